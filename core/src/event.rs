@@ -1,0 +1,104 @@
+//! Messages on `odp.events`: agent heartbeats and profile lifecycle, as
+//! JSON so operators can read them with any Kafka tool.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::model::EventKind;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    pub host: String,
+    pub agent_id: String,
+    /// Unix milliseconds on the agent's clock.
+    pub at_ms: i64,
+    #[serde(flatten)]
+    pub kind: AgentEventKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    DurationElapsed,
+    Stopped,
+    TargetExited,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum AgentEventKind {
+    Heartbeat {
+        version: String,
+        running_profiles: Vec<Uuid>,
+        plugins: Vec<String>,
+    },
+    ProfileStarted {
+        profile_id: Uuid,
+        event: EventKind,
+        frequency_hz: u32,
+        pids: Vec<u32>,
+    },
+    ProfileFinished {
+        profile_id: Uuid,
+        reason: FinishReason,
+        snapshots: u64,
+        samples: u64,
+    },
+    ProfileFailed {
+        profile_id: Uuid,
+        error: String,
+    },
+    CommandRejected {
+        command_id: Option<Uuid>,
+        profile_id: Option<Uuid>,
+        reason: String,
+    },
+}
+
+impl AgentEvent {
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("agent events always serialize")
+    }
+
+    pub fn from_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// The profile this event is about, if any.
+    pub fn profile_id(&self) -> Option<Uuid> {
+        match &self.kind {
+            AgentEventKind::Heartbeat { .. } => None,
+            AgentEventKind::ProfileStarted { profile_id, .. }
+            | AgentEventKind::ProfileFinished { profile_id, .. }
+            | AgentEventKind::ProfileFailed { profile_id, .. } => Some(*profile_id),
+            AgentEventKind::CommandRejected { profile_id, .. } => *profile_id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_flat_tagged_json() {
+        let event = AgentEvent {
+            host: "h".into(),
+            agent_id: "a".into(),
+            at_ms: 5,
+            kind: AgentEventKind::ProfileStarted {
+                profile_id: Uuid::nil(),
+                event: EventKind::CpuClock,
+                frequency_hz: 99,
+                pids: vec![1],
+            },
+        };
+        let json: serde_json::Value = serde_json::from_slice(&event.to_json()).unwrap();
+        assert_eq!(json["type"], "profile_started");
+        assert_eq!(json["event"], "cpu-clock");
+        assert_eq!(json["host"], "h");
+        assert_eq!(AgentEvent::from_json(&event.to_json()).unwrap(), event);
+        assert_eq!(event.profile_id(), Some(Uuid::nil()));
+        assert!(AgentEvent::from_json(b"{\"type\":\"nope\"}").is_err());
+    }
+}

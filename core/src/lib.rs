@@ -1,0 +1,32 @@
+//! The sans-I/O core of ODP.
+//!
+//! Everything that crosses a process boundary is defined here, as plain data
+//! with encoders and decoders that never touch a socket or a file:
+//!
+//! - [`model`]: frames, events (what a sample measures) and targets;
+//! - [`snapshot`]: one aggregation window of one agent, the compact binary
+//!   message on `odp.stacks`;
+//! - [`command`]: the signed commands on `odp.commands`, and their verifier;
+//! - [`event`]: lifecycle and heartbeat messages on `odp.events`;
+//! - [`folded`], [`flamegraph`] and [`stats`]: what queries turn stored
+//!   stacks into;
+//! - [`hash`] and [`partition`]: the content hashes that make storage
+//!   deduplicate, and Kafka's key partitioner so an agent can find its own
+//!   partition.
+//!
+//! Decoders return errors on any malformed input and never panic: the
+//! pipeline sends such input to the dead-letter topic with the error's text.
+
+pub mod command;
+pub mod event;
+pub mod flamegraph;
+pub mod folded;
+pub mod hash;
+pub mod model;
+pub mod partition;
+pub mod snapshot;
+pub mod stats;
+mod wire;
+
+pub use model::{EventKind, Frame, Target, WeightedStack};
+pub use snapshot::{Snapshot, SnapshotBuilder, StackCount, ThreadInfo};

@@ -1,0 +1,166 @@
+//! The profile model shared by every part of ODP.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// One frame of a call stack, as the agent symbolized it.
+///
+/// Two frames are the same frame when all four fields are equal; storage
+/// keys them by [`crate::hash::frame_hash`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Frame {
+    /// Function name, demangled; `[unknown]` style placeholders when the
+    /// symbolizer found nothing.
+    pub function: String,
+    /// The executable, shared library, jar or Python module the code lives
+    /// in; empty when unknown.
+    #[serde(default)]
+    pub module: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+impl Frame {
+    pub fn function(name: impl Into<String>) -> Self {
+        Frame {
+            function: name.into(),
+            module: String::new(),
+            file: None,
+            line: None,
+        }
+    }
+
+    pub fn with_module(mut self, module: impl Into<String>) -> Self {
+        self.module = module.into();
+        self
+    }
+}
+
+/// A stack of frame names, root first, and how many samples it has: the
+/// shape queries hand to [`crate::flamegraph`], [`crate::folded`] and
+/// [`crate::stats`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WeightedStack {
+    pub frames: Vec<String>,
+    pub count: u64,
+}
+
+/// What one sample measures, so that counts of different units are never
+/// added together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// Hardware CPU cycles (a PMU is present).
+    Cycles,
+    /// The kernel's software CPU clock: on-CPU time, in nanoseconds.
+    CpuClock,
+    /// Wall-clock time, on or off CPU.
+    Wall,
+    /// Bytes allocated.
+    AllocBytes,
+    /// Bytes live on the heap.
+    HeapBytes,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 5] = [
+        EventKind::Cycles,
+        EventKind::CpuClock,
+        EventKind::Wall,
+        EventKind::AllocBytes,
+        EventKind::HeapBytes,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Cycles => "cycles",
+            EventKind::CpuClock => "cpu-clock",
+            EventKind::Wall => "wall",
+            EventKind::AllocBytes => "alloc-bytes",
+            EventKind::HeapBytes => "heap-bytes",
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            EventKind::Cycles => 1,
+            EventKind::CpuClock => 2,
+            EventKind::Wall => 3,
+            EventKind::AllocBytes => 4,
+            EventKind::HeapBytes => 5,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
+        EventKind::ALL.into_iter().find(|e| e.code() == code)
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown event kind {0:?}")]
+pub struct UnknownEventKind(pub String);
+
+impl FromStr for EventKind {
+    type Err = UnknownEventKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventKind::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| UnknownEventKind(s.to_owned()))
+    }
+}
+
+/// Which process(es) on a host a profile samples.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "by", content = "value")]
+pub enum Target {
+    /// One process by id.
+    Pid(u32),
+    /// Every process whose executable name (`/proc/PID/comm`) equals this.
+    ProcessName(String),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Pid(pid) => write!(f, "pid {pid}"),
+            Target::ProcessName(name) => write!(f, "process {name:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_kinds_round_trip_through_strings_and_codes() {
+        for kind in EventKind::ALL {
+            assert_eq!(kind.as_str().parse::<EventKind>().unwrap(), kind);
+            assert_eq!(EventKind::from_code(kind.code()), Some(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+        assert!("cycle".parse::<EventKind>().is_err());
+        assert_eq!(EventKind::from_code(0), None);
+    }
+
+    #[test]
+    fn target_serializes_with_its_kind() {
+        let json = serde_json::to_string(&Target::ProcessName("demo".into())).unwrap();
+        assert_eq!(json, r#"{"by":"process_name","value":"demo"}"#);
+        let back: Target = serde_json::from_str(r#"{"by":"pid","value":42}"#).unwrap();
+        assert_eq!(back, Target::Pid(42));
+    }
+}

@@ -1,0 +1,185 @@
+use super::*;
+use proptest::prelude::*;
+
+fn header(sequence: u64) -> SnapshotHeader {
+    SnapshotHeader {
+        profile_id: Uuid::from_u128(0x1234),
+        host: "host-a".into(),
+        agent_id: "agent-1".into(),
+        sequence,
+        window_start_ms: 1_700_000_000_000,
+        window_end_ms: 1_700_000_010_000,
+        event: EventKind::CpuClock,
+        period: 10_101_010,
+        frequency_hz: 99,
+    }
+}
+
+fn sample_snapshot() -> Snapshot {
+    let main = Frame::function("main").with_module("/usr/bin/demo");
+    let hot = Frame::function("demo_hot").with_module("/usr/bin/demo");
+    let warm = Frame {
+        function: "demo_warm".into(),
+        module: "/usr/bin/demo".into(),
+        file: Some("demo.c".into()),
+        line: Some(42),
+    };
+    let mut b = SnapshotBuilder::new();
+    b.add(&[main.clone(), hot.clone()], 7, 60);
+    b.add(&[main.clone(), warm], 7, 30);
+    b.add(&[main.clone(), hot], 7, 5);
+    b.add(&[main], 8, 1);
+    b.name_thread(7, "worker");
+    b.build(header(3))
+}
+
+#[test]
+fn builder_deduplicates_frames_and_merges_stacks() {
+    let s = sample_snapshot();
+    assert_eq!(s.frames.len(), 3);
+    assert_eq!(s.stacks.len(), 3);
+    assert_eq!(s.total_samples(), 96);
+    let hot = s
+        .stacks
+        .iter()
+        .find(|st| s.stack_frames(st).last().unwrap().function == "demo_hot")
+        .unwrap();
+    assert_eq!(hot.count, 65);
+}
+
+#[test]
+fn round_trips_compressed_and_plain() {
+    let s = sample_snapshot();
+    assert_eq!(Snapshot::decode(&s.encode()).unwrap(), s);
+    assert_eq!(Snapshot::decode(&s.encode_uncompressed()).unwrap(), s);
+}
+
+#[test]
+fn encoding_is_deterministic() {
+    assert_eq!(sample_snapshot().encode(), sample_snapshot().encode());
+}
+
+#[test]
+fn rejects_garbage_with_reasons() {
+    assert!(matches!(Snapshot::decode(b""), Err(SnapshotError::BadMagic)));
+    assert!(matches!(
+        Snapshot::decode(b"not a snapshot at all"),
+        Err(SnapshotError::BadMagic)
+    ));
+    let mut bytes = sample_snapshot().encode();
+    bytes[4] = 9;
+    assert!(matches!(
+        Snapshot::decode(&bytes),
+        Err(SnapshotError::UnsupportedVersion(9))
+    ));
+    let mut bytes = sample_snapshot().encode();
+    bytes[5] = 7;
+    assert!(matches!(
+        Snapshot::decode(&bytes),
+        Err(SnapshotError::UnknownCodec(7))
+    ));
+    let mut bytes = sample_snapshot().encode();
+    bytes[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        Snapshot::decode(&bytes),
+        Err(SnapshotError::BodyTooLarge(_))
+    ));
+}
+
+#[test]
+fn rejects_frame_index_out_of_range() {
+    let mut s = sample_snapshot();
+    s.stacks[0].frames.push(99);
+    let err = Snapshot::decode(&s.encode()).unwrap_err();
+    assert!(matches!(err, SnapshotError::FrameOutOfRange { index: 99, .. }), "{err}");
+}
+
+#[test]
+fn rejects_trailing_bytes_and_inverted_windows() {
+    let s = sample_snapshot();
+    let mut plain = s.encode_uncompressed();
+    plain.push(0);
+    let len = (plain.len() - HEADER_LEN) as u32;
+    plain[6..10].copy_from_slice(&len.to_le_bytes());
+    assert!(matches!(
+        Snapshot::decode(&plain),
+        Err(SnapshotError::TrailingBytes(1))
+    ));
+    let mut inverted = s;
+    inverted.window_end_ms = inverted.window_start_ms - 1;
+    assert!(matches!(
+        Snapshot::decode(&inverted.encode()),
+        Err(SnapshotError::InvertedWindow { .. })
+    ));
+}
+
+#[test]
+fn every_truncation_is_an_error_not_a_panic() {
+    for bytes in [sample_snapshot().encode(), sample_snapshot().encode_uncompressed()] {
+        for len in 0..bytes.len() {
+            assert!(Snapshot::decode(&bytes[..len]).is_err(), "prefix of {len} bytes decoded");
+        }
+    }
+}
+
+fn arb_frame() -> impl Strategy<Value = Frame> {
+    (
+        "[a-z_:]{1,12}",
+        "(/[a-z]{1,6}){0,3}",
+        proptest::option::of("[a-z]{1,8}\\.c"),
+        proptest::option::of(1u32..100_000),
+    )
+        .prop_map(|(function, module, file, line)| Frame {
+            function,
+            module,
+            file,
+            line,
+        })
+}
+
+fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
+    (
+        proptest::collection::vec(arb_frame(), 1..20),
+        proptest::collection::vec((proptest::collection::vec(0usize..1000, 1..30), 0u32..4, 1u64..1_000_000), 0..40),
+        any::<u64>(),
+        any::<i64>(),
+        0i64..1_000_000,
+        any::<u32>(),
+    )
+        .prop_map(|(frames, stacks, sequence, start, len, freq)| {
+            let mut b = SnapshotBuilder::new();
+            for (picks, tid, count) in stacks {
+                let stack: Vec<Frame> = picks.iter().map(|p| frames[p % frames.len()].clone()).collect();
+                b.add(&stack, tid, count);
+            }
+            b.name_thread(1, "main");
+            let mut h = header(sequence);
+            h.window_start_ms = start / 2;
+            h.window_end_ms = start / 2 + len;
+            h.frequency_hz = freq;
+            b.build(h)
+        })
+}
+
+proptest! {
+    #[test]
+    fn snapshots_round_trip(s in arb_snapshot()) {
+        prop_assert_eq!(Snapshot::decode(&s.encode()).unwrap(), s.clone());
+        prop_assert_eq!(Snapshot::decode(&s.encode_uncompressed()).unwrap(), s);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = Snapshot::decode(&bytes);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_corrupted_snapshots(s in arb_snapshot(), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let mut bytes = s.encode_uncompressed();
+        for (pos, value) in flips {
+            let i = pos % bytes.len();
+            bytes[i] = value;
+        }
+        let _ = Snapshot::decode(&bytes);
+    }
+}
