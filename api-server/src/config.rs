@@ -1,0 +1,68 @@
+//! Command-line and environment configuration, validated once at start-up.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Parser)]
+#[command(name = "odp-api-server", about = "ODP's REST API: start and stop profiles, query flame graphs")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: CliCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum CliCommand {
+    /// Serve the API.
+    Serve(ServeConfig),
+    /// Write a new Ed25519 key pair for signing commands.
+    Keygen {
+        /// PKCS#8 PEM private key, for the api-server.
+        #[arg(long)]
+        private_key: PathBuf,
+        /// SPKI PEM public key, for the agents.
+        #[arg(long)]
+        public_key: PathBuf,
+    },
+    /// Print a bearer token signed with the API secret.
+    Token {
+        #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
+        jwt_secret: String,
+        #[arg(long)]
+        sub: String,
+        #[arg(long, default_value_t = 3600)]
+        ttl_secs: i64,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeConfig {
+    #[arg(long, env = "ODP_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    #[arg(long, env = "ODP_DATABASE_URL")]
+    pub database_url: String,
+    #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
+    pub kafka_bootstrap: String,
+    #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
+    pub topic_commands: String,
+    /// HS256 secret that bearer tokens are signed with (at least 16 bytes).
+    #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: String,
+    /// PKCS#8 PEM Ed25519 private key that commands are signed with.
+    #[arg(long, env = "ODP_COMMAND_SIGNING_KEY")]
+    pub command_signing_key: PathBuf,
+    /// How long a command stays valid for the agent.
+    #[arg(long, env = "ODP_COMMAND_TTL_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(5..=3600))]
+    pub command_ttl_secs: i64,
+}
+
+impl ServeConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.jwt_secret.len() < 16 {
+            return Err("--jwt-secret must be at least 16 bytes".into());
+        }
+        if self.kafka_bootstrap.trim().is_empty() {
+            return Err("--kafka-bootstrap is empty".into());
+        }
+        Ok(())
+    }
+}

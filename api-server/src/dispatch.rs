@@ -1,0 +1,59 @@
+//! Signing commands and publishing them to `odp.commands`, keyed by host.
+//!
+//! The producer uses the Java client's murmur2 partitioner so that the
+//! agent, which computes the same hash (`odp_core::partition`), reads only
+//! the partition that carries its host's commands.
+
+use std::time::Duration;
+
+use odp_core::command::{Command, CommandAction, CommandSigner};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::ClientConfig;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+pub struct Dispatcher {
+    producer: FutureProducer,
+    signer: CommandSigner,
+    topic: String,
+    ttl_secs: i64,
+}
+
+impl Dispatcher {
+    pub fn new(bootstrap: &str, topic: &str, signer: CommandSigner, ttl_secs: i64) -> Result<Self, rdkafka::error::KafkaError> {
+        let producer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("partitioner", "murmur2_random")
+            .set("enable.idempotence", "true")
+            .set("message.timeout.ms", "15000")
+            .create()?;
+        Ok(Dispatcher {
+            producer,
+            signer,
+            topic: topic.to_owned(),
+            ttl_secs,
+        })
+    }
+
+    /// Signs `action` for `host` and waits until the broker has it.
+    /// Returns the command's id.
+    pub async fn send(&self, host: &str, action: CommandAction) -> Result<Uuid, ApiError> {
+        let now = chrono::Utc::now().timestamp();
+        let command = Command {
+            id: Uuid::new_v4(),
+            host: host.to_owned(),
+            issued_at: now,
+            expires_at: now + self.ttl_secs,
+            action,
+        };
+        let token = self.signer.sign(&command).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let record = FutureRecord::to(&self.topic).key(host).payload(&token);
+        self.producer
+            .send(record, Duration::from_secs(15))
+            .await
+            .map_err(|(e, _)| ApiError::Unavailable(format!("could not publish the command to Kafka: {e}")))?;
+        tracing::info!(command_id = %command.id, host, "command published");
+        Ok(command.id)
+    }
+}

@@ -1,0 +1,104 @@
+//! ODP's api-server: the front door.
+//!
+//! `POST /api/v1/profiles` records a profile request in Postgres, signs a
+//! start command and publishes it to `odp.commands` keyed by the target
+//! host; the host's agent answers on `odp.events`, which the pipeline turns
+//! into the profile's status. Queries read the stored samples back as flame
+//! graphs (JSON, folded, SVG) and top-function tables. Every `/api` route
+//! needs a bearer token.
+
+pub mod auth;
+pub mod config;
+pub mod dispatch;
+pub mod error;
+mod extract;
+pub mod routes;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::get;
+use axum::{Json, Router};
+use odp_core::command::CommandSigner;
+use odp_store::Profiles;
+use sqlx::PgPool;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+pub use config::{Cli, CliCommand, ServeConfig};
+
+use crate::auth::Authenticator;
+use crate::dispatch::Dispatcher;
+use crate::error::ApiError;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub profiles: Profiles,
+    pub auth: Arc<Authenticator>,
+    pub dispatcher: Arc<Dispatcher>,
+}
+
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .merge(routes::profiles::router())
+        .merge(routes::flamegraph::router())
+        .route("/healthz", get(health))
+        .fallback(not_found)
+        .layer(TraceLayer::new_for_http())
+        .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::GATEWAY_TIMEOUT, Duration::from_secs(60)))
+        .layer(RequestBodyLimitLayer::new(1 << 20))
+        .with_state(state)
+}
+
+async fn health(state: axum::extract::State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    sqlx::query("select 1")
+        .execute(&state.pool)
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("database: {e}")))?;
+    Ok(Json(serde_json::json!({ "status": "ok" })))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route".into())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("store: {0}")]
+    Store(#[from] odp_store::StoreError),
+    #[error("kafka: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Builds the state from configuration: connects to Postgres (applying
+/// migrations), loads the command signing key, creates the producer.
+pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
+    config.validate().map_err(ServeError::Config)?;
+    let pem = std::fs::read_to_string(&config.command_signing_key).map_err(|e| {
+        ServeError::Config(format!("reading {}: {e}", config.command_signing_key.display()))
+    })?;
+    let signer = CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
+    let pool = odp_store::connect_and_migrate(&config.database_url).await?;
+    let dispatcher = Dispatcher::new(&config.kafka_bootstrap, &config.topic_commands, signer, config.command_ttl_secs)?;
+    Ok(AppState {
+        profiles: Profiles::new(pool.clone()),
+        pool,
+        auth: Arc::new(Authenticator::from_secret(config.jwt_secret.as_bytes())),
+        dispatcher: Arc::new(dispatcher),
+    })
+}
+
+pub async fn serve(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+    let state = build_state(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    tracing::info!(addr = %listener.local_addr()?, "api-server listening");
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,2 @@
+pub mod flamegraph;
+pub mod profiles;

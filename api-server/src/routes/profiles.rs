@@ -1,0 +1,246 @@
+//! Starting, stopping and describing profiles.
+
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use odp_core::command::{CommandAction, StartProfile};
+use odp_core::Target;
+use odp_store::{NewProfile, ProfileRow, ProfileStatus};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::{AppJson, AppPath};
+use crate::AppState;
+
+pub const MAX_DURATION_SECS: u64 = 3600;
+pub const MAX_FREQUENCY_HZ: u32 = 10_000;
+pub const DEFAULT_FREQUENCY_HZ: u32 = 99;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/profiles", post(start))
+        .route("/api/v1/profiles/{id}", get(describe))
+        .route("/api/v1/profiles/{id}/stop", post(stop))
+}
+
+/// `POST /api/v1/profiles`: profile a process on a host.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartRequest {
+    pub host: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub process_name: Option<String>,
+    pub duration_secs: u64,
+    #[serde(default)]
+    pub frequency_hz: Option<u32>,
+    /// Aggregation window; the agent's default (10 s) when absent.
+    #[serde(default)]
+    pub window_secs: Option<u64>,
+}
+
+/// A start request that passed validation.
+#[derive(Debug, PartialEq)]
+pub struct ValidStart {
+    pub host: String,
+    pub target: Target,
+    pub duration_secs: u64,
+    pub frequency_hz: u32,
+    pub window_secs: Option<u64>,
+}
+
+impl StartRequest {
+    pub fn validate(self) -> Result<ValidStart, ApiError> {
+        let invalid = |m: String| Err(ApiError::Unprocessable(m));
+        validate_host(&self.host)?;
+        let target = match (self.pid, self.process_name) {
+            (Some(_), Some(_)) => return invalid("give either `pid` or `process_name`, not both".into()),
+            (None, None) => return invalid("missing target: give `pid` or `process_name`".into()),
+            (Some(0), None) => return invalid("`pid` must be positive".into()),
+            (Some(pid), None) => Target::Pid(pid),
+            (None, Some(name)) => {
+                if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) {
+                    return invalid("`process_name` must be 1 to 255 characters without `/`".into());
+                }
+                Target::ProcessName(name)
+            }
+        };
+        if !(1..=MAX_DURATION_SECS).contains(&self.duration_secs) {
+            return invalid(format!("`duration_secs` must be between 1 and {MAX_DURATION_SECS}"));
+        }
+        let frequency_hz = self.frequency_hz.unwrap_or(DEFAULT_FREQUENCY_HZ);
+        if !(1..=MAX_FREQUENCY_HZ).contains(&frequency_hz) {
+            return invalid(format!("`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"));
+        }
+        if let Some(window) = self.window_secs {
+            if !(1..=300).contains(&window) {
+                return invalid("`window_secs` must be between 1 and 300".into());
+            }
+        }
+        Ok(ValidStart {
+            host: self.host,
+            target,
+            duration_secs: self.duration_secs,
+            frequency_hz,
+            window_secs: self.window_secs,
+        })
+    }
+}
+
+fn validate_host(host: &str) -> Result<(), ApiError> {
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::Unprocessable(
+            "`host` must be 1 to 253 characters of letters, digits, `.`, `-` or `_`".into(),
+        ))
+    }
+}
+
+/// A profile as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct ProfileView {
+    #[serde(flatten)]
+    pub profile: ProfileRow,
+    pub links: Links,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Links {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub stop: String,
+    pub flamegraph: String,
+    pub flamegraph_svg: String,
+    pub folded: String,
+    pub top: String,
+}
+
+impl From<ProfileRow> for ProfileView {
+    fn from(profile: ProfileRow) -> Self {
+        let base = format!("/api/v1/profiles/{}", profile.id);
+        ProfileView {
+            links: Links {
+                stop: format!("{base}/stop"),
+                flamegraph: format!("{base}/flamegraph"),
+                flamegraph_svg: format!("{base}/flamegraph?format=svg"),
+                folded: format!("{base}/flamegraph?format=folded"),
+                top: format!("{base}/top"),
+                this: base,
+            },
+            profile,
+        }
+    }
+}
+
+async fn start(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppJson(request): AppJson<StartRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let valid = request.validate()?;
+    let id = Uuid::new_v4();
+    state
+        .profiles
+        .insert(&NewProfile {
+            id,
+            host: valid.host.clone(),
+            target: valid.target.clone(),
+            duration_ms: (valid.duration_secs * 1000) as i64,
+            frequency_hz: valid.frequency_hz as i32,
+            requested_by: caller.subject.clone(),
+        })
+        .await?;
+    let action = CommandAction::Start(StartProfile {
+        profile_id: id,
+        target: valid.target,
+        duration_ms: valid.duration_secs * 1000,
+        frequency_hz: valid.frequency_hz,
+        window_ms: valid.window_secs.map(|s| s * 1000),
+    });
+    if let Err(e) = state.dispatcher.send(&valid.host, action).await {
+        state
+            .profiles
+            .transition(id, ProfileStatus::Failed, Some("command could not be published"))
+            .await?;
+        return Err(e);
+    }
+    state.profiles.transition(id, ProfileStatus::Dispatched, None).await?;
+    tracing::info!(profile_id = %id, host = %valid.host, by = %caller.subject, "profile requested");
+    let row = load(&state, id).await?;
+    Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
+}
+
+async fn stop(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<impl IntoResponse, ApiError> {
+    let row = load(&state, id).await?;
+    if row.status()?.is_terminal() {
+        return Err(ApiError::Conflict(format!("profile {id} is already {}", row.status)));
+    }
+    state.dispatcher.send(&row.host, CommandAction::Stop { profile_id: id }).await?;
+    tracing::info!(profile_id = %id, by = %caller.subject, "stop requested");
+    Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
+}
+
+async fn describe(
+    state: axum::extract::State<AppState>,
+    _caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<ProfileView>, ApiError> {
+    Ok(Json(ProfileView::from(load(&state, id).await?)))
+}
+
+pub(crate) async fn load(state: &AppState, id: Uuid) -> Result<ProfileRow, ApiError> {
+    state
+        .profiles
+        .get(id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no profile {id}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(json: serde_json::Value) -> Result<ValidStart, ApiError> {
+        serde_json::from_value::<StartRequest>(json).unwrap().validate()
+    }
+
+    #[test]
+    fn accepts_a_pid_or_a_process_name() {
+        let v = request(serde_json::json!({"host": "h-1", "pid": 42, "duration_secs": 10})).unwrap();
+        assert_eq!(v.target, Target::Pid(42));
+        assert_eq!(v.frequency_hz, DEFAULT_FREQUENCY_HZ);
+        let v = request(serde_json::json!({"host": "h", "process_name": "demo", "duration_secs": 1, "frequency_hz": 999})).unwrap();
+        assert_eq!(v.target, Target::ProcessName("demo".into()));
+    }
+
+    #[test]
+    fn refuses_out_of_range_and_ambiguous_requests() {
+        for bad in [
+            serde_json::json!({"host": "h", "duration_secs": 10}),
+            serde_json::json!({"host": "h", "pid": 1, "process_name": "x", "duration_secs": 10}),
+            serde_json::json!({"host": "h", "pid": 0, "duration_secs": 10}),
+            serde_json::json!({"host": "", "pid": 1, "duration_secs": 10}),
+            serde_json::json!({"host": "a b", "pid": 1, "duration_secs": 10}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 0}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 3601}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "frequency_hz": 0}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "frequency_hz": 10001}),
+            serde_json::json!({"host": "h", "process_name": "a/b", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "window_secs": 0}),
+        ] {
+            assert!(matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! A small client of the REST API for the quick start and the tests.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{DevError, Result};
+
+#[derive(Clone)]
+pub struct ApiClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+/// A response's status and body, for callers that check error paths.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub text: String,
+}
+
+const TERMINAL: [&str; 4] = ["finished", "stopped", "failed", "expired"];
+
+impl ApiClient {
+    pub fn new(base: &str, token: &str) -> Self {
+        ApiClient {
+            base: base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("a plain HTTP client always builds"),
+        }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// Sends a request with the bearer token (or none when `token` is
+    /// empty) and returns whatever came back.
+    pub async fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Reply> {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if !self.token.is_empty() {
+            request = request.bearer_auth(&self.token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| DevError::Invalid(format!("{path}: {e}")))?;
+        let status = response.status().as_u16();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| DevError::Invalid(format!("{path}: reading body: {e}")))?;
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Reply { status, body, text })
+    }
+
+    async fn expect(&self, method: reqwest::Method, path: &str, body: Option<&Value>, status: u16) -> Result<Reply> {
+        let reply = self.request(method, path, body).await?;
+        if reply.status != status {
+            return Err(DevError::Invalid(format!(
+                "{path}: expected HTTP {status}, got {}: {}",
+                reply.status, reply.text
+            )));
+        }
+        Ok(reply)
+    }
+
+    /// Starts a profile; returns its id.
+    pub async fn start_profile(&self, request: &Value) -> Result<String> {
+        let reply = self.expect(reqwest::Method::POST, "/api/v1/profiles", Some(request), 202).await?;
+        reply.body["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| DevError::Invalid(format!("start reply has no id: {}", reply.text)))
+    }
+
+    pub async fn stop_profile(&self, id: &str) -> Result<Value> {
+        let path = format!("/api/v1/profiles/{id}/stop");
+        Ok(self.expect(reqwest::Method::POST, &path, None, 202).await?.body)
+    }
+
+    pub async fn profile(&self, id: &str) -> Result<Value> {
+        let path = format!("/api/v1/profiles/{id}");
+        Ok(self.expect(reqwest::Method::GET, &path, None, 200).await?.body)
+    }
+
+    /// Polls until the profile reaches a terminal status; returns the
+    /// profile. `progress` is told each status seen.
+    pub async fn wait_finished(&self, id: &str, timeout: Duration, mut progress: impl FnMut(&str)) -> Result<Value> {
+        let mut last = String::new();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let profile = self.profile(id).await?;
+            let status = profile["status"].as_str().unwrap_or("").to_owned();
+            if status != last {
+                progress(&status);
+                last = status.clone();
+            }
+            if TERMINAL.contains(&status.as_str()) {
+                return Ok(profile);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(DevError::Timeout {
+                    what: format!("profile {id} to finish"),
+                    timeout,
+                    detail: format!(" (last status {status})"),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    pub async fn top(&self, id: &str, limit: usize) -> Result<Value> {
+        let path = format!("/api/v1/profiles/{id}/top?limit={limit}");
+        Ok(self.expect(reqwest::Method::GET, &path, None, 200).await?.body)
+    }
+
+    pub async fn flamegraph(&self, id: &str, format: &str) -> Result<String> {
+        let path = format!("/api/v1/profiles/{id}/flamegraph?format={format}");
+        Ok(self.expect(reqwest::Method::GET, &path, None, 200).await?.text)
+    }
+}

@@ -1,0 +1,94 @@
+//! Building the demo workload `demo/cpu-split.c`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{DevError, IoContext, Result};
+use crate::postgres::command_failed;
+use crate::tools::{c_compiler, repo_root};
+
+/// Flags that keep frame pointers everywhere so perf_event call chains reach
+/// `main` (see demo/README.md).
+pub const DEMO_CFLAGS: &[&str] = &["-O2", "-g", "-fno-omit-frame-pointer"];
+
+/// Not every compiler/target knows it; the build retries without it.
+const LEAF_FRAME_POINTER_FLAG: &str = "-mno-omit-leaf-frame-pointer";
+
+/// The demo's source file.
+pub fn demo_source() -> PathBuf {
+    repo_root().join("demo").join("cpu-split.c")
+}
+
+/// Compiles `demo/cpu-split.c` into `<out_dir>/cpu-split` and returns its path.
+pub fn build_demo(out_dir: &Path) -> Result<PathBuf> {
+    let compiler = c_compiler()?;
+    let source = demo_source();
+    if !source.is_file() {
+        return Err(DevError::Invalid(format!(
+            "demo source {} is missing",
+            source.display()
+        )));
+    }
+    std::fs::create_dir_all(out_dir).io_context(|| format!("creating {}", out_dir.display()))?;
+    let output_path = out_dir.join("cpu-split");
+
+    let compile = |extra: &[&str]| {
+        Command::new(&compiler)
+            .args(DEMO_CFLAGS)
+            .args(extra)
+            .arg("-o")
+            .arg(&output_path)
+            .arg(&source)
+            .output()
+            .io_context(|| format!("running {}", compiler.display()))
+    };
+    let output = compile(&[LEAF_FRAME_POINTER_FLAG])?;
+    if output.status.success() {
+        return Ok(output_path);
+    }
+    if String::from_utf8_lossy(&output.stderr).contains("leaf-frame-pointer") {
+        let retry = compile(&[])?;
+        if retry.status.success() {
+            return Ok(output_path);
+        }
+        return Err(command_failed(
+            &format!("{} (demo build)", compiler.display()),
+            &retry,
+        ));
+    }
+    Err(command_failed(
+        &format!("{} (demo build)", compiler.display()),
+        &output,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_the_demo_with_its_three_functions() {
+        if c_compiler().is_err() {
+            eprintln!("skipping: no C compiler");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let binary = build_demo(dir.path()).unwrap();
+        let status = Command::new(&binary)
+            .args(["--seconds", "0.05"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let bad = Command::new(&binary).arg("--nope").status().unwrap();
+        assert_eq!(bad.code(), Some(2));
+        let image = std::fs::read(&binary).unwrap();
+        for name in ["demo_hot", "demo_warm", "demo_cool"] {
+            assert!(
+                image
+                    .windows(name.len())
+                    .any(|window| window == name.as_bytes()),
+                "{name} missing from the symbol table"
+            );
+        }
+    }
+}

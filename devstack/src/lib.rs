@@ -1,0 +1,46 @@
+//! Dev tooling for ODP: a local stack (Tansu broker + private Postgres) for
+//! the quick start and the end-to-end tests, child-process helpers, and the
+//! demo workload.
+//!
+//! ```no_run
+//! # async fn example() -> odp_devstack::Result<()> {
+//! use odp_devstack::{Stack, StackOptions};
+//! let stack = Stack::start(StackOptions::ephemeral()).await?;
+//! println!("{} {}", stack.kafka_bootstrap(), stack.database_url());
+//! stack.stop()
+//! # }
+//! ```
+
+mod client;
+mod demo;
+mod dev;
+mod error;
+mod kafka;
+mod platform;
+mod ports;
+mod postgres;
+mod process;
+mod quickstart;
+mod stack;
+mod state;
+mod sys;
+mod tools;
+
+pub use client::{ApiClient, Reply};
+pub use demo::{build_demo, demo_source, DEMO_CFLAGS};
+pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
+pub use error::{DevError, Result};
+pub use kafka::{create_topics, fetch_metadata, TopicSpec, Topics};
+pub use platform::{mint_token, write_signing_keys, Platform, PlatformOptions, StackEndpoints};
+pub use ports::{pick_free_port, pick_free_ports, port_accepts};
+pub use postgres::{ensure_service_user, PostgresCluster, RunAs, SERVICE_USER};
+pub use process::{
+    log_tail, wait_for, wait_for_some, wait_http_ready, ServiceBuilder, ServiceProcess,
+    DEFAULT_STOP_TIMEOUT,
+};
+pub use quickstart::{hostname, quickstart, stop_services, QuickstartOptions, ServicesRecord};
+pub use stack::{Stack, StackOptions, StateDir};
+pub use state::{StackRecord, STACK_RECORD_VERSION};
+pub use tools::{
+    c_compiler, find_on_path, postgres_bindir, repo_root, tansu_binary, workspace_binary,
+};

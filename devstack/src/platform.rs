@@ -1,0 +1,193 @@
+//! The three ODP services running against a [`Stack`]: api-server,
+//! pipeline and one profiler-service (agent) for this machine. Used by the
+//! quick start and the end-to-end tests, so both run exactly the same way.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::client::ApiClient;
+use crate::error::{DevError, IoContext, Result};
+use crate::kafka::Topics;
+use crate::ports::pick_free_port;
+use crate::process::{wait_http_ready, ServiceProcess};
+use crate::tools::workspace_binary;
+
+#[derive(Debug, Clone)]
+pub struct PlatformOptions {
+    /// Where keys and service logs go.
+    pub dir: PathBuf,
+    /// The host id the agent answers to.
+    pub host_id: String,
+    /// The agent's aggregation window.
+    pub window_secs: u64,
+    /// Keep the services running after this process exits (quick start).
+    pub detached: bool,
+    /// Start the agent (tests of the agent's absence turn it off).
+    pub with_agent: bool,
+}
+
+impl PlatformOptions {
+    pub fn new(dir: impl Into<PathBuf>, host_id: impl Into<String>) -> Self {
+        PlatformOptions {
+            dir: dir.into(),
+            host_id: host_id.into(),
+            window_secs: 10,
+            detached: false,
+            with_agent: true,
+        }
+    }
+}
+
+/// Connection details of a running stack, as the services need them.
+#[derive(Debug, Clone)]
+pub struct StackEndpoints {
+    pub kafka_bootstrap: String,
+    pub database_url: String,
+    pub topics: Topics,
+}
+
+pub struct Platform {
+    pub api_url: String,
+    pub token: String,
+    pub host_id: String,
+    pub jwt_secret: String,
+    /// The command signing key pair (private, public) PEM paths.
+    pub signing_key: PathBuf,
+    pub public_key: PathBuf,
+    pub api: ServiceProcess,
+    pub pipeline: ServiceProcess,
+    pub agent: Option<ServiceProcess>,
+}
+
+impl Platform {
+    pub async fn start(stack: &StackEndpoints, options: PlatformOptions) -> Result<Platform> {
+        let keys = options.dir.join("keys");
+        let logs = options.dir.join("logs");
+        for dir in [&keys, &logs] {
+            std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
+        }
+        let (signing_key, public_key) = write_signing_keys(&keys)?;
+        let jwt_secret = random_secret();
+
+        let port = pick_free_port()?;
+        let api_url = format!("http://127.0.0.1:{port}");
+        let api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?)
+            .arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--database-url", &stack.database_url])
+            .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
+            .args(["--topic-commands", &stack.topics.commands])
+            .arg("--command-signing-key")
+            .arg(&signing_key)
+            .env("ODP_JWT_SECRET", &jwt_secret)
+            .log_dir(&logs)
+            .own_process_group(options.detached)
+            .spawn()?;
+        let pipeline = ServiceProcess::builder("pipeline", workspace_binary("odp-pipeline")?)
+            .args(["--database-url", &stack.database_url])
+            .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
+            .args(["--topic-stacks", &stack.topics.stacks])
+            .args(["--topic-events", &stack.topics.events])
+            .args(["--topic-dead-letter", &stack.topics.dead_letter])
+            .args(["--batch-wait-ms", "100"])
+            .log_dir(&logs)
+            .own_process_group(options.detached)
+            .spawn()?;
+        let agent = if options.with_agent {
+            Some(spawn_agent(stack, &options, &public_key, &logs)?)
+        } else {
+            None
+        };
+        wait_http_ready(&format!("{api_url}/healthz"), Duration::from_secs(60))
+            .await
+            .map_err(|e| with_log(e, &api))?;
+        let token = mint_token(&jwt_secret, "odp-dev")?;
+        Ok(Platform {
+            api_url,
+            token,
+            host_id: options.host_id,
+            jwt_secret,
+            signing_key,
+            public_key,
+            api,
+            pipeline,
+            agent,
+        })
+    }
+
+    pub fn client(&self) -> ApiClient {
+        ApiClient::new(&self.api_url, &self.token)
+    }
+
+    /// Leaves the services running when this value is dropped; returns
+    /// their pids.
+    pub fn detach(self) -> Vec<u32> {
+        let mut pids = vec![self.api.detach(), self.pipeline.detach()];
+        pids.extend(self.agent.map(ServiceProcess::detach));
+        pids
+    }
+
+    /// The last lines of every service's log, for test failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for service in [Some(&self.api), Some(&self.pipeline), self.agent.as_ref()].into_iter().flatten() {
+            out.push_str(&format!("----- {} -----\n{}\n", service.name(), service.log_tail(40)));
+        }
+        out
+    }
+}
+
+fn spawn_agent(stack: &StackEndpoints, options: &PlatformOptions, public_key: &Path, logs: &Path) -> Result<ServiceProcess> {
+    ServiceProcess::builder("profiler-service", workspace_binary("odp-profiler-service")?)
+        .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
+        .args(stack.topics.cli_args())
+        .args(["--host-id", &options.host_id])
+        .arg("--command-public-key")
+        .arg(public_key)
+        .args(["--window-secs", &options.window_secs.to_string()])
+        .args(["--heartbeat-secs", "2"])
+        .log_dir(logs)
+        .own_process_group(options.detached)
+        .spawn()
+}
+
+fn with_log(error: DevError, service: &ServiceProcess) -> DevError {
+    DevError::Invalid(format!("{error}\n{} log:\n{}", service.name(), service.log_tail(30)))
+}
+
+/// Writes a fresh Ed25519 key pair for command signing.
+pub fn write_signing_keys(dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (private, public) = odp_core::command::generate_keypair().map_err(|e| DevError::Invalid(e.to_string()))?;
+    let private_path = dir.join("command-signing.pem");
+    let public_path = dir.join("command-signing.pub.pem");
+    std::fs::write(&private_path, private).io_context(|| format!("writing {}", private_path.display()))?;
+    std::fs::set_permissions(&private_path, std::fs::Permissions::from_mode(0o600))
+        .io_context(|| format!("restricting {}", private_path.display()))?;
+    std::fs::write(&public_path, public).io_context(|| format!("writing {}", public_path.display()))?;
+    Ok((private_path, public_path))
+}
+
+/// A 256-bit random secret from the kernel, hex encoded.
+fn random_secret() -> String {
+    uuid::Uuid::new_v4().simple().to_string() + &uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Mints a bearer token with the api-server's own `token` subcommand, so
+/// the dev tooling never re-implements the token format.
+pub fn mint_token(jwt_secret: &str, subject: &str) -> Result<String> {
+    let binary = workspace_binary("odp-api-server")?;
+    let output = std::process::Command::new(&binary)
+        .args(["token", "--sub", subject, "--ttl-secs", "86400"])
+        .env("ODP_JWT_SECRET", jwt_secret)
+        .output()
+        .io_context(|| format!("running {} token", binary.display()))?;
+    if !output.status.success() {
+        return Err(DevError::CommandFailed {
+            command: "odp-api-server token".into(),
+            status: output.status.to_string(),
+            output: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}

@@ -1,0 +1,192 @@
+//! `odp-dev quickstart`: the README's first command after the build. Brings
+//! the stack and the three services up in `.odp/`, runs the demo workload,
+//! profiles it through the REST API like any user would, and prints the
+//! top functions and where the flame graph is.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::dev::up;
+use crate::error::{DevError, IoContext, Result};
+use crate::platform::{Platform, PlatformOptions, StackEndpoints};
+use crate::process::ServiceProcess;
+use crate::sys::{pid_running, send_signal, Signal};
+
+#[derive(Debug, Clone)]
+pub struct QuickstartOptions {
+    pub state_dir: PathBuf,
+    pub duration_secs: u64,
+    pub frequency_hz: u32,
+}
+
+/// What the quick start left running, so `odp-dev down` can stop it and
+/// users can reach the API.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ServicesRecord {
+    pub api_url: String,
+    pub token: String,
+    pub host_id: String,
+    pub pids: Vec<u32>,
+}
+
+impl ServicesRecord {
+    const FILE_NAME: &'static str = "services.json";
+
+    pub fn load(state_dir: &Path) -> Option<ServicesRecord> {
+        let text = std::fs::read_to_string(state_dir.join(Self::FILE_NAME)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn save(&self, state_dir: &Path) -> Result<()> {
+        let path = state_dir.join(Self::FILE_NAME);
+        let text = serde_json::to_string_pretty(self).expect("record serializes");
+        std::fs::write(&path, text).io_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// Stops the services and demo a previous quick start left running.
+pub fn stop_services(state_dir: &Path) -> Result<usize> {
+    let Some(record) = ServicesRecord::load(state_dir) else {
+        return Ok(0);
+    };
+    let running: Vec<u32> = record.pids.into_iter().filter(|&pid| pid_running(pid)).collect();
+    for &pid in &running {
+        send_signal(pid, Signal::Term);
+    }
+    for _ in 0..100 {
+        if running.iter().all(|&pid| !pid_running(pid)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for &pid in &running {
+        if pid_running(pid) {
+            send_signal(pid, Signal::Kill);
+        }
+    }
+    let _ = std::fs::remove_file(state_dir.join(ServicesRecord::FILE_NAME));
+    Ok(running.len())
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
+    let state_dir = &options.state_dir;
+    stop_services(state_dir)?;
+    println!("==> starting Kafka (Tansu) and Postgres in {}", state_dir.display());
+    let record = up(state_dir).await?.record().clone();
+
+    println!("==> building and starting the demo workload (60% demo_hot, 30% demo_warm, 10% demo_cool)");
+    let demo_binary = crate::demo::build_demo(&state_dir.join("demo"))?;
+    let demo = ServiceProcess::builder("demo", &demo_binary)
+        .args(["--seconds", "900"])
+        .log_dir(state_dir.join("logs"))
+        .own_process_group(true)
+        .spawn()?;
+
+    println!("==> starting api-server, pipeline and profiler-service");
+    let endpoints = StackEndpoints {
+        kafka_bootstrap: record.kafka_bootstrap.clone(),
+        database_url: record.database_url.clone(),
+        topics: record.topics.clone(),
+    };
+    let mut platform_options = PlatformOptions::new(state_dir, hostname());
+    platform_options.detached = true;
+    let platform = Platform::start(&endpoints, platform_options).await?;
+    let client = platform.client();
+    let services = ServicesRecord {
+        api_url: platform.api_url.clone(),
+        token: platform.token.clone(),
+        host_id: platform.host_id.clone(),
+        pids: Vec::new(),
+    };
+    let host = platform.host_id.clone();
+    let mut pids = platform.detach();
+    pids.push(demo.detach());
+    let services = ServicesRecord { pids, ..services };
+    services.save(state_dir)?;
+
+    println!(
+        "==> profiling process `cpu-split` on host {host} for {} s at {} Hz through the REST API",
+        options.duration_secs, options.frequency_hz
+    );
+    let id = client
+        .start_profile(&json!({
+            "host": host,
+            "process_name": "cpu-split",
+            "duration_secs": options.duration_secs,
+            "frequency_hz": options.frequency_hz,
+        }))
+        .await?;
+    let timeout = Duration::from_secs(options.duration_secs + 90);
+    let profile = client
+        .wait_finished(&id, timeout, |status| println!("    profile {id}: {status}"))
+        .await?;
+    if profile["status"] != "finished" {
+        return Err(DevError::Invalid(format!(
+            "profile ended {}: {}; logs are in {}",
+            profile["status"],
+            profile["status_reason"],
+            state_dir.join("logs").display()
+        )));
+    }
+    // The pipeline stores the last window a moment after the agent says
+    // the profile finished; wait until the counts settle.
+    let top = settled_top(&client, &id).await?;
+    print_top(&top, profile["event"].as_str().unwrap_or("samples"));
+
+    let svg_path = state_dir.join(format!("flamegraph-{id}.svg"));
+    let svg = client.flamegraph(&id, "svg").await?;
+    std::fs::write(&svg_path, svg).io_context(|| format!("writing {}", svg_path.display()))?;
+    println!();
+    println!("flame graph (SVG):  {}/api/v1/profiles/{id}/flamegraph?format=svg", services.api_url);
+    println!("saved a copy to:    {}", svg_path.display());
+    println!("API token:          export ODP_TOKEN={}", services.token);
+    println!(
+        "try:                curl -H \"Authorization: Bearer $ODP_TOKEN\" {}/api/v1/profiles/{id}/top",
+        services.api_url
+    );
+    println!("stop everything:    target/debug/odp-dev down");
+    Ok(())
+}
+
+async fn settled_top(client: &crate::client::ApiClient, id: &str) -> Result<Value> {
+    let mut last = client.top(id, 10).await?;
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let next = client.top(id, 10).await?;
+        if next["samples"] == last["samples"] && next["samples"].as_u64().unwrap_or(0) > 0 {
+            return Ok(next);
+        }
+        last = next;
+    }
+    Ok(last)
+}
+
+fn print_top(top: &Value, event: &str) {
+    let samples = top["samples"].as_u64().unwrap_or(0);
+    println!();
+    println!("top functions by self time ({samples} {event} samples):");
+    println!("  {:<32} {:>16} {:>10}", "function", "self share", "total");
+    for f in top["functions"].as_array().into_iter().flatten() {
+        let share = f["self_share"].as_f64().unwrap_or(0.0) * 100.0;
+        let err = f["self_share_stderr"].as_f64().unwrap_or(0.0) * 100.0;
+        let total = f["total_share"].as_f64().unwrap_or(0.0) * 100.0;
+        println!(
+            "  {:<32} {:>8.1}% ± {:<4.1} {:>9.1}%",
+            f["function"].as_str().unwrap_or("?"),
+            share,
+            err,
+            total
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! [`Stack`]: a Tansu broker plus a private Postgres cluster, ready for ODP.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use tempfile::TempDir;
+
+use crate::error::{DevError, IoContext, Result};
+use crate::kafka::{create_topics, spawn_tansu, wait_broker_ready, Topics};
+use crate::ports::pick_free_ports;
+use crate::postgres::{check_traversable, PostgresCluster};
+use crate::process::{ServiceBuilder, ServiceProcess};
+use crate::state::{env_lines, unix_now, StackRecord, STACK_RECORD_VERSION};
+use crate::tools::{postgres_bindir, tansu_binary};
+
+/// Where the stack keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateDir {
+    /// A fresh directory under the system temp dir, removed when the stack drops.
+    Temporary,
+    /// A directory that is kept (created if missing), e.g. `<repo>/.odp`.
+    Persistent(PathBuf),
+}
+
+/// How to start a [`Stack`].
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    pub state_dir: StateDir,
+    /// Postgres without fsync: fast, but a crash may corrupt it. For tests.
+    pub ephemeral: bool,
+    /// Put the servers in their own process groups so they survive the
+    /// starting terminal; needed for [`Stack::detach`].
+    pub detached_processes: bool,
+    pub topics: Topics,
+    pub database: String,
+    /// Run the store migrations once the database exists.
+    pub migrate: bool,
+    /// Per readiness wait (broker, postgres).
+    pub startup_timeout: Duration,
+}
+
+impl StackOptions {
+    /// For tests: temporary state dir, fsync off, everything stopped on drop.
+    pub fn ephemeral() -> Self {
+        Self {
+            state_dir: StateDir::Temporary,
+            ephemeral: true,
+            detached_processes: false,
+            topics: Topics::default(),
+            database: "odp".to_owned(),
+            migrate: true,
+            startup_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// For the quick start: state kept in `state_dir`, fsync on, servers
+    /// detachable.
+    pub fn persistent(state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            state_dir: StateDir::Persistent(state_dir.into()),
+            ephemeral: false,
+            detached_processes: true,
+            ..Self::ephemeral()
+        }
+    }
+
+    pub fn topics(mut self, topics: Topics) -> Self {
+        self.topics = topics;
+        self
+    }
+
+    pub fn migrate(mut self, migrate: bool) -> Self {
+        self.migrate = migrate;
+        self
+    }
+}
+
+/// A running broker and Postgres cluster. Dropping it stops both (and removes
+/// a temporary state dir) unless it was [`detach`](Self::detach)ed.
+#[derive(Debug)]
+pub struct Stack {
+    state_dir: PathBuf,
+    broker: Option<ServiceProcess>,
+    kafka_port: u16,
+    kafka_bootstrap: String,
+    postgres: PostgresCluster,
+    database_url: String,
+    topics: Topics,
+    stopped: bool,
+    // Last, so the directory is removed only after the processes using it stopped.
+    temporary_dir: Option<TempDir>,
+}
+
+impl Stack {
+    /// Starts the broker and Postgres, creates the topics and the database,
+    /// and runs the migrations. On error, whatever was started is stopped.
+    pub async fn start(options: StackOptions) -> Result<Stack> {
+        let tansu = tansu_binary()?;
+        let bindir = postgres_bindir()?;
+        let (state_dir, temporary_dir) = prepare_state_dir(&options.state_dir)?;
+        let ports = pick_free_ports(2)?;
+        let (kafka_port, postgres_port) = (ports[0], ports[1]);
+
+        let postgres = PostgresCluster::prepare(bindir, state_dir.join("postgres"), postgres_port)?;
+        if postgres.run_as.is_some() {
+            check_traversable(&postgres.root)?;
+        }
+        let mut stack = Stack {
+            kafka_bootstrap: format!("127.0.0.1:{kafka_port}"),
+            kafka_port,
+            database_url: postgres.database_url(&options.database),
+            postgres,
+            broker: None,
+            topics: options.topics.clone(),
+            stopped: false,
+            temporary_dir,
+            state_dir,
+        };
+        // The broker boots while initdb runs.
+        tracing::info!(port = kafka_port, "starting tansu");
+        stack.broker = Some(spawn_tansu(
+            &tansu,
+            kafka_port,
+            &stack.log_dir(),
+            options.detached_processes,
+        )?);
+
+        tracing::info!(port = postgres_port, dir = %stack.postgres.root.display(), "starting postgres");
+        stack.postgres.init_if_needed().await?;
+        stack
+            .postgres
+            .start(!options.ephemeral, options.detached_processes)
+            .await?;
+        stack.postgres.create_database(&options.database).await?;
+
+        if let Some(broker) = stack.broker.as_mut() {
+            wait_broker_ready(
+                &stack.kafka_bootstrap,
+                kafka_port,
+                broker,
+                options.startup_timeout,
+            )
+            .await?;
+        }
+        create_topics(&stack.kafka_bootstrap, &stack.topics).await?;
+
+        if options.migrate {
+            tracing::info!("running migrations");
+            let pool = odp_store::connect_and_migrate(&stack.database_url)
+                .await
+                .map_err(|error| DevError::Migrations(Box::new(error)))?;
+            pool.close().await;
+        }
+        tracing::info!(kafka = %stack.kafka_bootstrap, database = %stack.database_url, "stack ready");
+        Ok(stack)
+    }
+
+    /// `host:port` of the broker, for `bootstrap.servers`.
+    pub fn kafka_bootstrap(&self) -> &str {
+        &self.kafka_bootstrap
+    }
+
+    pub fn kafka_port(&self) -> u16 {
+        self.kafka_port
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/odp`.
+    pub fn database_url(&self) -> &str {
+        &self.database_url
+    }
+
+    pub fn topics(&self) -> &Topics {
+        &self.topics
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Where process logs go (`tansu.log`, and services spawned via [`Self::service`]).
+    pub fn log_dir(&self) -> PathBuf {
+        self.state_dir.join("logs")
+    }
+
+    pub fn postgres(&self) -> &PostgresCluster {
+        &self.postgres
+    }
+
+    /// `ODP_KAFKA_BOOTSTRAP=...` and `ODP_DATABASE_URL=...`.
+    pub fn env_lines(&self) -> Vec<String> {
+        env_lines(&self.kafka_bootstrap, &self.database_url)
+    }
+
+    /// A small pool on the stack's database.
+    pub async fn connect(&self) -> Result<PgPool> {
+        PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&self.database_url)
+            .await
+            .map_err(|source| DevError::Database {
+                context: format!("connecting to {}", self.database_url),
+                source,
+            })
+    }
+
+    /// A builder for one of our service binaries wired to this stack: log in
+    /// [`Self::log_dir`], `ODP_KAFKA_BOOTSTRAP` and `ODP_DATABASE_URL` in its
+    /// environment, and the four `--topic-*` flags.
+    pub fn service(&self, name: &str, program: impl Into<PathBuf>) -> ServiceBuilder {
+        ServiceProcess::builder(name, program)
+            .log_dir(self.log_dir())
+            .env("ODP_KAFKA_BOOTSTRAP", &self.kafka_bootstrap)
+            .env("ODP_DATABASE_URL", &self.database_url)
+            .args(self.topics.cli_args())
+    }
+
+    /// Stops Postgres and the broker, reporting failures (drop ignores them).
+    pub fn stop(mut self) -> Result<()> {
+        self.stop_processes()
+    }
+
+    /// Leaves the servers running, writes `stack.json` into the state dir and
+    /// returns what it wrote. Only for a persistent state dir.
+    pub fn detach(mut self) -> Result<StackRecord> {
+        if self.temporary_dir.is_some() {
+            return Err(DevError::Invalid(
+                "a stack in a temporary state dir cannot be detached".to_owned(),
+            ));
+        }
+        let broker_pid = self.broker.as_ref().map(ServiceProcess::pid).unwrap_or(0);
+        let record = StackRecord {
+            version: STACK_RECORD_VERSION,
+            state_dir: self.state_dir.clone(),
+            kafka_port: self.kafka_port,
+            kafka_bootstrap: self.kafka_bootstrap.clone(),
+            broker_pid,
+            postgres: self.postgres.clone(),
+            postgres_pid: self.postgres.postmaster_pid(),
+            database_url: self.database_url.clone(),
+            topics: self.topics.clone(),
+            started_at_unix: unix_now(),
+        };
+        record.save(&StackRecord::path_in(&self.state_dir))?;
+        if let Some(broker) = self.broker.take() {
+            broker.detach();
+        }
+        self.stopped = true;
+        Ok(record)
+    }
+
+    fn stop_processes(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.stopped, true) {
+            return Ok(());
+        }
+        let postgres_result = self.postgres.stop();
+        if let Some(mut broker) = self.broker.take() {
+            broker.stop()?;
+        }
+        postgres_result
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Err(error) = self.stop_processes() {
+            tracing::warn!(%error, "stopping the stack");
+        }
+    }
+}
+
+/// Creates the state dir; a temporary one is opened up to others (0755)
+/// because postgres may run as another user and must reach its data dir.
+fn prepare_state_dir(kind: &StateDir) -> Result<(PathBuf, Option<TempDir>)> {
+    match kind {
+        StateDir::Persistent(dir) => {
+            std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
+            let dir = dir
+                .canonicalize()
+                .io_context(|| format!("resolving {}", dir.display()))?;
+            Ok((dir, None))
+        }
+        StateDir::Temporary => {
+            let temporary = tempfile::Builder::new()
+                .prefix("odp-stack-")
+                .tempdir()
+                .io_context(|| "creating a temporary state dir".to_owned())?;
+            std::fs::set_permissions(temporary.path(), std::fs::Permissions::from_mode(0o755))
+                .io_context(|| format!("opening up {}", temporary.path().display()))?;
+            Ok((temporary.path().to_path_buf(), Some(temporary)))
+        }
+    }
+}

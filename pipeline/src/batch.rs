@@ -1,0 +1,134 @@
+//! Turning a batch of raw messages into storable work, sans I/O.
+
+use odp_core::event::AgentEvent;
+use odp_core::Snapshot;
+
+/// A message as taken off the consumer, owned so the batch can outlive the
+/// poll that produced it.
+#[derive(Debug, Clone)]
+pub(crate) struct RawMessage {
+    pub(crate) topic: String,
+    pub(crate) partition: i32,
+    pub(crate) offset: i64,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) payload: Vec<u8>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Rejected {
+    pub(crate) message: RawMessage,
+    pub(crate) reason: String,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    pub(crate) snapshots: Vec<(RawMessage, Snapshot)>,
+    pub(crate) events: Vec<(RawMessage, AgentEvent)>,
+    pub(crate) rejected: Vec<Rejected>,
+}
+
+/// Decodes each message by its topic; anything undecodable is rejected with
+/// the decoder's reason.
+pub(crate) fn decode(messages: Vec<RawMessage>, stacks_topic: &str, events_topic: &str) -> Decoded {
+    let mut out = Decoded::default();
+    for message in messages {
+        if message.topic == stacks_topic {
+            match Snapshot::decode(&message.payload) {
+                Ok(snapshot) => out.snapshots.push((message, snapshot)),
+                Err(e) => out.rejected.push(Rejected {
+                    reason: format!("undecodable snapshot: {e}"),
+                    message,
+                }),
+            }
+        } else if message.topic == events_topic {
+            match AgentEvent::from_json(&message.payload) {
+                Ok(event) => out.events.push((message, event)),
+                Err(e) => out.rejected.push(Rejected {
+                    reason: format!("undecodable agent event: {e}"),
+                    message,
+                }),
+            }
+        } else {
+            out.rejected.push(Rejected {
+                reason: format!("message from unexpected topic {}", message.topic),
+                message,
+            });
+        }
+    }
+    out
+}
+
+/// The offsets to commit after a batch: for each partition, one past the
+/// highest offset seen.
+pub(crate) fn commit_positions(messages: &[(String, i32, i64)]) -> Vec<(String, i32, i64)> {
+    let mut best: std::collections::BTreeMap<(&str, i32), i64> = std::collections::BTreeMap::new();
+    for (topic, partition, offset) in messages {
+        let entry = best.entry((topic.as_str(), *partition)).or_insert(*offset);
+        *entry = (*entry).max(*offset);
+    }
+    best.into_iter()
+        .map(|((topic, partition), offset)| (topic.to_owned(), partition, offset + 1))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+    use odp_core::{EventKind, Frame};
+
+    fn raw(topic: &str, offset: i64, payload: Vec<u8>) -> RawMessage {
+        RawMessage {
+            topic: topic.into(),
+            partition: 0,
+            offset,
+            key: None,
+            payload,
+        }
+    }
+
+    #[test]
+    fn sorts_messages_and_rejects_garbage_with_reasons() {
+        let mut b = SnapshotBuilder::new();
+        b.add(&[Frame::function("main")], 1, 3);
+        let snapshot = b.build(SnapshotHeader {
+            profile_id: uuid::Uuid::nil(),
+            host: "h".into(),
+            agent_id: "a".into(),
+            sequence: 0,
+            window_start_ms: 0,
+            window_end_ms: 1,
+            event: EventKind::CpuClock,
+            period: 1,
+            frequency_hz: 1,
+        });
+        let decoded = decode(
+            vec![
+                raw("s", 0, b"garbage".to_vec()),
+                raw("s", 1, snapshot.encode()),
+                raw("e", 0, b"{}".to_vec()),
+                raw("x", 0, vec![]),
+            ],
+            "s",
+            "e",
+        );
+        assert_eq!(decoded.snapshots.len(), 1);
+        assert_eq!(decoded.rejected.len(), 3);
+        assert!(decoded.rejected[0].reason.contains("bad magic"), "{}", decoded.rejected[0].reason);
+        assert!(decoded.rejected[1].reason.starts_with("undecodable agent event"));
+    }
+
+    #[test]
+    fn commits_one_past_the_highest_offset_per_partition() {
+        let positions = commit_positions(&[
+            ("s".into(), 0, 5),
+            ("s".into(), 0, 3),
+            ("s".into(), 1, 9),
+            ("e".into(), 0, 0),
+        ]);
+        assert_eq!(
+            positions,
+            vec![("e".into(), 0, 1), ("s".into(), 0, 6), ("s".into(), 1, 10)]
+        );
+    }
+}

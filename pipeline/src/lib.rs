@@ -1,0 +1,29 @@
+//! ODP's stream worker.
+//!
+//! One consumer in group `odp-pipeline` reads `odp.stacks` (snapshots) and
+//! `odp.events` (agent lifecycle and heartbeats). Messages are taken in
+//! batches; a batch's snapshots are stored in one Postgres transaction and
+//! its events recorded, and only then are the batch's offsets committed, so
+//! a crash at any point redelivers work that storage then recognises as
+//! already done. A message that can never be stored (undecodable, or
+//! rejected by the database as invalid) goes to `odp.dead-letter` with the
+//! reason before its offset is committed: nothing is lost, nothing blocks
+//! the partition.
+
+mod batch;
+mod config;
+mod dead_letter;
+mod worker;
+
+pub use config::{Config, Topics};
+pub use worker::run;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("kafka: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+    #[error("store: {0}")]
+    Store(#[from] odp_store::StoreError),
+    #[error("dead-letter publish failed: {0}")]
+    DeadLetter(String),
+}

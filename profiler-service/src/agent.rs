@@ -1,0 +1,341 @@
+//! The agent's main loop: commands in, profiles started and stopped,
+//! heartbeats out, and a clean exit on a signal or an `undeploy`.
+//!
+//! Every profile is one task (plus its sampling thread); the loop only
+//! starts, signals and reaps them, so a slow broker never delays a stop.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
+use odp_core::event::AgentEventKind;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{debug, error, info, warn};
+use uuid::Uuid;
+
+use crate::commands::{self, AgentState, Decision, Intake, Received, Rejection, Verdict};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::plugin::Plugin;
+use crate::profile::{self, Outcome, StopHandle};
+use crate::publish::{Origin, Publisher};
+use crate::runner::ProfileSpec;
+use crate::targets::ProcFs;
+use crate::window::unix_ms;
+
+/// How long running profiles get to flush on shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+type Joined = std::result::Result<(tokio::task::Id, (Uuid, Outcome)), tokio::task::JoinError>;
+
+/// Whether the loop goes on after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Exit,
+}
+
+struct Agent {
+    config: Config,
+    publisher: Publisher,
+    verifier: CommandVerifier,
+    plugin: Arc<dyn Plugin>,
+    procfs: ProcFs,
+    running: HashMap<Uuid, StopHandle>,
+    tasks: JoinSet<(Uuid, Outcome)>,
+    /// Which profile each task runs, to clean up after a panicked task.
+    task_profiles: HashMap<tokio::task::Id, Uuid>,
+    draining: bool,
+    heartbeat: watch::Sender<Vec<Uuid>>,
+}
+
+impl AgentState for Agent {
+    fn is_running(&self, profile_id: &Uuid) -> bool {
+        self.running.contains_key(profile_id)
+    }
+    fn running_count(&self) -> usize {
+        self.running.len()
+    }
+    fn draining(&self) -> bool {
+        self.draining
+    }
+}
+
+/// Runs the agent with the given plugin until `shutdown` resolves or an
+/// `undeploy` command says so; running profiles are stopped and flushed.
+pub async fn run_until(
+    config: Config,
+    plugin: Arc<dyn Plugin>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    config.validate()?;
+    let publisher = Publisher::new(&config)?;
+    let verifier =
+        CommandVerifier::from_public_pem(&config.command_public_key_pem, &config.host_id)
+            .map_err(Error::PublicKey)?;
+    info!(host = %config.host_id, agent_id = %config.agent_id, plugin = plugin.name(), "agent starting");
+
+    let (heartbeat, running_rx) = watch::channel(Vec::new());
+    let beats = tokio::spawn(heartbeats(
+        publisher.clone(),
+        config.heartbeat,
+        running_rx,
+        vec![plugin.name().to_owned()],
+    ));
+    let mut agent = Agent {
+        config,
+        publisher,
+        verifier,
+        plugin,
+        procfs: ProcFs::default(),
+        running: HashMap::new(),
+        tasks: JoinSet::new(),
+        task_profiles: HashMap::new(),
+        draining: false,
+        heartbeat,
+    };
+    tokio::pin!(shutdown);
+
+    let intake = tokio::select! {
+        intake = Intake::connect(&agent.config) => Some(intake?),
+        () = &mut shutdown => None,
+    };
+    if let Some(intake) = intake {
+        agent.serve(&intake, &mut shutdown).await;
+    }
+
+    agent.stop_all();
+    agent.reap_all().await;
+    beats.abort();
+    agent.publisher.flush(Duration::from_secs(10)).await;
+    info!("agent stopped");
+    Ok(())
+}
+
+impl Agent {
+    async fn serve(&mut self, intake: &Intake, shutdown: &mut (impl Future<Output = ()> + Unpin)) {
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut *shutdown => {
+                    info!("shutdown requested");
+                    return;
+                }
+                Some(joined) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                    self.reaped(joined);
+                    if self.draining && self.running.is_empty() {
+                        info!("drained: last profile finished");
+                        return;
+                    }
+                }
+                received = intake.next() => match received {
+                    Ok(received) => {
+                        let flow = self.handle(intake, &received).await;
+                        if let Err(e) = intake.commit(&received).await {
+                            warn!(offset = received.offset, error = %e, "cannot commit command offset");
+                        }
+                        if flow == Flow::Exit {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "reading commands failed");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                },
+            }
+        }
+    }
+
+    async fn handle(&mut self, intake: &Intake, received: &Received) -> Flow {
+        let now_s = unix_ms() / 1000;
+        let verdict = commands::check(
+            &mut self.verifier,
+            &self.config.host_id,
+            received.key.as_deref(),
+            received.payload.as_deref(),
+            now_s,
+        );
+        let command = match verdict {
+            Verdict::NotOurs => {
+                debug!(offset = received.offset, "another host's command, skipped");
+                return Flow::Continue;
+            }
+            Verdict::Rejected(rejection) => {
+                self.reject(rejection, intake, received).await;
+                return Flow::Continue;
+            }
+            Verdict::Accepted(command) => command,
+        };
+        let command_id = command.id;
+        match commands::decide(command, self) {
+            Decision::Start(start) => {
+                self.start(start);
+                Flow::Continue
+            }
+            Decision::Stop(profile_id) => {
+                info!(%command_id, %profile_id, "stop requested");
+                if let Some(handle) = self.running.get(&profile_id) {
+                    handle.stop();
+                }
+                Flow::Continue
+            }
+            Decision::Undeploy(UndeployMode::Now) => {
+                info!(%command_id, "undeploy now: stopping every profile and exiting");
+                Flow::Exit
+            }
+            Decision::Undeploy(UndeployMode::Drain) => {
+                info!(%command_id, running = self.running.len(), "undeploy drain: no new profiles");
+                self.draining = true;
+                if self.running.is_empty() {
+                    Flow::Exit
+                } else {
+                    Flow::Continue
+                }
+            }
+            Decision::Reject(rejection) => {
+                self.reject(rejection, intake, received).await;
+                Flow::Continue
+            }
+        }
+    }
+
+    fn start(&mut self, start: StartProfile) {
+        let spec = ProfileSpec {
+            profile_id: start.profile_id,
+            host: self.config.host_id.clone(),
+            agent_id: self.config.agent_id.clone(),
+            target: start.target,
+            duration: Duration::from_millis(start.duration_ms),
+            frequency_hz: start.frequency_hz,
+            window: start
+                .window_ms
+                .map_or(self.config.window, Duration::from_millis),
+        };
+        info!(profile_id = %spec.profile_id, target = %spec.target, frequency_hz = spec.frequency_hz,
+            duration_ms = start.duration_ms, "starting profile");
+        let plugin = Arc::clone(&self.plugin);
+        match profile::start(plugin, self.procfs.clone(), spec, self.publisher.clone()) {
+            Ok((handle, task)) => {
+                self.running.insert(start.profile_id, handle);
+                let task = self.tasks.spawn(task);
+                self.task_profiles.insert(task.id(), start.profile_id);
+                self.publish_running();
+            }
+            Err(e) => {
+                error!(profile_id = %start.profile_id, error = %e, "cannot start profile");
+                let publisher = self.publisher.clone();
+                let kind = AgentEventKind::ProfileFailed {
+                    profile_id: start.profile_id,
+                    error: e.to_string(),
+                };
+                tokio::spawn(async move { publisher.event_or_warn(kind).await });
+            }
+        }
+    }
+
+    async fn reject(&self, rejection: Rejection, intake: &Intake, received: &Received) {
+        warn!(command_id = ?rejection.command_id, profile_id = ?rejection.profile_id,
+            reason = %rejection.reason, "command rejected");
+        if rejection.dead_letter {
+            let origin = Origin {
+                topic: &self.config.topics.commands,
+                partition: intake.partition(),
+                offset: received.offset,
+            };
+            let sent = self
+                .publisher
+                .dead_letter(
+                    received.key.as_deref(),
+                    received.payload.as_deref(),
+                    &rejection.reason,
+                    origin,
+                )
+                .await;
+            if let Err(e) = sent {
+                warn!(error = %e, "cannot publish to the dead-letter topic");
+            }
+        }
+        self.publisher
+            .event_or_warn(AgentEventKind::CommandRejected {
+                command_id: rejection.command_id,
+                profile_id: rejection.profile_id,
+                reason: rejection.reason,
+            })
+            .await;
+    }
+
+    fn reaped(&mut self, joined: Joined) {
+        let task = match joined {
+            Ok((task, (profile_id, outcome))) => {
+                debug!(%profile_id, ?outcome, "profile task ended");
+                task
+            }
+            Err(e) => {
+                // A panicked publishing task; its sampling thread stops by
+                // itself once the channel to the task is closed.
+                error!(error = %e, "profile task failed");
+                e.id()
+            }
+        };
+        if let Some(profile_id) = self.task_profiles.remove(&task) {
+            self.running.remove(&profile_id);
+        }
+        self.publish_running();
+    }
+
+    fn stop_all(&self) {
+        for handle in self.running.values() {
+            handle.stop();
+        }
+    }
+
+    /// Waits for every profile to flush, up to the grace period.
+    async fn reap_all(&mut self) {
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next_with_id()).await {
+                Ok(Some(joined)) => self.reaped(joined),
+                Ok(None) => break,
+                Err(_) => {
+                    warn!(
+                        running = self.running.len(),
+                        "profiles did not flush in time"
+                    );
+                    self.tasks.abort_all();
+                    break;
+                }
+            }
+        }
+    }
+
+    fn publish_running(&self) {
+        let mut ids: Vec<Uuid> = self.running.keys().copied().collect();
+        ids.sort_unstable();
+        self.heartbeat.send_replace(ids);
+    }
+}
+
+async fn heartbeats(
+    publisher: Publisher,
+    every: Duration,
+    running: watch::Receiver<Vec<Uuid>>,
+    plugins: Vec<String>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let running_profiles = running.borrow().clone();
+        publisher
+            .event_or_warn(AgentEventKind::Heartbeat {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                running_profiles,
+                plugins: plugins.clone(),
+            })
+            .await;
+    }
+}

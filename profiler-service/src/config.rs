@@ -1,0 +1,231 @@
+//! Command-line flags (each with an `ODP_*` environment variable) and the
+//! typed configuration they are validated into once, at start-up.
+
+use std::fs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use odp_core::command::CommandVerifier;
+
+use crate::error::{Error, Result};
+
+/// Longest aggregation window accepted, from flags or commands.
+pub const MAX_WINDOW: Duration = Duration::from_secs(3600);
+/// Shortest aggregation window accepted from a command.
+pub const MIN_WINDOW: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "odp-profiler-service",
+    version,
+    about = "ODP host agent: profiles processes of this host on signed command"
+)]
+pub struct Args {
+    /// Kafka bootstrap servers (host:port, comma separated).
+    #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
+    pub kafka_bootstrap: String,
+    /// Topic the api-server sends signed commands to.
+    #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
+    pub topic_commands: String,
+    /// Topic snapshots are published to.
+    #[arg(long, env = "ODP_TOPIC_STACKS", default_value = "odp.stacks")]
+    pub topic_stacks: String,
+    /// Topic heartbeats and lifecycle events are published to.
+    #[arg(long, env = "ODP_TOPIC_EVENTS", default_value = "odp.events")]
+    pub topic_events: String,
+    /// Topic undecodable commands are copied to.
+    #[arg(long, env = "ODP_TOPIC_DEAD_LETTER", default_value = "odp.dead-letter")]
+    pub topic_dead_letter: String,
+    /// This host's id, the key of its commands (default: the hostname).
+    #[arg(long, env = "ODP_HOST_ID")]
+    pub host_id: Option<String>,
+    /// This agent instance's id (default: a random UUID per start).
+    #[arg(long, env = "ODP_AGENT_ID")]
+    pub agent_id: Option<String>,
+    /// PEM file with the api-server's Ed25519 public key.
+    #[arg(long, env = "ODP_COMMAND_PUBLIC_KEY")]
+    pub command_public_key: PathBuf,
+    /// Default aggregation window in seconds (a command may override it).
+    #[arg(long, env = "ODP_WINDOW_SECS", default_value_t = 10)]
+    pub window_secs: u64,
+    /// Seconds between heartbeats.
+    #[arg(long, env = "ODP_HEARTBEAT_SECS", default_value_t = 5)]
+    pub heartbeat_secs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topics {
+    pub commands: String,
+    pub stacks: String,
+    pub events: String,
+    pub dead_letter: String,
+}
+
+/// The validated configuration of the agent.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub kafka_bootstrap: String,
+    pub topics: Topics,
+    pub host_id: String,
+    pub agent_id: String,
+    /// The api-server's public key, PEM text (already checked to parse).
+    pub command_public_key_pem: String,
+    pub window: Duration,
+    pub heartbeat: Duration,
+}
+
+impl Args {
+    /// Validates the flags; reads the public key file and the hostname.
+    pub fn into_config(self) -> Result<Config> {
+        let host_id = match self.host_id {
+            Some(host) => host,
+            None => hostname()?,
+        };
+        let agent_id = self
+            .agent_id
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let pem = fs::read_to_string(&self.command_public_key).map_err(|source| {
+            Error::PublicKeyFile {
+                path: self.command_public_key.clone(),
+                source,
+            }
+        })?;
+        let config = Config {
+            kafka_bootstrap: self.kafka_bootstrap,
+            topics: Topics {
+                commands: self.topic_commands,
+                stacks: self.topic_stacks,
+                events: self.topic_events,
+                dead_letter: self.topic_dead_letter,
+            },
+            host_id,
+            agent_id,
+            command_public_key_pem: pem,
+            window: Duration::from_secs(self.window_secs),
+            heartbeat: Duration::from_secs(self.heartbeat_secs),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+impl Config {
+    /// Checks what a [`Config`] built by hand (tests, embedding) must hold.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::Config(msg));
+        for (flag, value) in [
+            ("--kafka-bootstrap", &self.kafka_bootstrap),
+            ("--topic-commands", &self.topics.commands),
+            ("--topic-stacks", &self.topics.stacks),
+            ("--topic-events", &self.topics.events),
+            ("--topic-dead-letter", &self.topics.dead_letter),
+            ("--host-id", &self.host_id),
+            ("--agent-id", &self.agent_id),
+        ] {
+            if value.trim().is_empty() {
+                return bad(format!("{flag} must not be empty"));
+            }
+        }
+        if self.host_id.chars().any(char::is_whitespace) {
+            return bad(format!(
+                "--host-id {:?} must not contain whitespace",
+                self.host_id
+            ));
+        }
+        if self.window.is_zero() || self.window > MAX_WINDOW {
+            return bad(format!(
+                "--window-secs must be between 1 and {}",
+                MAX_WINDOW.as_secs()
+            ));
+        }
+        if self.heartbeat.is_zero() {
+            return bad("--heartbeat-secs must be at least 1".to_owned());
+        }
+        CommandVerifier::from_public_pem(&self.command_public_key_pem, &self.host_id)
+            .map_err(Error::PublicKey)?;
+        Ok(())
+    }
+}
+
+/// The machine's hostname, the default host id.
+fn hostname() -> Result<String> {
+    for path in ["/proc/sys/kernel/hostname", "/etc/hostname"] {
+        if let Ok(name) = fs::read_to_string(path) {
+            let name = name.trim();
+            if !name.is_empty() {
+                return Ok(name.to_owned());
+            }
+        }
+    }
+    Err(Error::Config(
+        "cannot determine the hostname; pass --host-id".to_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_file() -> (PathBuf, String) {
+        let (_, public) = odp_core::command::generate_keypair().unwrap();
+        let path = std::env::temp_dir().join(format!("odp-key-{}.pem", uuid::Uuid::new_v4()));
+        fs::write(&path, &public).unwrap();
+        (path, public)
+    }
+
+    fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("odp-profiler-service").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_fill_in_host_agent_and_topics() {
+        let (path, public) = key_file();
+        let config = parse(&["--command-public-key", path.to_str().unwrap()])
+            .unwrap()
+            .into_config()
+            .unwrap();
+        assert_eq!(config.kafka_bootstrap, "127.0.0.1:9092");
+        assert_eq!(config.topics.commands, "odp.commands");
+        assert_eq!(config.topics.dead_letter, "odp.dead-letter");
+        assert_eq!(config.host_id, hostname().unwrap());
+        assert!(uuid::Uuid::parse_str(&config.agent_id).is_ok());
+        assert_eq!(config.window, Duration::from_secs(10));
+        assert_eq!(config.heartbeat, Duration::from_secs(5));
+        assert_eq!(config.command_public_key_pem, public);
+        fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let (path, _) = key_file();
+        let key = path.to_str().unwrap();
+        let err = |args: &[&str]| {
+            let mut all = vec!["--command-public-key", key];
+            all.extend_from_slice(args);
+            parse(&all).unwrap().into_config().unwrap_err().to_string()
+        };
+        assert!(err(&["--window-secs", "0"]).contains("--window-secs"));
+        assert!(err(&["--window-secs", "7200"]).contains("--window-secs"));
+        assert!(err(&["--heartbeat-secs", "0"]).contains("--heartbeat-secs"));
+        assert!(err(&["--host-id", "a b"]).contains("whitespace"));
+        assert!(err(&["--topic-stacks", ""]).contains("--topic-stacks"));
+        assert!(parse(&[]).is_err(), "the public key is required");
+        assert!(parse(&["--command-public-key", key, "--window-secs", "-1"]).is_err());
+
+        let missing = parse(&["--command-public-key", "/nonexistent/key.pem"]).unwrap();
+        assert!(missing
+            .into_config()
+            .unwrap_err()
+            .to_string()
+            .contains("/nonexistent/key.pem"));
+        fs::write(&path, "not a key").unwrap();
+        let garbage = parse(&["--command-public-key", key]).unwrap();
+        assert!(garbage
+            .into_config()
+            .unwrap_err()
+            .to_string()
+            .contains("public key"));
+        fs::remove_file(path).unwrap();
+    }
+}

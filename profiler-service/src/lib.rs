@@ -1,0 +1,55 @@
+//! The ODP host agent (`odp-profiler-service`).
+//!
+//! One agent runs per host. It reads only its own host's partition of
+//! `odp.commands`, verifies every command (Ed25519 signature, target host,
+//! expiry, replay) and for a `start` samples the target processes with a
+//! plugin, cutting the samples into fixed windows that are published as
+//! compact snapshots on `odp.stacks`; lifecycle events and heartbeats go to
+//! `odp.events`.
+//!
+//! Layout:
+//! - [`config`]: flags and the validated [`Config`];
+//! - [`commands`]: intake from Kafka, verification and the decision taken;
+//! - [`agent`]: the main loop tying commands, profiles and heartbeats;
+//! - [`profile`] and [`runner`]: one profile, async publishing side and
+//!   blocking sampling side;
+//! - [`plugin`]: the [`plugin::Plugin`] trait and the `native` perf_event
+//!   plugin;
+//! - [`window`], [`targets`], [`publish`]: window bookkeeping, `/proc`
+//!   discovery and the Kafka producer.
+
+pub mod agent;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod plugin;
+pub mod profile;
+pub mod publish;
+pub mod runner;
+pub mod targets;
+pub mod window;
+
+use std::sync::Arc;
+
+use tokio::signal::unix::{signal, SignalKind};
+use tracing::info;
+
+pub use config::{Args, Config};
+pub use error::{Error, Result};
+
+use crate::plugin::native::NativePlugin;
+
+/// Runs the agent with the `native` plugin until SIGTERM or SIGINT (or an
+/// `undeploy` command), then stops running profiles, flushes them and
+/// returns.
+pub async fn run(config: Config) -> Result<()> {
+    let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(Error::Signal)?;
+    let shutdown = async move {
+        tokio::select! {
+            _ = term.recv() => info!(signal = "SIGTERM", "signal received"),
+            _ = int.recv() => info!(signal = "SIGINT", "signal received"),
+        }
+    };
+    agent::run_until(config, Arc::new(NativePlugin::default()), shutdown).await
+}

@@ -1,0 +1,217 @@
+//! The `native` plugin: on-CPU sampling of any process through
+//! `perf_event_open`, with kernel frame-pointer call chains symbolized from
+//! ELF symbol tables and kallsyms.
+//!
+//! Stacks are as complete as the target's frame pointers: code built without
+//! them loses callers (see DESIGN.md; a `PERF_SAMPLE_STACK_USER` + DWARF
+//! unwinder is the known next step).
+
+pub mod perf;
+pub mod symbolize;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use odp_core::{EventKind, Frame};
+use tracing::{debug, warn};
+
+use self::perf::{OpenError, PerfSet, RawSample};
+use self::symbolize::{Symbols, UNKNOWN};
+use super::{Plugin, PluginError, PollStats, Session, WindowSink};
+use crate::targets::ProcFs;
+
+/// Nanoseconds in a second, for the `cpu-clock` period.
+const NANOS: u64 = 1_000_000_000;
+
+#[derive(Debug, Clone, Default)]
+pub struct NativePlugin {
+    procfs: ProcFs,
+}
+
+impl NativePlugin {
+    pub fn new(procfs: ProcFs) -> Self {
+        NativePlugin { procfs }
+    }
+}
+
+impl Plugin for NativePlugin {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
+        // The first thread that still exists decides the event for all.
+        let mut first = None;
+        'probe: for &pid in pids {
+            for tid in self.procfs.threads(pid).unwrap_or_default() {
+                match PerfSet::new(pid, tid, frequency_hz) {
+                    Ok(set) => {
+                        first = Some(set);
+                        break 'probe;
+                    }
+                    Err(OpenError::Gone { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        let perf = first.ok_or_else(|| PluginError::NothingAttached(pids.to_vec()))?;
+        let mut session = NativeSession {
+            perf,
+            symbols: Symbols::new(self.procfs.clone()),
+            procfs: self.procfs.clone(),
+            frequency_hz,
+            pids: BTreeSet::new(),
+            thread_names: HashMap::new(),
+            refused: HashSet::new(),
+            raw: Vec::new(),
+        };
+        session.sync_targets(pids);
+        debug!(
+            event = %session.perf.choice().event,
+            kernel = session.perf.choice().kernel,
+            threads = session.perf.len(),
+            "native session open"
+        );
+        Ok(Box::new(session))
+    }
+}
+
+struct NativeSession {
+    perf: PerfSet,
+    symbols: Symbols,
+    procfs: ProcFs,
+    frequency_hz: u32,
+    pids: BTreeSet<u32>,
+    thread_names: HashMap<u32, String>,
+    /// Threads whose event could not be opened.
+    refused: HashSet<u32>,
+    /// Reused between polls to avoid reallocating.
+    raw: Vec<RawSample>,
+}
+
+/// The address to symbolize for the `i`-th frame of a leaf-first chain:
+/// every frame but the leaf holds a return address, which points after the
+/// call and may already be in the next function; one byte back is inside
+/// the call instruction.
+fn lookup_addr(i: usize, addr: u64) -> u64 {
+    if i == 0 {
+        addr
+    } else {
+        addr.saturating_sub(1)
+    }
+}
+
+impl Session for NativeSession {
+    fn event(&self) -> EventKind {
+        self.perf.choice().event
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.pids.iter().copied().collect()
+    }
+
+    fn window_period(&mut self) -> u64 {
+        let mean = self.perf.take_mean_period();
+        match self.event() {
+            // The CPU clock counts nanoseconds: at F Hz a sample is 1/F s.
+            EventKind::CpuClock => NANOS / u64::from(self.frequency_hz.max(1)),
+            // Cycles per sample vary with the clock speed; the kernel's own
+            // mean over the window is the honest figure.
+            _ => mean,
+        }
+    }
+
+    fn poll(&mut self, sink: &mut WindowSink) -> Result<PollStats, PluginError> {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        let drained = self.perf.drain(&mut raw);
+        if drained.malformed > 0 {
+            debug!(
+                malformed = drained.malformed,
+                "skipped malformed perf records"
+            );
+        }
+
+        // Symbolize every new address once, batched per process.
+        let mut user: HashMap<u32, Vec<u64>> = HashMap::new();
+        let mut kernel = Vec::new();
+        for s in &raw {
+            let addrs = user.entry(s.pid).or_default();
+            addrs.extend(s.user.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
+            kernel.extend(s.kernel.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
+        }
+        for (pid, addrs) in &user {
+            self.symbols.resolve_user(*pid, addrs);
+        }
+        self.symbols.resolve_kernel(&kernel);
+
+        for s in &raw {
+            let mut stack = Vec::with_capacity(s.user.len() + s.kernel.len());
+            for (i, &a) in s.user.iter().enumerate().rev() {
+                let addr = lookup_addr(i, a);
+                let symbols = &self.symbols;
+                stack.push(sink.frame((s.pid, addr), || symbols.user_frame(s.pid, addr)));
+            }
+            for (i, &a) in s.kernel.iter().enumerate().rev() {
+                let addr = lookup_addr(i, a);
+                let symbols = &self.symbols;
+                // pid 0 is the idle task, never a target: a free key space.
+                stack.push(sink.frame((0, addr), || symbols.kernel_frame(addr)));
+            }
+            if stack.is_empty() {
+                // No call chain at all; still counted, so shares stay true.
+                stack.push(sink.frame((0, 0), || Frame::function(UNKNOWN)));
+            }
+            let names = &self.thread_names;
+            sink.name_thread(s.tid, || names.get(&s.tid).cloned());
+            sink.add_stack(stack, s.tid, 1);
+        }
+        self.raw = raw;
+        Ok(PollStats {
+            samples: drained.samples,
+            lost: drained.lost,
+        })
+    }
+
+    fn sync_targets(&mut self, pids: &[u32]) {
+        let wanted: BTreeSet<u32> = pids.iter().copied().collect();
+        for gone in self.pids.difference(&wanted) {
+            self.symbols.forget(*gone);
+        }
+        let mut live_tids = BTreeSet::new();
+        for &pid in &wanted {
+            let Ok(tids) = self.procfs.threads(pid) else {
+                continue;
+            };
+            for tid in tids {
+                live_tids.insert(tid);
+                // Names change after start (pthread_setname_np), so re-read.
+                if let Some(name) = self.procfs.thread_comm(pid, tid) {
+                    self.thread_names.insert(tid, name);
+                }
+                if self.refused.contains(&tid) {
+                    continue;
+                }
+                match self.perf.attach(pid, tid) {
+                    Ok(()) | Err(OpenError::Gone { .. }) => {}
+                    Err(e) => {
+                        // Not retried: the same error would come every rescan.
+                        warn!(pid, tid, error = %e, "cannot sample thread");
+                        self.refused.insert(tid);
+                    }
+                }
+            }
+        }
+        let stale: Vec<u32> = self
+            .perf
+            .attached()
+            .filter(|(_, tid)| !live_tids.contains(tid))
+            .map(|(_, tid)| tid)
+            .collect();
+        for tid in stale {
+            self.perf.detach(tid);
+            self.thread_names.remove(&tid);
+        }
+        self.refused.retain(|tid| live_tids.contains(tid));
+        self.pids = wanted;
+    }
+}

@@ -1,0 +1,361 @@
+//! `perf_event_open` through perf-event2's safe API: one sampling event per
+//! thread of the target, each with its own ring buffer, drained by polling.
+//!
+//! Why per thread and not per CPU: a per-CPU event for one process needs
+//! cgroup or system-wide rights and sees every process; a per-thread event
+//! only needs ptrace-level access to the target. Threads started after the
+//! profile starts are picked up by the caller re-scanning `/proc/PID/task`.
+//!
+//! Why polling instead of `poll(2)` on the fds: waiting on many fds needs
+//! `unsafe` libc calls, while draining every buffer every few tens of
+//! milliseconds is cheap and bounded by the buffer size chosen from the
+//! sampling frequency.
+
+use std::collections::HashMap;
+use std::io;
+
+use odp_core::EventKind;
+use perf_event::data::Record as PerfRecord;
+use perf_event::events::{Hardware, Software};
+use perf_event::{Builder, SampleFlag, Sampler};
+use tracing::{debug, warn};
+
+/// Call chain context markers (`enum perf_callchain_context`): any value at
+/// or above `PERF_CONTEXT_MAX` switches context instead of being an address.
+const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+/// Start of the x86-64 kernel half, used only for chains without markers.
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+
+/// How much ring buffer one sample takes at most on average (header, tid,
+/// time, period and a deep call chain), to size buffers from the frequency.
+const BYTES_PER_SAMPLE: usize = 512;
+const MIN_BUFFER: usize = 16 << 10;
+const MAX_BUFFER: usize = 256 << 10;
+
+/// One sample, addresses leaf first as the kernel gives them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RawSample {
+    pub pid: u32,
+    pub tid: u32,
+    pub kernel: Vec<u64>,
+    pub user: Vec<u64>,
+}
+
+/// Splits a kernel call chain into its kernel and user parts, dropping
+/// context markers and guest or hypervisor parts.
+pub fn split_callchain(chain: &[u64], kernel: &mut Vec<u64>, user: &mut Vec<u64>) {
+    #[derive(Clone, Copy)]
+    enum Ctx {
+        Unknown,
+        Kernel,
+        User,
+        Other,
+    }
+    let mut ctx = Ctx::Unknown;
+    for &ip in chain {
+        if ip >= PERF_CONTEXT_MAX {
+            ctx = match ip {
+                PERF_CONTEXT_KERNEL => Ctx::Kernel,
+                PERF_CONTEXT_USER => Ctx::User,
+                _ => Ctx::Other,
+            };
+            continue;
+        }
+        match ctx {
+            Ctx::Kernel => kernel.push(ip),
+            Ctx::User => user.push(ip),
+            Ctx::Unknown if ip >= KERNEL_HALF => kernel.push(ip),
+            Ctx::Unknown => user.push(ip),
+            Ctx::Other => {}
+        }
+    }
+}
+
+/// Ring buffer bytes for one thread: about 100 ms of samples, so a drain
+/// every 50 ms has room to spare.
+pub fn buffer_bytes(frequency_hz: u32) -> usize {
+    let want = (frequency_hz as usize).saturating_mul(BYTES_PER_SAMPLE) / 10;
+    want.clamp(MIN_BUFFER, MAX_BUFFER).next_power_of_two()
+}
+
+/// What `perf_event_open` is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventChoice {
+    pub event: EventKind,
+    /// Whether kernel frames are sampled (needs perf_event_paranoid <= 1 or
+    /// CAP_PERFMON).
+    pub kernel: bool,
+}
+
+/// Why no sampling event could be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("perf_event_open denied for tid {tid} ({source}); run as root, grant CAP_PERFMON or set kernel.perf_event_paranoid <= 1")]
+    Denied { tid: u32, source: io::Error },
+    #[error("tid {tid} no longer exists")]
+    Gone { tid: u32 },
+    #[error("perf_event_open failed for tid {tid}: cycles: {cycles}; cpu-clock: {cpu_clock}")]
+    Unsupported {
+        tid: u32,
+        cycles: io::Error,
+        cpu_clock: io::Error,
+    },
+    #[error("perf_event_open failed for tid {tid} with {event}: {source}")]
+    Other {
+        tid: u32,
+        event: EventKind,
+        source: io::Error,
+    },
+}
+
+fn open(choice: EventChoice, tid: u32, frequency_hz: u32) -> io::Result<Sampler> {
+    let mut builder = match choice.event {
+        EventKind::Cycles => Builder::new(Hardware::CPU_CYCLES),
+        _ => Builder::new(Software::CPU_CLOCK),
+    };
+    let pid = i32::try_from(tid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    builder
+        .observe_pid(pid)
+        .any_cpu()
+        .sample_frequency(u64::from(frequency_hz))
+        .sample(SampleFlag::CALLCHAIN | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD)
+        .exclude_kernel(!choice.kernel)
+        .exclude_hv(true)
+        .enabled(false);
+    let mut sampler = builder.build()?.sampled(buffer_bytes(frequency_hz))?;
+    // Enabled only once the buffer is mapped so no early sample is dropped.
+    sampler.enable()?;
+    Ok(sampler)
+}
+
+fn is_denied(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES))
+}
+
+fn is_gone(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Opens the first event of a profile, choosing what the machine supports:
+/// hardware cycles first, the software CPU clock when there is no PMU, and
+/// user-only call chains when kernel sampling is denied.
+pub fn probe(tid: u32, frequency_hz: u32) -> Result<(EventChoice, Sampler), OpenError> {
+    let mut last_denied = None;
+    for kernel in [true, false] {
+        let cycles = EventChoice {
+            event: EventKind::Cycles,
+            kernel,
+        };
+        let cycles_err = match open(cycles, tid, frequency_hz) {
+            Ok(sampler) => return Ok((cycles, sampler)),
+            Err(e) if is_gone(&e) => return Err(OpenError::Gone { tid }),
+            Err(e) => e,
+        };
+        debug!(tid, kernel, error = %cycles_err, "cycles event unavailable, trying cpu-clock");
+        let clock = EventChoice {
+            event: EventKind::CpuClock,
+            kernel,
+        };
+        match open(clock, tid, frequency_hz) {
+            Ok(sampler) => return Ok((clock, sampler)),
+            Err(e) if is_gone(&e) => return Err(OpenError::Gone { tid }),
+            Err(e) if is_denied(&e) => {
+                if kernel {
+                    warn!(tid, error = %e, "kernel sampling denied, retrying with user frames only");
+                }
+                last_denied = Some(e);
+            }
+            Err(cpu_clock) => {
+                return Err(OpenError::Unsupported {
+                    tid,
+                    cycles: cycles_err,
+                    cpu_clock,
+                })
+            }
+        }
+    }
+    Err(OpenError::Denied {
+        tid,
+        source: last_denied.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EACCES)),
+    })
+}
+
+struct ThreadEvent {
+    pid: u32,
+    sampler: Sampler,
+}
+
+/// Counters of one drain.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DrainStats {
+    pub samples: u64,
+    /// Samples the kernel dropped because a buffer was full.
+    pub lost: u64,
+    /// Records that failed to parse (skipped).
+    pub malformed: u64,
+}
+
+/// The events of one profile, one per sampled thread, all of the same kind.
+pub struct PerfSet {
+    choice: EventChoice,
+    frequency_hz: u32,
+    threads: HashMap<u32, ThreadEvent>,
+    period_sum: u64,
+    period_count: u64,
+}
+
+impl PerfSet {
+    /// Opens the first thread, which decides the event for the whole set.
+    pub fn new(pid: u32, tid: u32, frequency_hz: u32) -> Result<Self, OpenError> {
+        let (choice, sampler) = probe(tid, frequency_hz)?;
+        let mut threads = HashMap::new();
+        threads.insert(tid, ThreadEvent { pid, sampler });
+        Ok(PerfSet {
+            choice,
+            frequency_hz,
+            threads,
+            period_sum: 0,
+            period_count: 0,
+        })
+    }
+
+    pub fn choice(&self) -> EventChoice {
+        self.choice
+    }
+
+    pub fn is_attached(&self, tid: u32) -> bool {
+        self.threads.contains_key(&tid)
+    }
+
+    pub fn len(&self) -> usize {
+        self.threads.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.threads.is_empty()
+    }
+
+    /// The attached thread ids with their process.
+    pub fn attached(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.threads.iter().map(|(&tid, t)| (t.pid, tid))
+    }
+
+    /// Attaches one more thread with the set's event.
+    pub fn attach(&mut self, pid: u32, tid: u32) -> Result<(), OpenError> {
+        if self.is_attached(tid) {
+            return Ok(());
+        }
+        let sampler = open(self.choice, tid, self.frequency_hz).map_err(|source| {
+            if is_gone(&source) {
+                OpenError::Gone { tid }
+            } else if is_denied(&source) {
+                OpenError::Denied { tid, source }
+            } else {
+                OpenError::Other {
+                    tid,
+                    event: self.choice.event,
+                    source,
+                }
+            }
+        })?;
+        self.threads.insert(tid, ThreadEvent { pid, sampler });
+        Ok(())
+    }
+
+    /// Closes a thread's event. Drain first: what is still buffered is lost.
+    pub fn detach(&mut self, tid: u32) {
+        self.threads.remove(&tid);
+    }
+
+    /// Moves every buffered sample into `out`.
+    pub fn drain(&mut self, out: &mut Vec<RawSample>) -> DrainStats {
+        let mut stats = DrainStats::default();
+        for thread in self.threads.values_mut() {
+            while let Some(record) = thread.sampler.next_record() {
+                match record.parse_record() {
+                    Ok(PerfRecord::Sample(sample)) => {
+                        let mut raw = RawSample {
+                            pid: sample.pid().unwrap_or(thread.pid),
+                            tid: sample.tid().unwrap_or_default(),
+                            ..RawSample::default()
+                        };
+                        if let Some(chain) = sample.callchain() {
+                            split_callchain(chain, &mut raw.kernel, &mut raw.user);
+                        }
+                        if let Some(period) = sample.period() {
+                            self.period_sum = self.period_sum.saturating_add(period);
+                            self.period_count += 1;
+                        }
+                        stats.samples += 1;
+                        out.push(raw);
+                    }
+                    Ok(PerfRecord::Lost(lost)) => stats.lost += lost.lost,
+                    Ok(_) => {}
+                    Err(e) => {
+                        debug!(pid = thread.pid, error = %e, "skipping malformed perf record");
+                        stats.malformed += 1;
+                    }
+                }
+            }
+        }
+        stats
+    }
+
+    /// The mean sampling period since the last call, in event units (cycles
+    /// or nanoseconds), or 0 without samples.
+    pub fn take_mean_period(&mut self) -> u64 {
+        let mean = self.period_sum.checked_div(self.period_count).unwrap_or(0);
+        self.period_sum = 0;
+        self.period_count = 0;
+        mean
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_kernel_and_user_parts_in_order() {
+        let chain = [
+            PERF_CONTEXT_KERNEL,
+            0xffff_ffff_8100_0010,
+            0xffff_ffff_8100_0020,
+            PERF_CONTEXT_USER,
+            0x40_1000,
+            0x40_2000,
+        ];
+        let (mut k, mut u) = (Vec::new(), Vec::new());
+        split_callchain(&chain, &mut k, &mut u);
+        assert_eq!(k, vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020]);
+        assert_eq!(u, vec![0x40_1000, 0x40_2000]);
+    }
+
+    #[test]
+    fn drops_guest_parts_and_guesses_without_markers() {
+        let guest = -2048i64 as u64;
+        let chain = [
+            0x40_1000,
+            0xffff_ffff_8100_0010,
+            guest,
+            0x1234,
+            PERF_CONTEXT_USER,
+            0x40_2000,
+        ];
+        let (mut k, mut u) = (Vec::new(), Vec::new());
+        split_callchain(&chain, &mut k, &mut u);
+        assert_eq!(k, vec![0xffff_ffff_8100_0010]);
+        assert_eq!(u, vec![0x40_1000, 0x40_2000]);
+    }
+
+    #[test]
+    fn buffers_scale_with_frequency_within_bounds() {
+        assert_eq!(buffer_bytes(1), MIN_BUFFER);
+        assert_eq!(buffer_bytes(99), MIN_BUFFER);
+        assert_eq!(buffer_bytes(999), 64 << 10);
+        assert_eq!(buffer_bytes(u32::MAX), MAX_BUFFER);
+        assert!(buffer_bytes(5000).is_power_of_two());
+    }
+}

@@ -1,0 +1,136 @@
+//! One running profile as seen from the async side: a dedicated sampling
+//! thread ([`crate::runner`]) feeding a task that publishes what it reports.
+//!
+//! The channel between them is small on purpose: if Kafka is slow the
+//! sampling thread waits, its ring buffers fill and the kernel counts lost
+//! samples, instead of the agent buffering windows without bound.
+
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+
+use odp_core::event::{AgentEventKind, FinishReason};
+use tokio::sync::mpsc;
+use tracing::{error, warn};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::plugin::Plugin;
+use crate::publish::Publisher;
+use crate::runner::{self, ProfileSpec, RunnerEvent};
+use crate::targets::ProcFs;
+
+/// Asks a running profile to stop; it then flushes its last window.
+#[derive(Debug, Clone)]
+pub struct StopHandle(std_mpsc::Sender<()>);
+
+impl StopHandle {
+    pub fn stop(&self) {
+        // A profile that already ended has dropped its receiver: nothing to do.
+        let _ = self.0.send(());
+    }
+}
+
+/// How a profile ended, as published in its last event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Finished {
+        reason: FinishReason,
+        snapshots: u64,
+        samples: u64,
+    },
+    Failed(String),
+}
+
+/// Starts the sampling thread of a profile and returns its stop handle and
+/// the future that publishes its results (to be spawned by the caller).
+pub fn start(
+    plugin: Arc<dyn Plugin>,
+    procfs: ProcFs,
+    spec: ProfileSpec,
+    publisher: Publisher,
+) -> Result<(
+    StopHandle,
+    impl std::future::Future<Output = (Uuid, Outcome)>,
+)> {
+    let (stop_tx, stop_rx) = std_mpsc::channel();
+    let (tx, rx) = mpsc::channel(2);
+    let thread_spec = spec.clone();
+    let name = format!("odp-profile-{}", &spec.profile_id.simple().to_string()[..8]);
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            runner::run(&*plugin, &procfs, &thread_spec, &stop_rx, |event| {
+                tx.blocking_send(event).is_ok()
+            });
+        })
+        .map_err(Error::Thread)?;
+    Ok((StopHandle(stop_tx), publish(spec, rx, publisher)))
+}
+
+async fn publish(
+    spec: ProfileSpec,
+    mut rx: mpsc::Receiver<RunnerEvent>,
+    publisher: Publisher,
+) -> (Uuid, Outcome) {
+    let profile_id = spec.profile_id;
+    let mut snapshots = 0;
+    let mut samples = 0;
+    let mut outcome = None;
+    while let Some(event) = rx.recv().await {
+        match event {
+            RunnerEvent::Started {
+                event,
+                frequency_hz,
+                pids,
+            } => {
+                publisher
+                    .event_or_warn(AgentEventKind::ProfileStarted {
+                        profile_id,
+                        event,
+                        frequency_hz,
+                        pids,
+                    })
+                    .await;
+            }
+            RunnerEvent::Window(snapshot) => match publisher.snapshot(&snapshot).await {
+                Ok(()) => {
+                    snapshots += 1;
+                    samples += snapshot.total_samples();
+                }
+                Err(e) => warn!(profile_id = %profile_id, sequence = snapshot.sequence,
+                    error = %e, "snapshot not delivered"),
+            },
+            RunnerEvent::Finished(reason) => {
+                outcome = Some(Outcome::Finished {
+                    reason,
+                    snapshots,
+                    samples,
+                });
+            }
+            RunnerEvent::Failed(error) => outcome = Some(Outcome::Failed(error)),
+        }
+    }
+    // The thread dropped its sender without a last word: it panicked.
+    let outcome = outcome.unwrap_or_else(|| {
+        error!(profile_id = %profile_id, "sampling thread ended without a result");
+        Outcome::Failed("sampling thread ended unexpectedly".to_owned())
+    });
+    let kind = match &outcome {
+        Outcome::Finished {
+            reason,
+            snapshots,
+            samples,
+        } => AgentEventKind::ProfileFinished {
+            profile_id,
+            reason: *reason,
+            snapshots: *snapshots,
+            samples: *samples,
+        },
+        Outcome::Failed(error) => AgentEventKind::ProfileFailed {
+            profile_id,
+            error: error.clone(),
+        },
+    };
+    publisher.event_or_warn(kind).await;
+    (profile_id, outcome)
+}

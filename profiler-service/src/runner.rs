@@ -1,0 +1,176 @@
+//! The sampling loop of one profile, on its own blocking thread: resolve the
+//! target, open a plugin session, drain it every tick, cut windows into
+//! snapshots, and stop on request, at the deadline or when the target is
+//! gone, always flushing the last partial window.
+//!
+//! It knows nothing of Kafka: results go to an `emit` callback, which the
+//! agent turns into messages and the live test into assertions.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use odp_core::event::FinishReason;
+use odp_core::snapshot::SnapshotHeader;
+use odp_core::{EventKind, Snapshot, Target};
+use tracing::{debug, info, warn};
+use uuid::Uuid;
+
+use crate::plugin::{Plugin, PluginError, Session, WindowSink};
+use crate::targets::ProcFs;
+use crate::window::{publish_final, unix_ms, WindowClock};
+
+/// How often buffers are drained.
+const TICK: Duration = Duration::from_millis(50);
+/// How often the target's processes and threads are re-scanned.
+const RESCAN: Duration = Duration::from_secs(1);
+
+/// Everything one profile needs, already validated.
+#[derive(Debug, Clone)]
+pub struct ProfileSpec {
+    pub profile_id: Uuid,
+    pub host: String,
+    pub agent_id: String,
+    pub target: Target,
+    pub duration: Duration,
+    pub frequency_hz: u32,
+    pub window: Duration,
+}
+
+/// What the loop reports, in this order: `Started`, any number of
+/// `Window`s, then `Finished`; or a lone `Failed`.
+#[derive(Debug)]
+pub enum RunnerEvent {
+    Started {
+        event: EventKind,
+        frequency_hz: u32,
+        pids: Vec<u32>,
+    },
+    Window(Box<Snapshot>),
+    Finished(FinishReason),
+    Failed(String),
+}
+
+/// Runs a profile to its end. `stop` receiving a message (or its sender
+/// being dropped) ends it as stopped; `emit` returning false (nobody
+/// listening any more) ends it at once.
+pub fn run(
+    plugin: &dyn Plugin,
+    procfs: &ProcFs,
+    spec: &ProfileSpec,
+    stop: &Receiver<()>,
+    mut emit: impl FnMut(RunnerEvent) -> bool,
+) {
+    let id = spec.profile_id;
+    let pids = match procfs.resolve(&spec.target) {
+        Ok(pids) if !pids.is_empty() => pids,
+        Ok(_) => {
+            emit(RunnerEvent::Failed(
+                PluginError::NoSuchProcess(spec.target.to_string()).to_string(),
+            ));
+            return;
+        }
+        Err(e) => {
+            emit(RunnerEvent::Failed(format!("cannot list processes: {e}")));
+            return;
+        }
+    };
+    let mut session = match plugin.open(&pids, spec.frequency_hz) {
+        Ok(session) => session,
+        Err(e) => {
+            warn!(profile_id = %id, error = %e, "profile failed to start");
+            emit(RunnerEvent::Failed(e.to_string()));
+            return;
+        }
+    };
+    info!(profile_id = %id, event = %session.event(), pids = ?session.pids(), "profile started");
+    if !emit(RunnerEvent::Started {
+        event: session.event(),
+        frequency_hz: spec.frequency_hz,
+        pids: session.pids(),
+    }) {
+        return;
+    }
+
+    let start = Instant::now();
+    let mut clock = WindowClock::new(spec.window, spec.duration, start, unix_ms());
+    let mut sink = WindowSink::new();
+    let mut next_rescan = start + RESCAN;
+    let mut lost = 0;
+    let reason = loop {
+        match stop.recv_timeout(clock.sleep_for(Instant::now(), TICK)) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break FinishReason::Stopped,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(e) = poll(session.as_mut(), &mut sink, &mut lost) {
+            emit(RunnerEvent::Failed(e.to_string()));
+            return;
+        }
+        let now = Instant::now();
+        if now >= next_rescan {
+            next_rescan = now + RESCAN;
+            match procfs.resolve(&spec.target) {
+                Ok(pids) if pids.is_empty() => break FinishReason::TargetExited,
+                Ok(pids) => session.sync_targets(&pids),
+                Err(e) => debug!(profile_id = %id, error = %e, "re-scan failed"),
+            }
+        }
+        if clock.expired(now) {
+            break FinishReason::DurationElapsed;
+        }
+        if clock.window_due(now) {
+            let snapshot = close_window(session.as_mut(), &mut sink, &mut clock, spec, &mut lost);
+            if !emit(RunnerEvent::Window(Box::new(snapshot))) {
+                return;
+            }
+        }
+    };
+
+    // What the kernel buffered since the last tick belongs to the last window.
+    if let Err(e) = poll(session.as_mut(), &mut sink, &mut lost) {
+        debug!(profile_id = %id, error = %e, "final drain failed");
+    }
+    if publish_final(sink.samples(), clock.sequence()) {
+        let snapshot = close_window(session.as_mut(), &mut sink, &mut clock, spec, &mut lost);
+        if !emit(RunnerEvent::Window(Box::new(snapshot))) {
+            return;
+        }
+    }
+    info!(profile_id = %id, ?reason, windows = clock.sequence(), "profile finished");
+    emit(RunnerEvent::Finished(reason));
+}
+
+fn poll(
+    session: &mut dyn Session,
+    sink: &mut WindowSink,
+    lost: &mut u64,
+) -> Result<(), PluginError> {
+    let stats = session.poll(sink)?;
+    *lost += stats.lost;
+    Ok(())
+}
+
+fn close_window(
+    session: &mut dyn Session,
+    sink: &mut WindowSink,
+    clock: &mut WindowClock,
+    spec: &ProfileSpec,
+    lost: &mut u64,
+) -> Snapshot {
+    let bounds = clock.close(Instant::now(), unix_ms());
+    if *lost > 0 {
+        warn!(profile_id = %spec.profile_id, sequence = bounds.sequence, lost = *lost,
+            "samples lost to full buffers in this window");
+        *lost = 0;
+    }
+    sink.take(SnapshotHeader {
+        profile_id: spec.profile_id,
+        host: spec.host.clone(),
+        agent_id: spec.agent_id.clone(),
+        sequence: bounds.sequence,
+        window_start_ms: bounds.start_ms,
+        window_end_ms: bounds.end_ms,
+        event: session.event(),
+        period: session.window_period(),
+        frequency_hz: spec.frequency_hz,
+    })
+}

@@ -1,0 +1,206 @@
+//! Target discovery through `/proc`: which processes a profile samples, their
+//! threads and names, and the executable mappings used to name modules.
+//!
+//! Everything goes through [`ProcFs`] so tests can point it at a fake tree.
+//! Parsers are tolerant: a process can vanish between two reads, so a file
+//! that is gone or malformed means "no such process", never a panic.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use odp_core::Target;
+
+/// The kernel truncates `comm` to 15 bytes (TASK_COMM_LEN - 1).
+const COMM_MAX: usize = 15;
+
+/// A view of a procfs mount.
+#[derive(Debug, Clone)]
+pub struct ProcFs {
+    root: PathBuf,
+}
+
+impl Default for ProcFs {
+    fn default() -> Self {
+        ProcFs::at("/proc")
+    }
+}
+
+impl ProcFs {
+    /// A procfs rooted somewhere else (tests use a temporary tree).
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        ProcFs { root: root.into() }
+    }
+
+    fn pid_dir(&self, pid: u32) -> PathBuf {
+        self.root.join(pid.to_string())
+    }
+
+    /// The live processes a target designates, sorted. Empty when none
+    /// matches (the caller reports "no such process").
+    pub fn resolve(&self, target: &Target) -> io::Result<Vec<u32>> {
+        match target {
+            Target::Pid(pid) => Ok(if self.is_alive(*pid) {
+                vec![*pid]
+            } else {
+                Vec::new()
+            }),
+            Target::ProcessName(name) => {
+                let mut pids: Vec<u32> = numeric_entries(&self.root)?
+                    .into_iter()
+                    .filter(|&pid| {
+                        self.comm(pid).is_some_and(|comm| comm_matches(&comm, name))
+                            && self.is_alive(pid)
+                    })
+                    .collect();
+                pids.sort_unstable();
+                Ok(pids)
+            }
+        }
+    }
+
+    /// Whether the process exists and is not a zombie: a zombie has no
+    /// threads left to sample, so for a profile it has exited.
+    pub fn is_alive(&self, pid: u32) -> bool {
+        fs::read_to_string(self.pid_dir(pid).join("stat"))
+            .ok()
+            .and_then(|stat| parse_stat_state(&stat))
+            .is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x'))
+    }
+
+    /// The thread ids of a process (its `task/` entries), sorted.
+    pub fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
+        let mut tids = numeric_entries(&self.pid_dir(pid).join("task"))?;
+        tids.sort_unstable();
+        Ok(tids)
+    }
+
+    /// The process name (`/proc/PID/comm`).
+    pub fn comm(&self, pid: u32) -> Option<String> {
+        read_comm(&self.pid_dir(pid).join("comm"))
+    }
+
+    /// A thread's name (`/proc/PID/task/TID/comm`).
+    pub fn thread_comm(&self, pid: u32, tid: u32) -> Option<String> {
+        read_comm(
+            &self
+                .pid_dir(pid)
+                .join("task")
+                .join(tid.to_string())
+                .join("comm"),
+        )
+    }
+
+    /// The file-backed mappings of a process.
+    pub fn maps(&self, pid: u32) -> io::Result<Vec<Mapping>> {
+        let text = fs::read_to_string(self.pid_dir(pid).join("maps"))?;
+        Ok(parse_maps(&text))
+    }
+}
+
+/// Whether a `comm` value designates a requested process name. Names longer
+/// than the kernel keeps match on their first 15 bytes, so asking for
+/// `my-long-service-name` finds the process the kernel calls
+/// `my-long-service`.
+pub fn comm_matches(comm: &str, wanted: &str) -> bool {
+    if wanted.is_empty() {
+        return false;
+    }
+    if wanted.len() > COMM_MAX {
+        comm.as_bytes() == &wanted.as_bytes()[..COMM_MAX]
+    } else {
+        comm == wanted
+    }
+}
+
+fn read_comm(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    Some(text.trim_end_matches('\n').to_owned())
+}
+
+/// The names of a directory's entries that are decimal numbers.
+fn numeric_entries(dir: &Path) -> io::Result<Vec<u32>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        // An entry that vanished while listing is simply skipped.
+        let Ok(entry) = entry else { continue };
+        if let Some(n) = entry.file_name().to_str().and_then(parse_decimal) {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_decimal(s: &str) -> Option<u32> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The state letter of `/proc/PID/stat`. The name field may itself contain
+/// spaces and parentheses, so the state is found after the *last* `)`.
+pub fn parse_stat_state(stat: &str) -> Option<char> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_ascii_whitespace().next()?.chars().next()
+}
+
+/// One file-backed executable mapping of `/proc/PID/maps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    /// The path or pseudo-name (`[vdso]`...).
+    pub path: String,
+}
+
+impl Mapping {
+    /// The short name shown in frames: the file name of the path.
+    pub fn module_name(&self) -> &str {
+        module_name(&self.path)
+    }
+}
+
+/// The file name of a module path (`/usr/lib/libc.so.6` → `libc.so.6`);
+/// pseudo-names like `[vdso]` stay as they are.
+pub fn module_name(path: &str) -> &str {
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Parses `/proc/PID/maps`, keeping executable mappings that have a path
+/// or pseudo-name. Malformed lines are skipped.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines().filter_map(parse_maps_line).collect()
+}
+
+fn parse_maps_line(line: &str) -> Option<Mapping> {
+    // address perms offset dev inode pathname; the path may contain spaces.
+    let mut fields = line.splitn(6, ' ');
+    let range = fields.next()?;
+    let perms = fields.next()?;
+    let _offset = fields.next()?;
+    let _dev = fields.next()?;
+    let _inode = fields.next()?;
+    let path = fields.next().unwrap_or("").trim_start();
+    let executable = perms.as_bytes().get(2) == Some(&b'x');
+    if !executable || path.is_empty() {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    Some(Mapping {
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        path: path.to_owned(),
+    })
+}
+
+/// The mapping containing an address, if any (mappings are sorted by
+/// address in `/proc/PID/maps`).
+pub fn find_mapping(maps: &[Mapping], addr: u64) -> Option<&Mapping> {
+    let index = maps.partition_point(|m| m.end <= addr);
+    maps.get(index).filter(|m| m.start <= addr && addr < m.end)
+}
+
+#[cfg(test)]
+mod tests;

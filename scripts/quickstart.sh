@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's first command: install what is missing, build, start the
+# platform in .odp/ and profile the demo workload end to end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+echo "==> building (first build takes several minutes on 2 cores)" >&2
+cargo build --workspace --bins
+exec target/debug/odp-dev quickstart "$@"

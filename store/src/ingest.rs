@@ -1,0 +1,207 @@
+//! Bulk ingest of snapshots: frames and stacks by content hash, samples per
+//! window, one transaction per batch.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use odp_core::hash::{frame_hash, stack_hash};
+use odp_core::Snapshot;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{Result, StoreError};
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IngestOutcome {
+    /// Snapshots stored by this call.
+    pub stored: usize,
+    /// Snapshots already stored before (same agent, profile and sequence),
+    /// ignored.
+    pub duplicates: usize,
+    pub samples: u64,
+}
+
+/// Column arrays for one `UNNEST` insert per table.
+#[derive(Default)]
+struct Rows {
+    frame_ids: Vec<Uuid>,
+    frame_functions: Vec<String>,
+    frame_modules: Vec<String>,
+    frame_files: Vec<Option<String>>,
+    frame_lines: Vec<Option<i32>>,
+    stack_ids: Vec<Uuid>,
+    stack_frames: Vec<Vec<u8>>,
+}
+
+/// Stores a batch of snapshots in one transaction. Snapshots already stored
+/// are skipped, so redelivered messages change nothing.
+pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<IngestOutcome> {
+    let mut outcome = IngestOutcome::default();
+    // Duplicates inside one batch (a redelivery racing the original).
+    let mut unique: BTreeMap<(&str, Uuid, u64), &Snapshot> = BTreeMap::new();
+    for &s in snapshots {
+        if unique.insert((s.agent_id.as_str(), s.profile_id, s.sequence), s).is_some() {
+            outcome.duplicates += 1;
+        }
+    }
+    let snapshots: Vec<&Snapshot> = unique.into_values().collect();
+
+    let mut tx = pool.begin().await?;
+    let new_ids = insert_snapshot_headers(&mut tx, &snapshots).await?;
+    outcome.duplicates += snapshots.len() - new_ids.len();
+    outcome.stored = new_ids.len();
+
+    let mut rows = Rows::default();
+    let mut seen_frames: HashMap<u128, ()> = HashMap::new();
+    let mut seen_stacks: HashMap<u128, ()> = HashMap::new();
+    let mut samples: BTreeMap<(i64, Uuid, i32), i64> = BTreeMap::new();
+    let mut thread_rows: BTreeMap<(i64, i32), String> = BTreeMap::new();
+    for snapshot in &snapshots {
+        let Some(&snapshot_id) = new_ids.get(&(snapshot.agent_id.clone(), snapshot.profile_id, snapshot.sequence as i64))
+        else {
+            continue;
+        };
+        let frame_hashes: Vec<u128> = snapshot.frames.iter().map(frame_hash).collect();
+        for (frame, &h) in snapshot.frames.iter().zip(&frame_hashes) {
+            if seen_frames.insert(h, ()).is_none() {
+                rows.frame_ids.push(Uuid::from_u128(h));
+                rows.frame_functions.push(frame.function.clone());
+                rows.frame_modules.push(frame.module.clone());
+                rows.frame_files.push(frame.file.clone());
+                rows.frame_lines.push(frame.line.map(|l| l.min(i32::MAX as u32) as i32));
+            }
+        }
+        for stack in &snapshot.stacks {
+            let ids: Vec<u128> = stack.frames.iter().map(|&i| frame_hashes[i as usize]).collect();
+            let h = stack_hash(&ids);
+            if seen_stacks.insert(h, ()).is_none() {
+                rows.stack_ids.push(Uuid::from_u128(h));
+                rows.stack_frames.push(ids.iter().flat_map(|id| Uuid::from_u128(*id).into_bytes()).collect());
+            }
+            let count = i64::try_from(stack.count)
+                .map_err(|_| StoreError::Corrupt(format!("sample count {} out of range", stack.count)))?;
+            let entry = samples.entry((snapshot_id, Uuid::from_u128(h), stack.tid as i32)).or_insert(0);
+            *entry = entry.saturating_add(count);
+            outcome.samples += stack.count;
+        }
+        for thread in &snapshot.threads {
+            thread_rows.insert((snapshot_id, thread.tid as i32), thread.name.clone());
+        }
+    }
+
+    sqlx::query(
+        "insert into frames (id, function, module, file, line)
+         select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[])
+         on conflict (id) do nothing",
+    )
+    .bind(&rows.frame_ids)
+    .bind(&rows.frame_functions)
+    .bind(&rows.frame_modules)
+    .bind(&rows.frame_files)
+    .bind(&rows.frame_lines)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "insert into stacks (id, frame_ids)
+         select * from unnest($1::uuid[], $2::bytea[])
+         on conflict (id) do nothing",
+    )
+    .bind(&rows.stack_ids)
+    .bind(&rows.stack_frames)
+    .execute(&mut *tx)
+    .await?;
+
+    let (mut snapshot_ids, mut stack_ids, mut tids, mut counts) = (vec![], vec![], vec![], vec![]);
+    for ((snapshot_id, stack_id, tid), count) in samples {
+        snapshot_ids.push(snapshot_id);
+        stack_ids.push(stack_id);
+        tids.push(tid);
+        counts.push(count);
+    }
+    sqlx::query(
+        "insert into samples (snapshot_id, stack_id, tid, count)
+         select * from unnest($1::bigint[], $2::uuid[], $3::int[], $4::bigint[])",
+    )
+    .bind(&snapshot_ids)
+    .bind(&stack_ids)
+    .bind(&tids)
+    .bind(&counts)
+    .execute(&mut *tx)
+    .await?;
+
+    let (mut t_snapshots, mut t_tids, mut t_names) = (vec![], vec![], vec![]);
+    for ((snapshot_id, tid), name) in thread_rows {
+        t_snapshots.push(snapshot_id);
+        t_tids.push(tid);
+        t_names.push(name);
+    }
+    sqlx::query(
+        "insert into snapshot_threads (snapshot_id, tid, name)
+         select * from unnest($1::bigint[], $2::int[], $3::text[])",
+    )
+    .bind(&t_snapshots)
+    .bind(&t_tids)
+    .bind(&t_names)
+    .execute(&mut *tx)
+    .await?;
+
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+type SnapshotKey = (String, Uuid, i64);
+
+/// Inserts the snapshots' header rows, skipping those already stored, and
+/// returns the new rows' ids by (agent, profile, sequence).
+async fn insert_snapshot_headers(
+    tx: &mut sqlx::PgConnection,
+    snapshots: &[&Snapshot],
+) -> Result<HashMap<SnapshotKey, i64>> {
+    let to_time = |ms: i64| DateTime::<Utc>::from_timestamp_millis(ms).ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} ms out of range")));
+    let mut profile_ids = Vec::with_capacity(snapshots.len());
+    let mut agent_ids = Vec::with_capacity(snapshots.len());
+    let mut sequences = Vec::with_capacity(snapshots.len());
+    let mut hosts = Vec::with_capacity(snapshots.len());
+    let mut starts = Vec::with_capacity(snapshots.len());
+    let mut ends = Vec::with_capacity(snapshots.len());
+    let mut events = Vec::with_capacity(snapshots.len());
+    let mut periods = Vec::with_capacity(snapshots.len());
+    let mut frequencies = Vec::with_capacity(snapshots.len());
+    let mut sample_totals = Vec::with_capacity(snapshots.len());
+    for s in snapshots {
+        profile_ids.push(s.profile_id);
+        agent_ids.push(s.agent_id.clone());
+        sequences.push(i64::try_from(s.sequence).map_err(|_| StoreError::Corrupt(format!("sequence {} out of range", s.sequence)))?);
+        hosts.push(s.host.clone());
+        starts.push(to_time(s.window_start_ms)?);
+        ends.push(to_time(s.window_end_ms)?);
+        events.push(s.event.as_str());
+        periods.push(i64::try_from(s.period).map_err(|_| StoreError::Corrupt(format!("period {} out of range", s.period)))?);
+        frequencies.push(i32::try_from(s.frequency_hz).map_err(|_| StoreError::Corrupt(format!("frequency {} out of range", s.frequency_hz)))?);
+        sample_totals.push(i64::try_from(s.total_samples()).unwrap_or(i64::MAX));
+    }
+    let rows: Vec<(i64, String, Uuid, i64)> = sqlx::query_as(
+        "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
+                                event, period, frequency_hz, samples)
+         select * from unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[],
+                              $6::timestamptz[], $7::text[], $8::bigint[], $9::int[], $10::bigint[])
+         on conflict (agent_id, profile_id, sequence) do nothing
+         returning id, agent_id, profile_id, sequence",
+    )
+    .bind(&profile_ids)
+    .bind(&agent_ids)
+    .bind(&sequences)
+    .bind(&hosts)
+    .bind(&starts)
+    .bind(&ends)
+    .bind(&events)
+    .bind(&periods)
+    .bind(&frequencies)
+    .bind(&sample_totals)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, agent, profile, sequence)| ((agent, profile, sequence), id))
+        .collect())
+}

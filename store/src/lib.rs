@@ -1,0 +1,79 @@
+//! ODP's Postgres repository, shared by the api-server and the pipeline.
+//!
+//! Only `migrations/` changes the schema; this crate applies it at start-up
+//! with `sqlx::migrate!`. Writes that carry many rows (ingest) go as
+//! `UNNEST` arrays in one statement per table, inside one transaction per
+//! batch, so a batch is stored whole or not at all.
+
+mod agents;
+mod ingest;
+mod profiles;
+mod query;
+
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use thiserror::Error;
+
+pub use agents::{record_agent_event, AgentRow};
+pub use ingest::{store_snapshots, IngestOutcome};
+pub use profiles::{NewProfile, ProfileRow, ProfileStatus, Profiles};
+pub use query::{profile_stacks, ProfileStacks};
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// Whether retrying the same work later may succeed (the database is
+    /// down or overloaded), as opposed to the input being unstorable.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Database(e) => match e {
+                sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::WorkerCrashed => true,
+                sqlx::Error::Database(db) => {
+                    // Class 08 connection exceptions, 40 transaction
+                    // rollback (serialization, deadlock), 53 insufficient
+                    // resources, 57 operator intervention (shutdown).
+                    let code = db.code();
+                    matches!(code.as_deref().map(|c| &c[..2]), Some("08" | "40" | "53" | "57"))
+                }
+                _ => false,
+            },
+            StoreError::Migrate(_) | StoreError::Corrupt(_) => false,
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+pub async fn connect(database_url: &str) -> Result<PgPool> {
+    Ok(PgPoolOptions::new()
+        .max_connections(10)
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .connect(database_url)
+        .await?)
+}
+
+pub async fn migrate(pool: &PgPool) -> Result<()> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+pub async fn connect_and_migrate(database_url: &str) -> Result<PgPool> {
+    let pool = connect(database_url).await?;
+    migrate(&pool).await?;
+    Ok(pool)
+}

@@ -1,0 +1,225 @@
+//! Profile requests and their lifecycle.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use odp_core::Target;
+use serde::Serialize;
+use sqlx::types::Json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{Result, StoreError};
+
+/// requested → dispatched → running → finished / stopped / failed, or
+/// expired when no agent ever acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileStatus {
+    Requested,
+    Dispatched,
+    Running,
+    Finished,
+    Stopped,
+    Failed,
+    Expired,
+}
+
+impl ProfileStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProfileStatus::Requested => "requested",
+            ProfileStatus::Dispatched => "dispatched",
+            ProfileStatus::Running => "running",
+            ProfileStatus::Finished => "finished",
+            ProfileStatus::Stopped => "stopped",
+            ProfileStatus::Failed => "failed",
+            ProfileStatus::Expired => "expired",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            ProfileStatus::Finished | ProfileStatus::Stopped | ProfileStatus::Failed | ProfileStatus::Expired
+        )
+    }
+
+    /// The states a profile may be in to move to `self`: lifecycle events
+    /// may be redelivered or arrive late, and must never move a profile
+    /// backwards or out of a terminal state.
+    fn allowed_from(self) -> &'static [&'static str] {
+        match self {
+            ProfileStatus::Requested => &[],
+            ProfileStatus::Dispatched => &["requested"],
+            ProfileStatus::Running => &["requested", "dispatched"],
+            ProfileStatus::Finished | ProfileStatus::Stopped | ProfileStatus::Failed => {
+                &["requested", "dispatched", "running"]
+            }
+            ProfileStatus::Expired => &["requested", "dispatched"],
+        }
+    }
+}
+
+impl fmt::Display for ProfileStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ProfileStatus {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "requested" => ProfileStatus::Requested,
+            "dispatched" => ProfileStatus::Dispatched,
+            "running" => ProfileStatus::Running,
+            "finished" => ProfileStatus::Finished,
+            "stopped" => ProfileStatus::Stopped,
+            "failed" => ProfileStatus::Failed,
+            "expired" => ProfileStatus::Expired,
+            other => return Err(StoreError::Corrupt(format!("unknown profile status {other:?}"))),
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewProfile {
+    pub id: Uuid,
+    pub host: String,
+    pub target: Target,
+    pub duration_ms: i64,
+    pub frequency_hz: i32,
+    pub requested_by: String,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ProfileRow {
+    pub id: Uuid,
+    pub host: String,
+    #[sqlx(json)]
+    pub target: Target,
+    pub mode: String,
+    pub duration_ms: i64,
+    pub frequency_hz: i32,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub requested_by: String,
+    pub event: Option<String>,
+    pub agent_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl ProfileRow {
+    pub fn status(&self) -> Result<ProfileStatus> {
+        self.status.parse()
+    }
+}
+
+/// Profile requests in Postgres.
+#[derive(Clone)]
+pub struct Profiles {
+    pool: PgPool,
+}
+
+impl Profiles {
+    pub fn new(pool: PgPool) -> Self {
+        Profiles { pool }
+    }
+
+    pub async fn insert(&self, p: &NewProfile) -> Result<ProfileRow> {
+        let row = sqlx::query_as::<_, ProfileRow>(
+            "insert into profiles (id, host, target, duration_ms, frequency_hz, status, requested_by)
+             values ($1, $2, $3, $4, $5, 'requested', $6)
+             returning *",
+        )
+        .bind(p.id)
+        .bind(&p.host)
+        .bind(Json(&p.target))
+        .bind(p.duration_ms)
+        .bind(p.frequency_hz)
+        .bind(&p.requested_by)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {
+        Ok(sqlx::query_as::<_, ProfileRow>("select * from profiles where id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Moves a profile to `status` if the lifecycle allows it from where it
+    /// is; returns whether it moved.
+    pub async fn transition(&self, id: Uuid, status: ProfileStatus, reason: Option<&str>) -> Result<bool> {
+        transition(&self.pool, id, status, reason, None, None).await
+    }
+}
+
+/// See [`Profiles::transition`]; `event` and `agent_id` are recorded when
+/// the agent reports them (profile started).
+pub(crate) async fn transition<'e, E>(
+    executor: E,
+    id: Uuid,
+    status: ProfileStatus,
+    reason: Option<&str>,
+    event: Option<&str>,
+    agent_id: Option<&str>,
+) -> Result<bool>
+where
+    E: sqlx::PgExecutor<'e>,
+{
+    let result = sqlx::query(
+        "update profiles set
+             status = $2,
+             status_reason = coalesce($3, status_reason),
+             event = coalesce($4, event),
+             agent_id = coalesce($5, agent_id),
+             updated_at = now(),
+             started_at = case when $2 = 'running' then now() else started_at end,
+             finished_at = case when $6 then now() else finished_at end
+         where id = $1 and status = any($7)",
+    )
+    .bind(id)
+    .bind(status.as_str())
+    .bind(reason)
+    .bind(event)
+    .bind(agent_id)
+    .bind(status.is_terminal())
+    .bind(status.allowed_from())
+    .execute(executor)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_parse_and_never_leave_terminal_states() {
+        for s in [
+            ProfileStatus::Requested,
+            ProfileStatus::Dispatched,
+            ProfileStatus::Running,
+            ProfileStatus::Finished,
+            ProfileStatus::Stopped,
+            ProfileStatus::Failed,
+            ProfileStatus::Expired,
+        ] {
+            assert_eq!(s.as_str().parse::<ProfileStatus>().unwrap(), s);
+            for from in s.allowed_from() {
+                let from: ProfileStatus = from.parse().unwrap();
+                assert!(!from.is_terminal(), "{s} may not follow terminal {from}");
+            }
+        }
+        assert!("bogus".parse::<ProfileStatus>().is_err());
+    }
+}

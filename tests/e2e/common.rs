@@ -1,0 +1,67 @@
+use std::time::Duration;
+
+use odp_devstack::{Platform, PlatformOptions, Stack, StackEndpoints, StackOptions, Topics};
+
+/// A stack with topics of its own and the three services started.
+pub(crate) struct Harness {
+    pub(crate) stack: Stack,
+    pub(crate) platform: Platform,
+}
+
+pub(crate) async fn start(name: &str, window_secs: u64) -> Harness {
+    let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("info").try_init();
+    let prefix = format!("{name}-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let stack = Stack::start(StackOptions::ephemeral().topics(Topics::with_prefix(&prefix)))
+        .await
+        .expect("start the stack (is tansu installed? see README)");
+    let endpoints = StackEndpoints {
+        kafka_bootstrap: stack.kafka_bootstrap().to_owned(),
+        database_url: stack.database_url().to_owned(),
+        topics: stack.topics().clone(),
+    };
+    let mut options = PlatformOptions::new(stack.state_dir(), format!("{prefix}host"));
+    options.window_secs = window_secs;
+    let platform = Platform::start(&endpoints, options).await.expect("start the services");
+    Harness { stack, platform }
+}
+
+impl Harness {
+    pub(crate) async fn pool(&self) -> sqlx::PgPool {
+        sqlx::PgPool::connect(self.stack.database_url()).await.expect("connect to postgres")
+    }
+
+    /// Polls `query` (a count) until it reaches `want`, or panics with the
+    /// services' logs.
+    pub(crate) async fn wait_count(&self, pool: &sqlx::PgPool, query: &str, bind: &str, want: i64, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let (n,): (i64,) = sqlx::query_as(query).bind(bind).fetch_one(pool).await.expect("count query");
+            if n >= want {
+                return;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("timed out waiting for {query} ({bind}) to reach {want}, at {n}\n{}", self.platform.logs());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+pub(crate) fn producer(bootstrap: &str) -> rdkafka::producer::FutureProducer {
+    rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("partitioner", "murmur2_random")
+        .create()
+        .expect("create producer")
+}
+
+pub(crate) async fn send(producer: &rdkafka::producer::FutureProducer, topic: &str, key: &str, payload: &[u8]) {
+    producer
+        .send(
+            rdkafka::producer::FutureRecord::to(topic).key(key).payload(payload),
+            Duration::from_secs(15),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .expect("produce");
+}

@@ -1,0 +1,90 @@
+//! Undecodable messages go to the dead-letter topic with a reason, and the
+//! pipeline carries on: a valid snapshot after the garbage is stored once,
+//! however often it is delivered.
+
+use std::time::Duration;
+
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::{EventKind, Frame};
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::{Headers, Message};
+use uuid::Uuid;
+
+use crate::common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
+    let h = common::start("deadletter", 10).await;
+    let topics = h.stack.topics().clone();
+    let producer = common::producer(h.stack.kafka_bootstrap());
+    let profile_id = Uuid::new_v4();
+    let key = profile_id.to_string();
+
+    common::send(&producer, &topics.stacks, &key, b"\x00garbage that is no snapshot").await;
+    let first = window(profile_id, 0, 40).encode();
+    common::send(&producer, &topics.stacks, &key, &first).await;
+    // A redelivery of the same window, as after a producer retry, then the
+    // next window: same key, same partition, so once the next window is
+    // stored the redelivery has been through the pipeline too.
+    common::send(&producer, &topics.stacks, &key, &first).await;
+    common::send(&producer, &topics.stacks, &key, &window(profile_id, 1, 7).encode()).await;
+
+    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", h.stack.kafka_bootstrap())
+        .set("group.id", format!("test-{}", Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[&topics.dead_letter]).unwrap();
+    let message = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
+        .await
+        .unwrap_or_else(|_| panic!("nothing reached the dead-letter topic\n{}", h.platform.logs()))
+        .unwrap();
+    assert_eq!(message.payload(), Some(&b"\x00garbage that is no snapshot"[..]));
+    assert_eq!(message.key(), Some(key.as_bytes()));
+    let headers = message.headers().expect("dead letters carry headers");
+    let reason = headers
+        .iter()
+        .find(|h| h.key == "odp-reason")
+        .and_then(|h| h.value)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .expect("a reason header");
+    assert!(reason.contains("bad magic"), "{reason}");
+
+    let pool = h.pool().await;
+    h.wait_count(
+        &pool,
+        "select count(*) from snapshots where profile_id = $1::uuid",
+        &key,
+        2,
+        Duration::from_secs(60),
+    )
+    .await;
+    let (snapshots, samples): (i64, i64) = sqlx::query_as(
+        "select count(distinct n.id), coalesce(sum(s.count), 0)::bigint
+         from snapshots n join samples s on s.snapshot_id = n.id where n.profile_id = $1",
+    )
+    .bind(profile_id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((snapshots, samples), (2, 42 + 9), "each window stored exactly once");
+}
+
+fn window(profile_id: Uuid, sequence: u64, work: u64) -> odp_core::Snapshot {
+    let mut builder = SnapshotBuilder::new();
+    builder.add(&[Frame::function("main"), Frame::function("work")], 1, work);
+    builder.add(&[Frame::function("main")], 1, 2);
+    let start = 1_700_000_000_000 + sequence as i64 * 10_000;
+    builder.build(SnapshotHeader {
+        profile_id,
+        host: "h".into(),
+        agent_id: "test-agent".into(),
+        sequence,
+        window_start_ms: start,
+        window_end_ms: start + 10_000,
+        event: EventKind::CpuClock,
+        period: 10_101_010,
+        frequency_hz: 99,
+    })
+}

@@ -1,0 +1,9 @@
+//! End-to-end tests: a real Kafka-protocol broker (Tansu), a real Postgres
+//! cluster and the three ODP binaries, each test on its own ports, topics
+//! and database. Run `cargo build --workspace --bins` first (the README's
+//! test command does).
+
+mod commands;
+mod common;
+mod dead_letter;
+mod profile;

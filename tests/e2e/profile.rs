@@ -1,0 +1,96 @@
+//! The spine: profile the demo workload through the REST API and find its
+//! known CPU split in the stored flame graph.
+
+use std::time::Duration;
+
+use odp_devstack::{build_demo, ServiceProcess};
+use serde_json::json;
+
+use crate::common;
+
+/// The demo spends CPU in `demo_hot`, `demo_warm` and `demo_cool` in a
+/// 6:3:1 ratio of equal-cost iterations (demo/README.md).
+const EXPECTED: [(&str, f64); 3] = [("demo_hot", 0.6), ("demo_warm", 0.3), ("demo_cool", 0.1)];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiling_the_demo_finds_its_known_cpu_split() {
+    let h = common::start("profile", 2).await;
+    let demo_binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
+    let demo = ServiceProcess::builder("demo", &demo_binary)
+        .args(["--seconds", "120"])
+        .log_dir(h.stack.log_dir())
+        .spawn()
+        .expect("start the demo");
+
+    let client = h.platform.client();
+    let id = client
+        .start_profile(&json!({
+            "host": h.platform.host_id,
+            "pid": demo.pid(),
+            "duration_secs": 6,
+            "frequency_hz": 499,
+        }))
+        .await
+        .expect("start profile");
+    let profile = client
+        .wait_finished(&id, Duration::from_secs(90), |_| {})
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
+    assert_eq!(profile["status"], "finished", "{profile}\n{}", h.platform.logs());
+    assert!(
+        matches!(profile["event"].as_str(), Some("cpu-clock" | "cycles")),
+        "the agent says which event it sampled: {profile}"
+    );
+
+    // The last window lands in the pipeline just after the finish event.
+    let pool = h.pool().await;
+    let mut top = client.top(&id, 50).await.unwrap();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let next = client.top(&id, 50).await.unwrap();
+        if next["samples"] == top["samples"] && top["samples"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        top = next;
+    }
+    let (snapshots,): (i64,) = sqlx::query_as("select count(*) from snapshots where profile_id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(snapshots >= 2, "a 6 s profile with 2 s windows stores several windows, got {snapshots}");
+
+    let self_samples = |name: &str| {
+        top["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["function"] == name)
+            .and_then(|f| f["self_samples"].as_u64())
+            .unwrap_or(0)
+    };
+    let counts: Vec<u64> = EXPECTED.iter().map(|(name, _)| self_samples(name)).collect();
+    let n: u64 = counts.iter().sum();
+    assert!(n >= 300, "too few samples in the demo's functions to judge ({n}): {top}");
+    // Each share among the three is a binomial estimate with standard error
+    // sqrt(p(1-p)/n). Allow 5 standard errors (a false alarm about once in
+    // 1.7 million runs) plus 3 points for how closely the demo itself hits
+    // its nominal split (measured with `perf record`, demo/README.md).
+    for ((name, expected), count) in EXPECTED.iter().zip(&counts) {
+        let share = *count as f64 / n as f64;
+        let stderr = (expected * (1.0 - expected) / n as f64).sqrt();
+        let bound = 5.0 * stderr + 0.03;
+        assert!(
+            (share - expected).abs() <= bound,
+            "{name}: measured {share:.3}, expected {expected} ± {bound:.3} (n = {n})\n{top}"
+        );
+    }
+
+    // Stacks are complete: the hot leaf sits under `main`.
+    let folded = client.flamegraph(&id, "folded").await.unwrap();
+    assert!(folded.lines().any(|l| l.contains("main;demo_hot ")), "{folded}");
+    let tree: serde_json::Value = serde_json::from_str(&client.flamegraph(&id, "json").await.unwrap()).unwrap();
+    assert_eq!(tree["root"]["total"], top["samples"]);
+    let svg = client.flamegraph(&id, "svg").await.unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("demo_hot"));
+}
