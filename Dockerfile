@@ -1,7 +1,7 @@
 # Builds the three ODP services into one image; docker-compose.yml picks the
 # binary per service.
-FROM rust:1.85-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends cmake build-essential && rm -rf /var/lib/apt/lists/*
+FROM rust:1.88-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --bins -p odp-api-server -p odp-pipeline -p odp-profiler-service

@@ -36,7 +36,12 @@ impl Authenticator {
     }
 
     /// Mints a token for `subject`, valid for `ttl_secs` from `now`.
-    pub fn mint(&self, subject: &str, now: i64, ttl_secs: i64) -> Result<String, jsonwebtoken::errors::Error> {
+    pub fn mint(
+        &self,
+        subject: &str,
+        now: i64,
+        ttl_secs: i64,
+    ) -> Result<String, jsonwebtoken::errors::Error> {
         let claims = Claims {
             sub: subject.to_owned(),
             iss: ISSUER.to_owned(),
@@ -65,7 +70,10 @@ pub struct Caller {
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         authenticate(parts, &state.auth)
     }
 }
@@ -98,7 +106,9 @@ mod tests {
         assert_eq!(auth.verify(&token).unwrap(), "alice");
         let expired = auth.mint("alice", now - 3600, 60).unwrap();
         assert!(auth.verify(&expired).is_err());
-        let other = Authenticator::from_secret(b"other").mint("mallory", now, 60).unwrap();
+        let other = Authenticator::from_secret(b"other")
+            .mint("mallory", now, 60)
+            .unwrap();
         assert!(auth.verify(&other).is_err());
         assert!(auth.verify("not-a-token").is_err());
     }

@@ -4,7 +4,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Parser)]
-#[command(name = "odp-api-server", about = "ODP's REST API: start and stop profiles, query flame graphs")]
+#[command(
+    name = "odp-api-server",
+    about = "ODP's REST API: start and stop profiles, query flame graphs"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: CliCommand,

@@ -21,7 +21,12 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(bootstrap: &str, topic: &str, signer: CommandSigner, ttl_secs: i64) -> Result<Self, rdkafka::error::KafkaError> {
+    pub fn new(
+        bootstrap: &str,
+        topic: &str,
+        signer: CommandSigner,
+        ttl_secs: i64,
+    ) -> Result<Self, rdkafka::error::KafkaError> {
         let producer = ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .set("partitioner", "murmur2_random")
@@ -47,12 +52,17 @@ impl Dispatcher {
             expires_at: now + self.ttl_secs,
             action,
         };
-        let token = self.signer.sign(&command).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let token = self
+            .signer
+            .sign(&command)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         let record = FutureRecord::to(&self.topic).key(host).payload(&token);
         self.producer
             .send(record, Duration::from_secs(15))
             .await
-            .map_err(|(e, _)| ApiError::Unavailable(format!("could not publish the command to Kafka: {e}")))?;
+            .map_err(|(e, _)| {
+                ApiError::Unavailable(format!("could not publish the command to Kafka: {e}"))
+            })?;
         tracing::info!(command_id = %command.id, host, "command published");
         Ok(command.id)
     }

@@ -48,12 +48,17 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(health))
         .fallback(not_found)
         .layer(TraceLayer::new_for_http())
-        .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::GATEWAY_TIMEOUT, Duration::from_secs(60)))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::GATEWAY_TIMEOUT,
+            Duration::from_secs(60),
+        ))
         .layer(RequestBodyLimitLayer::new(1 << 20))
         .with_state(state)
 }
 
-async fn health(state: axum::extract::State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn health(
+    state: axum::extract::State<AppState>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     sqlx::query("select 1")
         .execute(&state.pool)
         .await
@@ -82,11 +87,20 @@ pub enum ServeError {
 pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     config.validate().map_err(ServeError::Config)?;
     let pem = std::fs::read_to_string(&config.command_signing_key).map_err(|e| {
-        ServeError::Config(format!("reading {}: {e}", config.command_signing_key.display()))
+        ServeError::Config(format!(
+            "reading {}: {e}",
+            config.command_signing_key.display()
+        ))
     })?;
-    let signer = CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
+    let signer =
+        CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
     let pool = odp_store::connect_and_migrate(&config.database_url).await?;
-    let dispatcher = Dispatcher::new(&config.kafka_bootstrap, &config.topic_commands, signer, config.command_ttl_secs)?;
+    let dispatcher = Dispatcher::new(
+        &config.kafka_bootstrap,
+        &config.topic_commands,
+        signer,
+        config.command_ttl_secs,
+    )?;
     Ok(AppState {
         profiles: Profiles::new(pool.clone()),
         pool,
@@ -95,10 +109,15 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     })
 }
 
-pub async fn serve(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+pub async fn serve(
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let state = build_state(&config).await?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "api-server listening");
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await?;
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await?;
     Ok(())
 }

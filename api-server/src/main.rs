@@ -5,18 +5,31 @@ use odp_api_server::{Cli, CliCommand};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .init();
     match Cli::parse().command {
         CliCommand::Serve(config) => odp_api_server::serve(config, shutdown_signal()).await?,
-        CliCommand::Keygen { private_key, public_key } => {
+        CliCommand::Keygen {
+            private_key,
+            public_key,
+        } => {
             let (private, public) = odp_core::command::generate_keypair()?;
             write_private(&private_key, &private)?;
-            std::fs::write(&public_key, public).with_context(|| format!("writing {}", public_key.display()))?;
+            std::fs::write(&public_key, public)
+                .with_context(|| format!("writing {}", public_key.display()))?;
         }
-        CliCommand::Token { jwt_secret, sub, ttl_secs } => {
+        CliCommand::Token {
+            jwt_secret,
+            sub,
+            ttl_secs,
+        } => {
             let auth = odp_api_server::auth::Authenticator::from_secret(jwt_secret.as_bytes());
-            println!("{}", auth.mint(&sub, chrono::Utc::now().timestamp(), ttl_secs)?);
+            println!(
+                "{}",
+                auth.mint(&sub, chrono::Utc::now().timestamp(), ttl_secs)?
+            );
         }
     }
     Ok(())
@@ -37,7 +50,8 @@ fn write_private(path: &std::path::Path, pem: &str) -> anyhow::Result<()> {
 }
 
 async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("install SIGTERM handler");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install SIGTERM handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

@@ -94,7 +94,8 @@ pub struct CommandSigner {
 impl CommandSigner {
     /// From a PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`).
     pub fn from_private_pem(pem: &str) -> Result<Self, CommandError> {
-        let key = EncodingKey::from_ed_pem(pem.as_bytes()).map_err(|e| CommandError::Key(e.to_string()))?;
+        let key = EncodingKey::from_ed_pem(pem.as_bytes())
+            .map_err(|e| CommandError::Key(e.to_string()))?;
         Ok(CommandSigner { key })
     }
 
@@ -124,7 +125,8 @@ pub struct CommandVerifier {
 impl CommandVerifier {
     /// From an SPKI PEM public key (`-----BEGIN PUBLIC KEY-----`).
     pub fn from_public_pem(pem: &str, expected_host: &str) -> Result<Self, CommandError> {
-        let key = DecodingKey::from_ed_pem(pem.as_bytes()).map_err(|e| CommandError::Key(e.to_string()))?;
+        let key = DecodingKey::from_ed_pem(pem.as_bytes())
+            .map_err(|e| CommandError::Key(e.to_string()))?;
         Ok(CommandVerifier {
             key,
             host: expected_host.to_owned(),
@@ -136,7 +138,9 @@ impl CommandVerifier {
     /// rejection report.
     pub fn unverified_id(token: &str) -> Option<Uuid> {
         let payload = token.split('.').nth(1)?;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).ok()?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
         value.get("jti")?.as_str()?.parse().ok()
     }
@@ -153,7 +157,9 @@ impl CommandVerifier {
             .map_err(|e| CommandError::Invalid(e.to_string()))?
             .claims;
         if claims.exp + (LEEWAY_SECS as i64) < now_unix_s {
-            return Err(CommandError::Expired { expires_at: claims.exp });
+            return Err(CommandError::Expired {
+                expires_at: claims.exp,
+            });
         }
         if claims.sub != self.host {
             return Err(CommandError::WrongHost {
@@ -161,7 +167,8 @@ impl CommandVerifier {
                 got: claims.sub,
             });
         }
-        self.seen.retain(|_, exp| *exp + (LEEWAY_SECS as i64) >= now_unix_s);
+        self.seen
+            .retain(|_, exp| *exp + (LEEWAY_SECS as i64) >= now_unix_s);
         if self.seen.insert(claims.jti, claims.exp).is_some() {
             return Err(CommandError::Replayed(claims.jti));
         }
@@ -179,10 +186,14 @@ impl CommandVerifier {
 pub fn generate_keypair() -> Result<(String, String), CommandError> {
     use ring::signature::KeyPair as _;
     let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).map_err(|e| CommandError::Key(e.to_string()))?;
-    let pair = ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|e| CommandError::Key(e.to_string()))?;
+    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng)
+        .map_err(|e| CommandError::Key(e.to_string()))?;
+    let pair = ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
+        .map_err(|e| CommandError::Key(e.to_string()))?;
     // SPKI for Ed25519 is a fixed 12-byte prefix (RFC 8410) and the key.
-    let mut spki = vec![0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+    let mut spki = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+    ];
     spki.extend_from_slice(pair.public_key().as_ref());
     Ok((pem("PRIVATE KEY", pkcs8.as_ref()), pem("PUBLIC KEY", &spki)))
 }
@@ -232,7 +243,9 @@ mod tests {
         let token = signer.sign(&command).unwrap();
         let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
         assert_eq!(verifier.verify(&token, NOW + 1).unwrap(), command);
-        assert!(matches!(verifier.verify(&token, NOW + 2), Err(CommandError::Replayed(id)) if id == command.id));
+        assert!(
+            matches!(verifier.verify(&token, NOW + 2), Err(CommandError::Replayed(id)) if id == command.id)
+        );
         assert_eq!(CommandVerifier::unverified_id(&token), Some(command.id));
     }
 
@@ -241,14 +254,26 @@ mod tests {
         let (signer, public) = pair();
         let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
         let token = signer.sign(&start_command("host-b")).unwrap();
-        assert!(matches!(verifier.verify(&token, NOW), Err(CommandError::WrongHost { .. })));
+        assert!(matches!(
+            verifier.verify(&token, NOW),
+            Err(CommandError::WrongHost { .. })
+        ));
         let token = signer.sign(&start_command("host-a")).unwrap();
-        assert!(matches!(verifier.verify(&token, NOW + 3600), Err(CommandError::Expired { .. })));
+        assert!(matches!(
+            verifier.verify(&token, NOW + 3600),
+            Err(CommandError::Expired { .. })
+        ));
 
         let (forger, _) = pair();
         let forged = forger.sign(&start_command("host-a")).unwrap();
-        assert!(matches!(verifier.verify(&forged, NOW), Err(CommandError::Invalid(_))));
-        assert!(matches!(verifier.verify("garbage", NOW), Err(CommandError::Invalid(_))));
+        assert!(matches!(
+            verifier.verify(&forged, NOW),
+            Err(CommandError::Invalid(_))
+        ));
+        assert!(matches!(
+            verifier.verify("garbage", NOW),
+            Err(CommandError::Invalid(_))
+        ));
         assert_eq!(CommandVerifier::unverified_id("garbage"), None);
     }
 
@@ -262,7 +287,10 @@ mod tests {
         let tampered = engine.encode(payload.replace("\"demo\"", "\"sshd\""));
         let token = format!("{}.{}.{}", parts[0], tampered, parts[2]);
         let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-        assert!(matches!(verifier.verify(&token, NOW), Err(CommandError::Invalid(_))));
+        assert!(matches!(
+            verifier.verify(&token, NOW),
+            Err(CommandError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -67,7 +67,10 @@ pub fn build(stacks: &[WeightedStack]) -> FlameNode {
 fn freeze(arena: &mut [BuildNode], index: usize) -> FlameNode {
     let mut child_ids: Vec<(String, usize)> = arena[index].children.drain().collect();
     child_ids.sort();
-    let children = child_ids.into_iter().map(|(_, id)| freeze(arena, id)).collect();
+    let children = child_ids
+        .into_iter()
+        .map(|(_, id)| freeze(arena, id))
+        .collect();
     let name = std::mem::take(&mut arena[index].name);
     let node = &arena[index];
     FlameNode {
@@ -81,7 +84,12 @@ fn freeze(arena: &mut [BuildNode], index: usize) -> FlameNode {
 impl FlameNode {
     /// Depth of the deepest stack (the root counts as 1).
     pub fn depth(&self) -> usize {
-        1 + self.children.iter().map(FlameNode::depth).max().unwrap_or(0)
+        1 + self
+            .children
+            .iter()
+            .map(FlameNode::depth)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Walks the tree back into stacks (without the synthetic root).
@@ -124,11 +132,18 @@ mod tests {
 
     #[test]
     fn merges_common_prefixes() {
-        let root = build(&[ws(&["main", "hot"], 6), ws(&["main", "warm"], 3), ws(&["main"], 1)]);
+        let root = build(&[
+            ws(&["main", "hot"], 6),
+            ws(&["main", "warm"], 3),
+            ws(&["main"], 1),
+        ]);
         assert_eq!(root.name, "all");
         assert_eq!(root.total, 10);
         let main = &root.children[0];
-        assert_eq!((main.name.as_str(), main.total, main.self_count), ("main", 10, 1));
+        assert_eq!(
+            (main.name.as_str(), main.total, main.self_count),
+            ("main", 10, 1)
+        );
         let names: Vec<&str> = main.children.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["hot", "warm"]);
         assert_eq!(root.depth(), 3);

@@ -53,12 +53,18 @@ pub fn parse_folded(text: &str) -> Result<Vec<WeightedStack>, FoldedError> {
         if trimmed.trim().is_empty() {
             continue;
         }
-        let (stack, count) = trimmed.rsplit_once(' ').ok_or(FoldedError::MissingCount { line })?;
+        let (stack, count) = trimmed
+            .rsplit_once(' ')
+            .ok_or(FoldedError::MissingCount { line })?;
         let count: u64 = count.parse().map_err(|_| FoldedError::BadCount {
             line,
             text: count.to_owned(),
         })?;
-        let frames: Vec<String> = stack.split(';').filter(|f| !f.is_empty()).map(str::to_owned).collect();
+        let frames: Vec<String> = stack
+            .split(';')
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
         if frames.is_empty() {
             return Err(FoldedError::EmptyStack { line });
         }
@@ -81,7 +87,11 @@ mod tests {
 
     #[test]
     fn writes_merged_sorted_lines() {
-        let text = to_folded(&[ws(&["main", "b"], 2), ws(&["main", "a"], 1), ws(&["main", "b"], 3)]);
+        let text = to_folded(&[
+            ws(&["main", "b"], 2),
+            ws(&["main", "a"], 1),
+            ws(&["main", "b"], 3),
+        ]);
         assert_eq!(text, "main;a 1\nmain;b 5\n");
     }
 
@@ -91,15 +101,27 @@ mod tests {
             parse_folded("main;a 1\n\nmain;b 5\n").unwrap(),
             vec![ws(&["main", "a"], 1), ws(&["main", "b"], 5)]
         );
-        assert_eq!(parse_folded("main;a\n"), Err(FoldedError::MissingCount { line: 1 }));
-        assert!(matches!(parse_folded("ok 1\nmain x\n"), Err(FoldedError::BadCount { line: 2, .. })));
-        assert_eq!(parse_folded(";; 4"), Err(FoldedError::EmptyStack { line: 1 }));
+        assert_eq!(
+            parse_folded("main;a\n"),
+            Err(FoldedError::MissingCount { line: 1 })
+        );
+        assert!(matches!(
+            parse_folded("ok 1\nmain x\n"),
+            Err(FoldedError::BadCount { line: 2, .. })
+        ));
+        assert_eq!(
+            parse_folded(";; 4"),
+            Err(FoldedError::EmptyStack { line: 1 })
+        );
     }
 
     #[test]
     fn frame_names_with_separators_are_sanitized() {
         let text = to_folded(&[ws(&["std::map<a;b>", "x y"], 1)]);
-        assert_eq!(parse_folded(&text).unwrap(), vec![ws(&["std::map<a:b>", "x y"], 1)]);
+        assert_eq!(
+            parse_folded(&text).unwrap(),
+            vec![ws(&["std::map<a:b>", "x y"], 1)]
+        );
     }
 
     proptest! {

@@ -10,7 +10,11 @@ use crate::model::Frame;
 pub fn frame_hash(frame: &Frame) -> u128 {
     let mut h = Xxh3::new();
     // Length prefixes keep ("ab","c") and ("a","bc") apart.
-    for field in [frame.function.as_str(), frame.module.as_str(), frame.file.as_deref().unwrap_or("")] {
+    for field in [
+        frame.function.as_str(),
+        frame.module.as_str(),
+        frame.file.as_deref().unwrap_or(""),
+    ] {
         h.update(&(field.len() as u64).to_le_bytes());
         h.update(field.as_bytes());
     }
@@ -48,9 +52,17 @@ mod tests {
         // Stored ids depend on this value: changing the hash is a migration.
         assert_eq!(
             frame_hash(&Frame::function("main")),
-            frame_hash(&Frame { function: "main".into(), module: String::new(), file: None, line: None })
+            frame_hash(&Frame {
+                function: "main".into(),
+                module: String::new(),
+                file: None,
+                line: None
+            })
         );
         let pinned = frame_hash(&Frame::function("main").with_module("/bin/demo"));
-        assert_eq!(pinned, frame_hash(&Frame::function("main").with_module("/bin/demo")));
+        assert_eq!(
+            pinned,
+            frame_hash(&Frame::function("main").with_module("/bin/demo"))
+        );
     }
 }

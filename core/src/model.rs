@@ -38,6 +38,26 @@ impl Frame {
         self.module = module.into();
         self
     }
+
+    /// The name flame graphs show: the function, or for code the
+    /// symbolizer could not name, the module it lives in (`[libc.so.6]`),
+    /// as perf and inferno do.
+    pub fn display_name(&self) -> String {
+        display_name(&self.function, &self.module)
+    }
+}
+
+/// See [`Frame::display_name`].
+pub fn display_name(function: &str, module: &str) -> String {
+    let unnamed = function.is_empty() || function == "[unknown]";
+    if unnamed && !module.is_empty() {
+        let base = module.rsplit('/').next().unwrap_or(module);
+        format!("[{base}]")
+    } else if function.is_empty() {
+        "[unknown]".to_owned()
+    } else {
+        function.to_owned()
+    }
 }
 
 /// A stack of frame names, root first, and how many samples it has: the
@@ -154,6 +174,22 @@ mod tests {
         }
         assert!("cycle".parse::<EventKind>().is_err());
         assert_eq!(EventKind::from_code(0), None);
+    }
+
+    #[test]
+    fn unnamed_frames_show_their_module() {
+        assert_eq!(
+            Frame::function("main").with_module("/bin/x").display_name(),
+            "main"
+        );
+        assert_eq!(
+            Frame::function("[unknown]")
+                .with_module("/lib/x86_64-linux-gnu/libc.so.6")
+                .display_name(),
+            "[libc.so.6]"
+        );
+        assert_eq!(Frame::function("[unknown]").display_name(), "[unknown]");
+        assert_eq!(Frame::function("").display_name(), "[unknown]");
     }
 
     #[test]

@@ -54,7 +54,11 @@ pub enum SnapshotError {
     #[error("unknown event code {0}")]
     UnknownEvent(u8),
     #[error("stack {stack} refers to frame {index} but the snapshot has {frames} frames")]
-    FrameOutOfRange { stack: usize, index: u64, frames: usize },
+    FrameOutOfRange {
+        stack: usize,
+        index: u64,
+        frames: usize,
+    },
     #[error("stack {0} is empty")]
     EmptyStack(usize),
     #[error("stack {stack} is {depth} frames deep, more than {MAX_STACK_DEPTH}")]
@@ -109,7 +113,10 @@ impl Snapshot {
     }
 
     /// The frames of one stack, root first.
-    pub fn stack_frames<'a>(&'a self, stack: &'a StackCount) -> impl Iterator<Item = &'a Frame> + 'a {
+    pub fn stack_frames<'a>(
+        &'a self,
+        stack: &'a StackCount,
+    ) -> impl Iterator<Item = &'a Frame> + 'a {
         stack.frames.iter().map(|&i| &self.frames[i as usize])
     }
 

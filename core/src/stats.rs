@@ -49,7 +49,13 @@ pub fn top_functions(stacks: &[WeightedStack], limit: usize) -> Vec<FunctionShar
             *total_counts.entry(function).or_insert(0) += stack.count;
         }
     }
-    let share = |k: u64| if samples == 0 { 0.0 } else { k as f64 / samples as f64 };
+    let share = |k: u64| {
+        if samples == 0 {
+            0.0
+        } else {
+            k as f64 / samples as f64
+        }
+    };
     let mut out: Vec<FunctionShare> = total_counts
         .into_iter()
         .map(|(function, total)| {
@@ -87,7 +93,11 @@ mod tests {
 
     #[test]
     fn shares_and_errors() {
-        let stacks = [ws(&["main", "hot"], 60), ws(&["main", "warm"], 30), ws(&["main", "f", "f"], 10)];
+        let stacks = [
+            ws(&["main", "hot"], 60),
+            ws(&["main", "warm"], 30),
+            ws(&["main", "f", "f"], 10),
+        ];
         let top = top_functions(&stacks, 10);
         assert_eq!(top[0].function, "hot");
         assert!((top[0].self_share - 0.6).abs() < 1e-12);

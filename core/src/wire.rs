@@ -14,7 +14,11 @@ pub enum WireError {
     #[error("string at offset {offset} is not valid UTF-8")]
     InvalidUtf8 { offset: usize },
     #[error("{what} is {value}, more than the maximum {max}")]
-    TooLarge { what: &'static str, value: u64, max: u64 },
+    TooLarge {
+        what: &'static str,
+        value: u64,
+        max: u64,
+    },
 }
 
 #[derive(Default)]
@@ -111,11 +115,19 @@ impl<'a> Reader<'a> {
 
     /// A varint that is a count of items each at least `min_item_bytes`
     /// long: bounded by what remains, so `Vec::with_capacity(count)` is safe.
-    pub(crate) fn count(&mut self, what: &'static str, min_item_bytes: usize) -> Result<usize, WireError> {
+    pub(crate) fn count(
+        &mut self,
+        what: &'static str,
+        min_item_bytes: usize,
+    ) -> Result<usize, WireError> {
         let n = self.varint()?;
         let max = (self.remaining() / min_item_bytes.max(1)) as u64;
         if n > max {
-            return Err(WireError::TooLarge { what, value: n, max });
+            return Err(WireError::TooLarge {
+                what,
+                value: n,
+                max,
+            });
         }
         Ok(n as usize)
     }

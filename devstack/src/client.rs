@@ -41,7 +41,12 @@ impl ApiClient {
 
     /// Sends a request with the bearer token (or none when `token` is
     /// empty) and returns whatever came back.
-    pub async fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Reply> {
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply> {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if !self.token.is_empty() {
             request = request.bearer_auth(&self.token);
@@ -62,7 +67,13 @@ impl ApiClient {
         Ok(Reply { status, body, text })
     }
 
-    async fn expect(&self, method: reqwest::Method, path: &str, body: Option<&Value>, status: u16) -> Result<Reply> {
+    async fn expect(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        status: u16,
+    ) -> Result<Reply> {
         let reply = self.request(method, path, body).await?;
         if reply.status != status {
             return Err(DevError::Invalid(format!(
@@ -75,7 +86,14 @@ impl ApiClient {
 
     /// Starts a profile; returns its id.
     pub async fn start_profile(&self, request: &Value) -> Result<String> {
-        let reply = self.expect(reqwest::Method::POST, "/api/v1/profiles", Some(request), 202).await?;
+        let reply = self
+            .expect(
+                reqwest::Method::POST,
+                "/api/v1/profiles",
+                Some(request),
+                202,
+            )
+            .await?;
         reply.body["id"]
             .as_str()
             .map(str::to_owned)
@@ -84,17 +102,28 @@ impl ApiClient {
 
     pub async fn stop_profile(&self, id: &str) -> Result<Value> {
         let path = format!("/api/v1/profiles/{id}/stop");
-        Ok(self.expect(reqwest::Method::POST, &path, None, 202).await?.body)
+        Ok(self
+            .expect(reqwest::Method::POST, &path, None, 202)
+            .await?
+            .body)
     }
 
     pub async fn profile(&self, id: &str) -> Result<Value> {
         let path = format!("/api/v1/profiles/{id}");
-        Ok(self.expect(reqwest::Method::GET, &path, None, 200).await?.body)
+        Ok(self
+            .expect(reqwest::Method::GET, &path, None, 200)
+            .await?
+            .body)
     }
 
     /// Polls until the profile reaches a terminal status; returns the
     /// profile. `progress` is told each status seen.
-    pub async fn wait_finished(&self, id: &str, timeout: Duration, mut progress: impl FnMut(&str)) -> Result<Value> {
+    pub async fn wait_finished(
+        &self,
+        id: &str,
+        timeout: Duration,
+        mut progress: impl FnMut(&str),
+    ) -> Result<Value> {
         let mut last = String::new();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -120,11 +149,17 @@ impl ApiClient {
 
     pub async fn top(&self, id: &str, limit: usize) -> Result<Value> {
         let path = format!("/api/v1/profiles/{id}/top?limit={limit}");
-        Ok(self.expect(reqwest::Method::GET, &path, None, 200).await?.body)
+        Ok(self
+            .expect(reqwest::Method::GET, &path, None, 200)
+            .await?
+            .body)
     }
 
     pub async fn flamegraph(&self, id: &str, format: &str) -> Result<String> {
         let path = format!("/api/v1/profiles/{id}/flamegraph?format={format}");
-        Ok(self.expect(reqwest::Method::GET, &path, None, 200).await?.text)
+        Ok(self
+            .expect(reqwest::Method::GET, &path, None, 200)
+            .await?
+            .text)
     }
 }

@@ -130,41 +130,63 @@ impl Platform {
     /// The last lines of every service's log, for test failure messages.
     pub fn logs(&self) -> String {
         let mut out = String::new();
-        for service in [Some(&self.api), Some(&self.pipeline), self.agent.as_ref()].into_iter().flatten() {
-            out.push_str(&format!("----- {} -----\n{}\n", service.name(), service.log_tail(40)));
+        for service in [Some(&self.api), Some(&self.pipeline), self.agent.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            out.push_str(&format!(
+                "----- {} -----\n{}\n",
+                service.name(),
+                service.log_tail(40)
+            ));
         }
         out
     }
 }
 
-fn spawn_agent(stack: &StackEndpoints, options: &PlatformOptions, public_key: &Path, logs: &Path) -> Result<ServiceProcess> {
-    ServiceProcess::builder("profiler-service", workspace_binary("odp-profiler-service")?)
-        .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
-        .args(stack.topics.cli_args())
-        .args(["--host-id", &options.host_id])
-        .arg("--command-public-key")
-        .arg(public_key)
-        .args(["--window-secs", &options.window_secs.to_string()])
-        .args(["--heartbeat-secs", "2"])
-        .log_dir(logs)
-        .own_process_group(options.detached)
-        .spawn()
+fn spawn_agent(
+    stack: &StackEndpoints,
+    options: &PlatformOptions,
+    public_key: &Path,
+    logs: &Path,
+) -> Result<ServiceProcess> {
+    ServiceProcess::builder(
+        "profiler-service",
+        workspace_binary("odp-profiler-service")?,
+    )
+    .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
+    .args(stack.topics.cli_args())
+    .args(["--host-id", &options.host_id])
+    .arg("--command-public-key")
+    .arg(public_key)
+    .args(["--window-secs", &options.window_secs.to_string()])
+    .args(["--heartbeat-secs", "2"])
+    .log_dir(logs)
+    .own_process_group(options.detached)
+    .spawn()
 }
 
 fn with_log(error: DevError, service: &ServiceProcess) -> DevError {
-    DevError::Invalid(format!("{error}\n{} log:\n{}", service.name(), service.log_tail(30)))
+    DevError::Invalid(format!(
+        "{error}\n{} log:\n{}",
+        service.name(),
+        service.log_tail(30)
+    ))
 }
 
 /// Writes a fresh Ed25519 key pair for command signing.
 pub fn write_signing_keys(dir: &Path) -> Result<(PathBuf, PathBuf)> {
     use std::os::unix::fs::PermissionsExt as _;
-    let (private, public) = odp_core::command::generate_keypair().map_err(|e| DevError::Invalid(e.to_string()))?;
+    let (private, public) =
+        odp_core::command::generate_keypair().map_err(|e| DevError::Invalid(e.to_string()))?;
     let private_path = dir.join("command-signing.pem");
     let public_path = dir.join("command-signing.pub.pem");
-    std::fs::write(&private_path, private).io_context(|| format!("writing {}", private_path.display()))?;
+    std::fs::write(&private_path, private)
+        .io_context(|| format!("writing {}", private_path.display()))?;
     std::fs::set_permissions(&private_path, std::fs::Permissions::from_mode(0o600))
         .io_context(|| format!("restricting {}", private_path.display()))?;
-    std::fs::write(&public_path, public).io_context(|| format!("writing {}", public_path.display()))?;
+    std::fs::write(&public_path, public)
+        .io_context(|| format!("writing {}", public_path.display()))?;
     Ok((private_path, public_path))
 }
 

@@ -52,7 +52,11 @@ pub fn stop_services(state_dir: &Path) -> Result<usize> {
     let Some(record) = ServicesRecord::load(state_dir) else {
         return Ok(0);
     };
-    let running: Vec<u32> = record.pids.into_iter().filter(|&pid| pid_running(pid)).collect();
+    let running: Vec<u32> = record
+        .pids
+        .into_iter()
+        .filter(|&pid| pid_running(pid))
+        .collect();
     for &pid in &running {
         send_signal(pid, Signal::Term);
     }
@@ -82,10 +86,15 @@ pub fn hostname() -> String {
 pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let state_dir = &options.state_dir;
     stop_services(state_dir)?;
-    println!("==> starting Kafka (Tansu) and Postgres in {}", state_dir.display());
+    println!(
+        "==> starting Kafka (Tansu) and Postgres in {}",
+        state_dir.display()
+    );
     let record = up(state_dir).await?.record().clone();
 
-    println!("==> building and starting the demo workload (60% demo_hot, 30% demo_warm, 10% demo_cool)");
+    println!(
+        "==> building and starting the demo workload (60% demo_hot, 30% demo_warm, 10% demo_cool)"
+    );
     let demo_binary = crate::demo::build_demo(&state_dir.join("demo"))?;
     let demo = ServiceProcess::builder("demo", &demo_binary)
         .args(["--seconds", "900"])
@@ -129,7 +138,9 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         .await?;
     let timeout = Duration::from_secs(options.duration_secs + 90);
     let profile = client
-        .wait_finished(&id, timeout, |status| println!("    profile {id}: {status}"))
+        .wait_finished(&id, timeout, |status| {
+            println!("    profile {id}: {status}")
+        })
         .await?;
     if profile["status"] != "finished" {
         return Err(DevError::Invalid(format!(
@@ -148,7 +159,10 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let svg = client.flamegraph(&id, "svg").await?;
     std::fs::write(&svg_path, svg).io_context(|| format!("writing {}", svg_path.display()))?;
     println!();
-    println!("flame graph (SVG):  {}/api/v1/profiles/{id}/flamegraph?format=svg", services.api_url);
+    println!(
+        "flame graph (SVG):  {}/api/v1/profiles/{id}/flamegraph?format=svg",
+        services.api_url
+    );
     println!("saved a copy to:    {}", svg_path.display());
     println!("API token:          export ODP_TOKEN={}", services.token);
     println!(

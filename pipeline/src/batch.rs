@@ -114,8 +114,14 @@ mod tests {
         );
         assert_eq!(decoded.snapshots.len(), 1);
         assert_eq!(decoded.rejected.len(), 3);
-        assert!(decoded.rejected[0].reason.contains("bad magic"), "{}", decoded.rejected[0].reason);
-        assert!(decoded.rejected[1].reason.starts_with("undecodable agent event"));
+        assert!(
+            decoded.rejected[0].reason.contains("bad magic"),
+            "{}",
+            decoded.rejected[0].reason
+        );
+        assert!(decoded.rejected[1]
+            .reason
+            .starts_with("undecodable agent event"));
     }
 
     #[test]

@@ -3,16 +3,31 @@ use std::time::Duration;
 /// Topic names; defaults are DESIGN.md's.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Topics {
-    #[arg(long = "topic-stacks", env = "ODP_TOPIC_STACKS", default_value = "odp.stacks")]
+    #[arg(
+        long = "topic-stacks",
+        env = "ODP_TOPIC_STACKS",
+        default_value = "odp.stacks"
+    )]
     pub stacks: String,
-    #[arg(long = "topic-events", env = "ODP_TOPIC_EVENTS", default_value = "odp.events")]
+    #[arg(
+        long = "topic-events",
+        env = "ODP_TOPIC_EVENTS",
+        default_value = "odp.events"
+    )]
     pub events: String,
-    #[arg(long = "topic-dead-letter", env = "ODP_TOPIC_DEAD_LETTER", default_value = "odp.dead-letter")]
+    #[arg(
+        long = "topic-dead-letter",
+        env = "ODP_TOPIC_DEAD_LETTER",
+        default_value = "odp.dead-letter"
+    )]
     pub dead_letter: String,
 }
 
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "odp-pipeline", about = "Stores snapshots and agent events from Kafka into Postgres")]
+#[command(
+    name = "odp-pipeline",
+    about = "Stores snapshots and agent events from Kafka into Postgres"
+)]
 pub struct Config {
     #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
     pub kafka_bootstrap: String,

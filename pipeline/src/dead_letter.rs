@@ -10,7 +10,11 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use crate::batch::Rejected;
 use crate::PipelineError;
 
-pub(crate) async fn publish(producer: &FutureProducer, topic: &str, rejected: &Rejected) -> Result<(), PipelineError> {
+pub(crate) async fn publish(
+    producer: &FutureProducer,
+    topic: &str,
+    rejected: &Rejected,
+) -> Result<(), PipelineError> {
     let m = &rejected.message;
     let partition = m.partition.to_string();
     let offset = m.offset.to_string();
@@ -31,7 +35,9 @@ pub(crate) async fn publish(producer: &FutureProducer, topic: &str, rejected: &R
             key: "odp-source-offset",
             value: Some(offset.as_bytes()),
         });
-    let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).payload(m.payload.as_slice()).headers(headers);
+    let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
+        .payload(m.payload.as_slice())
+        .headers(headers);
     if let Some(key) = &m.key {
         record = record.key(key.as_slice());
     }

@@ -19,7 +19,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// does is abandoned uncommitted and redelivered to whoever next owns its
 /// partitions, which storage makes harmless.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), PipelineError> {
-    let pool = retry_transient("connect to postgres", || odp_store::connect(&config.database_url)).await?;
+    let pool = retry_transient("connect to postgres", || {
+        odp_store::connect(&config.database_url)
+    })
+    .await?;
     odp_store::migrate(&pool).await?;
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", &config.kafka_bootstrap)
@@ -89,29 +92,53 @@ async fn process(
     config: &Config,
     messages: Vec<RawMessage>,
 ) -> Result<(), PipelineError> {
-    let positions: Vec<(String, i32, i64)> = messages.iter().map(|m| (m.topic.clone(), m.partition, m.offset)).collect();
+    let positions: Vec<(String, i32, i64)> = messages
+        .iter()
+        .map(|m| (m.topic.clone(), m.partition, m.offset))
+        .collect();
     let mut decoded = batch::decode(messages, &config.topics.stacks, &config.topics.events);
 
     let snapshots: Vec<&Snapshot> = decoded.snapshots.iter().map(|(_, s)| s).collect();
-    let stored = retry_transient("store snapshots", || odp_store::store_snapshots(pool, &snapshots)).await;
+    let stored = retry_transient("store snapshots", || {
+        odp_store::store_snapshots(pool, &snapshots)
+    })
+    .await;
     drop(snapshots);
     match stored {
-        Ok(outcome) => tracing::info!(stored = outcome.stored, duplicates = outcome.duplicates, samples = outcome.samples, "snapshots stored"),
+        Ok(outcome) => tracing::info!(
+            stored = outcome.stored,
+            duplicates = outcome.duplicates,
+            samples = outcome.samples,
+            "snapshots stored"
+        ),
         Err(e) => {
             // Something in the batch is unstorable: store one at a time so
             // only the culprits go to the dead-letter topic.
             tracing::warn!(error = %e, "batch refused, storing snapshots one by one");
             for (message, snapshot) in std::mem::take(&mut decoded.snapshots) {
                 let one = [&snapshot];
-                if let Err(e) = retry_transient("store snapshot", || odp_store::store_snapshots(pool, &one)).await {
-                    decoded.rejected.push(Rejected { message, reason: format!("unstorable snapshot: {e}") });
+                if let Err(e) =
+                    retry_transient("store snapshot", || odp_store::store_snapshots(pool, &one))
+                        .await
+                {
+                    decoded.rejected.push(Rejected {
+                        message,
+                        reason: format!("unstorable snapshot: {e}"),
+                    });
                 }
             }
         }
     }
     for (message, event) in std::mem::take(&mut decoded.events) {
-        if let Err(e) = retry_transient("record agent event", || odp_store::record_agent_event(pool, &event)).await {
-            decoded.rejected.push(Rejected { message, reason: format!("unstorable agent event: {e}") });
+        if let Err(e) = retry_transient("record agent event", || {
+            odp_store::record_agent_event(pool, &event)
+        })
+        .await
+        {
+            decoded.rejected.push(Rejected {
+                message,
+                reason: format!("unstorable agent event: {e}"),
+            });
         }
     }
     for rejected in &decoded.rejected {
@@ -120,7 +147,10 @@ async fn process(
     commit(consumer, &positions)
 }
 
-fn commit(consumer: &StreamConsumer, positions: &[(String, i32, i64)]) -> Result<(), PipelineError> {
+fn commit(
+    consumer: &StreamConsumer,
+    positions: &[(String, i32, i64)],
+) -> Result<(), PipelineError> {
     let mut list = TopicPartitionList::new();
     for (topic, partition, offset) in batch::commit_positions(positions) {
         list.add_partition_offset(&topic, partition, Offset::Offset(offset))?;

@@ -21,8 +21,11 @@ const COMMAND_PARTITIONS: i32 = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_serves_commands_through_kafka() {
+    let t0 = std::time::Instant::now();
     let broker = Broker::start();
+    eprintln!("broker up after {:?}", t0.elapsed());
     let h = Harness::new(&broker, COMMAND_PARTITIONS).await;
+    eprintln!("topics ready after {:?}", t0.elapsed());
     let burner = support::spawn_burner("burn-kafka");
     let pid = burner.id();
 
@@ -44,6 +47,7 @@ async fn agent_serves_commands_through_kafka() {
     assert!(
         matches!(rejected, AgentEventKind::CommandRejected { reason, .. } if reason.contains("signature"))
     );
+    eprintln!("rejection seen after {:?}", t0.elapsed());
     let dead = h.wait(|m| matches!(m, Seen::DeadLetter { .. })).await;
     let Seen::DeadLetter {
         key,
@@ -117,6 +121,7 @@ async fn agent_serves_commands_through_kafka() {
         assert!(s.frames.iter().any(|f| f.function == "burn_hot"));
     }
 
+    eprintln!("snapshots seen after {:?}", t0.elapsed());
     // A heartbeat names the running profile.
     h.wait_event(|k| {
         matches!(k, AgentEventKind::Heartbeat { running_profiles, plugins, .. }
@@ -124,6 +129,7 @@ async fn agent_serves_commands_through_kafka() {
     })
     .await;
 
+    eprintln!("heartbeat seen after {:?}", t0.elapsed());
     // Stop: the last partial window is flushed and the counts add up.
     h.send(&h.host, &h.command(CommandAction::Stop { profile_id }))
         .await;
@@ -148,6 +154,7 @@ async fn agent_serves_commands_through_kafka() {
         samples
     );
 
+    eprintln!("finish seen after {:?}", t0.elapsed());
     // Undeploy now: the agent exits cleanly.
     h.send(
         &h.host,

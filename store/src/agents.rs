@@ -50,7 +50,11 @@ pub async fn record_agent_event(pool: &PgPool, event: &AgentEvent) -> Result<()>
         }
         kind => {
             let body = serde_json::to_value(event).expect("agent events serialize");
-            let type_name = body.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned();
+            let type_name = body
+                .get("type")
+                .and_then(|t| t.as_str())
+                .unwrap_or("unknown")
+                .to_owned();
             sqlx::query(
                 "insert into profile_events (profile_id, host, agent_id, kind, at, body)
                  values ($1, $2, $3, $4, $5, $6)",
@@ -86,10 +90,17 @@ type Change = (Uuid, ProfileStatus, Option<String>, Option<&'static str>);
 fn lifecycle_change(kind: &AgentEventKind) -> Option<Change> {
     match kind {
         AgentEventKind::Heartbeat { .. } => None,
-        AgentEventKind::ProfileStarted { profile_id, event, .. } => {
-            Some((*profile_id, ProfileStatus::Running, None, Some(event.as_str())))
-        }
-        AgentEventKind::ProfileFinished { profile_id, reason, .. } => {
+        AgentEventKind::ProfileStarted {
+            profile_id, event, ..
+        } => Some((
+            *profile_id,
+            ProfileStatus::Running,
+            None,
+            Some(event.as_str()),
+        )),
+        AgentEventKind::ProfileFinished {
+            profile_id, reason, ..
+        } => {
             let (status, text) = match reason {
                 FinishReason::DurationElapsed => (ProfileStatus::Finished, "duration elapsed"),
                 FinishReason::Stopped => (ProfileStatus::Stopped, "stopped on request"),
@@ -97,9 +108,12 @@ fn lifecycle_change(kind: &AgentEventKind) -> Option<Change> {
             };
             Some((*profile_id, status, Some(text.to_owned()), None))
         }
-        AgentEventKind::ProfileFailed { profile_id, error } => {
-            Some((*profile_id, ProfileStatus::Failed, Some(error.clone()), None))
-        }
+        AgentEventKind::ProfileFailed { profile_id, error } => Some((
+            *profile_id,
+            ProfileStatus::Failed,
+            Some(error.clone()),
+            None,
+        )),
         // A rejected command's claims are unverified (it may be forged), so
         // its profile id must not move a real profile; the event is kept
         // for the record and an unacknowledged request expires instead.

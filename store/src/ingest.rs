@@ -40,7 +40,10 @@ pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<I
     // Duplicates inside one batch (a redelivery racing the original).
     let mut unique: BTreeMap<(&str, Uuid, u64), &Snapshot> = BTreeMap::new();
     for &s in snapshots {
-        if unique.insert((s.agent_id.as_str(), s.profile_id, s.sequence), s).is_some() {
+        if unique
+            .insert((s.agent_id.as_str(), s.profile_id, s.sequence), s)
+            .is_some()
+        {
             outcome.duplicates += 1;
         }
     }
@@ -57,8 +60,11 @@ pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<I
     let mut samples: BTreeMap<(i64, Uuid, i32), i64> = BTreeMap::new();
     let mut thread_rows: BTreeMap<(i64, i32), String> = BTreeMap::new();
     for snapshot in &snapshots {
-        let Some(&snapshot_id) = new_ids.get(&(snapshot.agent_id.clone(), snapshot.profile_id, snapshot.sequence as i64))
-        else {
+        let Some(&snapshot_id) = new_ids.get(&(
+            snapshot.agent_id.clone(),
+            snapshot.profile_id,
+            snapshot.sequence as i64,
+        )) else {
             continue;
         };
         let frame_hashes: Vec<u128> = snapshot.frames.iter().map(frame_hash).collect();
@@ -68,19 +74,31 @@ pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<I
                 rows.frame_functions.push(frame.function.clone());
                 rows.frame_modules.push(frame.module.clone());
                 rows.frame_files.push(frame.file.clone());
-                rows.frame_lines.push(frame.line.map(|l| l.min(i32::MAX as u32) as i32));
+                rows.frame_lines
+                    .push(frame.line.map(|l| l.min(i32::MAX as u32) as i32));
             }
         }
         for stack in &snapshot.stacks {
-            let ids: Vec<u128> = stack.frames.iter().map(|&i| frame_hashes[i as usize]).collect();
+            let ids: Vec<u128> = stack
+                .frames
+                .iter()
+                .map(|&i| frame_hashes[i as usize])
+                .collect();
             let h = stack_hash(&ids);
             if seen_stacks.insert(h, ()).is_none() {
                 rows.stack_ids.push(Uuid::from_u128(h));
-                rows.stack_frames.push(ids.iter().flat_map(|id| Uuid::from_u128(*id).into_bytes()).collect());
+                rows.stack_frames.push(
+                    ids.iter()
+                        .flat_map(|id| Uuid::from_u128(*id).into_bytes())
+                        .collect(),
+                );
             }
-            let count = i64::try_from(stack.count)
-                .map_err(|_| StoreError::Corrupt(format!("sample count {} out of range", stack.count)))?;
-            let entry = samples.entry((snapshot_id, Uuid::from_u128(h), stack.tid as i32)).or_insert(0);
+            let count = i64::try_from(stack.count).map_err(|_| {
+                StoreError::Corrupt(format!("sample count {} out of range", stack.count))
+            })?;
+            let entry = samples
+                .entry((snapshot_id, Uuid::from_u128(h), stack.tid as i32))
+                .or_insert(0);
             *entry = entry.saturating_add(count);
             outcome.samples += stack.count;
         }
@@ -157,7 +175,10 @@ async fn insert_snapshot_headers(
     tx: &mut sqlx::PgConnection,
     snapshots: &[&Snapshot],
 ) -> Result<HashMap<SnapshotKey, i64>> {
-    let to_time = |ms: i64| DateTime::<Utc>::from_timestamp_millis(ms).ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} ms out of range")));
+    let to_time = |ms: i64| {
+        DateTime::<Utc>::from_timestamp_millis(ms)
+            .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} ms out of range")))
+    };
     let mut profile_ids = Vec::with_capacity(snapshots.len());
     let mut agent_ids = Vec::with_capacity(snapshots.len());
     let mut sequences = Vec::with_capacity(snapshots.len());
@@ -171,13 +192,22 @@ async fn insert_snapshot_headers(
     for s in snapshots {
         profile_ids.push(s.profile_id);
         agent_ids.push(s.agent_id.clone());
-        sequences.push(i64::try_from(s.sequence).map_err(|_| StoreError::Corrupt(format!("sequence {} out of range", s.sequence)))?);
+        sequences.push(
+            i64::try_from(s.sequence).map_err(|_| {
+                StoreError::Corrupt(format!("sequence {} out of range", s.sequence))
+            })?,
+        );
         hosts.push(s.host.clone());
         starts.push(to_time(s.window_start_ms)?);
         ends.push(to_time(s.window_end_ms)?);
         events.push(s.event.as_str());
-        periods.push(i64::try_from(s.period).map_err(|_| StoreError::Corrupt(format!("period {} out of range", s.period)))?);
-        frequencies.push(i32::try_from(s.frequency_hz).map_err(|_| StoreError::Corrupt(format!("frequency {} out of range", s.frequency_hz)))?);
+        periods.push(
+            i64::try_from(s.period)
+                .map_err(|_| StoreError::Corrupt(format!("period {} out of range", s.period)))?,
+        );
+        frequencies.push(i32::try_from(s.frequency_hz).map_err(|_| {
+            StoreError::Corrupt(format!("frequency {} out of range", s.frequency_hz))
+        })?);
         sample_totals.push(i64::try_from(s.total_samples()).unwrap_or(i64::MAX));
     }
     let rows: Vec<(i64, String, Uuid, i64)> = sqlx::query_as(

@@ -46,7 +46,10 @@ impl StoreError {
                     // rollback (serialization, deadlock), 53 insufficient
                     // resources, 57 operator intervention (shutdown).
                     let code = db.code();
-                    matches!(code.as_deref().map(|c| &c[..2]), Some("08" | "40" | "53" | "57"))
+                    matches!(
+                        code.as_deref().map(|c| &c[..2]),
+                        Some("08" | "40" | "53" | "57")
+                    )
                 }
                 _ => false,
             },

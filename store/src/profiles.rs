@@ -42,7 +42,10 @@ impl ProfileStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            ProfileStatus::Finished | ProfileStatus::Stopped | ProfileStatus::Failed | ProfileStatus::Expired
+            ProfileStatus::Finished
+                | ProfileStatus::Stopped
+                | ProfileStatus::Failed
+                | ProfileStatus::Expired
         )
     }
 
@@ -80,7 +83,11 @@ impl FromStr for ProfileStatus {
             "stopped" => ProfileStatus::Stopped,
             "failed" => ProfileStatus::Failed,
             "expired" => ProfileStatus::Expired,
-            other => return Err(StoreError::Corrupt(format!("unknown profile status {other:?}"))),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unknown profile status {other:?}"
+                )))
+            }
         })
     }
 }
@@ -150,15 +157,22 @@ impl Profiles {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {
-        Ok(sqlx::query_as::<_, ProfileRow>("select * from profiles where id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?)
+        Ok(
+            sqlx::query_as::<_, ProfileRow>("select * from profiles where id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 
     /// Moves a profile to `status` if the lifecycle allows it from where it
     /// is; returns whether it moved.
-    pub async fn transition(&self, id: Uuid, status: ProfileStatus, reason: Option<&str>) -> Result<bool> {
+    pub async fn transition(
+        &self,
+        id: Uuid,
+        status: ProfileStatus,
+        reason: Option<&str>,
+    ) -> Result<bool> {
         transition(&self.pool, id, status, reason, None, None).await
     }
 }

@@ -38,10 +38,11 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
     .fetch_all(pool)
     .await?;
     let stack_ids: Vec<Uuid> = counts.iter().map(|(id, _)| *id).collect();
-    let stack_rows: Vec<(Uuid, Vec<u8>)> = sqlx::query_as("select id, frame_ids from stacks where id = any($1)")
-        .bind(&stack_ids)
-        .fetch_all(pool)
-        .await?;
+    let stack_rows: Vec<(Uuid, Vec<u8>)> =
+        sqlx::query_as("select id, frame_ids from stacks where id = any($1)")
+            .bind(&stack_ids)
+            .fetch_all(pool)
+            .await?;
     let mut frame_ids: Vec<Uuid> = Vec::new();
     let mut stacks_by_id: HashMap<Uuid, Vec<Uuid>> = HashMap::with_capacity(stack_rows.len());
     for (id, bytes) in stack_rows {
@@ -51,26 +52,37 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
     }
     frame_ids.sort_unstable();
     frame_ids.dedup();
-    let frames: HashMap<Uuid, String> = sqlx::query_as::<_, (Uuid, String)>("select id, function from frames where id = any($1)")
-        .bind(&frame_ids)
-        .fetch_all(pool)
-        .await?
-        .into_iter()
-        .collect();
+    let frames: HashMap<Uuid, String> = sqlx::query_as::<_, (Uuid, String, String)>(
+        "select id, function, module from frames where id = any($1)",
+    )
+    .bind(&frame_ids)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|(id, function, module)| (id, odp_core::model::display_name(&function, &module)))
+    .collect();
 
     let mut stacks = Vec::with_capacity(counts.len());
     let mut samples = 0u64;
     for (stack_id, count) in counts {
-        let ids = stacks_by_id
-            .get(&stack_id)
-            .ok_or_else(|| StoreError::Corrupt(format!("samples reference missing stack {stack_id}")))?;
+        let ids = stacks_by_id.get(&stack_id).ok_or_else(|| {
+            StoreError::Corrupt(format!("samples reference missing stack {stack_id}"))
+        })?;
         let names = ids
             .iter()
-            .map(|id| frames.get(id).cloned().ok_or_else(|| StoreError::Corrupt(format!("stack {stack_id} references missing frame {id}"))))
+            .map(|id| {
+                frames.get(id).cloned().ok_or_else(|| {
+                    StoreError::Corrupt(format!("stack {stack_id} references missing frame {id}"))
+                })
+            })
             .collect::<Result<Vec<String>>>()?;
-        let count = u64::try_from(count).map_err(|_| StoreError::Corrupt(format!("negative count for stack {stack_id}")))?;
+        let count = u64::try_from(count)
+            .map_err(|_| StoreError::Corrupt(format!("negative count for stack {stack_id}")))?;
         samples += count;
-        stacks.push(WeightedStack { frames: names, count });
+        stacks.push(WeightedStack {
+            frames: names,
+            count,
+        });
     }
     Ok(ProfileStacks {
         event,
@@ -82,7 +94,10 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
 
 fn split_frame_ids(bytes: &[u8]) -> Result<Vec<Uuid>> {
     if bytes.is_empty() || !bytes.len().is_multiple_of(16) {
-        return Err(StoreError::Corrupt(format!("stack frame list of {} bytes", bytes.len())));
+        return Err(StoreError::Corrupt(format!(
+            "stack frame list of {} bytes",
+            bytes.len()
+        )));
     }
     Ok(bytes
         .chunks_exact(16)

@@ -43,9 +43,27 @@ async fn forged_expired_and_misaddressed_commands_are_rejected() {
     let producer = common::producer(h.stack.kafka_bootstrap());
     let topic = &h.stack.topics().commands;
     // All keyed by this agent's host so they land in its partition.
-    common::send(&producer, topic, &host, forger.sign(&forged).unwrap().as_bytes()).await;
-    common::send(&producer, topic, &host, real.sign(&expired).unwrap().as_bytes()).await;
-    common::send(&producer, topic, &host, real.sign(&misaddressed).unwrap().as_bytes()).await;
+    common::send(
+        &producer,
+        topic,
+        &host,
+        forger.sign(&forged).unwrap().as_bytes(),
+    )
+    .await;
+    common::send(
+        &producer,
+        topic,
+        &host,
+        real.sign(&expired).unwrap().as_bytes(),
+    )
+    .await;
+    common::send(
+        &producer,
+        topic,
+        &host,
+        real.sign(&misaddressed).unwrap().as_bytes(),
+    )
+    .await;
     common::send(&producer, topic, &host, b"not a token at all").await;
 
     let pool = h.pool().await;
@@ -57,15 +75,19 @@ async fn forged_expired_and_misaddressed_commands_are_rejected() {
         Duration::from_secs(60),
     )
     .await;
-    let reasons: Vec<(serde_json::Value,)> =
-        sqlx::query_as("select body from profile_events where kind = 'command_rejected' order by id")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let reasons: Vec<(serde_json::Value,)> = sqlx::query_as(
+        "select body from profile_events where kind = 'command_rejected' order by id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
     let text = format!("{reasons:?}");
     assert!(text.contains("expired"), "{text}");
     assert!(text.contains("some-other-host"), "{text}");
-    assert!(text.contains(&forged.id.to_string()), "rejections name the command: {text}");
+    assert!(
+        text.contains(&forged.id.to_string()),
+        "rejections name the command: {text}"
+    );
 
     // A valid profile after them runs and is stored, so the pipeline has
     // caught up past the rejected commands: none of them sampled anything.
@@ -74,8 +96,16 @@ async fn forged_expired_and_misaddressed_commands_are_rejected() {
         .start_profile(&json!({"host": host, "pid": std::process::id(), "duration_secs": 1}))
         .await
         .unwrap();
-    let profile = client.wait_finished(&id, Duration::from_secs(60), |_| {}).await.unwrap();
-    assert_eq!(profile["status"], "finished", "{profile}\n{}", h.platform.logs());
+    let profile = client
+        .wait_finished(&id, Duration::from_secs(60), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        profile["status"],
+        "finished",
+        "{profile}\n{}",
+        h.platform.logs()
+    );
     for rejected in [forged_profile, expired_profile, misaddressed_profile] {
         let (events, snapshots): (i64, i64) = sqlx::query_as(
             "select (select count(*) from profile_events where profile_id = $1 and kind <> 'command_rejected'),
@@ -85,7 +115,11 @@ async fn forged_expired_and_misaddressed_commands_are_rejected() {
         .fetch_one(&pool)
         .await
         .unwrap();
-        assert_eq!((events, snapshots), (0, 0), "rejected profile {rejected} must not run");
+        assert_eq!(
+            (events, snapshots),
+            (0, 0),
+            "rejected profile {rejected} must not run"
+        );
     }
 }
 

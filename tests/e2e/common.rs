@@ -9,8 +9,23 @@ pub(crate) struct Harness {
 }
 
 pub(crate) async fn start(name: &str, window_secs: u64) -> Harness {
-    let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("info").try_init();
-    let prefix = format!("{name}-{}-", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    start_with(name, window_secs, true).await
+}
+
+/// The stack with api-server and pipeline only, for tests of the API.
+pub(crate) async fn start_without_agent(name: &str) -> Harness {
+    start_with(name, 10, false).await
+}
+
+async fn start_with(name: &str, window_secs: u64, with_agent: bool) -> Harness {
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter("info")
+        .try_init();
+    let prefix = format!(
+        "{name}-{}-",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
     let stack = Stack::start(StackOptions::ephemeral().topics(Topics::with_prefix(&prefix)))
         .await
         .expect("start the stack (is tansu installed? see README)");
@@ -21,26 +36,45 @@ pub(crate) async fn start(name: &str, window_secs: u64) -> Harness {
     };
     let mut options = PlatformOptions::new(stack.state_dir(), format!("{prefix}host"));
     options.window_secs = window_secs;
-    let platform = Platform::start(&endpoints, options).await.expect("start the services");
+    options.with_agent = with_agent;
+    let platform = Platform::start(&endpoints, options)
+        .await
+        .expect("start the services");
     Harness { stack, platform }
 }
 
 impl Harness {
     pub(crate) async fn pool(&self) -> sqlx::PgPool {
-        sqlx::PgPool::connect(self.stack.database_url()).await.expect("connect to postgres")
+        sqlx::PgPool::connect(self.stack.database_url())
+            .await
+            .expect("connect to postgres")
     }
 
     /// Polls `query` (a count) until it reaches `want`, or panics with the
     /// services' logs.
-    pub(crate) async fn wait_count(&self, pool: &sqlx::PgPool, query: &str, bind: &str, want: i64, timeout: Duration) {
+    pub(crate) async fn wait_count(
+        &self,
+        pool: &sqlx::PgPool,
+        query: &str,
+        bind: &str,
+        want: i64,
+        timeout: Duration,
+    ) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let (n,): (i64,) = sqlx::query_as(query).bind(bind).fetch_one(pool).await.expect("count query");
+            let (n,): (i64,) = sqlx::query_as(query)
+                .bind(bind)
+                .fetch_one(pool)
+                .await
+                .expect("count query");
             if n >= want {
                 return;
             }
             if tokio::time::Instant::now() > deadline {
-                panic!("timed out waiting for {query} ({bind}) to reach {want}, at {n}\n{}", self.platform.logs());
+                panic!(
+                    "timed out waiting for {query} ({bind}) to reach {want}, at {n}\n{}",
+                    self.platform.logs()
+                );
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -55,10 +89,17 @@ pub(crate) fn producer(bootstrap: &str) -> rdkafka::producer::FutureProducer {
         .expect("create producer")
 }
 
-pub(crate) async fn send(producer: &rdkafka::producer::FutureProducer, topic: &str, key: &str, payload: &[u8]) {
+pub(crate) async fn send(
+    producer: &rdkafka::producer::FutureProducer,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+) {
     producer
         .send(
-            rdkafka::producer::FutureRecord::to(topic).key(key).payload(payload),
+            rdkafka::producer::FutureRecord::to(topic)
+                .key(key)
+                .payload(payload),
             Duration::from_secs(15),
         )
         .await

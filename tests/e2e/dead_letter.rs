@@ -20,14 +20,26 @@ async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
     let profile_id = Uuid::new_v4();
     let key = profile_id.to_string();
 
-    common::send(&producer, &topics.stacks, &key, b"\x00garbage that is no snapshot").await;
+    common::send(
+        &producer,
+        &topics.stacks,
+        &key,
+        b"\x00garbage that is no snapshot",
+    )
+    .await;
     let first = window(profile_id, 0, 40).encode();
     common::send(&producer, &topics.stacks, &key, &first).await;
     // A redelivery of the same window, as after a producer retry, then the
     // next window: same key, same partition, so once the next window is
     // stored the redelivery has been through the pipeline too.
     common::send(&producer, &topics.stacks, &key, &first).await;
-    common::send(&producer, &topics.stacks, &key, &window(profile_id, 1, 7).encode()).await;
+    common::send(
+        &producer,
+        &topics.stacks,
+        &key,
+        &window(profile_id, 1, 7).encode(),
+    )
+    .await;
 
     let consumer: StreamConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", h.stack.kafka_bootstrap())
@@ -38,9 +50,17 @@ async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
     consumer.subscribe(&[&topics.dead_letter]).unwrap();
     let message = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
         .await
-        .unwrap_or_else(|_| panic!("nothing reached the dead-letter topic\n{}", h.platform.logs()))
+        .unwrap_or_else(|_| {
+            panic!(
+                "nothing reached the dead-letter topic\n{}",
+                h.platform.logs()
+            )
+        })
         .unwrap();
-    assert_eq!(message.payload(), Some(&b"\x00garbage that is no snapshot"[..]));
+    assert_eq!(
+        message.payload(),
+        Some(&b"\x00garbage that is no snapshot"[..])
+    );
     assert_eq!(message.key(), Some(key.as_bytes()));
     let headers = message.headers().expect("dead letters carry headers");
     let reason = headers
@@ -68,7 +88,11 @@ async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
     .fetch_one(&pool)
     .await
     .unwrap();
-    assert_eq!((snapshots, samples), (2, 42 + 9), "each window stored exactly once");
+    assert_eq!(
+        (snapshots, samples),
+        (2, 42 + 9),
+        "each window stored exactly once"
+    );
 }
 
 fn window(profile_id: Uuid, sequence: u64, work: u64) -> odp_core::Snapshot {

@@ -3,6 +3,7 @@
 //! and database. Run `cargo build --workspace --bins` first (the README's
 //! test command does).
 
+mod api;
 mod commands;
 mod common;
 mod dead_letter;

@@ -36,7 +36,12 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         .wait_finished(&id, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(profile["status"], "finished", "{profile}\n{}", h.platform.logs());
+    assert_eq!(
+        profile["status"],
+        "finished",
+        "{profile}\n{}",
+        h.platform.logs()
+    );
     assert!(
         matches!(profile["event"].as_str(), Some("cpu-clock" | "cycles")),
         "the agent says which event it sampled: {profile}"
@@ -53,12 +58,16 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         }
         top = next;
     }
-    let (snapshots,): (i64,) = sqlx::query_as("select count(*) from snapshots where profile_id = $1::uuid")
-        .bind(&id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert!(snapshots >= 2, "a 6 s profile with 2 s windows stores several windows, got {snapshots}");
+    let (snapshots,): (i64,) =
+        sqlx::query_as("select count(*) from snapshots where profile_id = $1::uuid")
+            .bind(&id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(
+        snapshots >= 2,
+        "a 6 s profile with 2 s windows stores several windows, got {snapshots}"
+    );
 
     let self_samples = |name: &str| {
         top["functions"]
@@ -69,9 +78,15 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
             .and_then(|f| f["self_samples"].as_u64())
             .unwrap_or(0)
     };
-    let counts: Vec<u64> = EXPECTED.iter().map(|(name, _)| self_samples(name)).collect();
+    let counts: Vec<u64> = EXPECTED
+        .iter()
+        .map(|(name, _)| self_samples(name))
+        .collect();
     let n: u64 = counts.iter().sum();
-    assert!(n >= 300, "too few samples in the demo's functions to judge ({n}): {top}");
+    assert!(
+        n >= 300,
+        "too few samples in the demo's functions to judge ({n}): {top}"
+    );
     // Each share among the three is a binomial estimate with standard error
     // sqrt(p(1-p)/n). Allow 5 standard errors (a false alarm about once in
     // 1.7 million runs) plus 3 points for how closely the demo itself hits
@@ -88,8 +103,12 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
 
     // Stacks are complete: the hot leaf sits under `main`.
     let folded = client.flamegraph(&id, "folded").await.unwrap();
-    assert!(folded.lines().any(|l| l.contains("main;demo_hot ")), "{folded}");
-    let tree: serde_json::Value = serde_json::from_str(&client.flamegraph(&id, "json").await.unwrap()).unwrap();
+    assert!(
+        folded.lines().any(|l| l.contains("main;demo_hot ")),
+        "{folded}"
+    );
+    let tree: serde_json::Value =
+        serde_json::from_str(&client.flamegraph(&id, "json").await.unwrap()).unwrap();
     assert_eq!(tree["root"]["total"], top["samples"]);
     let svg = client.flamegraph(&id, "svg").await.unwrap();
     assert!(svg.starts_with("<?xml") && svg.contains("demo_hot"));

@@ -71,10 +71,15 @@ async fn flame_graph(
             .into_response()),
         Format::Svg => {
             if data.samples == 0 {
-                return Err(ApiError::NotFound(format!("profile {id} has no samples yet")));
+                return Err(ApiError::NotFound(format!(
+                    "profile {id} has no samples yet"
+                )));
             }
             let text = folded::to_folded(&data.stacks);
-            let title = format!("profile {id} ({})", data.event.as_deref().unwrap_or("samples"));
+            let title = format!(
+                "profile {id} ({})",
+                data.event.as_deref().unwrap_or("samples")
+            );
             let svg = tokio::task::spawn_blocking(move || render_svg(&text, title))
                 .await
                 .map_err(|e| ApiError::Internal(e.to_string()))??;
@@ -119,7 +124,9 @@ async fn top(
     AppQuery(query): AppQuery<TopQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     if !(1..=1000).contains(&query.limit) {
-        return Err(ApiError::Unprocessable("`limit` must be between 1 and 1000".into()));
+        return Err(ApiError::Unprocessable(
+            "`limit` must be between 1 and 1000".into(),
+        ));
     }
     load(&state, id).await?;
     let data = odp_store::profile_stacks(&state.pool, id).await?;
@@ -129,7 +136,9 @@ async fn top(
         samples: data.samples,
         functions: top_functions(&data.stacks, query.limit),
     };
-    Ok(Json(serde_json::to_value(response).map_err(|e| ApiError::Internal(e.to_string()))?))
+    Ok(Json(
+        serde_json::to_value(response).map_err(|e| ApiError::Internal(e.to_string()))?,
+    ))
 }
 
 #[cfg(test)]

@@ -58,23 +58,31 @@ impl StartRequest {
         let invalid = |m: String| Err(ApiError::Unprocessable(m));
         validate_host(&self.host)?;
         let target = match (self.pid, self.process_name) {
-            (Some(_), Some(_)) => return invalid("give either `pid` or `process_name`, not both".into()),
+            (Some(_), Some(_)) => {
+                return invalid("give either `pid` or `process_name`, not both".into())
+            }
             (None, None) => return invalid("missing target: give `pid` or `process_name`".into()),
             (Some(0), None) => return invalid("`pid` must be positive".into()),
             (Some(pid), None) => Target::Pid(pid),
             (None, Some(name)) => {
                 if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) {
-                    return invalid("`process_name` must be 1 to 255 characters without `/`".into());
+                    return invalid(
+                        "`process_name` must be 1 to 255 characters without `/`".into(),
+                    );
                 }
                 Target::ProcessName(name)
             }
         };
         if !(1..=MAX_DURATION_SECS).contains(&self.duration_secs) {
-            return invalid(format!("`duration_secs` must be between 1 and {MAX_DURATION_SECS}"));
+            return invalid(format!(
+                "`duration_secs` must be between 1 and {MAX_DURATION_SECS}"
+            ));
         }
         let frequency_hz = self.frequency_hz.unwrap_or(DEFAULT_FREQUENCY_HZ);
         if !(1..=MAX_FREQUENCY_HZ).contains(&frequency_hz) {
-            return invalid(format!("`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"));
+            return invalid(format!(
+                "`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"
+            ));
         }
         if let Some(window) = self.window_secs {
             if !(1..=300).contains(&window) {
@@ -94,7 +102,9 @@ impl StartRequest {
 fn validate_host(host: &str) -> Result<(), ApiError> {
     let ok = !host.is_empty()
         && host.len() <= 253
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
     if ok {
         Ok(())
     } else {
@@ -168,11 +178,18 @@ async fn start(
     if let Err(e) = state.dispatcher.send(&valid.host, action).await {
         state
             .profiles
-            .transition(id, ProfileStatus::Failed, Some("command could not be published"))
+            .transition(
+                id,
+                ProfileStatus::Failed,
+                Some("command could not be published"),
+            )
             .await?;
         return Err(e);
     }
-    state.profiles.transition(id, ProfileStatus::Dispatched, None).await?;
+    state
+        .profiles
+        .transition(id, ProfileStatus::Dispatched, None)
+        .await?;
     tracing::info!(profile_id = %id, host = %valid.host, by = %caller.subject, "profile requested");
     let row = load(&state, id).await?;
     Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
@@ -185,9 +202,15 @@ async fn stop(
 ) -> Result<impl IntoResponse, ApiError> {
     let row = load(&state, id).await?;
     if row.status()?.is_terminal() {
-        return Err(ApiError::Conflict(format!("profile {id} is already {}", row.status)));
+        return Err(ApiError::Conflict(format!(
+            "profile {id} is already {}",
+            row.status
+        )));
     }
-    state.dispatcher.send(&row.host, CommandAction::Stop { profile_id: id }).await?;
+    state
+        .dispatcher
+        .send(&row.host, CommandAction::Stop { profile_id: id })
+        .await?;
     tracing::info!(profile_id = %id, by = %caller.subject, "stop requested");
     Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
 }
@@ -213,12 +236,15 @@ mod tests {
     use super::*;
 
     fn request(json: serde_json::Value) -> Result<ValidStart, ApiError> {
-        serde_json::from_value::<StartRequest>(json).unwrap().validate()
+        serde_json::from_value::<StartRequest>(json)
+            .unwrap()
+            .validate()
     }
 
     #[test]
     fn accepts_a_pid_or_a_process_name() {
-        let v = request(serde_json::json!({"host": "h-1", "pid": 42, "duration_secs": 10})).unwrap();
+        let v =
+            request(serde_json::json!({"host": "h-1", "pid": 42, "duration_secs": 10})).unwrap();
         assert_eq!(v.target, Target::Pid(42));
         assert_eq!(v.frequency_hz, DEFAULT_FREQUENCY_HZ);
         let v = request(serde_json::json!({"host": "h", "process_name": "demo", "duration_secs": 1, "frequency_hz": 999})).unwrap();
@@ -240,7 +266,10 @@ mod tests {
             serde_json::json!({"host": "h", "process_name": "a/b", "duration_secs": 5}),
             serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "window_secs": 0}),
         ] {
-            assert!(matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))), "{bad}");
+            assert!(
+                matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))),
+                "{bad}"
+            );
         }
     }
 }

@@ -61,7 +61,10 @@ fn encoding_is_deterministic() {
 
 #[test]
 fn rejects_garbage_with_reasons() {
-    assert!(matches!(Snapshot::decode(b""), Err(SnapshotError::BadMagic)));
+    assert!(matches!(
+        Snapshot::decode(b""),
+        Err(SnapshotError::BadMagic)
+    ));
     assert!(matches!(
         Snapshot::decode(b"not a snapshot at all"),
         Err(SnapshotError::BadMagic)
@@ -91,7 +94,10 @@ fn rejects_frame_index_out_of_range() {
     let mut s = sample_snapshot();
     s.stacks[0].frames.push(99);
     let err = Snapshot::decode(&s.encode()).unwrap_err();
-    assert!(matches!(err, SnapshotError::FrameOutOfRange { index: 99, .. }), "{err}");
+    assert!(
+        matches!(err, SnapshotError::FrameOutOfRange { index: 99, .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -115,9 +121,15 @@ fn rejects_trailing_bytes_and_inverted_windows() {
 
 #[test]
 fn every_truncation_is_an_error_not_a_panic() {
-    for bytes in [sample_snapshot().encode(), sample_snapshot().encode_uncompressed()] {
+    for bytes in [
+        sample_snapshot().encode(),
+        sample_snapshot().encode_uncompressed(),
+    ] {
         for len in 0..bytes.len() {
-            assert!(Snapshot::decode(&bytes[..len]).is_err(), "prefix of {len} bytes decoded");
+            assert!(
+                Snapshot::decode(&bytes[..len]).is_err(),
+                "prefix of {len} bytes decoded"
+            );
         }
     }
 }
@@ -140,7 +152,14 @@ fn arb_frame() -> impl Strategy<Value = Frame> {
 fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
     (
         proptest::collection::vec(arb_frame(), 1..20),
-        proptest::collection::vec((proptest::collection::vec(0usize..1000, 1..30), 0u32..4, 1u64..1_000_000), 0..40),
+        proptest::collection::vec(
+            (
+                proptest::collection::vec(0usize..1000, 1..30),
+                0u32..4,
+                1u64..1_000_000,
+            ),
+            0..40,
+        ),
         any::<u64>(),
         any::<i64>(),
         0i64..1_000_000,
@@ -149,7 +168,10 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
         .prop_map(|(frames, stacks, sequence, start, len, freq)| {
             let mut b = SnapshotBuilder::new();
             for (picks, tid, count) in stacks {
-                let stack: Vec<Frame> = picks.iter().map(|p| frames[p % frames.len()].clone()).collect();
+                let stack: Vec<Frame> = picks
+                    .iter()
+                    .map(|p| frames[p % frames.len()].clone())
+                    .collect();
                 b.add(&stack, tid, count);
             }
             b.name_thread(1, "main");
