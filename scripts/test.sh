@@ -9,4 +9,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The end-to-end tests start the service binaries, so build them first.
 cargo build --workspace --bins
-cargo test --workspace -- --test-threads=3
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace -- --test-threads=3 2>&1 | tee "$log"
+# cargo's last line is the (empty) doc-test run of the last crate; end with
+# the totals over every test binary instead.
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "summary: %d passed, %d failed\n", passed, failed }' "$log"

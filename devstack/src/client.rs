@@ -147,6 +147,30 @@ impl ApiClient {
         }
     }
 
+    /// Polls until the profile has `status`; fails early if it reaches a
+    /// different terminal status.
+    pub async fn wait_for_status(
+        &self,
+        id: &str,
+        status: &str,
+        timeout: Duration,
+    ) -> Result<Value> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let profile = self.profile(id).await?;
+            let now = profile["status"].as_str().unwrap_or("");
+            if now == status {
+                return Ok(profile);
+            }
+            if TERMINAL.contains(&now) || tokio::time::Instant::now() >= deadline {
+                return Err(DevError::Invalid(format!(
+                    "profile {id} is {now}, waited for {status}: {profile}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     pub async fn top(&self, id: &str, limit: usize) -> Result<Value> {
         let path = format!("/api/v1/profiles/{id}/top?limit={limit}");
         Ok(self

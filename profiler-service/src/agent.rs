@@ -99,18 +99,25 @@ pub async fn run_until(
     };
     tokio::pin!(shutdown);
 
-    let intake = tokio::select! {
-        intake = Intake::connect(&agent.config) => Some(intake?),
+    let connected = tokio::select! {
+        intake = Intake::connect(&agent.config) => Some(intake),
         () = &mut shutdown => None,
     };
-    if let Some(intake) = intake {
-        agent.serve(&intake, &mut shutdown).await;
+    match connected {
+        Some(Ok(intake)) => agent.serve(&intake, &mut shutdown).await,
+        Some(Err(e)) => {
+            beats.abort();
+            return Err(e);
+        }
+        None => {}
     }
 
     agent.stop_all();
     agent.reap_all().await;
     beats.abort();
-    agent.publisher.flush(Duration::from_secs(10)).await;
+    // Snapshots and lifecycle events were already awaited by the profile
+    // tasks; what may be left is a heartbeat, not worth a long wait.
+    agent.publisher.flush(Duration::from_secs(2)).await;
     info!("agent stopped");
     Ok(())
 }

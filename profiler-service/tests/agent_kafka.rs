@@ -15,17 +15,14 @@ use odp_core::partition::partition_for_key;
 use odp_core::{EventKind, Snapshot, Target};
 use uuid::Uuid;
 
-use support::{Broker, Harness, Seen};
+use support::kafka::{Broker, Harness, Seen};
 
 const COMMAND_PARTITIONS: i32 = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_serves_commands_through_kafka() {
-    let t0 = std::time::Instant::now();
     let broker = Broker::start();
-    eprintln!("broker up after {:?}", t0.elapsed());
     let h = Harness::new(&broker, COMMAND_PARTITIONS).await;
-    eprintln!("topics ready after {:?}", t0.elapsed());
     let burner = support::spawn_burner("burn-kafka");
     let pid = burner.id();
 
@@ -47,7 +44,6 @@ async fn agent_serves_commands_through_kafka() {
     assert!(
         matches!(rejected, AgentEventKind::CommandRejected { reason, .. } if reason.contains("signature"))
     );
-    eprintln!("rejection seen after {:?}", t0.elapsed());
     let dead = h.wait(|m| matches!(m, Seen::DeadLetter { .. })).await;
     let Seen::DeadLetter {
         key,
@@ -121,7 +117,6 @@ async fn agent_serves_commands_through_kafka() {
         assert!(s.frames.iter().any(|f| f.function == "burn_hot"));
     }
 
-    eprintln!("snapshots seen after {:?}", t0.elapsed());
     // A heartbeat names the running profile.
     h.wait_event(|k| {
         matches!(k, AgentEventKind::Heartbeat { running_profiles, plugins, .. }
@@ -129,7 +124,6 @@ async fn agent_serves_commands_through_kafka() {
     })
     .await;
 
-    eprintln!("heartbeat seen after {:?}", t0.elapsed());
     // Stop: the last partial window is flushed and the counts add up.
     h.send(&h.host, &h.command(CommandAction::Stop { profile_id }))
         .await;
@@ -154,7 +148,6 @@ async fn agent_serves_commands_through_kafka() {
         samples
     );
 
-    eprintln!("finish seen after {:?}", t0.elapsed());
     // Undeploy now: the agent exits cleanly.
     h.send(
         &h.host,
@@ -193,6 +186,59 @@ async fn agent_serves_commands_through_kafka() {
         finished,
         AgentEventKind::ProfileFinished {
             reason: FinishReason::Stopped,
+            snapshots: 1..,
+            ..
+        }
+    ));
+    let status = support::wait_exit(&mut agent, Duration::from_secs(20));
+    assert!(status.success(), "agent exit status {status}");
+
+    // A missing target fails the profile; draining refuses new starts and
+    // exits once the running profile's duration is over.
+    let mut agent = h.spawn_agent();
+    let missing = Uuid::new_v4();
+    let mut nothing = start(missing, pid);
+    nothing.target = Target::ProcessName("no-such-process-odp".into());
+    h.send(&h.host, &h.command(CommandAction::Start(nothing)))
+        .await;
+    let failed = h
+        .wait_event(|k| matches!(k, AgentEventKind::ProfileFailed { profile_id, .. } if *profile_id == missing))
+        .await;
+    assert!(
+        matches!(failed, AgentEventKind::ProfileFailed { error, .. } if error.contains("no process matches"))
+    );
+
+    let short = Uuid::new_v4();
+    let mut brief = start(short, pid);
+    brief.duration_ms = 2000;
+    h.send(&h.host, &h.command(CommandAction::Start(brief)))
+        .await;
+    h.send(
+        &h.host,
+        &h.command(CommandAction::Undeploy {
+            mode: UndeployMode::Drain,
+        }),
+    )
+    .await;
+    let refused = Uuid::new_v4();
+    h.send(
+        &h.host,
+        &h.command(CommandAction::Start(start(refused, pid))),
+    )
+    .await;
+    let rejected = h
+        .wait_event(|k| matches!(k, AgentEventKind::CommandRejected { profile_id: Some(p), .. } if *p == refused))
+        .await;
+    assert!(
+        matches!(rejected, AgentEventKind::CommandRejected { reason, .. } if reason.contains("draining"))
+    );
+    let finished = h
+        .wait_event(|k| matches!(k, AgentEventKind::ProfileFinished { profile_id, .. } if *profile_id == short))
+        .await;
+    assert!(matches!(
+        finished,
+        AgentEventKind::ProfileFinished {
+            reason: FinishReason::DurationElapsed,
             snapshots: 1..,
             ..
         }

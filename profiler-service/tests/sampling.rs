@@ -154,9 +154,9 @@ fn measured_shares_match_the_known_split() {
         100.0 * share(main),
         &ranked[..ranked.len().min(6)]
     );
-    // A 3 s profile at 999 Hz: well over a thousand samples even on a busy
-    // machine where the burner gets only part of a core.
-    assert!(total >= 500, "only {total} samples");
+    // A 3 s profile at 999 Hz gives up to 3000 samples; a burner getting a
+    // fifth of a core on a busy machine still gives several hundred.
+    assert!(total >= 200, "only {total} samples");
 
     // The dominant leaf function comes first among the burner's functions
     // (main and libc start-up frames are on every stack, so they are

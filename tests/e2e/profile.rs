@@ -113,3 +113,49 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
     let svg = client.flamegraph(&id, "svg").await.unwrap();
     assert!(svg.starts_with("<?xml") && svg.contains("demo_hot"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_profile_flushes_its_last_partial_window() {
+    let h = common::start("stop", 30).await;
+    let demo_binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
+    let demo = ServiceProcess::builder("demo", &demo_binary)
+        .args(["--seconds", "120"])
+        .log_dir(h.stack.log_dir())
+        .spawn()
+        .expect("start the demo");
+    let client = h.platform.client();
+    // One 30 s window for a 60 s profile: everything sampled before the
+    // stop lives only in the partial window the stop must flush.
+    let id = client
+        .start_profile(&json!({"host": h.platform.host_id, "pid": demo.pid(), "duration_secs": 60, "frequency_hz": 199}))
+        .await
+        .unwrap();
+    client
+        .wait_for_status(&id, "running", Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    client.stop_profile(&id).await.unwrap();
+    let profile = client
+        .wait_finished(&id, Duration::from_secs(60), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        profile["status"],
+        "stopped",
+        "{profile}\n{}",
+        h.platform.logs()
+    );
+
+    let pool = h.pool().await;
+    h.wait_count(
+        &pool,
+        "select count(*) from snapshots where profile_id = $1::uuid",
+        &id,
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    let top = client.top(&id, 5).await.unwrap();
+    assert_eq!(top["functions"][0]["function"], "demo_hot", "{top}");
+}
