@@ -26,13 +26,21 @@ pub enum CliCommand {
         #[arg(long)]
         public_key: PathBuf,
     },
-    /// Print a bearer token signed with the API secret.
+    /// Print a bearer token signed with the API secret (admin use).
     Token {
         #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
         jwt_secret: String,
+        /// Who the token is for (recorded as who asked for each request).
         #[arg(long)]
         sub: String,
-        #[arg(long, default_value_t = 3600)]
+        /// viewer (read), profiler (start/stop the services it may), admin.
+        #[arg(long)]
+        role: crate::auth::Role,
+        /// Comma-separated glob patterns of the services a profiler token
+        /// may profile, e.g. `checkout-*,search`.
+        #[arg(long, value_delimiter = ',')]
+        services: Vec<String>,
+        #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(i64).range(1..=31_536_000))]
         ttl_secs: i64,
     },
 }
@@ -56,6 +64,9 @@ pub struct ServeConfig {
     /// How long a command stays valid for the agent.
     #[arg(long, env = "ODP_COMMAND_TTL_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(5..=3600))]
     pub command_ttl_secs: i64,
+    /// A start no agent acknowledged within this long is marked expired.
+    #[arg(long, env = "ODP_START_ACK_TIMEOUT_SECS", default_value_t = 90, value_parser = clap::value_parser!(u64).range(5..=86_400))]
+    pub start_ack_timeout_secs: u64,
 }
 
 impl ServeConfig {
@@ -65,6 +76,9 @@ impl ServeConfig {
         }
         if self.kafka_bootstrap.trim().is_empty() {
             return Err("--kafka-bootstrap is empty".into());
+        }
+        if (self.start_ack_timeout_secs as i64) < self.command_ttl_secs {
+            return Err("--start-ack-timeout-secs must be at least --command-ttl-secs: an agent may act until the command expires".into());
         }
         Ok(())
     }

@@ -15,6 +15,8 @@ pub enum ApiError {
     #[error("{0}")]
     Unauthorized(String),
     #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
@@ -31,6 +33,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
@@ -69,6 +72,8 @@ impl From<odp_store::StoreError> for ApiError {
     fn from(e: odp_store::StoreError) -> Self {
         if e.is_transient() {
             ApiError::Unavailable("database unavailable, retry later".into())
+        } else if let odp_store::StoreError::Conflict(message) = e {
+            ApiError::Conflict(message)
         } else {
             ApiError::Internal(e.to_string())
         }

@@ -109,11 +109,29 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     })
 }
 
+/// Marks starts that no agent acknowledged in time as expired, so users
+/// see a clear end state instead of `dispatched` forever.
+async fn expire_unacknowledged(profiles: Profiles, after: Duration) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tick.tick().await;
+        match profiles.expire_unacknowledged(after).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "expired unacknowledged profile requests"),
+            Err(e) => tracing::warn!(error = %e, "expiring unacknowledged requests failed"),
+        }
+    }
+}
+
 pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let state = build_state(&config).await?;
+    tokio::spawn(expire_unacknowledged(
+        state.profiles.clone(),
+        Duration::from_secs(config.start_ack_timeout_secs),
+    ));
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "api-server listening");
     axum::serve(listener, app(state))

@@ -23,12 +23,19 @@ async fn main() -> anyhow::Result<()> {
         CliCommand::Token {
             jwt_secret,
             sub,
+            role,
+            services,
             ttl_secs,
         } => {
             let auth = odp_api_server::auth::Authenticator::from_secret(jwt_secret.as_bytes());
+            let grant = odp_api_server::auth::Grant {
+                subject: sub,
+                role,
+                services,
+            };
             println!(
                 "{}",
-                auth.mint(&sub, chrono::Utc::now().timestamp(), ttl_secs)?
+                auth.mint(&grant, chrono::Utc::now().timestamp(), ttl_secs)?
             );
         }
     }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::cost::StartOptions;
 use crate::model::Target;
 
 pub const ISSUER: &str = "odp-api-server";
@@ -83,7 +84,9 @@ struct Claims {
     sub: String,
     iat: i64,
     exp: i64,
-    cmd: CommandAction,
+    /// The action as JSON: a start may carry the optional fields of
+    /// [`StartOptions`] beside those of [`StartProfile`].
+    cmd: serde_json::Value,
 }
 
 /// Signs commands with the api-server's Ed25519 private key.
@@ -100,6 +103,24 @@ impl CommandSigner {
     }
 
     pub fn sign(&self, command: &Command) -> Result<String, CommandError> {
+        self.sign_with_options(command, &StartOptions::default())
+    }
+
+    /// Signs a command whose start action carries cost-control options (the
+    /// options are ignored for other actions). Agents that do not know an
+    /// option ignore it.
+    pub fn sign_with_options(
+        &self,
+        command: &Command,
+        options: &StartOptions,
+    ) -> Result<String, CommandError> {
+        let json = |e: serde_json::Error| CommandError::Signing(e.to_string());
+        let mut cmd = serde_json::to_value(&command.action).map_err(json)?;
+        if let (CommandAction::Start(_), Some(fields)) = (&command.action, cmd.as_object_mut()) {
+            if let serde_json::Value::Object(extra) = serde_json::to_value(options).map_err(json)? {
+                fields.extend(extra);
+            }
+        }
         let claims = Claims {
             jti: command.id,
             iss: ISSUER.to_owned(),
@@ -107,7 +128,7 @@ impl CommandSigner {
             sub: command.host.clone(),
             iat: command.issued_at,
             exp: command.expires_at,
-            cmd: command.action.clone(),
+            cmd,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), &claims, &self.key)
             .map_err(|e| CommandError::Signing(e.to_string()))
@@ -146,6 +167,17 @@ impl CommandVerifier {
     }
 
     pub fn verify(&mut self, token: &str, now_unix_s: i64) -> Result<Command, CommandError> {
+        self.verify_with_options(token, now_unix_s)
+            .map(|(command, _)| command)
+    }
+
+    /// Like [`verify`](Self::verify), also returning the cost-control
+    /// options of a start action (all absent for other actions).
+    pub fn verify_with_options(
+        &mut self,
+        token: &str,
+        now_unix_s: i64,
+    ) -> Result<(Command, StartOptions), CommandError> {
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.set_audience(&[AUDIENCE]);
         validation.set_issuer(&[ISSUER]);
@@ -156,6 +188,12 @@ impl CommandVerifier {
         let claims = jsonwebtoken::decode::<Claims>(token, &self.key, &validation)
             .map_err(|e| CommandError::Invalid(e.to_string()))?
             .claims;
+        let invalid = |e: serde_json::Error| CommandError::Invalid(e.to_string());
+        let action: CommandAction = serde_json::from_value(claims.cmd.clone()).map_err(invalid)?;
+        let options = match action {
+            CommandAction::Start(_) => serde_json::from_value(claims.cmd).map_err(invalid)?,
+            _ => StartOptions::default(),
+        };
         if claims.exp + (LEEWAY_SECS as i64) < now_unix_s {
             return Err(CommandError::Expired {
                 expires_at: claims.exp,
@@ -172,13 +210,14 @@ impl CommandVerifier {
         if self.seen.insert(claims.jti, claims.exp).is_some() {
             return Err(CommandError::Replayed(claims.jti));
         }
-        Ok(Command {
+        let command = Command {
             id: claims.jti,
             host: claims.sub,
             issued_at: claims.iat,
             expires_at: claims.exp,
-            action: claims.cmd,
-        })
+            action,
+        };
+        Ok((command, options))
     }
 }
 

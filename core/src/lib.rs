@@ -7,6 +7,8 @@
 //! - [`snapshot`]: one aggregation window of one agent, the compact binary
 //!   message on `odp.stacks`;
 //! - [`command`]: the signed commands on `odp.commands`, and their verifier;
+//! - [`cost`]: per-profile cost-control options of a start command and
+//!   the agent's reports of what it adjusted;
 //! - [`event`]: lifecycle and heartbeat messages on `odp.events`;
 //! - [`folded`], [`flamegraph`] and [`stats`]: what queries turn stored
 //!   stacks into;
@@ -18,6 +20,7 @@
 //! pipeline sends such input to the dead-letter topic with the error's text.
 
 pub mod command;
+pub mod cost;
 pub mod event;
 pub mod flamegraph;
 pub mod folded;

@@ -31,7 +31,9 @@ pub use demo::{build_demo, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
 pub use kafka::{create_topics, fetch_metadata, TopicSpec, Topics};
-pub use platform::{mint_token, write_signing_keys, Platform, PlatformOptions, StackEndpoints};
+pub use platform::{
+    mint_scoped_token, mint_token, write_signing_keys, Platform, PlatformOptions, StackEndpoints,
+};
 pub use ports::{pick_free_port, pick_free_ports, port_accepts};
 pub use postgres::{ensure_service_user, PostgresCluster, RunAs, SERVICE_USER};
 pub use process::{

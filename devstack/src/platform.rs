@@ -24,6 +24,9 @@ pub struct PlatformOptions {
     pub detached: bool,
     /// Start the agent (tests of the agent's absence turn it off).
     pub with_agent: bool,
+    /// How long the api-server waits for an agent to acknowledge a start
+    /// (and how long commands live) before calling it expired.
+    pub start_ack_timeout_secs: Option<u64>,
 }
 
 impl PlatformOptions {
@@ -34,6 +37,7 @@ impl PlatformOptions {
             window_secs: 10,
             detached: false,
             with_agent: true,
+            start_ack_timeout_secs: None,
         }
     }
 }
@@ -71,7 +75,13 @@ impl Platform {
 
         let port = pick_free_port()?;
         let api_url = format!("http://127.0.0.1:{port}");
-        let api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?)
+        let mut api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?);
+        if let Some(timeout) = options.start_ack_timeout_secs {
+            api = api
+                .env("ODP_START_ACK_TIMEOUT_SECS", timeout.to_string())
+                .env("ODP_COMMAND_TTL_SECS", timeout.to_string());
+        }
+        let api = api
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--database-url", &stack.database_url])
@@ -195,12 +205,34 @@ fn random_secret() -> String {
     uuid::Uuid::new_v4().simple().to_string() + &uuid::Uuid::new_v4().simple().to_string()
 }
 
+/// Mints an admin bearer token.
+pub fn mint_token(jwt_secret: &str, subject: &str) -> Result<String> {
+    mint_scoped_token(jwt_secret, subject, "admin", &[])
+}
+
 /// Mints a bearer token with the api-server's own `token` subcommand, so
 /// the dev tooling never re-implements the token format.
-pub fn mint_token(jwt_secret: &str, subject: &str) -> Result<String> {
+pub fn mint_scoped_token(
+    jwt_secret: &str,
+    subject: &str,
+    role: &str,
+    services: &[&str],
+) -> Result<String> {
     let binary = workspace_binary("odp-api-server")?;
-    let output = std::process::Command::new(&binary)
-        .args(["token", "--sub", subject, "--ttl-secs", "86400"])
+    let mut command = std::process::Command::new(&binary);
+    command.args([
+        "token",
+        "--sub",
+        subject,
+        "--role",
+        role,
+        "--ttl-secs",
+        "86400",
+    ]);
+    if !services.is_empty() {
+        command.arg("--services").arg(services.join(","));
+    }
+    let output = command
         .env("ODP_JWT_SECRET", jwt_secret)
         .output()
         .io_context(|| format!("running {} token", binary.display()))?;

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::commands::{self, AgentState, Decision, Intake, Received, Rejection, Verdict};
 use crate::config::Config;
+use crate::cost::CostSettings;
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
 use crate::profile::{self, Outcome, StopHandle};
@@ -175,12 +176,24 @@ impl Agent {
                 self.reject(rejection, intake, received).await;
                 return Flow::Continue;
             }
-            Verdict::Accepted(command) => command,
+            Verdict::Accepted(command, options) => (command, options),
         };
+        let (command, options) = command;
         let command_id = command.id;
         match commands::decide(command, self) {
             Decision::Start(start) => {
-                self.start(start);
+                match self.config.cost.resolve(start.frequency_hz, &options) {
+                    Ok(cost) => self.start(start, cost),
+                    Err(reason) => {
+                        let rejection = Rejection {
+                            command_id: Some(command_id),
+                            profile_id: Some(start.profile_id),
+                            reason,
+                            dead_letter: false,
+                        };
+                        self.reject(rejection, intake, received).await;
+                    }
+                }
                 Flow::Continue
             }
             Decision::Stop(profile_id) => {
@@ -210,7 +223,7 @@ impl Agent {
         }
     }
 
-    fn start(&mut self, start: StartProfile) {
+    fn start(&mut self, start: StartProfile, cost: CostSettings) {
         let spec = ProfileSpec {
             profile_id: start.profile_id,
             host: self.config.host_id.clone(),
@@ -221,11 +234,14 @@ impl Agent {
             window: start
                 .window_ms
                 .map_or(self.config.window, Duration::from_millis),
+            cost,
         };
         info!(profile_id = %spec.profile_id, target = %spec.target, frequency_hz = spec.frequency_hz,
             duration_ms = start.duration_ms, "starting profile");
         let plugin = Arc::clone(&self.plugin);
-        match profile::start(plugin, self.procfs.clone(), spec, self.publisher.clone()) {
+        let publisher = self.publisher.clone();
+        let cost_events = self.config.cost_events;
+        match profile::start(plugin, self.procfs.clone(), spec, publisher, cost_events) {
             Ok((handle, task)) => {
                 self.running.insert(start.profile_id, handle);
                 let task = self.tasks.spawn(task);

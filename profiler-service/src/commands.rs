@@ -14,6 +14,7 @@ use std::time::Duration;
 use odp_core::command::{
     Command, CommandAction, CommandError, CommandVerifier, StartProfile, UndeployMode,
 };
+use odp_core::cost::StartOptions;
 use odp_core::partition::partition_for_key;
 use odp_core::Target;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
@@ -45,9 +46,10 @@ pub struct Rejection {
 }
 
 /// What one message of the commands partition turned out to be.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    Accepted(Command),
+    /// A verified command, with the cost-control options of a start.
+    Accepted(Command, StartOptions),
     Rejected(Rejection),
     /// Another host's command sharing the partition: not ours to judge.
     NotOurs,
@@ -77,8 +79,8 @@ pub fn check(
         return reject(None, "command is empty or not UTF-8".to_owned(), true);
     };
     let token = token.trim();
-    match verifier.verify(token, now_unix_s) {
-        Ok(command) => Verdict::Accepted(command),
+    match verifier.verify_with_options(token, now_unix_s) {
+        Ok((command, options)) => Verdict::Accepted(command, options),
         Err(e) => {
             let dead_letter = matches!(e, CommandError::Invalid(_) | CommandError::Key(_));
             reject(

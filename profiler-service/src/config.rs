@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use odp_core::command::CommandVerifier;
+use odp_core::cost::{DutyCycle, FdaSettings};
 
+use crate::cost::CostDefaults;
 use crate::error::{Error, Result};
 
 /// Longest aggregation window accepted, from flags or commands.
@@ -52,6 +54,60 @@ pub struct Args {
     /// Seconds between heartbeats.
     #[arg(long, env = "ODP_HEARTBEAT_SECS", default_value_t = 5)]
     pub heartbeat_secs: u64,
+    /// FSP: keep the busiest threads up to this share of each window's
+    /// samples (1 keeps every thread).
+    #[arg(long, env = "ODP_FSP_SHARE", default_value_t = 0.99)]
+    pub fsp_share: f64,
+    /// FDA on by default: adapt each profile's frequency to how fast its
+    /// hot functions change (a command may still turn it off).
+    #[arg(long, env = "ODP_FDA")]
+    pub fda: bool,
+    /// FDA divergence threshold θ (Jensen-Shannon, bits).
+    #[arg(long, env = "ODP_FDA_THETA", default_value_t = 0.05)]
+    pub fda_theta: f64,
+    /// FDA decay factor λ in (0, 1).
+    #[arg(long, env = "ODP_FDA_LAMBDA", default_value_t = 0.8)]
+    pub fda_lambda: f64,
+    /// FDA: stable windows in a row before the frequency is lowered.
+    #[arg(long, env = "ODP_FDA_STABLE_WINDOWS", default_value_t = 5)]
+    pub fda_stable_windows: u32,
+    /// FDA: lowest frequency.
+    #[arg(long, env = "ODP_FDA_MIN_HZ", default_value_t = 19)]
+    pub fda_min_hz: u32,
+    /// CPU each profile may cost the agent, as a share of one core (0
+    /// disables the budget).
+    #[arg(long, env = "ODP_OVERHEAD_BUDGET", default_value_t = 0.01)]
+    pub overhead_budget: f64,
+    /// Duty cycle: sample this many seconds of every --duty-period-secs
+    /// (0, the default, samples all the time).
+    #[arg(long, env = "ODP_DUTY_ON_SECS", default_value_t = 0)]
+    pub duty_on_secs: u64,
+    #[arg(long, env = "ODP_DUTY_PERIOD_SECS", default_value_t = 0)]
+    pub duty_period_secs: u64,
+    /// Publish cost-control reports (`profile_adjusted`, `window_stats`) on
+    /// the events topic; off until its consumers know them.
+    #[arg(long, env = "ODP_COST_EVENTS")]
+    pub cost_events: bool,
+}
+
+impl Args {
+    fn cost_defaults(&self) -> CostDefaults {
+        CostDefaults {
+            fsp_share: self.fsp_share,
+            fda: self.fda.then(|| FdaSettings {
+                theta: self.fda_theta,
+                lambda: self.fda_lambda,
+                stable_windows: self.fda_stable_windows,
+                min_hz: self.fda_min_hz,
+                ..FdaSettings::default()
+            }),
+            duty_cycle: (self.duty_on_secs > 0 || self.duty_period_secs > 0).then_some(DutyCycle {
+                on_ms: self.duty_on_secs.saturating_mul(1000),
+                period_ms: self.duty_period_secs.saturating_mul(1000),
+            }),
+            overhead_budget: (self.overhead_budget != 0.0).then_some(self.overhead_budget),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,11 +129,16 @@ pub struct Config {
     pub command_public_key_pem: String,
     pub window: Duration,
     pub heartbeat: Duration,
+    /// Cost control for profiles whose command does not say.
+    pub cost: CostDefaults,
+    /// Whether cost-control reports are published.
+    pub cost_events: bool,
 }
 
 impl Args {
     /// Validates the flags; reads the public key file and the hostname.
     pub fn into_config(self) -> Result<Config> {
+        let cost = self.cost_defaults();
         let host_id = match self.host_id {
             Some(host) => host,
             None => hostname()?,
@@ -104,6 +165,8 @@ impl Args {
             command_public_key_pem: pem,
             window: Duration::from_secs(self.window_secs),
             heartbeat: Duration::from_secs(self.heartbeat_secs),
+            cost,
+            cost_events: self.cost_events,
         };
         config.validate()?;
         Ok(config)
@@ -141,6 +204,9 @@ impl Config {
         }
         if self.heartbeat.is_zero() {
             return bad("--heartbeat-secs must be at least 1".to_owned());
+        }
+        if let Err(e) = self.cost.validate() {
+            return bad(format!("cost control flags: {e}"));
         }
         CommandVerifier::from_public_pem(&self.command_public_key_pem, &self.host_id)
             .map_err(Error::PublicKey)?;
@@ -193,6 +259,8 @@ mod tests {
         assert_eq!(config.window, Duration::from_secs(10));
         assert_eq!(config.heartbeat, Duration::from_secs(5));
         assert_eq!(config.command_public_key_pem, public);
+        assert_eq!(config.cost, CostDefaults::default());
+        assert!(!config.cost_events);
         fs::remove_file(path).unwrap();
     }
 
@@ -210,6 +278,10 @@ mod tests {
         assert!(err(&["--heartbeat-secs", "0"]).contains("--heartbeat-secs"));
         assert!(err(&["--host-id", "a b"]).contains("whitespace"));
         assert!(err(&["--topic-stacks", ""]).contains("--topic-stacks"));
+        assert!(err(&["--fsp-share", "1.5"]).contains("fsp_share"));
+        assert!(err(&["--fda", "--fda-lambda", "1"]).contains("lambda"));
+        assert!(err(&["--overhead-budget", "2"]).contains("overhead_budget"));
+        assert!(err(&["--duty-on-secs", "5", "--duty-period-secs", "2"]).contains("duty"));
         assert!(parse(&[]).is_err(), "the public key is required");
         assert!(parse(&["--command-public-key", key, "--window-secs", "-1"]).is_err());
 

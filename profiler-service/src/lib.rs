@@ -13,6 +13,8 @@
 //! - [`agent`]: the main loop tying commands, profiles and heartbeats;
 //! - [`profile`] and [`runner`]: one profile, async publishing side and
 //!   blocking sampling side;
+//! - [`cost`]: cost control per profile: FSP thread pruning, FDA
+//!   frequency adjustment, duty cycling and the overhead budget;
 //! - [`plugin`]: the [`plugin::Plugin`] trait and the `native` perf_event
 //!   plugin;
 //! - [`window`], [`targets`], [`publish`]: window bookkeeping, `/proc`
@@ -21,6 +23,7 @@
 pub mod agent;
 pub mod commands;
 pub mod config;
+pub mod cost;
 pub mod error;
 pub mod plugin;
 pub mod profile;

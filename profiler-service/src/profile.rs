@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use odp_core::event::{AgentEventKind, FinishReason};
 use tokio::sync::mpsc;
-use tracing::{error, warn};
+use tracing::{debug, error, warn};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -48,6 +48,7 @@ pub fn start(
     procfs: ProcFs,
     spec: ProfileSpec,
     publisher: Publisher,
+    cost_events: bool,
 ) -> Result<(
     StopHandle,
     impl std::future::Future<Output = (Uuid, Outcome)>,
@@ -64,13 +65,17 @@ pub fn start(
             });
         })
         .map_err(Error::Thread)?;
-    Ok((StopHandle(stop_tx), publish(spec, rx, publisher)))
+    Ok((
+        StopHandle(stop_tx),
+        publish(spec, rx, publisher, cost_events),
+    ))
 }
 
 async fn publish(
     spec: ProfileSpec,
     mut rx: mpsc::Receiver<RunnerEvent>,
     publisher: Publisher,
+    cost_events: bool,
 ) -> (Uuid, Outcome) {
     let profile_id = spec.profile_id;
     let mut snapshots = 0;
@@ -100,6 +105,14 @@ async fn publish(
                 Err(e) => warn!(profile_id = %profile_id, sequence = snapshot.sequence,
                     error = %e, "snapshot not delivered"),
             },
+            RunnerEvent::Cost(kind) => {
+                debug!(profile_id = %profile_id, report = ?kind, "cost control");
+                if cost_events {
+                    if let Err(e) = publisher.cost_event(kind).await {
+                        warn!(profile_id = %profile_id, error = %e, "cannot publish cost report");
+                    }
+                }
+            }
             RunnerEvent::Finished(reason) => {
                 outcome = Some(Outcome::Finished {
                     reason,

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use odp_core::cost::{CostEvent, CostEventKind};
 use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::Snapshot;
 use rdkafka::error::KafkaError;
@@ -105,6 +106,25 @@ impl Publisher {
         if let Err(e) = self.event(kind).await {
             warn!(event = name, error = %e, "cannot publish event");
         }
+    }
+
+    /// Publishes a cost-control report on the events topic.
+    pub async fn cost_event(&self, kind: CostEventKind) -> Result<(), KafkaError> {
+        let event = CostEvent {
+            host: self.host.clone(),
+            agent_id: self.agent_id.clone(),
+            at_ms: unix_ms(),
+            kind,
+        };
+        let payload = event.to_json();
+        let record = FutureRecord::to(&self.topics.events)
+            .key(&self.host)
+            .payload(&payload);
+        self.producer
+            .send(record, QUEUE_TIMEOUT)
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| e)
     }
 
     /// Copies an unusable command to the dead-letter topic with the reason

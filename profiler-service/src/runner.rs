@@ -3,18 +3,27 @@
 //! snapshots, and stop on request, at the deadline or when the target is
 //! gone, always flushing the last partial window.
 //!
+//! Cost control ([`crate::cost`]) acts here: a duty cycle switches the
+//! sampling off and on between ticks, and each closed window is pruned
+//! (FSP) and decides the next window's frequency (FDA, overhead budget),
+//! which is recorded in every snapshot's header.
+//!
 //! It knows nothing of Kafka: results go to an `emit` callback, which the
 //! agent turns into messages and the live test into assertions.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use odp_core::cost::CostEventKind;
 use odp_core::event::FinishReason;
 use odp_core::snapshot::SnapshotHeader;
 use odp_core::{EventKind, Snapshot, Target};
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
+use crate::cost::control::Control;
+use crate::cost::duty::Duty;
+use crate::cost::CostSettings;
 use crate::plugin::{Plugin, PluginError, Session, WindowSink};
 use crate::targets::ProcFs;
 use crate::window::{publish_final, unix_ms, WindowClock};
@@ -32,8 +41,10 @@ pub struct ProfileSpec {
     pub agent_id: String,
     pub target: Target,
     pub duration: Duration,
+    /// The requested frequency (cost control may lower it).
     pub frequency_hz: u32,
     pub window: Duration,
+    pub cost: CostSettings,
 }
 
 /// What the loop reports, in this order: `Started`, any number of
@@ -46,6 +57,8 @@ pub enum RunnerEvent {
         pids: Vec<u32>,
     },
     Window(Box<Snapshot>),
+    /// What cost control did, after the window it concerns.
+    Cost(CostEventKind),
     Finished(FinishReason),
     Failed(String),
 }
@@ -74,7 +87,9 @@ pub fn run(
             return;
         }
     };
-    let mut session = match plugin.open(&pids, spec.frequency_hz) {
+    let start = Instant::now();
+    let mut control = Control::new(spec.profile_id, spec.frequency_hz, spec.cost.clone(), start);
+    let mut session = match plugin.open(&pids, control.frequency()) {
         Ok(session) => session,
         Err(e) => {
             warn!(profile_id = %id, error = %e, "profile failed to start");
@@ -85,19 +100,25 @@ pub fn run(
     info!(profile_id = %id, event = %session.event(), pids = ?session.pids(), "profile started");
     if !emit(RunnerEvent::Started {
         event: session.event(),
-        frequency_hz: spec.frequency_hz,
+        frequency_hz: control.frequency(),
         pids: session.pids(),
     }) {
         return;
     }
 
-    let start = Instant::now();
+    let duty = spec.cost.duty_cycle.map(|cycle| Duty::new(cycle, start));
+    let mut paused = false;
     let mut clock = WindowClock::new(spec.window, spec.duration, start, unix_ms());
     let mut sink = WindowSink::new();
     let mut next_rescan = start + RESCAN;
     let mut lost = 0;
     let reason = loop {
-        match stop.recv_timeout(clock.sleep_for(Instant::now(), TICK)) {
+        let now = Instant::now();
+        let mut sleep = clock.sleep_for(now, TICK);
+        if let Some(duty) = &duty {
+            sleep = sleep.min(duty.next_change(now).saturating_duration_since(now));
+        }
+        match stop.recv_timeout(sleep) {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break FinishReason::Stopped,
             Err(RecvTimeoutError::Timeout) => {}
         }
@@ -106,6 +127,12 @@ pub fn run(
             return;
         }
         let now = Instant::now();
+        if let Some(duty) = &duty {
+            if duty.is_on(now) == paused {
+                paused = !paused;
+                session.set_paused(paused);
+            }
+        }
         if now >= next_rescan {
             next_rescan = now + RESCAN;
             match procfs.resolve(&spec.target) {
@@ -118,9 +145,20 @@ pub fn run(
             break FinishReason::DurationElapsed;
         }
         if clock.window_due(now) {
-            let snapshot = close_window(session.as_mut(), &mut sink, &mut clock, spec, &mut lost);
-            if !emit(RunnerEvent::Window(Box::new(snapshot))) {
+            let (snapshot, next_hz) = close_window(
+                session.as_mut(),
+                &mut sink,
+                &mut clock,
+                &mut control,
+                spec,
+                &mut lost,
+            );
+            if !emit_window(&mut emit, snapshot) {
                 return;
+            }
+            if let Some(hz) = next_hz {
+                info!(profile_id = %id, frequency_hz = hz, "sampling frequency adjusted");
+                session.set_frequency(hz);
             }
         }
     };
@@ -130,8 +168,15 @@ pub fn run(
         debug!(profile_id = %id, error = %e, "final drain failed");
     }
     if publish_final(sink.samples(), clock.sequence()) {
-        let snapshot = close_window(session.as_mut(), &mut sink, &mut clock, spec, &mut lost);
-        if !emit(RunnerEvent::Window(Box::new(snapshot))) {
+        let (snapshot, _) = close_window(
+            session.as_mut(),
+            &mut sink,
+            &mut clock,
+            &mut control,
+            spec,
+            &mut lost,
+        );
+        if !emit_window(&mut emit, snapshot) {
             return;
         }
     }
@@ -149,20 +194,33 @@ fn poll(
     Ok(())
 }
 
+/// Emits a window and its cost reports; false when nobody listens.
+fn emit_window(
+    emit: &mut impl FnMut(RunnerEvent) -> bool,
+    (snapshot, events): (Snapshot, Vec<CostEventKind>),
+) -> bool {
+    emit(RunnerEvent::Window(Box::new(snapshot)))
+        && events.into_iter().all(|e| emit(RunnerEvent::Cost(e)))
+}
+
+/// Closes the window: its snapshot (pruned) with its cost reports, and the
+/// next window's frequency when it changes.
 fn close_window(
     session: &mut dyn Session,
     sink: &mut WindowSink,
     clock: &mut WindowClock,
+    control: &mut Control,
     spec: &ProfileSpec,
     lost: &mut u64,
-) -> Snapshot {
-    let bounds = clock.close(Instant::now(), unix_ms());
+) -> ((Snapshot, Vec<CostEventKind>), Option<u32>) {
+    let now = Instant::now();
+    let bounds = clock.close(now, unix_ms());
     if *lost > 0 {
         warn!(profile_id = %spec.profile_id, sequence = bounds.sequence, lost = *lost,
             "samples lost to full buffers in this window");
         *lost = 0;
     }
-    sink.take(SnapshotHeader {
+    let mut snapshot = sink.take(SnapshotHeader {
         profile_id: spec.profile_id,
         host: spec.host.clone(),
         agent_id: spec.agent_id.clone(),
@@ -171,6 +229,8 @@ fn close_window(
         window_end_ms: bounds.end_ms,
         event: session.event(),
         period: session.window_period(),
-        frequency_hz: spec.frequency_hz,
-    })
+        frequency_hz: control.frequency(),
+    });
+    let outcome = control.close_window(&mut snapshot, now);
+    ((snapshot, outcome.events), outcome.next_hz)
 }

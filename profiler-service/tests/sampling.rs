@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use odp_core::event::FinishReason;
 use odp_core::{EventKind, Snapshot, Target};
+use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::native::NativePlugin;
 use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
@@ -37,6 +38,7 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
         duration,
         frequency_hz,
         window,
+        cost: CostSettings::default(),
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut events = Vec::new();
@@ -57,6 +59,7 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
         match event {
             RunnerEvent::Started { event, pids, .. } => started = Some((event, pids)),
             RunnerEvent::Window(s) => snapshots.push(*s),
+            RunnerEvent::Cost(_) => {}
             RunnerEvent::Finished(reason) => finished = Some(reason),
             RunnerEvent::Failed(e) => panic!(
                 "profile failed: {e}\n(this test needs perf_event access to another process: \

@@ -6,9 +6,11 @@
 //! batch, so a batch is stored whole or not at all.
 
 mod agents;
+mod detections;
 mod ingest;
 mod profiles;
 mod query;
+mod rules;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
@@ -16,8 +18,15 @@ use thiserror::Error;
 
 pub use agents::{record_agent_event, AgentRow};
 pub use ingest::{store_snapshots, IngestOutcome};
-pub use profiles::{NewProfile, ProfileRow, ProfileStatus, Profiles};
-pub use query::{profile_stacks, ProfileStacks};
+pub use profiles::{Inserted, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles};
+pub use detections::{
+    profile_identity, profile_issues, save_detections, Detection, Issue, IssueStack,
+    ProfileIdentity, StackHit,
+};
+pub use query::{
+    profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
+};
+pub use rules::{install_seed_rules, list_rules, save_user_rule, RuleDef, RuleRow};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -27,6 +36,8 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
 }
 
 impl StoreError {
@@ -53,14 +64,12 @@ impl StoreError {
                 }
                 _ => false,
             },
-            StoreError::Migrate(_) | StoreError::Corrupt(_) => false,
+            StoreError::Migrate(_) | StoreError::Corrupt(_) | StoreError::Conflict(_) => false,
         }
     }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
 pub async fn connect(database_url: &str) -> Result<PgPool> {
     Ok(PgPoolOptions::new()
@@ -70,8 +79,13 @@ pub async fn connect(database_url: &str) -> Result<PgPool> {
         .await?)
 }
 
+/// Applies pending migrations. A binary older than the database's schema
+/// still starts (its migrations are a prefix of the applied ones), so
+/// services can be upgraded one at a time.
 pub async fn migrate(pool: &PgPool) -> Result<()> {
-    MIGRATOR.run(pool).await?;
+    let mut migrator = sqlx::migrate!("../migrations");
+    migrator.set_ignore_missing(true);
+    migrator.run(pool).await?;
     Ok(())
 }
 

@@ -96,16 +96,42 @@ impl FromStr for ProfileStatus {
 pub struct NewProfile {
     pub id: Uuid,
     pub host: String,
+    pub service: String,
+    pub idempotency_key: Option<String>,
     pub target: Target,
     pub duration_ms: i64,
     pub frequency_hz: i32,
     pub requested_by: String,
 }
 
+/// What [`Profiles::insert`] did.
+#[derive(Debug)]
+pub enum Inserted {
+    Created(ProfileRow),
+    /// The same client sent this request before (same idempotency key).
+    Replayed(ProfileRow),
+    /// The target already has a live profile: this one.
+    Duplicate(ProfileRow),
+}
+
+/// Filters for [`Profiles::list`].
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFilter {
+    pub service: Option<String>,
+    pub host: Option<String>,
+    pub status: Option<ProfileStatus>,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    /// Keyset pagination: only profiles older than this (created_at, id).
+    pub after: Option<(DateTime<Utc>, Uuid)>,
+    pub limit: i64,
+}
+
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct ProfileRow {
     pub id: Uuid,
     pub host: String,
+    pub service: String,
     #[sqlx(json)]
     pub target: Target,
     pub mode: String,
@@ -139,21 +165,99 @@ impl Profiles {
         Profiles { pool }
     }
 
-    pub async fn insert(&self, p: &NewProfile) -> Result<ProfileRow> {
-        let row = sqlx::query_as::<_, ProfileRow>(
-            "insert into profiles (id, host, target, duration_ms, frequency_hz, status, requested_by)
-             values ($1, $2, $3, $4, $5, 'requested', $6)
+    /// Records a new request, unless the same client already sent it (same
+    /// idempotency key) or the target already has a live profile.
+    pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {
+        let inserted = sqlx::query_as::<_, ProfileRow>(
+            "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
+                                   requested_by, idempotency_key)
+             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8)
              returning *",
         )
         .bind(p.id)
         .bind(&p.host)
+        .bind(&p.service)
         .bind(Json(&p.target))
         .bind(p.duration_ms)
         .bind(p.frequency_hz)
         .bind(&p.requested_by)
+        .bind(&p.idempotency_key)
         .fetch_one(&self.pool)
+        .await;
+        let violated = match &inserted {
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => db.constraint().map(str::to_owned),
+            _ => None,
+        };
+        match violated.as_deref() {
+            None => Ok(Inserted::Created(inserted?)),
+            Some("profiles_idempotency") => {
+                let row = sqlx::query_as::<_, ProfileRow>(
+                    "select * from profiles where requested_by = $1 and idempotency_key = $2",
+                )
+                .bind(&p.requested_by)
+                .bind(&p.idempotency_key)
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(Inserted::Replayed(row))
+            }
+            Some("profiles_one_live_per_target") => {
+                let row = sqlx::query_as::<_, ProfileRow>(
+                    "select * from profiles
+                     where host = $1 and mode = 'cpu' and target = $2
+                       and status in ('requested', 'dispatched', 'running')",
+                )
+                .bind(&p.host)
+                .bind(Json(&p.target))
+                .fetch_optional(&self.pool)
+                .await?;
+                match row {
+                    Some(row) => Ok(Inserted::Duplicate(row)),
+                    // The live one ended between our insert and this read.
+                    None => Err(StoreError::Conflict("the target's live profile just ended; retry".into())),
+                }
+            }
+            Some(other) => Err(StoreError::Conflict(format!("unique constraint {other} violated"))),
+        }
+    }
+
+    /// Profiles matching `filter`, newest first, one page.
+    pub async fn list(&self, filter: &ProfileFilter) -> Result<Vec<ProfileRow>> {
+        let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new("select * from profiles where true");
+        if let Some(service) = &filter.service {
+            q.push(" and service = ").push_bind(service);
+        }
+        if let Some(host) = &filter.host {
+            q.push(" and host = ").push_bind(host);
+        }
+        if let Some(status) = filter.status {
+            q.push(" and status = ").push_bind(status.as_str());
+        }
+        if let Some(since) = filter.since {
+            q.push(" and created_at >= ").push_bind(since);
+        }
+        if let Some(until) = filter.until {
+            q.push(" and created_at < ").push_bind(until);
+        }
+        if let Some((at, id)) = filter.after {
+            q.push(" and (created_at, id) < (").push_bind(at).push(", ").push_bind(id).push(")");
+        }
+        q.push(" order by created_at desc, id desc limit ").push_bind(filter.limit);
+        Ok(q.build_query_as::<ProfileRow>().fetch_all(&self.pool).await?)
+    }
+
+    /// Marks requests no agent acknowledged within `after` as expired;
+    /// returns how many.
+    pub async fn expire_unacknowledged(&self, after: std::time::Duration) -> Result<u64> {
+        let result = sqlx::query(
+            "update profiles set status = 'expired', updated_at = now(), finished_at = now(),
+                 status_reason = 'no agent acknowledged the request in time'
+             where status in ('requested', 'dispatched')
+               and created_at < now() - make_interval(secs => $1)",
+        )
+        .bind(after.as_secs_f64())
+        .execute(&self.pool)
         .await?;
-        Ok(row)
+        Ok(result.rows_affected())
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {

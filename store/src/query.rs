@@ -1,4 +1,4 @@
-//! Read side: a profile's stacks, resolved to frame names.
+//! Read side: a profile's stacks, resolved to frames.
 
 use std::collections::HashMap;
 
@@ -19,8 +19,60 @@ pub struct ProfileStacks {
     pub stacks: Vec<WeightedStack>,
 }
 
+/// One distinct frame of a profile, as detection rules match it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameRef {
+    pub function: String,
+    pub module: String,
+}
+
+/// One distinct stack of a profile with its merged count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackSamples {
+    pub stack_id: Uuid,
+    /// Indexes into [`ProfileFrames::frames`], root first.
+    pub frames: Vec<u32>,
+    pub count: u64,
+}
+
+/// A profile's samples merged per stack across windows and hosts, frames
+/// deduplicated: the input of issue detection.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFrames {
+    pub event: Option<String>,
+    pub snapshots: i64,
+    pub samples: u64,
+    pub frames: Vec<FrameRef>,
+    pub stacks: Vec<StackSamples>,
+}
+
 /// All samples of a profile merged across windows and hosts.
 pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileStacks> {
+    let data = profile_frames(pool, profile_id).await?;
+    let names: Vec<String> = data
+        .frames
+        .iter()
+        .map(|f| odp_core::model::display_name(&f.function, &f.module))
+        .collect();
+    let stacks = data
+        .stacks
+        .iter()
+        .map(|s| WeightedStack {
+            frames: s.frames.iter().map(|&i| names[i as usize].clone()).collect(),
+            count: s.count,
+        })
+        .collect();
+    Ok(ProfileStacks {
+        event: data.event,
+        snapshots: data.snapshots,
+        samples: data.samples,
+        stacks,
+    })
+}
+
+/// All samples of a profile aggregated per stack in one query, with the
+/// stacks' frames resolved once each.
+pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFrames> {
     let (event, snapshots): (Option<String>, i64) = sqlx::query_as(
         "select (array_agg(event order by id))[1], count(*) from snapshots where profile_id = $1",
     )
@@ -38,29 +90,21 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
     .fetch_all(pool)
     .await?;
     let stack_ids: Vec<Uuid> = counts.iter().map(|(id, _)| *id).collect();
-    let stack_rows: Vec<(Uuid, Vec<u8>)> =
-        sqlx::query_as("select id, frame_ids from stacks where id = any($1)")
-            .bind(&stack_ids)
-            .fetch_all(pool)
-            .await?;
-    let mut frame_ids: Vec<Uuid> = Vec::new();
-    let mut stacks_by_id: HashMap<Uuid, Vec<Uuid>> = HashMap::with_capacity(stack_rows.len());
-    for (id, bytes) in stack_rows {
-        let ids = split_frame_ids(&bytes)?;
-        frame_ids.extend(&ids);
-        stacks_by_id.insert(id, ids);
-    }
+    let stacks_by_id = stack_frame_ids(pool, &stack_ids).await?;
+    let mut frame_ids: Vec<Uuid> = stacks_by_id.values().flatten().copied().collect();
     frame_ids.sort_unstable();
     frame_ids.dedup();
-    let frames: HashMap<Uuid, String> = sqlx::query_as::<_, (Uuid, String, String)>(
-        "select id, function, module from frames where id = any($1)",
-    )
-    .bind(&frame_ids)
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .map(|(id, function, module)| (id, odp_core::model::display_name(&function, &module)))
-    .collect();
+    let rows: Vec<(Uuid, String, String)> =
+        sqlx::query_as("select id, function, module from frames where id = any($1)")
+            .bind(&frame_ids)
+            .fetch_all(pool)
+            .await?;
+    let mut index: HashMap<Uuid, u32> = HashMap::with_capacity(rows.len());
+    let mut frames = Vec::with_capacity(rows.len());
+    for (id, function, module) in rows {
+        index.insert(id, frames.len() as u32);
+        frames.push(FrameRef { function, module });
+    }
 
     let mut stacks = Vec::with_capacity(counts.len());
     let mut samples = 0u64;
@@ -68,28 +112,58 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
         let ids = stacks_by_id.get(&stack_id).ok_or_else(|| {
             StoreError::Corrupt(format!("samples reference missing stack {stack_id}"))
         })?;
-        let names = ids
+        let frames = ids
             .iter()
             .map(|id| {
-                frames.get(id).cloned().ok_or_else(|| {
+                index.get(id).copied().ok_or_else(|| {
                     StoreError::Corrupt(format!("stack {stack_id} references missing frame {id}"))
                 })
             })
-            .collect::<Result<Vec<String>>>()?;
+            .collect::<Result<Vec<u32>>>()?;
         let count = u64::try_from(count)
             .map_err(|_| StoreError::Corrupt(format!("negative count for stack {stack_id}")))?;
         samples += count;
-        stacks.push(WeightedStack {
-            frames: names,
+        stacks.push(StackSamples {
+            stack_id,
+            frames,
             count,
         });
     }
-    Ok(ProfileStacks {
+    Ok(ProfileFrames {
         event,
         snapshots,
         samples,
+        frames,
         stacks,
     })
+}
+
+/// The frame ids of each stack, root first.
+pub(crate) async fn stack_frame_ids(
+    pool: &PgPool,
+    stack_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<Uuid>>> {
+    let rows: Vec<(Uuid, Vec<u8>)> =
+        sqlx::query_as("select id, frame_ids from stacks where id = any($1)")
+            .bind(stack_ids)
+            .fetch_all(pool)
+            .await?;
+    rows.into_iter()
+        .map(|(id, bytes)| Ok((id, split_frame_ids(&bytes)?)))
+        .collect()
+}
+
+/// Display names of frames by id.
+pub(crate) async fn frame_names(pool: &PgPool, frame_ids: &[Uuid]) -> Result<HashMap<Uuid, String>> {
+    Ok(sqlx::query_as::<_, (Uuid, String, String)>(
+        "select id, function, module from frames where id = any($1)",
+    )
+    .bind(frame_ids)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|(id, function, module)| (id, odp_core::model::display_name(&function, &module)))
+    .collect())
 }
 
 fn split_frame_ids(bytes: &[u8]) -> Result<Vec<Uuid>> {

@@ -9,15 +9,25 @@ pub(crate) struct Harness {
 }
 
 pub(crate) async fn start(name: &str, window_secs: u64) -> Harness {
-    start_with(name, window_secs, true).await
+    start_with(name, window_secs, true, None).await
 }
 
 /// The stack with api-server and pipeline only, for tests of the API.
 pub(crate) async fn start_without_agent(name: &str) -> Harness {
-    start_with(name, 10, false).await
+    start_with(name, 10, false, None).await
 }
 
-async fn start_with(name: &str, window_secs: u64, with_agent: bool) -> Harness {
+/// Without an agent, and starts expire after `ack_timeout_secs`.
+pub(crate) async fn start_without_agent_expiring(name: &str, ack_timeout_secs: u64) -> Harness {
+    start_with(name, 10, false, Some(ack_timeout_secs)).await
+}
+
+async fn start_with(
+    name: &str,
+    window_secs: u64,
+    with_agent: bool,
+    ack_timeout_secs: Option<u64>,
+) -> Harness {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
         .with_env_filter("info")
@@ -37,6 +47,7 @@ async fn start_with(name: &str, window_secs: u64, with_agent: bool) -> Harness {
     let mut options = PlatformOptions::new(stack.state_dir(), format!("{prefix}host"));
     options.window_secs = window_secs;
     options.with_agent = with_agent;
+    options.start_ack_timeout_secs = ack_timeout_secs;
     let platform = Platform::start(&endpoints, options)
         .await
         .expect("start the services");

@@ -6,5 +6,6 @@
 mod api;
 mod commands;
 mod common;
+mod control;
 mod dead_letter;
 mod profile;

@@ -10,7 +10,7 @@ use odp_core::{flamegraph, folded};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::routes::profiles::load;
@@ -49,10 +49,11 @@ struct FlameGraphJson {
 
 async fn flame_graph(
     state: axum::extract::State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     AppPath(id): AppPath<Uuid>,
     AppQuery(query): AppQuery<FlameGraphQuery>,
 ) -> Result<Response, ApiError> {
+    caller.require(Role::Viewer)?;
     load(&state, id).await?;
     let data = odp_store::profile_stacks(&state.pool, id).await?;
     match query.format {
@@ -119,10 +120,11 @@ struct TopResponse {
 
 async fn top(
     state: axum::extract::State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     AppPath(id): AppPath<Uuid>,
     AppQuery(query): AppQuery<TopQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.require(Role::Viewer)?;
     if !(1..=1000).contains(&query.limit) {
         return Err(ApiError::Unprocessable(
             "`limit` must be between 1 and 1000".into(),

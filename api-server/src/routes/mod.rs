@@ -1,2 +1,3 @@
 pub mod flamegraph;
+pub mod list;
 pub mod profiles;

@@ -1,16 +1,16 @@
 //! Starting, stopping and describing profiles.
 
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::Target;
-use odp_store::{NewProfile, ProfileRow, ProfileStatus};
+use odp_store::{Inserted, NewProfile, ProfileRow, ProfileStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::AppState;
@@ -21,7 +21,10 @@ pub const DEFAULT_FREQUENCY_HZ: u32 = 99;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/profiles", post(start))
+        .route(
+            "/api/v1/profiles",
+            post(start).get(crate::routes::list::list),
+        )
         .route("/api/v1/profiles/{id}", get(describe))
         .route("/api/v1/profiles/{id}/stop", post(stop))
 }
@@ -31,6 +34,10 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
     pub host: String,
+    /// The service the target belongs to; defaults to `process_name`, or
+    /// the host when profiling by pid. Token `services` patterns apply to it.
+    #[serde(default)]
+    pub service: Option<String>,
     #[serde(default)]
     pub pid: Option<u32>,
     #[serde(default)]
@@ -47,6 +54,7 @@ pub struct StartRequest {
 #[derive(Debug, PartialEq)]
 pub struct ValidStart {
     pub host: String,
+    pub service: String,
     pub target: Target,
     pub duration_secs: u64,
     pub frequency_hz: u32,
@@ -89,7 +97,18 @@ impl StartRequest {
                 return invalid("`window_secs` must be between 1 and 300".into());
             }
         }
+        let service = match self.service {
+            Some(service) => {
+                validate_name("service", &service)?;
+                service
+            }
+            None => match &target {
+                Target::ProcessName(name) => name.clone(),
+                Target::Pid(_) => self.host.clone(),
+            },
+        };
         Ok(ValidStart {
+            service,
             host: self.host,
             target,
             duration_secs: self.duration_secs,
@@ -100,18 +119,39 @@ impl StartRequest {
 }
 
 fn validate_host(host: &str) -> Result<(), ApiError> {
-    let ok = !host.is_empty()
-        && host.len() <= 253
-        && host
+    validate_name("host", host)
+}
+
+/// Hosts and services: 1 to 253 characters of letters, digits, `.`, `-`
+/// or `_` (what host names and service names are made of).
+pub(crate) fn validate_name(what: &str, value: &str) -> Result<(), ApiError> {
+    let ok = !value.is_empty()
+        && value.len() <= 253
+        && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
     if ok {
         Ok(())
     } else {
-        Err(ApiError::Unprocessable(
-            "`host` must be 1 to 253 characters of letters, digits, `.`, `-` or `_`".into(),
-        ))
+        Err(ApiError::Unprocessable(format!(
+            "`{what}` must be 1 to 253 characters of letters, digits, `.`, `-` or `_`"
+        )))
     }
+}
+
+/// The `Idempotency-Key` header, if any: 1 to 200 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 200 && k.chars().all(|c| c.is_ascii_graphic()))
+        .ok_or_else(|| {
+            ApiError::BadRequest("Idempotency-Key must be 1 to 200 visible ASCII characters".into())
+        })?;
+    Ok(Some(key.to_owned()))
 }
 
 /// A profile as the API shows it.
@@ -153,21 +193,33 @@ impl From<ProfileRow> for ProfileView {
 async fn start(
     state: axum::extract::State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     AppJson(request): AppJson<StartRequest>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let valid = request.validate()?;
+    caller.require_profiling(&valid.service)?;
+    let idempotency_key = idempotency_key(&headers)?;
     let id = Uuid::new_v4();
-    state
+    let inserted = state
         .profiles
         .insert(&NewProfile {
             id,
             host: valid.host.clone(),
+            service: valid.service.clone(),
+            idempotency_key,
             target: valid.target.clone(),
             duration_ms: (valid.duration_secs * 1000) as i64,
             frequency_hz: valid.frequency_hz as i32,
             requested_by: caller.subject.clone(),
         })
         .await?;
+    match inserted {
+        Inserted::Created(_) => {}
+        Inserted::Replayed(row) => {
+            return Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))).into_response())
+        }
+        Inserted::Duplicate(row) => return Ok(duplicate(row)),
+    }
     let action = CommandAction::Start(StartProfile {
         profile_id: id,
         target: valid.target,
@@ -192,7 +244,20 @@ async fn start(
         .await?;
     tracing::info!(profile_id = %id, host = %valid.host, by = %caller.subject, "profile requested");
     let row = load(&state, id).await?;
-    Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
+    Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))).into_response())
+}
+
+/// 409 naming the live profile the client can follow instead.
+fn duplicate(row: ProfileRow) -> Response {
+    let message = format!(
+        "{} already has a live profile on {}: {}",
+        row.service, row.host, row.id
+    );
+    let body = serde_json::json!({
+        "error": { "code": "conflict", "message": message },
+        "profile": ProfileView::from(row),
+    });
+    (StatusCode::CONFLICT, Json(body)).into_response()
 }
 
 async fn stop(
@@ -201,6 +266,7 @@ async fn stop(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<impl IntoResponse, ApiError> {
     let row = load(&state, id).await?;
+    caller.require_profiling(&row.service)?;
     if row.status()?.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "profile {id} is already {}",
@@ -217,9 +283,10 @@ async fn stop(
 
 async fn describe(
     state: axum::extract::State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<ProfileView>, ApiError> {
+    caller.require(Role::Viewer)?;
     Ok(Json(ProfileView::from(load(&state, id).await?)))
 }
 
@@ -246,9 +313,19 @@ mod tests {
         let v =
             request(serde_json::json!({"host": "h-1", "pid": 42, "duration_secs": 10})).unwrap();
         assert_eq!(v.target, Target::Pid(42));
+        assert_eq!(
+            v.service, "h-1",
+            "pid targets default to the host as service"
+        );
         assert_eq!(v.frequency_hz, DEFAULT_FREQUENCY_HZ);
         let v = request(serde_json::json!({"host": "h", "process_name": "demo", "duration_secs": 1, "frequency_hz": 999})).unwrap();
         assert_eq!(v.target, Target::ProcessName("demo".into()));
+        assert_eq!(v.service, "demo");
+        let v = request(
+            serde_json::json!({"host": "h", "pid": 7, "service": "checkout", "duration_secs": 1}),
+        )
+        .unwrap();
+        assert_eq!(v.service, "checkout");
     }
 
     #[test]
@@ -265,6 +342,7 @@ mod tests {
             serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "frequency_hz": 10001}),
             serde_json::json!({"host": "h", "process_name": "a/b", "duration_secs": 5}),
             serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "window_secs": 0}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "service": "a b"}),
         ] {
             assert!(
                 matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))),

@@ -74,7 +74,7 @@ fn accepts_a_signed_command_for_this_host_once() {
     let key = Some(HOST.as_bytes());
     assert_eq!(
         check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW),
-        Verdict::Accepted(cmd.clone())
+        Verdict::Accepted(cmd.clone(), Default::default())
     );
     let replay = rejection(check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW));
     assert_eq!(replay.command_id, Some(cmd.id));

@@ -39,6 +39,13 @@ pub trait Session {
     /// Moves the samples collected since the last call into the window.
     fn poll(&mut self, sink: &mut WindowSink) -> Result<PollStats, PluginError>;
 
+    /// Samples at a new frequency from the next poll on (call right after a
+    /// poll: samples still buffered may be lost).
+    fn set_frequency(&mut self, frequency_hz: u32);
+
+    /// Switches sampling off (`true`) or back on, e.g. for a duty cycle.
+    fn set_paused(&mut self, paused: bool);
+
     /// The target now designates these (live) processes: attach new ones
     /// and their new threads, forget the ones gone.
     fn sync_targets(&mut self, pids: &[u32]);

@@ -88,3 +88,33 @@ pub fn sigterm(child: &Killed) {
         .expect("run kill");
     assert!(status.success());
 }
+
+/// Compiles tests/data/workload.c (threads and phases modes) as `name`.
+pub fn build_workload(name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workload.c");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let status = Command::new("cc")
+        .args([
+            "-O2",
+            "-pthread",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (cc) is needed to build the test workload");
+    assert!(status.success(), "cc failed to build {}", source.display());
+    out
+}
+
+/// Starts a built workload with its arguments, killed on drop.
+pub fn start_workload(binary: &Path, args: &[&str]) -> Killed {
+    let child = Command::new(binary)
+        .args(args)
+        .spawn()
+        .expect("start the workload");
+    std::thread::sleep(Duration::from_millis(300));
+    Killed(child)
+}

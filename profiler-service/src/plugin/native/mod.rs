@@ -172,6 +172,21 @@ impl Session for NativeSession {
         })
     }
 
+    fn set_frequency(&mut self, frequency_hz: u32) {
+        let kept_old = self.perf.set_frequency(frequency_hz);
+        if kept_old > 0 {
+            warn!(
+                kept_old,
+                frequency_hz, "some threads stay at the old frequency"
+            );
+        }
+        self.frequency_hz = frequency_hz;
+    }
+
+    fn set_paused(&mut self, paused: bool) {
+        self.perf.set_paused(paused);
+    }
+
     fn sync_targets(&mut self, pids: &[u32]) {
         let wanted: BTreeSet<u32> = pids.iter().copied().collect();
         for gone in self.pids.difference(&wanted) {

@@ -201,6 +201,9 @@ pub struct DrainStats {
 pub struct PerfSet {
     choice: EventChoice,
     frequency_hz: u32,
+    /// Whether sampling is switched off (duty cycle); new threads are
+    /// attached switched off too.
+    paused: bool,
     threads: HashMap<u32, ThreadEvent>,
     period_sum: u64,
     period_count: u64,
@@ -215,6 +218,7 @@ impl PerfSet {
         Ok(PerfSet {
             choice,
             frequency_hz,
+            paused: false,
             threads,
             period_sum: 0,
             period_count: 0,
@@ -260,8 +264,70 @@ impl PerfSet {
                 }
             }
         })?;
-        self.threads.insert(tid, ThreadEvent { pid, sampler });
+        let mut event = ThreadEvent { pid, sampler };
+        if self.paused {
+            if let Err(e) = event.sampler.disable() {
+                debug!(tid, error = %e, "cannot pause a new thread's event");
+            }
+        }
+        self.threads.insert(tid, event);
         Ok(())
+    }
+
+    pub fn frequency(&self) -> u32 {
+        self.frequency_hz
+    }
+
+    /// Samples at a new frequency from now on. perf-event2 has no safe
+    /// `PERF_EVENT_IOC_PERIOD`, so every thread's event is re-opened: drain
+    /// first, what is still buffered is lost. A thread whose new event
+    /// cannot be opened keeps its old one; the count of those is returned.
+    pub fn set_frequency(&mut self, frequency_hz: u32) -> usize {
+        if frequency_hz == self.frequency_hz {
+            return 0;
+        }
+        self.frequency_hz = frequency_hz;
+        let mut kept_old = 0;
+        let mut gone = Vec::new();
+        for (&tid, thread) in &mut self.threads {
+            match open(self.choice, tid, frequency_hz) {
+                Ok(mut sampler) => {
+                    if self.paused {
+                        let _ = sampler.disable();
+                    }
+                    thread.sampler = sampler;
+                }
+                Err(e) if is_gone(&e) => gone.push(tid),
+                Err(e) => {
+                    debug!(tid, error = %e, "cannot re-open event at the new frequency");
+                    kept_old += 1;
+                }
+            }
+        }
+        for tid in gone {
+            self.threads.remove(&tid);
+        }
+        self.period_sum = 0;
+        self.period_count = 0;
+        kept_old
+    }
+
+    /// Switches every thread's sampling off (`paused`) or back on.
+    pub fn set_paused(&mut self, paused: bool) {
+        if paused == self.paused {
+            return;
+        }
+        self.paused = paused;
+        for (tid, thread) in &mut self.threads {
+            let done = if paused {
+                thread.sampler.disable()
+            } else {
+                thread.sampler.enable()
+            };
+            if let Err(e) = done {
+                debug!(tid, paused, error = %e, "cannot switch a thread's event");
+            }
+        }
     }
 
     /// Closes a thread's event. Drain first: what is still buffered is lost.

@@ -1,0 +1,155 @@
+//! `GET /api/v1/profiles`: profiles filtered by service, host, status and
+//! time range, newest first, paginated with an opaque cursor (keyset
+//! pagination, so pages stay stable while new profiles arrive).
+
+use axum::Json;
+use chrono::{DateTime, Utc};
+use odp_store::{ProfileFilter, ProfileStatus};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::auth::{Caller, Role};
+use crate::error::ApiError;
+use crate::extract::AppQuery;
+use crate::routes::profiles::{validate_name, ProfileView};
+use crate::AppState;
+
+pub const MAX_PAGE: i64 = 500;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    pub service: Option<String>,
+    pub host: Option<String>,
+    pub status: Option<String>,
+    /// RFC 3339 times; profiles created in [since, until).
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ListResponse {
+    pub profiles: Vec<ProfileView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+pub(crate) async fn list(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppQuery(query): AppQuery<ListQuery>,
+) -> Result<Json<ListResponse>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let filter = query.into_filter()?;
+    let rows = state.profiles.list(&filter).await?;
+    let next_cursor = (rows.len() as i64 == filter.limit)
+        .then(|| rows.last().map(|r| encode_cursor(r.created_at, r.id)))
+        .flatten();
+    Ok(Json(ListResponse {
+        profiles: rows.into_iter().map(ProfileView::from).collect(),
+        next_cursor,
+    }))
+}
+
+impl ListQuery {
+    fn into_filter(self) -> Result<ProfileFilter, ApiError> {
+        if let Some(service) = &self.service {
+            validate_name("service", service)?;
+        }
+        if let Some(host) = &self.host {
+            validate_name("host", host)?;
+        }
+        let status = self
+            .status
+            .map(|s| {
+                s.parse::<ProfileStatus>()
+                    .map_err(|_| ApiError::Unprocessable(format!("unknown status {s:?}")))
+            })
+            .transpose()?;
+        if let (Some(since), Some(until)) = (self.since, self.until) {
+            if since >= until {
+                return Err(ApiError::Unprocessable(
+                    "`since` must be before `until`".into(),
+                ));
+            }
+        }
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(ApiError::Unprocessable(format!(
+                "`limit` must be between 1 and {MAX_PAGE}"
+            )));
+        }
+        let after = self.cursor.as_deref().map(decode_cursor).transpose()?;
+        Ok(ProfileFilter {
+            service: self.service,
+            host: self.host,
+            status,
+            since: self.since,
+            until: self.until,
+            after,
+            limit,
+        })
+    }
+}
+
+fn encode_cursor(at: DateTime<Utc>, id: Uuid) -> String {
+    format!("{}.{}", at.timestamp_micros(), id.simple())
+}
+
+fn decode_cursor(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
+    let bad = || ApiError::BadRequest(format!("invalid cursor {cursor:?}"));
+    let (micros, id) = cursor.split_once('.').ok_or_else(bad)?;
+    let at = micros
+        .parse::<i64>()
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_micros)
+        .ok_or_else(bad)?;
+    let id = Uuid::try_parse(id).map_err(|_| bad())?;
+    Ok((at, id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        let at = DateTime::<Utc>::from_timestamp_micros(1_790_000_000_123_456).unwrap();
+        let id = Uuid::new_v4();
+        assert_eq!(decode_cursor(&encode_cursor(at, id)).unwrap(), (at, id));
+        for bad in [
+            "",
+            "x",
+            "1.2",
+            "abc.00000000000000000000000000000000",
+            "99999999999999999999.x",
+        ] {
+            assert!(decode_cursor(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn filters_are_validated() {
+        let q = |json: serde_json::Value| {
+            serde_json::from_value::<ListQuery>(json)
+                .unwrap()
+                .into_filter()
+        };
+        assert_eq!(q(serde_json::json!({})).unwrap().limit, 50);
+        assert!(q(serde_json::json!({"limit": 0})).is_err());
+        assert!(q(serde_json::json!({"limit": 501})).is_err());
+        assert!(q(serde_json::json!({"status": "sleeping"})).is_err());
+        assert!(q(serde_json::json!({"host": "a b"})).is_err());
+        assert!(q(
+            serde_json::json!({"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"})
+        )
+        .is_err());
+        let f = q(serde_json::json!({"status": "running", "service": "checkout"})).unwrap();
+        assert_eq!(
+            (f.status, f.service.as_deref()),
+            (Some(ProfileStatus::Running), Some("checkout"))
+        );
+    }
+}

@@ -1,0 +1,135 @@
+/*
+ * workload: the cost-control tests' and benchmarks' target.
+ *
+ *   workload threads SECONDS BUSY IDLE
+ *       BUSY threads burn the CPU in busy_work; IDLE threads wake every
+ *       100 ms, spin about 0.3 ms in idle_tick and sleep again (the idle
+ *       daemons FSP prunes). Threads are named busy-N and idle-N.
+ *   workload phases SECONDS PHASE_MS
+ *       One thread whose hot functions change every PHASE_MS: phase A
+ *       splits 75/25 between phase_a_main and phase_a_side, phase B 75/25
+ *       between phase_b_main and phase_b_side (the changes FDA follows).
+ *
+ * Build: cc -O2 -pthread -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o workload workload.c
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define FRAME __attribute__((noinline, noclone))
+#else
+#define FRAME __attribute__((noinline))
+#endif
+
+#define UNIT 20000UL
+
+volatile uint64_t sink;
+static double deadline;
+
+/* Called last by every burner so none is a leaf (see burn.c). */
+FRAME void publish(uint64_t state) { sink = state; }
+
+static inline __attribute__((always_inline)) uint64_t spin(uint64_t s, unsigned long n)
+{
+    for (unsigned long i = 0; i < n; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        s ^= s >> 29;
+    }
+    return s;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+FRAME uint64_t busy_work(uint64_t s) { s = spin(s, UNIT); publish(s); return s; }
+FRAME uint64_t idle_tick(uint64_t s) { s = spin(s, UNIT); publish(s); return s; }
+
+FRAME uint64_t phase_a_main(uint64_t s) { s = spin(s, 3 * UNIT); publish(s); return s; }
+FRAME uint64_t phase_a_side(uint64_t s) { s = spin(s, UNIT); publish(s); return s; }
+FRAME uint64_t phase_b_main(uint64_t s) { s = spin(s, 3 * UNIT); publish(s); return s; }
+FRAME uint64_t phase_b_side(uint64_t s) { s = spin(s, UNIT); publish(s); return s; }
+
+static void *busy(void *arg)
+{
+    uint64_t s = (uint64_t)(uintptr_t)arg;
+    while (now() < deadline)
+        s = busy_work(s);
+    return NULL;
+}
+
+static void *idle(void *arg)
+{
+    uint64_t s = (uint64_t)(uintptr_t)arg;
+    struct timespec pause = {0, 100 * 1000 * 1000};
+    while (now() < deadline) {
+        double until = now() + 0.0003;
+        while (now() < until)
+            s = idle_tick(s);
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
+static int threads(int busy_n, int idle_n)
+{
+    int n = busy_n + idle_n;
+    pthread_t *ids = calloc((size_t)n, sizeof *ids);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        int is_busy = i < busy_n;
+        snprintf(name, sizeof name, "%s-%d", is_busy ? "busy" : "idle", is_busy ? i : i - busy_n);
+        if (pthread_create(&ids[i], &attr, is_busy ? busy : idle, (void *)(uintptr_t)(i + 1)) != 0) {
+            perror("pthread_create");
+            return 1;
+        }
+        pthread_setname_np(ids[i], name);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(ids[i], NULL);
+    free(ids);
+    return 0;
+}
+
+static int phases(double phase_s)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ULL;
+    double start = now();
+    while (now() < deadline) {
+        int b = ((long)((now() - start) / phase_s)) % 2;
+        if (b) {
+            s = phase_b_main(s);
+            s = phase_b_side(s);
+        } else {
+            s = phase_a_main(s);
+            s = phase_a_side(s);
+        }
+    }
+    return (int)(s & 1) * 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: workload threads SECONDS BUSY IDLE | phases SECONDS PHASE_MS\n");
+        return 2;
+    }
+    deadline = now() + atof(argv[2]);
+    if (strcmp(argv[1], "threads") == 0 && argc == 5)
+        return threads(atoi(argv[3]), atoi(argv[4]));
+    if (strcmp(argv[1], "phases") == 0 && argc == 4)
+        return phases(atof(argv[3]) / 1000.0);
+    fprintf(stderr, "bad arguments\n");
+    return 2;
+}

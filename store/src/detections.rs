@@ -1,0 +1,206 @@
+//! What the rules found in each profile: one row per (profile, rule),
+//! rewritten by every evaluation so redelivery and re-evaluation never
+//! duplicate it.
+
+use chrono::{DateTime, Utc};
+use odp_core::Target;
+use serde::{Deserialize, Serialize};
+use sqlx::types::Json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::query::{frame_names, stack_frame_ids};
+use crate::Result;
+
+/// One of the heaviest stacks behind a detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackHit {
+    pub stack_id: Uuid,
+    pub count: u64,
+}
+
+/// A rule's finding on one profile, as evaluation writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Detection {
+    pub rule_id: String,
+    /// Matched samples as a percentage of all the profile's samples.
+    pub share: f64,
+    /// The threshold that applied (after per-service overrides).
+    pub threshold_pct: f64,
+    pub samples_matched: u64,
+    pub samples_total: u64,
+    pub stacks: Vec<StackHit>,
+}
+
+/// Who a profile profiles: what its service is derived from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfileIdentity {
+    pub target: Option<Target>,
+    /// The profile's host, or failing a profile row, the first snapshot's.
+    pub host: Option<String>,
+    /// The service recorded with the request, when the schema has one.
+    pub service: Option<String>,
+}
+
+/// Reads what a profile's service is derived from. Works for snapshots of
+/// a profile the database has no request for (the host comes from them).
+pub async fn profile_identity(pool: &PgPool, profile_id: Uuid) -> Result<ProfileIdentity> {
+    // `to_jsonb(p)` reads whatever columns the profile row has, so this
+    // does not depend on which later migration added `service`.
+    let (row, snapshot_host): (Option<serde_json::Value>, Option<String>) = sqlx::query_as(
+        "select (select to_jsonb(p) from profiles p where p.id = $1),
+                (select host from snapshots where profile_id = $1 order by id limit 1)",
+    )
+    .bind(profile_id)
+    .fetch_one(pool)
+    .await?;
+    let text = |key: &str| {
+        row.as_ref()
+            .and_then(|r| r.get(key))
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Ok(ProfileIdentity {
+        target: row
+            .as_ref()
+            .and_then(|r| r.get("target"))
+            .and_then(|t| serde_json::from_value(t.clone()).ok()),
+        host: text("host").or(snapshot_host),
+        service: text("service"),
+    })
+}
+
+/// Replaces a profile's detections with `found`: rows for rules still
+/// flagged are updated in place (keeping when they were first found), the
+/// others removed. One transaction, idempotent.
+pub async fn save_detections(pool: &PgPool, profile_id: Uuid, found: &[Detection]) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let rule_ids: Vec<&str> = found.iter().map(|d| d.rule_id.as_str()).collect();
+    sqlx::query("delete from detections where profile_id = $1 and not (rule_id = any($2))")
+        .bind(profile_id)
+        .bind(&rule_ids)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "insert into detections (profile_id, rule_id, share, threshold_pct, samples_matched,
+                                 samples_total, stacks)
+         select $1, rule_id, share, threshold_pct, samples_matched, samples_total, stacks
+         from jsonb_to_recordset($2) as d(rule_id text, share float8, threshold_pct float8,
+             samples_matched bigint, samples_total bigint, stacks jsonb)
+         on conflict (profile_id, rule_id) do update set
+             share = excluded.share, threshold_pct = excluded.threshold_pct,
+             samples_matched = excluded.samples_matched, samples_total = excluded.samples_total,
+             stacks = excluded.stacks, last_evaluated_at = now()",
+    )
+    .bind(profile_id)
+    .bind(Json(found))
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A matching stack with its frames' names, root first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IssueStack {
+    pub stack_id: Uuid,
+    pub count: u64,
+    pub frames: Vec<String>,
+}
+
+/// A detection with its rule's text, as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Issue {
+    pub rule_id: String,
+    pub kind: String,
+    pub title: String,
+    pub explanation: String,
+    pub fix: String,
+    pub link: String,
+    pub share: f64,
+    pub threshold_pct: f64,
+    pub samples_matched: u64,
+    pub samples_total: u64,
+    pub stacks: Vec<IssueStack>,
+    pub first_evaluated_at: DateTime<Utc>,
+    pub last_evaluated_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct IssueRow {
+    rule_id: String,
+    kind: String,
+    title: String,
+    explanation: String,
+    fix: String,
+    link: String,
+    share: f64,
+    threshold_pct: f64,
+    samples_matched: i64,
+    samples_total: i64,
+    stacks: Json<Vec<StackHit>>,
+    first_evaluated_at: DateTime<Utc>,
+    last_evaluated_at: DateTime<Utc>,
+}
+
+/// A profile's detections, largest share first, with their stacks'
+/// frame names.
+pub async fn profile_issues(pool: &PgPool, profile_id: Uuid) -> Result<Vec<Issue>> {
+    let rows: Vec<IssueRow> = sqlx::query_as(
+        "select d.rule_id, r.kind, r.title, r.explanation, r.fix, r.link, d.share,
+                d.threshold_pct, d.samples_matched, d.samples_total, d.stacks,
+                d.first_evaluated_at, d.last_evaluated_at
+         from detections d join rules r on r.id = d.rule_id
+         where d.profile_id = $1
+         order by d.share desc, d.rule_id",
+    )
+    .bind(profile_id)
+    .fetch_all(pool)
+    .await?;
+    let mut stack_ids: Vec<Uuid> = rows
+        .iter()
+        .flat_map(|r| r.stacks.iter().map(|s| s.stack_id))
+        .collect();
+    stack_ids.sort_unstable();
+    stack_ids.dedup();
+    let stacks = stack_frame_ids(pool, &stack_ids).await?;
+    let mut frame_ids: Vec<Uuid> = stacks.values().flatten().copied().collect();
+    frame_ids.sort_unstable();
+    frame_ids.dedup();
+    let names = frame_names(pool, &frame_ids).await?;
+    let unknown = "[unknown]".to_owned();
+    Ok(rows
+        .into_iter()
+        .map(|r| Issue {
+            stacks: r
+                .stacks
+                .iter()
+                .map(|hit| IssueStack {
+                    stack_id: hit.stack_id,
+                    count: hit.count,
+                    frames: stacks
+                        .get(&hit.stack_id)
+                        .map(|ids| {
+                            ids.iter()
+                                .map(|id| names.get(id).unwrap_or(&unknown).clone())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                })
+                .collect(),
+            rule_id: r.rule_id,
+            kind: r.kind,
+            title: r.title,
+            explanation: r.explanation,
+            fix: r.fix,
+            link: r.link,
+            share: r.share,
+            threshold_pct: r.threshold_pct,
+            samples_matched: r.samples_matched.max(0) as u64,
+            samples_total: r.samples_total.max(0) as u64,
+            first_evaluated_at: r.first_evaluated_at,
+            last_evaluated_at: r.last_evaluated_at,
+        })
+        .collect())
+}

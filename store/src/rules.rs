@@ -1,0 +1,134 @@
+//! Detection rules: the shipped seed pack and admins' own rules.
+//!
+//! A rule row's `source` says who owns it. Seed rows are refreshed from
+//! the pack the pipeline ships each time it starts; writing a rule through
+//! [`save_user_rule`] (an admin creating or editing one, seed ids included)
+//! makes it `user`, and the pack never overwrites it again.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::types::Json;
+use sqlx::PgPool;
+
+use crate::Result;
+
+/// A rule as the pack file and the database hold it. `kind` selects the
+/// rule kind and `spec` carries its kind-specific parameters, so new kinds
+/// need no schema change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
+#[serde(deny_unknown_fields)]
+pub struct RuleDef {
+    pub id: String,
+    pub title: String,
+    pub explanation: String,
+    pub fix: String,
+    pub link: String,
+    pub kind: String,
+    pub spec: serde_json::Value,
+    /// Flag at or above this percentage of samples.
+    pub threshold_pct: f64,
+    /// Per-service overrides of `threshold_pct`.
+    #[serde(default)]
+    #[sqlx(json)]
+    pub service_thresholds: BTreeMap<String, f64>,
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl RuleDef {
+    /// The threshold that applies to a profile of `service`.
+    pub fn threshold_for(&self, service: &str) -> f64 {
+        self.service_thresholds
+            .get(service)
+            .copied()
+            .unwrap_or(self.threshold_pct)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RuleRow {
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub rule: RuleDef,
+    /// `seed` or `user`.
+    pub source: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, title, explanation, fix, link, kind, spec, threshold_pct,
+                       service_thresholds, enabled";
+
+/// Installs the seed pack: new rules are inserted, seed rows refreshed when
+/// the pack changed them; rules an admin owns are left alone. Returns how
+/// many rows were written.
+pub async fn install_seed_rules(pool: &PgPool, rules: &[RuleDef]) -> Result<u64> {
+    let result = sqlx::query(&format!(
+        "insert into rules ({COLUMNS}, source)
+         select {COLUMNS}, 'seed'
+         from jsonb_to_recordset($1) as r(id text, title text, explanation text, fix text,
+             link text, kind text, spec jsonb, threshold_pct float8, service_thresholds jsonb,
+             enabled boolean)
+         on conflict (id) do update set
+             title = excluded.title, explanation = excluded.explanation, fix = excluded.fix,
+             link = excluded.link, kind = excluded.kind, spec = excluded.spec,
+             threshold_pct = excluded.threshold_pct,
+             service_thresholds = excluded.service_thresholds, enabled = excluded.enabled,
+             updated_at = now()
+         where rules.source = 'seed'
+           and (rules.id, rules.title, rules.explanation, rules.fix, rules.link, rules.kind,
+                rules.spec, rules.threshold_pct, rules.service_thresholds, rules.enabled)
+               is distinct from
+               (excluded.id, excluded.title, excluded.explanation, excluded.fix, excluded.link,
+                excluded.kind, excluded.spec, excluded.threshold_pct,
+                excluded.service_thresholds, excluded.enabled)"
+    ))
+    .bind(Json(rules))
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected())
+}
+
+/// Creates or replaces a rule on an admin's behalf; from then on it is the
+/// admin's and seeding never touches it.
+pub async fn save_user_rule(pool: &PgPool, rule: &RuleDef) -> Result<RuleRow> {
+    Ok(sqlx::query_as::<_, RuleRow>(
+        "insert into rules (id, title, explanation, fix, link, kind, spec, threshold_pct,
+                            service_thresholds, enabled, source)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'user')
+         on conflict (id) do update set
+             title = excluded.title, explanation = excluded.explanation, fix = excluded.fix,
+             link = excluded.link, kind = excluded.kind, spec = excluded.spec,
+             threshold_pct = excluded.threshold_pct,
+             service_thresholds = excluded.service_thresholds, enabled = excluded.enabled,
+             source = 'user', updated_at = now()
+         returning *",
+    )
+    .bind(&rule.id)
+    .bind(&rule.title)
+    .bind(&rule.explanation)
+    .bind(&rule.fix)
+    .bind(&rule.link)
+    .bind(&rule.kind)
+    .bind(&rule.spec)
+    .bind(rule.threshold_pct)
+    .bind(Json(&rule.service_thresholds))
+    .bind(rule.enabled)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Every rule, by id.
+pub async fn list_rules(pool: &PgPool) -> Result<Vec<RuleRow>> {
+    Ok(
+        sqlx::query_as::<_, RuleRow>("select * from rules order by id")
+            .fetch_all(pool)
+            .await?,
+    )
+}
