@@ -26,6 +26,16 @@ pub enum CliCommand {
         #[arg(long)]
         public_key: PathBuf,
     },
+    /// Write a self-signed TLS certificate and key for development.
+    DevCert {
+        #[arg(long)]
+        cert: PathBuf,
+        #[arg(long)]
+        key: PathBuf,
+        /// DNS names and IP addresses the certificate is valid for.
+        #[arg(long, value_delimiter = ',', default_value = "localhost,127.0.0.1")]
+        names: Vec<String>,
+    },
     /// Print a bearer token signed with the API secret (admin use).
     Token {
         #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
@@ -64,6 +74,15 @@ pub struct ServeConfig {
     /// How long a command stays valid for the agent.
     #[arg(long, env = "ODP_COMMAND_TTL_SECS", default_value_t = 60, value_parser = clap::value_parser!(i64).range(5..=3600))]
     pub command_ttl_secs: i64,
+    /// PEM certificate (chain) the API serves HTTPS with.
+    #[arg(long, env = "ODP_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `--tls-cert`.
+    #[arg(long, env = "ODP_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP instead (only behind a TLS-terminating proxy).
+    #[arg(long, env = "ODP_INSECURE_HTTP")]
+    pub insecure_http: bool,
     /// A start no agent acknowledged within this long is marked expired.
     #[arg(long, env = "ODP_START_ACK_TIMEOUT_SECS", default_value_t = 90, value_parser = clap::value_parser!(u64).range(5..=86_400))]
     pub start_ack_timeout_secs: u64,
@@ -76,6 +95,22 @@ impl ServeConfig {
         }
         if self.kafka_bootstrap.trim().is_empty() {
             return Err("--kafka-bootstrap is empty".into());
+        }
+        match (&self.tls_cert, &self.tls_key, self.insecure_http) {
+            (Some(_), Some(_), false) | (None, None, true) => {}
+            (Some(_), Some(_), true) => {
+                return Err("give either --tls-cert/--tls-key or --insecure-http, not both".into())
+            }
+            (Some(_), None, _) | (None, Some(_), _) => {
+                return Err("--tls-cert and --tls-key go together".into())
+            }
+            (None, None, false) => {
+                return Err(
+                    "HTTPS needs --tls-cert and --tls-key (`odp-api-server dev-cert` makes a \
+                            development pair); plain HTTP needs --insecure-http"
+                        .into(),
+                )
+            }
         }
         if (self.start_ack_timeout_secs as i64) < self.command_ttl_secs {
             return Err("--start-ack-timeout-secs must be at least --command-ttl-secs: an agent may act until the command expires".into());

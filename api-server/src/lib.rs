@@ -13,6 +13,7 @@ pub mod dispatch;
 pub mod error;
 mod extract;
 pub mod routes;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -45,6 +46,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(routes::profiles::router())
         .merge(routes::flamegraph::router())
+        .merge(routes::issues::router())
         .route("/healthz", get(health))
         .fallback(not_found)
         .layer(TraceLayer::new_for_http())
@@ -132,8 +134,12 @@ pub async fn serve(
         state.profiles.clone(),
         Duration::from_secs(config.start_ack_timeout_secs),
     ));
+    if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
+        tls::serve_https(app(state), config.listen, cert, key, shutdown).await?;
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
-    tracing::info!(addr = %listener.local_addr()?, "api-server listening");
+    tracing::warn!(addr = %listener.local_addr()?, "api-server listening on plain HTTP (--insecure-http)");
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await?;

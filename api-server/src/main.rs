@@ -20,6 +20,12 @@ async fn main() -> anyhow::Result<()> {
             std::fs::write(&public_key, public)
                 .with_context(|| format!("writing {}", public_key.display()))?;
         }
+        CliCommand::DevCert { cert, key, names } => {
+            let (cert_pem, key_pem) = odp_api_server::tls::generate_dev_cert(&names)?;
+            std::fs::write(&cert, cert_pem)
+                .with_context(|| format!("writing {}", cert.display()))?;
+            write_private(&key, &key_pem)?;
+        }
         CliCommand::Token {
             jwt_secret,
             sub,

@@ -21,17 +21,42 @@ pub struct Reply {
     pub text: String,
 }
 
+/// An HTTP client that also trusts `ca_pem` when given.
+pub fn http_client(ca_pem: Option<&[u8]>) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(30));
+    if let Some(pem) = ca_pem {
+        let cert = reqwest::Certificate::from_pem(pem)
+            .map_err(|e| DevError::Invalid(format!("reading the API's CA certificate: {e}")))?;
+        builder = builder.add_root_certificate(cert);
+    }
+    builder
+        .build()
+        .map_err(|e| DevError::Invalid(format!("building an HTTP client: {e}")))
+}
+
 const TERMINAL: [&str; 4] = ["finished", "stopped", "failed", "expired"];
 
 impl ApiClient {
+    /// A client of a plain-HTTP API (or one with a publicly trusted
+    /// certificate).
     pub fn new(base: &str, token: &str) -> Self {
+        Self::with_http(
+            base,
+            token,
+            http_client(None).expect("a client without extra roots always builds"),
+        )
+    }
+
+    /// A client that trusts `ca_pem` (the API's self-signed certificate).
+    pub fn with_ca(base: &str, token: &str, ca_pem: &[u8]) -> Result<Self> {
+        Ok(Self::with_http(base, token, http_client(Some(ca_pem))?))
+    }
+
+    fn with_http(base: &str, token: &str, http: reqwest::Client) -> Self {
         ApiClient {
             base: base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .expect("a plain HTTP client always builds"),
+            http,
         }
     }
 

@@ -26,19 +26,19 @@ mod state;
 mod sys;
 mod tools;
 
-pub use client::{ApiClient, Reply};
+pub use client::{http_client, ApiClient, Reply};
 pub use demo::{build_demo, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
 pub use kafka::{create_topics, fetch_metadata, TopicSpec, Topics};
 pub use platform::{
-    mint_scoped_token, mint_token, write_signing_keys, Platform, PlatformOptions, StackEndpoints,
+    mint_scoped_token, mint_token, write_dev_cert, write_signing_keys, Platform, PlatformOptions,
+    StackEndpoints,
 };
 pub use ports::{pick_free_port, pick_free_ports, port_accepts};
 pub use postgres::{ensure_service_user, PostgresCluster, RunAs, SERVICE_USER};
 pub use process::{
-    log_tail, wait_for, wait_for_some, wait_http_ready, ServiceBuilder, ServiceProcess,
-    DEFAULT_STOP_TIMEOUT,
+    log_tail, wait_for, wait_for_some, ServiceBuilder, ServiceProcess, DEFAULT_STOP_TIMEOUT,
 };
 pub use quickstart::{hostname, quickstart, stop_services, QuickstartOptions, ServicesRecord};
 pub use stack::{Stack, StackOptions, StateDir};

@@ -9,7 +9,7 @@ use crate::client::ApiClient;
 use crate::error::{DevError, IoContext, Result};
 use crate::kafka::Topics;
 use crate::ports::pick_free_port;
-use crate::process::{wait_http_ready, ServiceProcess};
+use crate::process::{wait_for, ServiceProcess};
 use crate::tools::workspace_binary;
 
 #[derive(Debug, Clone)]
@@ -51,7 +51,11 @@ pub struct StackEndpoints {
 }
 
 pub struct Platform {
+    /// `https://127.0.0.1:PORT`, served with a self-signed certificate.
     pub api_url: String,
+    /// The API's certificate (PEM), to trust in clients.
+    pub ca_pem: Vec<u8>,
+    pub ca_path: PathBuf,
     pub token: String,
     pub host_id: String,
     pub jwt_secret: String,
@@ -71,10 +75,13 @@ impl Platform {
             std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
         }
         let (signing_key, public_key) = write_signing_keys(&keys)?;
+        let (tls_cert, tls_key) = write_dev_cert(&keys)?;
+        let ca_pem =
+            std::fs::read(&tls_cert).io_context(|| format!("reading {}", tls_cert.display()))?;
         let jwt_secret = random_secret();
 
         let port = pick_free_port()?;
-        let api_url = format!("http://127.0.0.1:{port}");
+        let api_url = format!("https://127.0.0.1:{port}");
         let mut api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?);
         if let Some(timeout) = options.start_ack_timeout_secs {
             api = api
@@ -89,6 +96,10 @@ impl Platform {
             .args(["--topic-commands", &stack.topics.commands])
             .arg("--command-signing-key")
             .arg(&signing_key)
+            .arg("--tls-cert")
+            .arg(&tls_cert)
+            .arg("--tls-key")
+            .arg(&tls_key)
             .env("ODP_JWT_SECRET", &jwt_secret)
             .log_dir(&logs)
             .own_process_group(options.detached)
@@ -108,12 +119,18 @@ impl Platform {
         } else {
             None
         };
-        wait_http_ready(&format!("{api_url}/healthz"), Duration::from_secs(60))
-            .await
-            .map_err(|e| with_log(e, &api))?;
+        let health = ApiClient::with_ca(&api_url, "", &ca_pem)?;
+        wait_for("the api-server to answer /healthz", Duration::from_secs(60), || {
+            let health = health.clone();
+            async move { matches!(health.request(reqwest::Method::GET, "/healthz", None).await, Ok(r) if r.status == 200) }
+        })
+        .await
+        .map_err(|e| with_log(e, &api))?;
         let token = mint_token(&jwt_secret, "odp-dev")?;
         Ok(Platform {
             api_url,
+            ca_pem,
+            ca_path: tls_cert,
             token,
             host_id: options.host_id,
             jwt_secret,
@@ -125,8 +142,21 @@ impl Platform {
         })
     }
 
+    /// A client with the admin token.
     pub fn client(&self) -> ApiClient {
-        ApiClient::new(&self.api_url, &self.token)
+        self.client_for(&self.token)
+    }
+
+    /// A client with another token (empty: none).
+    pub fn client_for(&self, token: &str) -> ApiClient {
+        ApiClient::with_ca(&self.api_url, token, &self.ca_pem)
+            .expect("the platform's certificate was read before")
+    }
+
+    /// A raw HTTP client trusting the API's certificate.
+    pub fn http(&self) -> reqwest::Client {
+        crate::client::http_client(Some(&self.ca_pem))
+            .expect("the platform's certificate was read before")
     }
 
     /// Leaves the services running when this value is dropped; returns
@@ -182,6 +212,29 @@ fn with_log(error: DevError, service: &ServiceProcess) -> DevError {
         service.name(),
         service.log_tail(30)
     ))
+}
+
+/// Writes a self-signed TLS certificate and key for 127.0.0.1 and
+/// localhost with the api-server's own `dev-cert` subcommand.
+pub fn write_dev_cert(dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
+    let binary = workspace_binary("odp-api-server")?;
+    let output = std::process::Command::new(&binary)
+        .arg("dev-cert")
+        .arg("--cert")
+        .arg(&cert)
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .io_context(|| format!("running {} dev-cert", binary.display()))?;
+    if !output.status.success() {
+        return Err(DevError::CommandFailed {
+            command: "odp-api-server dev-cert".into(),
+            status: output.status.to_string(),
+            output: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok((cert, key))
 }
 
 /// Writes a fresh Ed25519 key pair for command signing.

@@ -296,30 +296,6 @@ where
     }
 }
 
-/// Waits until a GET of `url` answers with a 2xx status.
-pub async fn wait_http_ready(url: &str, timeout: Duration) -> Result<()> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .map_err(|error| DevError::Invalid(format!("building an HTTP client: {error}")))?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let problem = match client.get(url).send().await {
-            Ok(response) if response.status().is_success() => return Ok(()),
-            Ok(response) => format!("last status {}", response.status()),
-            Err(error) => format!("last error {error}"),
-        };
-        if tokio::time::Instant::now() >= deadline {
-            return Err(DevError::Timeout {
-                what: format!("{url} to answer 2xx"),
-                timeout,
-                detail: format!(" ({problem})"),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

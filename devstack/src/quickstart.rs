@@ -27,6 +27,8 @@ pub struct QuickstartOptions {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ServicesRecord {
     pub api_url: String,
+    /// The API's self-signed certificate, for `curl --cacert`.
+    pub ca_path: PathBuf,
     pub token: String,
     pub host_id: String,
     pub pids: Vec<u32>,
@@ -114,6 +116,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let client = platform.client();
     let services = ServicesRecord {
         api_url: platform.api_url.clone(),
+        ca_path: platform.ca_path.clone(),
         token: platform.token.clone(),
         host_id: platform.host_id.clone(),
         pids: Vec::new(),
@@ -166,7 +169,8 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     println!("saved a copy to:    {}", svg_path.display());
     println!("API token:          export ODP_TOKEN={}", services.token);
     println!(
-        "try:                curl -H \"Authorization: Bearer $ODP_TOKEN\" {}/api/v1/profiles/{id}/top",
+        "try:                curl --cacert {} -H \"Authorization: Bearer $ODP_TOKEN\" {}/api/v1/profiles/{id}/top",
+        services.ca_path.display(),
         services.api_url
     );
     println!("stop everything:    target/debug/odp-dev down");

@@ -1,6 +1,6 @@
 //! Turning a batch of raw messages into storable work, sans I/O.
 
-use odp_core::event::AgentEvent;
+use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::Snapshot;
 
 /// A message as taken off the consumer, owned so the batch can outlive the
@@ -56,6 +56,24 @@ pub(crate) fn decode(messages: Vec<RawMessage>, stacks_topic: &str, events_topic
         }
     }
     out
+}
+
+/// The profiles whose detections a batch may change: those it brought
+/// samples for and those it reports finished, each once.
+pub(crate) fn profiles_to_evaluate(decoded: &Decoded) -> Vec<uuid::Uuid> {
+    let finished = decoded.events.iter().filter_map(|(_, e)| match &e.kind {
+        AgentEventKind::ProfileFinished { profile_id, .. } => Some(*profile_id),
+        _ => None,
+    });
+    let mut ids: Vec<uuid::Uuid> = decoded
+        .snapshots
+        .iter()
+        .map(|(_, s)| s.profile_id)
+        .chain(finished)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// The offsets to commit after a batch: for each partition, one past the
@@ -122,6 +140,7 @@ mod tests {
         assert!(decoded.rejected[1]
             .reason
             .starts_with("undecodable agent event"));
+        assert_eq!(profiles_to_evaluate(&decoded), vec![uuid::Uuid::nil()]);
     }
 
     #[test]

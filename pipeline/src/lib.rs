@@ -9,10 +9,17 @@
 //! rejected by the database as invalid) goes to `odp.dead-letter` with the
 //! reason before its offset is committed: nothing is lost, nothing blocks
 //! the partition.
+//!
+//! After a batch is stored, and before its offsets are committed, the
+//! profiles it touched (and those it reports finished) are run through the
+//! detection rules ([`rules`], [`detect`]); their findings are upserted, so
+//! a redelivered batch re-evaluates to the same result.
 
 mod batch;
 mod config;
 mod dead_letter;
+pub mod detect;
+pub mod rules;
 mod worker;
 
 pub use config::{Config, Topics};

@@ -11,6 +11,7 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use sqlx::PgPool;
 
 use crate::batch::{self, RawMessage, Rejected};
+use crate::detect::{DetectError, Detector};
 use crate::{dead_letter, Config, PipelineError};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -24,6 +25,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     })
     .await?;
     odp_store::migrate(&pool).await?;
+    let detector = retry_detector(&pool).await;
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", &config.kafka_bootstrap)
         .set("group.id", &config.group_id)
@@ -43,7 +45,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     loop {
         let work = async {
             let messages = next_batch(&consumer, &config).await;
-            process(&pool, &producer, &consumer, &config, messages).await
+            let sinks = Sinks {
+                pool: &pool,
+                producer: &producer,
+                consumer: &consumer,
+                detector: &detector,
+            };
+            process(&sinks, &config, messages).await
         };
         tokio::select! {
             _ = &mut shutdown => break,
@@ -85,18 +93,31 @@ async fn next_batch(consumer: &StreamConsumer, config: &Config) -> Vec<RawMessag
     batch
 }
 
+/// Where a batch's work goes.
+struct Sinks<'a> {
+    pool: &'a PgPool,
+    producer: &'a FutureProducer,
+    consumer: &'a StreamConsumer,
+    detector: &'a Detector,
+}
+
 async fn process(
-    pool: &PgPool,
-    producer: &FutureProducer,
-    consumer: &StreamConsumer,
+    sinks: &Sinks<'_>,
     config: &Config,
     messages: Vec<RawMessage>,
 ) -> Result<(), PipelineError> {
+    let Sinks {
+        pool,
+        producer,
+        consumer,
+        ..
+    } = *sinks;
     let positions: Vec<(String, i32, i64)> = messages
         .iter()
         .map(|m| (m.topic.clone(), m.partition, m.offset))
         .collect();
     let mut decoded = batch::decode(messages, &config.topics.stacks, &config.topics.events);
+    let touched = batch::profiles_to_evaluate(&decoded);
 
     let snapshots: Vec<&Snapshot> = decoded.snapshots.iter().map(|(_, s)| s).collect();
     let stored = retry_transient("store snapshots", || {
@@ -141,6 +162,9 @@ async fn process(
             });
         }
     }
+    // After the data is durable, before the offsets are: a crash re-runs
+    // the evaluation, whose upserts make that harmless.
+    sinks.detector.evaluate_all(pool, &touched).await;
     for rejected in &decoded.rejected {
         retry_dead_letter(producer, &config.topics.dead_letter, rejected).await;
     }
@@ -162,6 +186,27 @@ fn commit(
     // worker threads' hot path.
     tokio::task::block_in_place(|| consumer.commit(&list, CommitMode::Sync))?;
     Ok(())
+}
+
+/// Installs the seed rules and loads the rule set, retrying while the
+/// database is unavailable. Any other failure leaves detection without rules until they load, rather
+/// than stopping ingest.
+async fn retry_detector(pool: &PgPool) -> Detector {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match Detector::start(pool).await {
+            Ok(detector) => return detector,
+            Err(DetectError::Store(e)) if e.is_transient() => {
+                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "loading rules failed, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "issue detection unavailable at start-up");
+                return Detector::unloaded();
+            }
+        }
+    }
 }
 
 /// Retries while the error is transient (database down, connection lost),

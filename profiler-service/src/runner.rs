@@ -145,7 +145,7 @@ pub fn run(
             break FinishReason::DurationElapsed;
         }
         if clock.window_due(now) {
-            let (snapshot, next_hz) = close_window(
+            let closed = close_window(
                 session.as_mut(),
                 &mut sink,
                 &mut clock,
@@ -153,7 +153,8 @@ pub fn run(
                 spec,
                 &mut lost,
             );
-            if !emit_window(&mut emit, snapshot) {
+            let next_hz = closed.next_hz;
+            if !emit_window(&mut emit, closed) {
                 return;
             }
             if let Some(hz) = next_hz {
@@ -168,7 +169,7 @@ pub fn run(
         debug!(profile_id = %id, error = %e, "final drain failed");
     }
     if publish_final(sink.samples(), clock.sequence()) {
-        let (snapshot, _) = close_window(
+        let closed = close_window(
             session.as_mut(),
             &mut sink,
             &mut clock,
@@ -176,7 +177,7 @@ pub fn run(
             spec,
             &mut lost,
         );
-        if !emit_window(&mut emit, snapshot) {
+        if !emit_window(&mut emit, closed) {
             return;
         }
     }
@@ -194,17 +195,24 @@ fn poll(
     Ok(())
 }
 
-/// Emits a window and its cost reports; false when nobody listens.
-fn emit_window(
-    emit: &mut impl FnMut(RunnerEvent) -> bool,
-    (snapshot, events): (Snapshot, Vec<CostEventKind>),
-) -> bool {
-    emit(RunnerEvent::Window(Box::new(snapshot)))
-        && events.into_iter().all(|e| emit(RunnerEvent::Cost(e)))
+/// A closed window: its (pruned) snapshot, what cost control reports about
+/// it, and the next window's frequency when it changes.
+struct Closed {
+    snapshot: Snapshot,
+    reports: Vec<CostEventKind>,
+    next_hz: Option<u32>,
 }
 
-/// Closes the window: its snapshot (pruned) with its cost reports, and the
-/// next window's frequency when it changes.
+/// Emits a window and its cost reports; false when nobody listens.
+fn emit_window(emit: &mut impl FnMut(RunnerEvent) -> bool, closed: Closed) -> bool {
+    emit(RunnerEvent::Window(Box::new(closed.snapshot)))
+        && closed
+            .reports
+            .into_iter()
+            .all(|e| emit(RunnerEvent::Cost(e)))
+}
+
+/// Closes the current window into a snapshot and applies cost control.
 fn close_window(
     session: &mut dyn Session,
     sink: &mut WindowSink,
@@ -212,7 +220,7 @@ fn close_window(
     control: &mut Control,
     spec: &ProfileSpec,
     lost: &mut u64,
-) -> ((Snapshot, Vec<CostEventKind>), Option<u32>) {
+) -> Closed {
     let now = Instant::now();
     let bounds = clock.close(now, unix_ms());
     if *lost > 0 {
@@ -232,5 +240,9 @@ fn close_window(
         frequency_hz: control.frequency(),
     });
     let outcome = control.close_window(&mut snapshot, now);
-    ((snapshot, outcome.events), outcome.next_hz)
+    Closed {
+        snapshot,
+        reports: outcome.events,
+        next_hz: outcome.next_hz,
+    }
 }

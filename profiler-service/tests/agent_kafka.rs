@@ -197,6 +197,24 @@ async fn agent_serves_commands_through_kafka() {
     // exits once the running profile's duration is over.
     let mut agent = h.spawn_agent();
     let missing = Uuid::new_v4();
+    // Cost-control options are validated: a bad one refuses the start.
+    let bad_options = Uuid::new_v4();
+    let options = odp_core::cost::StartOptions {
+        fsp_share: Some(1.5),
+        ..Default::default()
+    };
+    h.send(
+        &h.host,
+        &h.command_with_options(CommandAction::Start(start(bad_options, pid)), &options),
+    )
+    .await;
+    let rejected = h
+        .wait_event(|k| matches!(k, AgentEventKind::CommandRejected { profile_id: Some(p), .. } if *p == bad_options))
+        .await;
+    assert!(
+        matches!(rejected, AgentEventKind::CommandRejected { reason, .. } if reason.contains("fsp_share"))
+    );
+
     let mut nothing = start(missing, pid);
     nothing.target = Target::ProcessName("no-such-process-odp".into());
     h.send(&h.host, &h.command(CommandAction::Start(nothing)))

@@ -170,7 +170,10 @@ fn fsp_prunes_idle_threads() {
         // The busy threads always stay; pruned ones leave no trace.
         let names: Vec<&str> = s.threads.iter().map(|t| t.name.as_str()).collect();
         if samples > 100 {
-            assert!(names.contains(&"busy-0") || names.contains(&"busy-1"), "{names:?}");
+            assert!(
+                names.contains(&"busy-0") || names.contains(&"busy-1"),
+                "{names:?}"
+            );
         }
         let tids: std::collections::HashSet<u32> = s.stacks.iter().map(|st| st.tid).collect();
         assert_eq!(tids.len() as u32, threads);
@@ -178,4 +181,44 @@ fn fsp_prunes_idle_threads() {
         assert_eq!(&Snapshot::decode(&s.encode()).unwrap(), s);
     }
     assert!(pruned_threads > 0, "no idle thread was pruned");
+}
+
+#[test]
+fn duty_cycle_samples_only_part_of_the_time() {
+    let workload = support::spawn_burner_for("burn-duty", 30);
+    let pid = workload.id();
+    let run = |cost: CostSettings| {
+        move || {
+            profile(
+                pid,
+                Duration::from_secs(3),
+                Duration::from_secs(1),
+                499,
+                cost,
+            )
+            .0
+        }
+    };
+    let duty = CostSettings {
+        duty_cycle: Some(odp_core::cost::DutyCycle {
+            on_ms: 250,
+            period_ms: 1000,
+        }),
+        ..CostSettings::default()
+    };
+    // Side by side on the same process, so both see the same CPU.
+    let (full, cycled) = std::thread::scope(|scope| {
+        let full = scope.spawn(run(CostSettings::default()));
+        let cycled = scope.spawn(run(duty));
+        (full.join().unwrap(), cycled.join().unwrap())
+    });
+    let count = |v: &[Snapshot]| v.iter().map(Snapshot::total_samples).sum::<u64>();
+    let (all, part) = (count(&full), count(&cycled));
+    eprintln!("samples: always on {all}, on 250 ms of every 1000 ms {part}");
+    assert!(all >= 200, "only {all} samples");
+    let ratio = part as f64 / all as f64;
+    assert!(
+        (0.05..0.6).contains(&ratio),
+        "duty 25 % took {ratio:.2} of the samples"
+    );
 }

@@ -17,12 +17,12 @@ use sqlx::PgPool;
 use thiserror::Error;
 
 pub use agents::{record_agent_event, AgentRow};
-pub use ingest::{store_snapshots, IngestOutcome};
-pub use profiles::{Inserted, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles};
 pub use detections::{
     profile_identity, profile_issues, save_detections, Detection, Issue, IssueStack,
     ProfileIdentity, StackHit,
 };
+pub use ingest::{store_snapshots, IngestOutcome};
+pub use profiles::{Inserted, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles};
 pub use query::{
     profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
 };

@@ -185,7 +185,9 @@ impl Profiles {
         .fetch_one(&self.pool)
         .await;
         let violated = match &inserted {
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => db.constraint().map(str::to_owned),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                db.constraint().map(str::to_owned)
+            }
             _ => None,
         };
         match violated.as_deref() {
@@ -213,10 +215,14 @@ impl Profiles {
                 match row {
                     Some(row) => Ok(Inserted::Duplicate(row)),
                     // The live one ended between our insert and this read.
-                    None => Err(StoreError::Conflict("the target's live profile just ended; retry".into())),
+                    None => Err(StoreError::Conflict(
+                        "the target's live profile just ended; retry".into(),
+                    )),
                 }
             }
-            Some(other) => Err(StoreError::Conflict(format!("unique constraint {other} violated"))),
+            Some(other) => Err(StoreError::Conflict(format!(
+                "unique constraint {other} violated"
+            ))),
         }
     }
 
@@ -239,10 +245,17 @@ impl Profiles {
             q.push(" and created_at < ").push_bind(until);
         }
         if let Some((at, id)) = filter.after {
-            q.push(" and (created_at, id) < (").push_bind(at).push(", ").push_bind(id).push(")");
+            q.push(" and (created_at, id) < (")
+                .push_bind(at)
+                .push(", ")
+                .push_bind(id)
+                .push(")");
         }
-        q.push(" order by created_at desc, id desc limit ").push_bind(filter.limit);
-        Ok(q.build_query_as::<ProfileRow>().fetch_all(&self.pool).await?)
+        q.push(" order by created_at desc, id desc limit ")
+            .push_bind(filter.limit);
+        Ok(q.build_query_as::<ProfileRow>()
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// Marks requests no agent acknowledged within `after` as expired;

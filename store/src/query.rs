@@ -58,7 +58,11 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
         .stacks
         .iter()
         .map(|s| WeightedStack {
-            frames: s.frames.iter().map(|&i| names[i as usize].clone()).collect(),
+            frames: s
+                .frames
+                .iter()
+                .map(|&i| names[i as usize].clone())
+                .collect(),
             count: s.count,
         })
         .collect();
@@ -154,7 +158,10 @@ pub(crate) async fn stack_frame_ids(
 }
 
 /// Display names of frames by id.
-pub(crate) async fn frame_names(pool: &PgPool, frame_ids: &[Uuid]) -> Result<HashMap<Uuid, String>> {
+pub(crate) async fn frame_names(
+    pool: &PgPool,
+    frame_ids: &[Uuid],
+) -> Result<HashMap<Uuid, String>> {
     Ok(sqlx::query_as::<_, (Uuid, String, String)>(
         "select id, function, module from frames where id = any($1)",
     )

@@ -16,9 +16,10 @@ type Case<'a> = (
 async fn bad_requests_get_clear_4xx_errors() {
     let h = common::start_without_agent("api").await;
     let client = h.platform.client();
-    let anonymous = odp_devstack::ApiClient::new(&h.platform.api_url, "");
-    let forged =
-        odp_devstack::ApiClient::new(&h.platform.api_url, "eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl");
+    let anonymous = h.platform.client_for("");
+    let forged = h
+        .platform
+        .client_for("eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl");
     let host = h.platform.host_id.clone();
     let start = |body: Value| (Method::POST, "/api/v1/profiles".to_owned(), Some(body));
 
@@ -133,7 +134,7 @@ async fn bad_requests_get_clear_4xx_errors() {
     }
 
     // Malformed JSON and a missing content type are 400s.
-    let raw = reqwest::Client::new();
+    let raw = h.platform.http();
     let url = format!("{}/api/v1/profiles", h.platform.api_url);
     for (content_type, body) in [("application/json", "{\"host\": "), ("text/plain", "{}")] {
         let response = raw

@@ -14,14 +14,12 @@ use crate::common;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roles_and_service_scopes_guard_every_endpoint() {
     let h = common::start_without_agent("authz").await;
-    let api = &h.platform.api_url;
     let token = |role: &str, services: &[&str]| {
-        ApiClient::new(
-            api,
+        h.platform.client_for(
             &mint_scoped_token(&h.platform.jwt_secret, "tester", role, services).unwrap(),
         )
     };
-    let (anonymous, viewer) = (ApiClient::new(api, ""), token("viewer", &[]));
+    let (anonymous, viewer) = (h.platform.client_for(""), token("viewer", &[]));
     let (outsider, profiler) = (
         token("profiler", &["search-*"]),
         token("profiler", &["checkout-*"]),
@@ -51,6 +49,8 @@ async fn roles_and_service_scopes_guard_every_endpoint() {
         format!("/api/v1/profiles/{id}"),
         format!("/api/v1/profiles/{id}/flamegraph"),
         format!("/api/v1/profiles/{id}/top"),
+        format!("/api/v1/profiles/{id}/issues"),
+        "/api/v1/rules".to_owned(),
     ] {
         assert_eq!(
             anonymous
@@ -99,7 +99,9 @@ async fn duplicates_retries_listing_and_expiry() {
     let client = h.platform.client();
     let host = h.platform.host_id.clone();
     let start = |target: Value, key: Option<&str>| {
-        let mut request = reqwest::Client::new()
+        let mut request = h
+            .platform
+            .http()
             .post(format!("{}/api/v1/profiles", h.platform.api_url))
             .bearer_auth(&h.platform.token)
             .json(&target);

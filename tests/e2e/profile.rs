@@ -112,6 +112,23 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
     assert_eq!(tree["root"]["total"], top["samples"]);
     let svg = client.flamegraph(&id, "svg").await.unwrap();
     assert!(svg.starts_with("<?xml") && svg.contains("demo_hot"));
+
+    // The demo's pure arithmetic trips none of the seed rules.
+    let issues = client
+        .request(
+            reqwest::Method::GET,
+            &format!("/api/v1/profiles/{id}/issues"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(issues.status, 200, "{}", issues.text);
+    assert_eq!(
+        issues.body["issues"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        issues.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

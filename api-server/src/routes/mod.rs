@@ -1,3 +1,4 @@
 pub mod flamegraph;
+pub mod issues;
 pub mod list;
 pub mod profiles;

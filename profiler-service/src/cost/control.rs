@@ -80,7 +80,10 @@ impl Control {
         let cpu = self.cpu_mark.and_then(|(before, at)| {
             let after = thread_cpu_time()?;
             self.cpu_mark = Some((after, now));
-            Some((after.saturating_sub(before), now.saturating_duration_since(at)))
+            Some((
+                after.saturating_sub(before),
+                now.saturating_duration_since(at),
+            ))
         });
         let window_hz = self.governor.frequency();
         let step = self.governor.window(&leaf_counts(snapshot), cpu);
@@ -126,7 +129,11 @@ mod tests {
     fn window(sequence: u64, leaves: &[(&str, u32, u64)]) -> Snapshot {
         let mut b = SnapshotBuilder::new();
         for &(name, tid, count) in leaves {
-            b.add(&[Frame::function("main"), Frame::function(name)], tid, count);
+            b.add(
+                &[Frame::function("main"), Frame::function(name)],
+                tid,
+                count,
+            );
         }
         b.build(SnapshotHeader {
             profile_id: Uuid::nil(),
@@ -187,7 +194,10 @@ mod tests {
             }
         ));
         assert_eq!(control.frequency(), 50);
-        assert_eq!(leaf_counts(&second), HashMap::from([("hot".to_owned(), 90)]));
+        assert_eq!(
+            leaf_counts(&second),
+            HashMap::from([("hot".to_owned(), 90)])
+        );
 
         let mut off = Control::new(Uuid::nil(), 100, CostSettings::default(), t0);
         let mut w = window(0, &[("hot", 1, 95), ("idle", 2, 5)]);

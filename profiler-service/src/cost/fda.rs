@@ -57,7 +57,7 @@ pub fn js_divergence(p: &[f64], q: &[f64]) -> f64 {
 }
 
 /// The `n` keys with the highest values, ties broken by name.
-fn top<'a>(counts: &'a HashMap<String, u64>, n: usize) -> Vec<&'a str> {
+fn top(counts: &HashMap<String, u64>, n: usize) -> Vec<&str> {
     let mut ranked: Vec<(&str, u64)> = counts.iter().map(|(k, &v)| (k.as_str(), v)).collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     ranked.into_iter().take(n).map(|(k, _)| k).collect()
@@ -247,7 +247,7 @@ mod tests {
         let step = fda.observe(&steady);
         assert_eq!(step.reason, Some(AdjustReason::HotspotsStable));
         assert_eq!(fda.frequency(), 400); // 500 · 0.8
-        // The count restarts after lowering.
+                                          // The count restarts after lowering.
         fda.observe(&steady);
         fda.observe(&steady);
         assert_eq!(fda.frequency(), 400);

@@ -141,8 +141,8 @@ mod tests {
         let hot = Frame::function("hot");
         let idle = Frame::function("idle_wait");
         b.add(&[main.clone(), hot.clone()], 10, 95);
-        b.add(&[main.clone()], 10, 2);
-        b.add(&[idle.clone()], 20, 2);
+        b.add(std::slice::from_ref(&main), 10, 2);
+        b.add(std::slice::from_ref(&idle), 20, 2);
         b.add(&[main.clone(), idle.clone()], 30, 1);
         b.name_thread(10, "worker");
         b.name_thread(20, "daemon");
@@ -165,7 +165,12 @@ mod tests {
         let names: Vec<Vec<&str>> = snapshot
             .stacks
             .iter()
-            .map(|s| snapshot.stack_frames(s).map(|f| f.function.as_str()).collect())
+            .map(|s| {
+                snapshot
+                    .stack_frames(s)
+                    .map(|f| f.function.as_str())
+                    .collect()
+            })
             .collect();
         assert_eq!(names, vec![vec!["main"], vec!["main", "hot"]]);
         // Still a valid snapshot on the wire.

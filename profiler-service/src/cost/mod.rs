@@ -81,8 +81,16 @@ impl CostDefaults {
 
     /// The settings of a profile asking for `frequency_hz` with `options`,
     /// or why the options are unacceptable.
-    pub fn resolve(&self, frequency_hz: u32, options: &StartOptions) -> Result<CostSettings, String> {
-        let fsp = share_in("fsp_share", options.fsp_share.unwrap_or(self.fsp_share), 1.0)?;
+    pub fn resolve(
+        &self,
+        frequency_hz: u32,
+        options: &StartOptions,
+    ) -> Result<CostSettings, String> {
+        let fsp = share_in(
+            "fsp_share",
+            options.fsp_share.unwrap_or(self.fsp_share),
+            1.0,
+        )?;
         let fda = match options.fda.as_ref().or(self.fda.as_ref()) {
             Some(settings) if settings.enabled => Some(FdaParams::resolve(settings, frequency_hz)?),
             _ => None,
@@ -183,7 +191,11 @@ impl Governor {
 
     /// Takes one closed window: its samples per leaf function and the CPU
     /// the profile spent over `wall`.
-    pub fn window(&mut self, leaves: &HashMap<String, u64>, cpu: Option<(Duration, Duration)>) -> Step {
+    pub fn window(
+        &mut self,
+        leaves: &HashMap<String, u64>,
+        cpu: Option<(Duration, Duration)>,
+    ) -> Step {
         let (divergence, wanted, fda_reason) = match self.fda.as_mut() {
             Some(fda) => {
                 let step = fda.observe(leaves);

@@ -150,7 +150,10 @@ fn governor_without_fda_holds_the_request_unless_over_budget() {
     let step = gov.window(&leaves, Some((20 * MS, SEC)));
     assert_eq!(step.change, Some((49, AdjustReason::OverheadBudget)));
     assert_eq!(step.cpu_share, Some(0.02));
-    assert_eq!(gov.window(&leaves, Some((MS, SEC))).change.map(|c| c.0), Some(62));
+    assert_eq!(
+        gov.window(&leaves, Some((MS, SEC))).change.map(|c| c.0),
+        Some(62)
+    );
 
     let mut off = Governor::new(99, &CostSettings::default());
     assert_eq!(off.window(&leaves, Some((SEC, SEC))).change, None);

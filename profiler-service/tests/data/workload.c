@@ -1,10 +1,11 @@
 /*
  * workload: the cost-control tests' and benchmarks' target.
  *
- *   workload threads SECONDS BUSY IDLE
+ *   workload threads SECONDS BUSY IDLE [SPIN_US PERIOD_MS]
  *       BUSY threads burn the CPU in busy_work; IDLE threads wake every
- *       100 ms, spin about 0.3 ms in idle_tick and sleep again (the idle
- *       daemons FSP prunes). Threads are named busy-N and idle-N.
+ *       PERIOD_MS (default 100), spin SPIN_US (default 300) in idle_tick and
+ *       sleep again (the idle daemons FSP prunes). Threads are named busy-N
+ *       and idle-N.
  *   workload phases SECONDS PHASE_MS
  *       One thread whose hot functions change every PHASE_MS: phase A
  *       splits 75/25 between phase_a_main and phase_a_side, phase B 75/25
@@ -30,6 +31,8 @@
 
 volatile uint64_t sink;
 static double deadline;
+static double idle_spin_s = 0.0003;
+static long idle_period_ns = 100L * 1000 * 1000;
 
 /* Called last by every burner so none is a leaf (see burn.c). */
 FRAME void publish(uint64_t state) { sink = state; }
@@ -69,9 +72,13 @@ static void *busy(void *arg)
 static void *idle(void *arg)
 {
     uint64_t s = (uint64_t)(uintptr_t)arg;
-    struct timespec pause = {0, 100 * 1000 * 1000};
+    struct timespec pause = {idle_period_ns / 1000000000L, idle_period_ns % 1000000000L};
+    /* Spread the wake-ups over the period. */
+    long offset_ns = (long)((uintptr_t)arg * 7919 % 1000) * (idle_period_ns / 1000);
+    struct timespec offset = {offset_ns / 1000000000L, offset_ns % 1000000000L};
+    nanosleep(&offset, NULL);
     while (now() < deadline) {
-        double until = now() + 0.0003;
+        double until = now() + idle_spin_s;
         while (now() < until)
             s = idle_tick(s);
         nanosleep(&pause, NULL);
@@ -106,6 +113,11 @@ static int phases(double phase_s)
 {
     uint64_t s = 0x9e3779b97f4a7c15ULL;
     double start = now();
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    /* Phase A starts now: the benchmark's ground truth. */
+    printf("start_ms %lld\n", (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000);
+    fflush(stdout);
     while (now() < deadline) {
         int b = ((long)((now() - start) / phase_s)) % 2;
         if (b) {
@@ -126,8 +138,13 @@ int main(int argc, char **argv)
         return 2;
     }
     deadline = now() + atof(argv[2]);
-    if (strcmp(argv[1], "threads") == 0 && argc == 5)
+    if (strcmp(argv[1], "threads") == 0 && (argc == 5 || argc == 7)) {
+        if (argc == 7) {
+            idle_spin_s = atof(argv[5]) / 1e6;
+            idle_period_ns = atol(argv[6]) * 1000L * 1000L;
+        }
         return threads(atoi(argv[3]), atoi(argv[4]));
+    }
     if (strcmp(argv[1], "phases") == 0 && argc == 4)
         return phases(atof(argv[3]) / 1000.0);
     fprintf(stderr, "bad arguments\n");

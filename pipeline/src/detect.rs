@@ -1,0 +1,137 @@
+//! Running the rules over stored profiles.
+//!
+//! The worker evaluates the profiles a batch touched once the batch is
+//! stored and before its offsets are committed, so a crash re-runs the
+//! evaluation; writes are upserts, so re-running changes nothing. A failed
+//! evaluation is logged and counted, never allowed to hold up ingest.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use odp_store::StoreError;
+use sqlx::PgPool;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::rules::{seed, service_of, ProfileInput, RuleSet};
+
+/// How long evaluated rules are trusted before they are re-read, so admins'
+/// edits take effect without a restart.
+const RULES_TTL: Duration = Duration::from_secs(60);
+/// Bound on one profile's evaluation; past it the evaluation counts as
+/// failed and ingest moves on.
+const EVALUATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DetectError {
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("seed rule pack: {0}")]
+    Seed(#[from] serde_json::Error),
+    #[error("evaluation timed out")]
+    Timeout,
+}
+
+#[derive(Debug)]
+pub struct Detector {
+    /// When the rules were loaded (never: load at first use) and the rules.
+    rules: Mutex<(Option<Instant>, Arc<RuleSet>)>,
+    failures: AtomicU64,
+}
+
+impl Detector {
+    /// Installs the seed pack (admins' rules untouched) and loads the rules.
+    pub async fn start(pool: &PgPool) -> Result<Detector, DetectError> {
+        let written = odp_store::install_seed_rules(pool, &seed::seed_rules()?).await?;
+        tracing::info!(written, "seed rules installed");
+        let rules = load_rules(pool).await?;
+        Ok(Detector {
+            rules: Mutex::new((Some(Instant::now()), rules)),
+            failures: AtomicU64::new(0),
+        })
+    }
+
+    /// A detector with no rules yet, which loads them at first use: for
+    /// when [`Detector::start`] failed and ingest must go on without it.
+    pub fn unloaded() -> Detector {
+        Detector {
+            rules: Mutex::new((None, Arc::new(RuleSet::default()))),
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    /// Evaluations that failed since start-up.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Evaluates each profile, logging and counting failures; never fails.
+    pub async fn evaluate_all(&self, pool: &PgPool, profile_ids: &[Uuid]) {
+        for &profile_id in profile_ids {
+            let result =
+                tokio::time::timeout(EVALUATION_TIMEOUT, self.evaluate_profile(pool, profile_id))
+                    .await
+                    .unwrap_or(Err(DetectError::Timeout));
+            match result {
+                Ok(found) => tracing::debug!(%profile_id, found, "profile evaluated"),
+                Err(e) => {
+                    let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                    tracing::warn!(%profile_id, error = %e, failures, "issue detection failed");
+                }
+            }
+        }
+    }
+
+    /// Runs the rules over all the profile's stored samples and replaces
+    /// its detections; returns how many rules flagged it.
+    pub async fn evaluate_profile(
+        &self,
+        pool: &PgPool,
+        profile_id: Uuid,
+    ) -> Result<usize, DetectError> {
+        let rules = self.rules(pool).await;
+        let identity = odp_store::profile_identity(pool, profile_id).await?;
+        let service = service_of(&identity);
+        let data = odp_store::profile_frames(pool, profile_id).await?;
+        let found = rules.evaluate(&ProfileInput {
+            service: &service,
+            data: &data,
+        });
+        odp_store::save_detections(pool, profile_id, &found).await?;
+        Ok(found.len())
+    }
+
+    /// The current rules, re-read when stale; on a failed re-read the
+    /// previous rules stay in use.
+    async fn rules(&self, pool: &PgPool) -> Arc<RuleSet> {
+        let mut guard = self.rules.lock().await;
+        if guard.0.is_none_or(|at| at.elapsed() >= RULES_TTL) {
+            match load_rules(pool).await {
+                Ok(rules) => *guard = (Some(Instant::now()), rules),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reloading rules failed, keeping the old ones")
+                }
+            }
+        }
+        guard.1.clone()
+    }
+
+    /// Re-reads the rules now (after an admin changed them).
+    pub async fn reload(&self, pool: &PgPool) -> Result<(), DetectError> {
+        let rules = load_rules(pool).await?;
+        *self.rules.lock().await = (Some(Instant::now()), rules);
+        Ok(())
+    }
+}
+
+async fn load_rules(pool: &PgPool) -> Result<Arc<RuleSet>, StoreError> {
+    let rows = odp_store::list_rules(pool).await?;
+    let (set, errors) = RuleSet::compile(rows.into_iter().map(|r| r.rule));
+    for e in errors {
+        tracing::warn!(error = %e, "rule left out");
+    }
+    tracing::info!(rules = set.len(), "detection rules loaded");
+    Ok(Arc::new(set))
+}

@@ -1,0 +1,273 @@
+//! Common issue detection (ODP §3): rules that recognise known performance
+//! problems in a profile.
+//!
+//! A rule is a [`RuleDef`] (text, threshold, per-service overrides) plus a
+//! kind-specific check behind [`RuleKind`], one file per kind. A kind
+//! measures how much of a profile matches it as an [`Evidence`]; the
+//! threshold logic is common to all kinds and lives here. Kinds:
+//! - `stack_share` ([`stack_share`]): the share of samples whose stack
+//!   contains (or ends in) a frame matching a pattern;
+//! - `library_version` and `runtime_option` (not implemented yet): they
+//!   will read the agent-reported metadata of [`ProfileInput`] once agents
+//!   report it, and report a match as evidence covering all samples, so a
+//!   threshold of 0 flags any use.
+
+use std::fmt;
+
+use odp_core::Target;
+use odp_store::{Detection, ProfileFrames, ProfileIdentity, RuleDef, StackHit};
+
+pub mod seed;
+pub mod stack_share;
+
+/// How many of a detection's heaviest matching stacks are kept.
+pub const TOP_STACKS: usize = 5;
+
+/// What a rule sees of a profile.
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileInput<'a> {
+    /// See [`service_of`].
+    pub service: &'a str,
+    /// Samples merged per stack, frames deduplicated.
+    pub data: &'a ProfileFrames,
+    // Agent-reported metadata (library versions, runtime options) goes
+    // here when agents report it.
+}
+
+/// How much of a profile a rule matched.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Evidence {
+    pub matched: u64,
+    pub total: u64,
+    /// Matching stacks, heaviest first, at most [`TOP_STACKS`].
+    pub stacks: Vec<StackHit>,
+}
+
+/// One rule kind's check, compiled from the rule's `spec`.
+pub trait RuleKind: Send + Sync + fmt::Debug {
+    fn measure(&self, profile: &ProfileInput<'_>) -> Evidence;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("rule {id}: unknown kind {kind:?}")]
+    UnknownKind { id: String, kind: String },
+    #[error("rule {id}: invalid spec: {reason}")]
+    InvalidSpec { id: String, reason: String },
+    #[error("rule {id}: threshold {threshold} is not a percentage")]
+    InvalidThreshold { id: String, threshold: f64 },
+}
+
+/// Builds the check of a rule's kind.
+fn compile_kind(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
+    let invalid = |reason: String| RuleError::InvalidSpec {
+        id: def.id.clone(),
+        reason,
+    };
+    match def.kind.as_str() {
+        stack_share::KIND => Ok(Box::new(
+            stack_share::StackShare::from_spec(&def.spec).map_err(invalid)?,
+        )),
+        other => Err(RuleError::UnknownKind {
+            id: def.id.clone(),
+            kind: other.to_owned(),
+        }),
+    }
+}
+
+/// The service a profile belongs to, what per-service thresholds are keyed
+/// by: the service recorded with the request if any, else the target's
+/// process name, else (profiled by pid) the host.
+pub fn service_of(identity: &ProfileIdentity) -> String {
+    if let Some(service) = &identity.service {
+        return service.clone();
+    }
+    match &identity.target {
+        Some(Target::ProcessName(name)) => name.clone(),
+        Some(Target::Pid(_)) | None => identity.host.clone().unwrap_or_default(),
+    }
+}
+
+#[derive(Debug)]
+struct CompiledRule {
+    def: RuleDef,
+    kind: Box<dyn RuleKind>,
+}
+
+/// The enabled rules, compiled.
+#[derive(Debug, Default)]
+pub struct RuleSet {
+    rules: Vec<CompiledRule>,
+}
+
+impl RuleSet {
+    /// Compiles the enabled rules; a rule that does not compile is returned
+    /// as an error and left out, so one bad rule never disables the others.
+    pub fn compile(defs: impl IntoIterator<Item = RuleDef>) -> (RuleSet, Vec<RuleError>) {
+        let mut set = RuleSet::default();
+        let mut errors = Vec::new();
+        for def in defs.into_iter().filter(|d| d.enabled) {
+            let valid = |t: f64| (0.0..=100.0).contains(&t);
+            if let Some(&threshold) = std::iter::once(&def.threshold_pct)
+                .chain(def.service_thresholds.values())
+                .find(|t| !valid(**t))
+            {
+                errors.push(RuleError::InvalidThreshold {
+                    id: def.id.clone(),
+                    threshold,
+                });
+                continue;
+            }
+            match compile_kind(&def) {
+                Ok(kind) => set.rules.push(CompiledRule { def, kind }),
+                Err(e) => errors.push(e),
+            }
+        }
+        (set, errors)
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The rules that flag this profile: those matching at least one sample
+    /// with a share at or above their threshold for its service.
+    pub fn evaluate(&self, profile: &ProfileInput<'_>) -> Vec<Detection> {
+        self.rules
+            .iter()
+            .filter_map(|rule| {
+                let evidence = rule.kind.measure(profile);
+                if evidence.matched == 0 || evidence.total == 0 {
+                    return None;
+                }
+                let share = evidence.matched as f64 * 100.0 / evidence.total as f64;
+                let threshold = rule.def.threshold_for(profile.service);
+                (share >= threshold).then(|| Detection {
+                    rule_id: rule.def.id.clone(),
+                    share,
+                    threshold_pct: threshold,
+                    samples_matched: evidence.matched,
+                    samples_total: evidence.total,
+                    stacks: evidence.stacks,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The heaviest `TOP_STACKS` of `hits`, ties broken by id for stable output.
+pub(crate) fn top_stacks(mut hits: Vec<StackHit>) -> Vec<StackHit> {
+    hits.sort_unstable_by(|a, b| b.count.cmp(&a.count).then(a.stack_id.cmp(&b.stack_id)));
+    hits.truncate(TOP_STACKS);
+    hits
+}
+
+/// Test helper: a profile from stacks of `(function, module)` frames.
+#[cfg(test)]
+pub(crate) fn profile(stacks: &[(&[(&str, &str)], u64)]) -> ProfileFrames {
+    use odp_store::{FrameRef, StackSamples};
+    use std::collections::HashMap;
+    let mut frames: Vec<FrameRef> = Vec::new();
+    let mut index: HashMap<(String, String), u32> = HashMap::new();
+    let mut data = ProfileFrames::default();
+    for (n, (stack, count)) in stacks.iter().enumerate() {
+        let ids = stack
+            .iter()
+            .map(|(f, m)| {
+                *index
+                    .entry((f.to_string(), m.to_string()))
+                    .or_insert_with(|| {
+                        frames.push(FrameRef {
+                            function: f.to_string(),
+                            module: m.to_string(),
+                        });
+                        frames.len() as u32 - 1
+                    })
+            })
+            .collect();
+        data.stacks.push(StackSamples {
+            stack_id: uuid::Uuid::from_u128(n as u128 + 1),
+            frames: ids,
+            count: *count,
+        });
+        data.samples += count;
+    }
+    data.frames = frames;
+    data
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(id: &str, spec: serde_json::Value, threshold: f64) -> RuleDef {
+        RuleDef {
+            id: id.into(),
+            title: "t".into(),
+            explanation: "e".into(),
+            fix: "f".into(),
+            link: "https://example.invalid".into(),
+            kind: stack_share::KIND.into(),
+            spec,
+            threshold_pct: threshold,
+            service_thresholds: Default::default(),
+            enabled: true,
+        }
+    }
+
+    #[test]
+    fn per_service_thresholds_override_the_rule_s() {
+        let mut rule = def("r", serde_json::json!({"function": "^hot$"}), 10.0);
+        rule.service_thresholds.insert("checkout".into(), 50.0);
+        let (set, errors) = RuleSet::compile([rule]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let data = profile(&[(&[("main", ""), ("hot", "")], 20), (&[("main", "")], 80)]);
+        let at = |service| {
+            set.evaluate(&ProfileInput {
+                service,
+                data: &data,
+            })
+        };
+        let flagged = at("search");
+        assert_eq!(flagged.len(), 1);
+        assert_eq!((flagged[0].share, flagged[0].threshold_pct), (20.0, 10.0));
+        assert!(at("checkout").is_empty(), "20% is under checkout's 50%");
+    }
+
+    #[test]
+    fn bad_rules_are_reported_and_left_out() {
+        let mut unknown = def("k", serde_json::json!({}), 1.0);
+        unknown.kind = "nope".into();
+        let mut disabled = def("d", serde_json::json!({"function": "x"}), 1.0);
+        disabled.enabled = false;
+        let (set, errors) = RuleSet::compile([
+            def("ok", serde_json::json!({"function": "x"}), 1.0),
+            def("regex", serde_json::json!({"function": "("}), 1.0),
+            def("pct", serde_json::json!({"function": "x"}), 101.0),
+            unknown,
+            disabled,
+        ]);
+        assert_eq!(set.len(), 1);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+    }
+
+    #[test]
+    fn services_come_from_the_request_target_or_host() {
+        let id = |service: Option<&str>, target| ProfileIdentity {
+            target,
+            host: Some("h-1".into()),
+            service: service.map(str::to_owned),
+        };
+        assert_eq!(service_of(&id(Some("svc"), Some(Target::Pid(1)))), "svc");
+        assert_eq!(
+            service_of(&id(None, Some(Target::ProcessName("demo".into())))),
+            "demo"
+        );
+        assert_eq!(service_of(&id(None, Some(Target::Pid(7)))), "h-1");
+        assert_eq!(service_of(&id(None, None)), "h-1");
+    }
+}

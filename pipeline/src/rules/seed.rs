@@ -1,0 +1,144 @@
+//! The rule pack shipped with ODP (`rules/seed.json`): the issues of ODP's
+//! Figure 5 and their Python and native counterparts. Installed into the
+//! database at start-up, where admins may override any of them.
+
+use odp_store::RuleDef;
+
+/// The pack, as built into the binary.
+pub const SEED_JSON: &str = include_str!("../../../rules/seed.json");
+
+/// The parsed pack. The file is checked by this crate's tests, so a
+/// malformed pack never ships.
+pub fn seed_rules() -> Result<Vec<RuleDef>, serde_json::Error> {
+    serde_json::from_str(SEED_JSON)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{profile, ProfileInput, RuleSet};
+
+    /// A frame each seed rule must recognise, as the plugins report it.
+    const EXAMPLES: &[(&str, &str, &str)] = &[
+        ("jvm-uuid-random", "java.util.UUID.randomUUID", ""),
+        (
+            "jvm-forkjoin-await-work",
+            "java.util.concurrent.ForkJoinPool.awaitWork",
+            "",
+        ),
+        (
+            "jvm-securerandom-nextbytes",
+            "java/security/SecureRandom.nextBytes",
+            "",
+        ),
+        (
+            "jvm-log4j1-category",
+            "org.apache.log4j.Category.callAppenders",
+            "",
+        ),
+        ("jvm-hashtable", "java.util.Hashtable.get", ""),
+        (
+            "jvm-throwable-fillinstacktrace",
+            "java.lang.Throwable.fillInStackTrace",
+            "",
+        ),
+        (
+            "jvm-regex-pattern",
+            "java.util.regex.Pattern$Curly.match",
+            "",
+        ),
+        ("jvm-stringbuffer", "java.lang.StringBuffer.append", ""),
+        (
+            "py-re-compile",
+            "_compile",
+            "/usr/lib/python3.11/re/__init__.py",
+        ),
+        (
+            "py-copy-deepcopy",
+            "deepcopy",
+            "/usr/lib/python3.11/copy.py",
+        ),
+        ("py-json", "dumps", "/usr/lib/python3.11/json/__init__.py"),
+        (
+            "py-logging-format",
+            "format",
+            "/usr/lib/python3.11/logging/__init__.py",
+        ),
+        (
+            "native-lock-contention",
+            "__lll_lock_wait",
+            "/usr/lib/libc.so.6",
+        ),
+        ("native-malloc-free", "_int_malloc", "/usr/lib/libc.so.6"),
+        (
+            "native-memcpy",
+            "__memmove_avx_unaligned_erms",
+            "/usr/lib/libc.so.6",
+        ),
+    ];
+
+    /// A profile of 100 000 samples, `matched` of them through `frame`.
+    fn flag(set: &RuleSet, frame: (&str, &str), matched: u64) -> Vec<String> {
+        let data = profile(&[
+            (&[("main", "/app"), ("work", "/app"), frame], matched),
+            (&[("main", "/app"), ("work", "/app")], 100_000 - matched),
+        ]);
+        set.evaluate(&ProfileInput {
+            service: "svc",
+            data: &data,
+        })
+        .into_iter()
+        .map(|d| d.rule_id)
+        .collect()
+    }
+
+    #[test]
+    fn every_seed_rule_fires_above_its_threshold_and_not_under_it() {
+        let rules = seed_rules().expect("rules/seed.json parses");
+        let (set, errors) = RuleSet::compile(rules.clone());
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(set.len(), rules.len());
+        let ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
+        let examples: Vec<&str> = EXAMPLES.iter().map(|e| e.0).collect();
+        assert_eq!(ids, examples, "every seed rule has an example here");
+        for (rule, (id, function, module)) in rules.iter().zip(EXAMPLES) {
+            // Shares in units of 0.001% of 100 000 samples.
+            let at_threshold = (rule.threshold_pct * 1000.0).round() as u64;
+            assert!(at_threshold >= 2, "{id}: threshold too small to test");
+            let above = flag(&set, (function, module), at_threshold + 1);
+            assert!(above.contains(&id.to_string()), "{id} must fire: {above:?}");
+            let exact = flag(&set, (function, module), at_threshold);
+            assert!(exact.contains(&id.to_string()), "{id} fires at threshold");
+            let under = flag(&set, (function, module), at_threshold - 1);
+            assert!(!under.contains(&id.to_string()), "{id} must not fire");
+        }
+    }
+
+    #[test]
+    fn seed_rules_are_complete_and_unique() {
+        let rules = seed_rules().unwrap();
+        let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), rules.len(), "duplicate ids");
+        for r in &rules {
+            assert!(r.link.starts_with("https://"), "{}", r.id);
+            assert!(!r.title.is_empty() && !r.explanation.is_empty() && !r.fix.is_empty());
+            assert!(r.enabled);
+        }
+    }
+
+    #[test]
+    fn seed_rules_ignore_lookalikes() {
+        let (set, _) = RuleSet::compile(seed_rules().unwrap());
+        for frame in [
+            ("java.util.HashtableLike.get", ""),
+            ("java.lang.StringBuilder.append", ""),
+            ("compile", "/app/templates.py"),
+            ("my_memcpy_wrapper", "/app"),
+            ("mallocator", "/app"),
+        ] {
+            assert!(flag(&set, frame, 50_000).is_empty(), "{frame:?}");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The worker evaluates the profiles a batch touched: a snapshot sent to
+//! Kafka ends up as a detection, and a `profile_finished` event re-runs the
+//! evaluation.
+
+use std::time::Duration;
+
+use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::{EventKind, Frame};
+use odp_devstack::{Stack, StackOptions, Topics};
+use odp_pipeline::Config;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::ClientConfig;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8]) {
+    producer
+        .send(
+            FutureRecord::to(topic).key(key).payload(payload),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .unwrap();
+}
+
+/// Polls until `condition` holds; the deadline only bounds a hung test.
+async fn eventually(pool: &PgPool, sql: &str, id: Uuid) -> i64 {
+    for _ in 0..600 {
+        let n: i64 = sqlx::query_scalar(sql)
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        if n > 0 {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never true: {sql}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_windows_and_finished_profiles_are_evaluated() {
+    let topics = Topics::with_prefix(&format!("t{}-", std::process::id()));
+    let stack = Stack::start(StackOptions::ephemeral().topics(topics.clone()))
+        .await
+        .unwrap();
+    let pool = stack.connect().await.unwrap();
+    let config = Config {
+        kafka_bootstrap: stack.kafka_bootstrap().to_owned(),
+        database_url: stack.database_url().to_owned(),
+        group_id: "odp-pipeline-test".into(),
+        topics: odp_pipeline::Topics {
+            stacks: topics.stacks.clone(),
+            events: topics.events.clone(),
+            dead_letter: topics.dead_letter.clone(),
+        },
+        batch_max: 100,
+        batch_wait_ms: 50,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(odp_pipeline::run(config, async {
+        let _ = stopped.await;
+    }));
+
+    let id = Uuid::new_v4();
+    sqlx::query(
+        "insert into profiles (id, host, target, duration_ms, frequency_hz, status, requested_by)
+         values ($1, 'h-1', '{\"by\": \"pid\", \"value\": 7}', 60000, 99, 'running', 'test')",
+    )
+    .bind(id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let mut b = SnapshotBuilder::new();
+    let hot = [
+        Frame::function("main"),
+        Frame::function("java.util.Hashtable.get"),
+    ];
+    b.add(&hot, 1, 40);
+    b.add(&[Frame::function("main")], 1, 60);
+    let snapshot = b.build(SnapshotHeader {
+        profile_id: id,
+        host: "h-1".into(),
+        agent_id: "agent".into(),
+        sequence: 0,
+        window_start_ms: 1_700_000_000_000,
+        window_end_ms: 1_700_000_010_000,
+        event: EventKind::CpuClock,
+        period: 1,
+        frequency_hz: 99,
+    });
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", stack.kafka_bootstrap())
+        .create()
+        .unwrap();
+    send(
+        &producer,
+        &topics.stacks,
+        &id.to_string(),
+        &snapshot.encode(),
+    )
+    .await;
+    eventually(
+        &pool,
+        "select count(*) from detections where profile_id = $1 and rule_id = 'jvm-hashtable'",
+        id,
+    )
+    .await;
+
+    let finished = AgentEvent {
+        host: "h-1".into(),
+        agent_id: "agent".into(),
+        at_ms: 1_700_000_020_000,
+        kind: AgentEventKind::ProfileFinished {
+            profile_id: id,
+            reason: FinishReason::DurationElapsed,
+            snapshots: 1,
+            samples: 100,
+        },
+    };
+    send(&producer, &topics.events, "h-1", &finished.to_json()).await;
+    // The evaluation on finish updates the same row.
+    eventually(
+        &pool,
+        "select count(*) from detections
+         where profile_id = $1 and last_evaluated_at > first_evaluated_at",
+        id,
+    )
+    .await;
+    let issues = odp_store::profile_issues(&pool, id).await.unwrap();
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].share, 40.0);
+
+    stop.send(()).unwrap();
+    worker.await.unwrap().unwrap();
+    pool.close().await;
+    stack.stop().unwrap();
+}
