@@ -10,13 +10,9 @@
 //! [`CommandVerifier::verify_with_options`](crate::command::CommandVerifier::verify_with_options),
 //! so that code building `StartProfile` values keeps compiling.
 //!
-//! The reports share the envelope of [`AgentEvent`](crate::event::AgentEvent)
-//! (host, agent id, time, flat `type` tag) but are a separate enum, so
-//! consumers that match every lifecycle event exhaustively keep compiling;
-//! a consumer reading `odp.events` tries [`AgentEvent`] first, then
-//! [`CostEvent`].
-//!
-//! [`AgentEvent`]: crate::event::AgentEvent
+//! The reports travel on `odp.events` as
+//! [`AgentEventKind::Cost`](crate::event::AgentEventKind::Cost), with the
+//! same envelope and flat `type` tag as every other agent event.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -86,17 +82,6 @@ pub struct DutyCycle {
     pub period_ms: u64,
 }
 
-/// A cost-control report on `odp.events`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CostEvent {
-    pub host: String,
-    pub agent_id: String,
-    /// Unix milliseconds on the agent's clock.
-    pub at_ms: i64,
-    #[serde(flatten)]
-    pub kind: CostEventKind,
-}
-
 /// Why a profile's sampling frequency changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -142,17 +127,9 @@ pub enum CostEventKind {
     },
 }
 
-impl CostEvent {
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("cost events always serialize")
-    }
-
-    pub fn from_json(bytes: &[u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(bytes)
-    }
-
+impl CostEventKind {
     pub fn profile_id(&self) -> Uuid {
-        match &self.kind {
+        match self {
             CostEventKind::ProfileAdjusted { profile_id, .. }
             | CostEventKind::WindowStats { profile_id, .. } => *profile_id,
         }
@@ -165,7 +142,7 @@ mod tests {
     use crate::command::{
         generate_keypair, Command, CommandAction, CommandSigner, CommandVerifier, StartProfile,
     };
-    use crate::event::AgentEvent;
+    use crate::event::{AgentEvent, AgentEventKind};
     use crate::Target;
 
     fn start() -> Command {
@@ -229,28 +206,28 @@ mod tests {
     }
 
     #[test]
-    fn cost_events_are_flat_tagged_and_distinct_from_lifecycle_events() {
-        let event = CostEvent {
+    fn cost_reports_travel_as_flat_tagged_agent_events() {
+        let event = AgentEvent {
             host: "h".into(),
             agent_id: "a".into(),
             at_ms: 5,
-            kind: CostEventKind::ProfileAdjusted {
+            kind: AgentEventKind::Cost(CostEventKind::ProfileAdjusted {
                 profile_id: Uuid::nil(),
                 sequence: 3,
                 previous_hz: 99,
                 frequency_hz: 79,
                 reason: AdjustReason::HotspotsStable,
-            },
+            }),
         };
         let json: serde_json::Value = serde_json::from_slice(&event.to_json()).unwrap();
         assert_eq!(json["type"], "profile_adjusted");
         assert_eq!(json["reason"], "hotspots_stable");
         assert_eq!(json["host"], "h");
-        assert_eq!(CostEvent::from_json(&event.to_json()).unwrap(), event);
-        assert!(AgentEvent::from_json(&event.to_json()).is_err());
+        assert_eq!(AgentEvent::from_json(&event.to_json()).unwrap(), event);
+        assert_eq!(event.profile_id(), Some(Uuid::nil()));
 
-        let stats = CostEvent {
-            kind: CostEventKind::WindowStats {
+        let stats = AgentEvent {
+            kind: AgentEventKind::Cost(CostEventKind::WindowStats {
                 profile_id: Uuid::nil(),
                 sequence: 0,
                 frequency_hz: 99,
@@ -260,13 +237,16 @@ mod tests {
                 samples_pruned: 1,
                 divergence: None,
                 cpu_share: Some(0.004),
-            },
+            }),
             ..event
         };
         let json: serde_json::Value = serde_json::from_slice(&stats.to_json()).unwrap();
         assert_eq!(json["type"], "window_stats");
         assert!(json.get("divergence").is_none());
-        assert_eq!(CostEvent::from_json(&stats.to_json()).unwrap(), stats);
-        assert_eq!(stats.profile_id(), Uuid::nil());
+        assert_eq!(AgentEvent::from_json(&stats.to_json()).unwrap(), stats);
+        assert!(
+            AgentEvent::from_json(br#"{"host":"h","agent_id":"a","at_ms":1,"type":"bogus"}"#)
+                .is_err()
+        );
     }
 }

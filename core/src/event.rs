@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::cost::CostEventKind;
 use crate::model::EventKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +54,10 @@ pub enum AgentEventKind {
         profile_id: Option<Uuid>,
         reason: String,
     },
+    /// Cost-control reports (FSP pruning, FDA and budget frequency
+    /// changes), tagged by their own `type`.
+    #[serde(untagged)]
+    Cost(CostEventKind),
 }
 
 impl AgentEvent {
@@ -72,6 +77,7 @@ impl AgentEvent {
             | AgentEventKind::ProfileFinished { profile_id, .. }
             | AgentEventKind::ProfileFailed { profile_id, .. } => Some(*profile_id),
             AgentEventKind::CommandRejected { profile_id, .. } => *profile_id,
+            AgentEventKind::Cost(report) => Some(report.profile_id()),
         }
     }
 }

@@ -85,8 +85,8 @@ pub struct Args {
     #[arg(long, env = "ODP_DUTY_PERIOD_SECS", default_value_t = 0)]
     pub duty_period_secs: u64,
     /// Publish cost-control reports (`profile_adjusted`, `window_stats`) on
-    /// the events topic; off until its consumers know them.
-    #[arg(long, env = "ODP_COST_EVENTS")]
+    /// the events topic (`--cost-events=false` to keep them local).
+    #[arg(long, env = "ODP_COST_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cost_events: bool,
 }
 
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(config.heartbeat, Duration::from_secs(5));
         assert_eq!(config.command_public_key_pem, public);
         assert_eq!(config.cost, CostDefaults::default());
-        assert!(!config.cost_events);
+        assert!(config.cost_events, "cost reports are published by default");
         fs::remove_file(path).unwrap();
     }
 

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use odp_core::cost::{CostEvent, CostEventKind};
+use odp_core::cost::CostEventKind;
 use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::Snapshot;
 use rdkafka::error::KafkaError;
@@ -110,21 +110,7 @@ impl Publisher {
 
     /// Publishes a cost-control report on the events topic.
     pub async fn cost_event(&self, kind: CostEventKind) -> Result<(), KafkaError> {
-        let event = CostEvent {
-            host: self.host.clone(),
-            agent_id: self.agent_id.clone(),
-            at_ms: unix_ms(),
-            kind,
-        };
-        let payload = event.to_json();
-        let record = FutureRecord::to(&self.topics.events)
-            .key(&self.host)
-            .payload(&payload);
-        self.producer
-            .send(record, QUEUE_TIMEOUT)
-            .await
-            .map(|_| ())
-            .map_err(|(e, _)| e)
+        self.event(AgentEventKind::Cost(kind)).await
     }
 
     /// Copies an unusable command to the dead-letter topic with the reason
@@ -197,5 +183,7 @@ fn event_name(kind: &AgentEventKind) -> &'static str {
         AgentEventKind::ProfileFinished { .. } => "profile_finished",
         AgentEventKind::ProfileFailed { .. } => "profile_failed",
         AgentEventKind::CommandRejected { .. } => "command_rejected",
+        AgentEventKind::Cost(CostEventKind::ProfileAdjusted { .. }) => "profile_adjusted",
+        AgentEventKind::Cost(CostEventKind::WindowStats { .. }) => "window_stats",
     }
 }

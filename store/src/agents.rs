@@ -118,6 +118,8 @@ fn lifecycle_change(kind: &AgentEventKind) -> Option<Change> {
         // its profile id must not move a real profile; the event is kept
         // for the record and an unacknowledged request expires instead.
         AgentEventKind::CommandRejected { .. } => None,
+        // Kept in `profile_events` as the profile's cost timeline.
+        AgentEventKind::Cost(_) => None,
     }
 }
 

@@ -68,6 +68,16 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         snapshots >= 2,
         "a 6 s profile with 2 s windows stores several windows, got {snapshots}"
     );
+    // Each window's cost report (frequency used, threads pruned) is kept as
+    // the profile's timeline.
+    let (reports,): (i64,) = sqlx::query_as(
+        "select count(*) from profile_events where profile_id = $1::uuid and kind = 'window_stats'",
+    )
+    .bind(&id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(reports >= 2, "window_stats reports stored: {reports}");
 
     let self_samples = |name: &str| {
         top["functions"]
