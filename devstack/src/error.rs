@@ -62,6 +62,9 @@ pub enum DevError {
 
     #[error("{0}")]
     Invalid(String),
+
+    #[error(transparent)]
+    Client(#[from] odp_client::ClientError),
 }
 
 pub type Result<T, E = DevError> = std::result::Result<T, E>;

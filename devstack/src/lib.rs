@@ -11,7 +11,6 @@
 //! # }
 //! ```
 
-mod client;
 mod demo;
 mod dev;
 mod error;
@@ -26,11 +25,11 @@ mod state;
 mod sys;
 mod tools;
 
-pub use client::{http_client, ApiClient, Reply};
 pub use demo::{build_demo, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
 pub use kafka::{create_topics, fetch_metadata, TopicSpec, Topics};
+pub use odp_client::{http_client, ApiClient, ClientError, Reply};
 pub use platform::{
     mint_scoped_token, mint_token, write_dev_cert, write_signing_keys, Platform, PlatformOptions,
     StackEndpoints,

@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::client::ApiClient;
 use crate::error::{DevError, IoContext, Result};
 use crate::kafka::Topics;
 use crate::ports::pick_free_port;
 use crate::process::{wait_for, ServiceProcess};
 use crate::tools::workspace_binary;
+use odp_client::ApiClient;
 
 #[derive(Debug, Clone)]
 pub struct PlatformOptions {
@@ -155,7 +155,7 @@ impl Platform {
 
     /// A raw HTTP client trusting the API's certificate.
     pub fn http(&self) -> reqwest::Client {
-        crate::client::http_client(Some(&self.ca_pem))
+        odp_client::http_client(Some(&self.ca_pem))
             .expect("the platform's certificate was read before")
     }
 

@@ -177,7 +177,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     Ok(())
 }
 
-async fn settled_top(client: &crate::client::ApiClient, id: &str) -> Result<Value> {
+async fn settled_top(client: &odp_client::ApiClient, id: &str) -> Result<Value> {
     let mut last = client.top(id, 10).await?;
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -4,6 +4,7 @@
 //! test command does).
 
 mod api;
+mod cli;
 mod commands;
 mod common;
 mod control;

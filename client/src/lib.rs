@@ -1,10 +1,47 @@
-//! A small client of the REST API for the quick start and the tests.
+//! A small async client of ODP's REST API, shared by `odpctl`, the quick
+//! start and the end-to-end tests.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::{DevError, Result};
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    Setup(String),
+    #[error("{path}: {message}")]
+    Transport { path: String, message: String },
+    /// The API answered with another status than the call expects; the
+    /// message is the API's JSON error message when it sent one.
+    #[error("{path}: HTTP {status}: {message}")]
+    Status {
+        path: String,
+        status: u16,
+        message: String,
+    },
+    #[error("timed out after {timeout:?} waiting for {what}{detail}")]
+    Timeout {
+        what: String,
+        timeout: Duration,
+        detail: String,
+    },
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+impl ClientError {
+    /// The HTTP status, when the API answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+pub use reqwest::Method;
 
 #[derive(Clone)]
 pub struct ApiClient {
@@ -26,12 +63,12 @@ pub fn http_client(ca_pem: Option<&[u8]>) -> Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(30));
     if let Some(pem) = ca_pem {
         let cert = reqwest::Certificate::from_pem(pem)
-            .map_err(|e| DevError::Invalid(format!("reading the API's CA certificate: {e}")))?;
+            .map_err(|e| ClientError::Setup(format!("reading the API's CA certificate: {e}")))?;
         builder = builder.add_root_certificate(cert);
     }
     builder
         .build()
-        .map_err(|e| DevError::Invalid(format!("building an HTTP client: {e}")))
+        .map_err(|e| ClientError::Setup(format!("building an HTTP client: {e}")))
 }
 
 const TERMINAL: [&str; 4] = ["finished", "stopped", "failed", "expired"];
@@ -79,15 +116,15 @@ impl ApiClient {
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| DevError::Invalid(format!("{path}: {e}")))?;
+        let response = request.send().await.map_err(|e| ClientError::Transport {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
         let status = response.status().as_u16();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| DevError::Invalid(format!("{path}: reading body: {e}")))?;
+        let text = response.text().await.map_err(|e| ClientError::Transport {
+            path: path.to_owned(),
+            message: format!("reading body: {e}"),
+        })?;
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
         Ok(Reply { status, body, text })
     }
@@ -101,10 +138,15 @@ impl ApiClient {
     ) -> Result<Reply> {
         let reply = self.request(method, path, body).await?;
         if reply.status != status {
-            return Err(DevError::Invalid(format!(
-                "{path}: expected HTTP {status}, got {}: {}",
-                reply.status, reply.text
-            )));
+            let message = reply.body["error"]["message"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| reply.text.clone());
+            return Err(ClientError::Status {
+                path: path.to_owned(),
+                status: reply.status,
+                message,
+            });
         }
         Ok(reply)
     }
@@ -119,10 +161,9 @@ impl ApiClient {
                 202,
             )
             .await?;
-        reply.body["id"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| DevError::Invalid(format!("start reply has no id: {}", reply.text)))
+        reply.body["id"].as_str().map(str::to_owned).ok_or_else(|| {
+            ClientError::Unexpected(format!("start reply has no id: {}", reply.text))
+        })
     }
 
     pub async fn stop_profile(&self, id: &str) -> Result<Value> {
@@ -162,7 +203,7 @@ impl ApiClient {
                 return Ok(profile);
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(DevError::Timeout {
+                return Err(ClientError::Timeout {
                     what: format!("profile {id} to finish"),
                     timeout,
                     detail: format!(" (last status {status})"),
@@ -188,12 +229,21 @@ impl ApiClient {
                 return Ok(profile);
             }
             if TERMINAL.contains(&now) || tokio::time::Instant::now() >= deadline {
-                return Err(DevError::Invalid(format!(
+                return Err(ClientError::Unexpected(format!(
                     "profile {id} is {now}, waited for {status}: {profile}"
                 )));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// One page of `GET /api/v1/profiles` for an already encoded query.
+    pub async fn list_profiles(&self, query: &str) -> Result<Value> {
+        let path = format!("/api/v1/profiles?{query}");
+        Ok(self
+            .expect(reqwest::Method::GET, &path, None, 200)
+            .await?
+            .body)
     }
 
     pub async fn top(&self, id: &str, limit: usize) -> Result<Value> {

@@ -1,0 +1,255 @@
+//! The subcommands, each a call or two to the REST API.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use odp_client::{ApiClient, ClientError};
+use serde_json::{json, Value};
+
+#[derive(Debug, clap::Parser)]
+#[command(name = "odpctl", about = "Start, watch, stop and read ODP profiles")]
+pub(crate) struct Cli {
+    /// The api-server, e.g. https://odp.example.com:8443.
+    #[arg(
+        long,
+        env = "ODP_API_URL",
+        global = true,
+        default_value = "https://127.0.0.1:8080"
+    )]
+    api_url: String,
+    /// Bearer token (`odp-api-server token` mints one).
+    #[arg(
+        long,
+        env = "ODP_TOKEN",
+        global = true,
+        hide_env_values = true,
+        default_value = ""
+    )]
+    token: String,
+    /// Extra CA certificate (PEM) to trust, e.g. a development certificate.
+    #[arg(long, env = "ODP_CACERT", global = true)]
+    cacert: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Start profiling a process on a host.
+    Start {
+        #[arg(long)]
+        host: String,
+        #[arg(
+            long,
+            conflicts_with = "process_name",
+            required_unless_present = "process_name"
+        )]
+        pid: Option<u32>,
+        #[arg(long)]
+        process_name: Option<String>,
+        #[arg(long)]
+        service: Option<String>,
+        #[arg(long, default_value_t = 30)]
+        duration_secs: u64,
+        #[arg(long, default_value_t = 99)]
+        frequency_hz: u32,
+        /// Follow the profile until it ends, then print its top functions.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Stop a running profile (its last partial window is kept).
+    Stop { id: String },
+    /// Show one profile.
+    Status { id: String },
+    /// List profiles, newest first.
+    List {
+        #[arg(long)]
+        service: Option<String>,
+        #[arg(long)]
+        host: Option<String>,
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Top functions of a profile with their shares and error bounds.
+    Top {
+        id: String,
+        #[arg(long, default_value_t = 15)]
+        limit: usize,
+    },
+    /// Write a profile's flame graph.
+    Flamegraph {
+        id: String,
+        #[arg(long, default_value = "svg", value_parser = ["svg", "folded", "json"])]
+        format: String,
+        /// Output file; standard output when absent.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+}
+
+pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
+    let client = match &cli.cacert {
+        Some(path) => {
+            let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            ApiClient::with_ca(&cli.api_url, &cli.token, &pem)?
+        }
+        None => ApiClient::new(&cli.api_url, &cli.token),
+    };
+    match cli.command {
+        Command::Start {
+            host,
+            pid,
+            process_name,
+            service,
+            duration_secs,
+            frequency_hz,
+            wait,
+        } => {
+            let mut request =
+                json!({"host": host, "duration_secs": duration_secs, "frequency_hz": frequency_hz});
+            if let Some(pid) = pid {
+                request["pid"] = json!(pid);
+            }
+            if let Some(name) = process_name {
+                request["process_name"] = json!(name);
+            }
+            if let Some(service) = service {
+                request["service"] = json!(service);
+            }
+            let id = client.start_profile(&request).await?;
+            println!("{id}");
+            if wait {
+                follow(&client, &id, duration_secs).await?;
+            }
+        }
+        Command::Stop { id } => {
+            client.stop_profile(&id).await?;
+            eprintln!("stop requested for {id}");
+        }
+        Command::Status { id } => println!(
+            "{}",
+            serde_json::to_string_pretty(&client.profile(&id).await?)?
+        ),
+        Command::List {
+            service,
+            host,
+            status,
+            limit,
+        } => list(&client, service, host, status, limit).await?,
+        Command::Top { id, limit } => print_top(&client.top(&id, limit).await?),
+        Command::Flamegraph { id, format, output } => {
+            let body = client.flamegraph(&id, &format).await?;
+            match output {
+                Some(path) => std::fs::write(&path, body)
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{body}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prints each status change until the profile ends; fails (exit 6) if it
+/// did not finish.
+async fn follow(client: &ApiClient, id: &str, duration_secs: u64) -> anyhow::Result<()> {
+    let timeout = Duration::from_secs(duration_secs + 180);
+    let profile = client
+        .wait_finished(id, timeout, |status| eprintln!("{id}: {status}"))
+        .await?;
+    let status = profile["status"].as_str().unwrap_or_default();
+    if !matches!(status, "finished" | "stopped") {
+        return Err(ProfileEnded(format!(
+            "profile {id} ended {status}: {}",
+            profile["status_reason"]
+        ))
+        .into());
+    }
+    // The last window reaches storage just after the agent reports the end.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    print_top(&client.top(id, 15).await?);
+    Ok(())
+}
+
+async fn list(
+    client: &ApiClient,
+    service: Option<String>,
+    host: Option<String>,
+    status: Option<String>,
+    limit: u32,
+) -> anyhow::Result<()> {
+    let mut query = vec![format!("limit={limit}")];
+    for (key, value) in [("service", service), ("host", host), ("status", status)] {
+        if let Some(value) = value {
+            if !value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            {
+                bail!("--{key} may hold only letters, digits, `.`, `-` and `_`");
+            }
+            query.push(format!("{key}={value}"));
+        }
+    }
+    let page = client.list_profiles(&query.join("&")).await?;
+    println!(
+        "{:<36}  {:<10}  {:<20}  {:<16}  created",
+        "id", "status", "service", "host"
+    );
+    for p in page["profiles"].as_array().into_iter().flatten() {
+        println!(
+            "{:<36}  {:<10}  {:<20}  {:<16}  {}",
+            p["id"].as_str().unwrap_or("?"),
+            p["status"].as_str().unwrap_or("?"),
+            p["service"].as_str().unwrap_or("?"),
+            p["host"].as_str().unwrap_or("?"),
+            p["created_at"].as_str().unwrap_or("?"),
+        );
+    }
+    Ok(())
+}
+
+fn print_top(top: &Value) {
+    let samples = top["samples"].as_u64().unwrap_or(0);
+    println!("{samples} {} samples", top["event"].as_str().unwrap_or(""));
+    println!("{:<40} {:>16} {:>8}", "function", "self", "total");
+    for f in top["functions"].as_array().into_iter().flatten() {
+        let pct = |key: &str| f[key].as_f64().unwrap_or(0.0) * 100.0;
+        println!(
+            "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%",
+            f["function"].as_str().unwrap_or("?"),
+            pct("self_share"),
+            pct("self_share_stderr"),
+            pct("total_share")
+        );
+    }
+}
+
+/// The profile ran but did not end well.
+#[derive(Debug)]
+struct ProfileEnded(String);
+
+impl std::fmt::Display for ProfileEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProfileEnded {}
+
+pub(crate) fn exit_code(error: &anyhow::Error) -> i32 {
+    if error.downcast_ref::<ProfileEnded>().is_some() {
+        return 6;
+    }
+    match error
+        .downcast_ref::<ClientError>()
+        .and_then(ClientError::status)
+    {
+        Some(401 | 403) => 3,
+        Some(404) => 4,
+        Some(409) => 5,
+        Some(400 | 422) => 2,
+        _ => 1,
+    }
+}

@@ -1,0 +1,90 @@
+//! `odpctl` against the real platform: the commands work and their exit
+//! codes say what went wrong.
+
+use std::process::Output;
+
+use odp_devstack::{build_demo, mint_scoped_token, workspace_binary, ServiceProcess};
+
+use crate::common;
+
+fn odpctl(h: &common::Harness, token: &str, args: &[&str]) -> Output {
+    std::process::Command::new(workspace_binary("odpctl").expect("odpctl is built"))
+        .args(["--api-url", &h.platform.api_url, "--token", token])
+        .arg("--cacert")
+        .arg(&h.platform.ca_path)
+        .args(args)
+        .output()
+        .expect("run odpctl")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odpctl_profiles_the_demo_and_reports_errors_by_exit_code() {
+    let h = common::start("cli", 1).await;
+    let demo_binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
+    let demo = ServiceProcess::builder("demo", &demo_binary)
+        .args(["--seconds", "120"])
+        .log_dir(h.stack.log_dir())
+        .spawn()
+        .expect("start the demo");
+    let pid = demo.pid().to_string();
+    let host = h.platform.host_id.clone();
+    let token = h.platform.token.clone();
+
+    let start = [
+        "start",
+        "--host",
+        &host,
+        "--pid",
+        &pid,
+        "--duration-secs",
+        "3",
+        "--frequency-hz",
+        "199",
+        "--wait",
+    ];
+    // odpctl blocks; keep the runtime's other tasks going meanwhile.
+    let output = tokio::task::block_in_place(|| odpctl(&h, &token, &start));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let id = stdout.lines().next().unwrap().trim().to_owned();
+    let first_function = stdout.lines().nth(3).unwrap_or_default();
+    assert!(first_function.starts_with("demo_hot"), "{}", text(&output));
+
+    let list = tokio::task::block_in_place(|| odpctl(&h, &token, &["list", "--host", &host]));
+    assert_eq!(list.status.code(), Some(0), "{}", text(&list));
+    assert!(String::from_utf8_lossy(&list.stdout).contains(&id));
+
+    let svg = h.stack.state_dir().join("flame.svg");
+    let svg_arg = svg.to_str().unwrap();
+    let written =
+        tokio::task::block_in_place(|| odpctl(&h, &token, &["flamegraph", &id, "-o", svg_arg]));
+    assert_eq!(written.status.code(), Some(0), "{}", text(&written));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("demo_hot"));
+
+    let unknown = tokio::task::block_in_place(|| {
+        odpctl(
+            &h,
+            &token,
+            &["status", "00000000-0000-0000-0000-000000000000"],
+        )
+    });
+    assert_eq!(unknown.status.code(), Some(4), "{}", text(&unknown));
+    let viewer = mint_scoped_token(&h.platform.jwt_secret, "v", "viewer", &[]).unwrap();
+    let refused = tokio::task::block_in_place(|| {
+        odpctl(&h, &viewer, &["start", "--host", &host, "--pid", &pid])
+    });
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
+    let bad = tokio::task::block_in_place(|| {
+        odpctl(&h, &token, &["start", "--host", "bad host", "--pid", &pid])
+    });
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+}
