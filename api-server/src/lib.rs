@@ -47,6 +47,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::profiles::router())
         .merge(routes::flamegraph::router())
         .merge(routes::issues::router())
+        .merge(routes::hosts::router())
         .route("/healthz", get(health))
         .fallback(not_found)
         .layer(TraceLayer::new_for_http())

@@ -1,3 +1,4 @@
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Topic names; defaults are DESIGN.md's.
@@ -23,6 +24,47 @@ pub struct Topics {
     pub dead_letter: String,
 }
 
+/// The alert sender: how often it polls and how it retries.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AlertOptions {
+    /// How often due alert deliveries are looked for.
+    #[arg(long = "alert-poll-ms", env = "ODP_ALERT_POLL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub poll_ms: u64,
+    /// Wait after a delivery's first failed attempt, doubled after each
+    /// further one (capped at 5 minutes).
+    #[arg(long = "alert-backoff-base-ms", env = "ODP_ALERT_BACKOFF_BASE_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=300_000))]
+    pub backoff_base_ms: u64,
+    /// Attempts before a delivery is given up as failed.
+    #[arg(long = "alert-max-attempts", env = "ODP_ALERT_MAX_ATTEMPTS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub max_attempts: u32,
+    /// PEM bundle of the CAs trusted for https webhooks (e.g.
+    /// /etc/ssl/certs/ca-certificates.crt); without it only plain http
+    /// webhooks can be delivered.
+    #[arg(long = "alert-ca-file", env = "ODP_ALERT_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for AlertOptions {
+    fn default() -> Self {
+        AlertOptions {
+            poll_ms: 1000,
+            backoff_base_ms: 1000,
+            max_attempts: 8,
+            ca_file: None,
+        }
+    }
+}
+
+impl AlertOptions {
+    pub fn poll(&self) -> Duration {
+        Duration::from_millis(self.poll_ms)
+    }
+
+    pub fn backoff_base(&self) -> Duration {
+        Duration::from_millis(self.backoff_base_ms)
+    }
+}
+
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "odp-pipeline",
@@ -43,6 +85,8 @@ pub struct Config {
     /// How long a batch waits to fill once its first message arrived.
     #[arg(long, env = "ODP_PIPELINE_BATCH_WAIT_MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub batch_wait_ms: u64,
+    #[command(flatten)]
+    pub alerts: AlertOptions,
 }
 
 impl Config {

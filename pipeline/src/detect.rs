@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use odp_store::StoreError;
+use odp_store::{AlertSubject, StoreError};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
@@ -99,7 +99,14 @@ impl Detector {
             service: &service,
             data: &data,
         });
-        odp_store::save_detections(pool, profile_id, &found).await?;
+        let subject = AlertSubject {
+            service: &service,
+            host: identity.host.as_deref().unwrap_or_default(),
+        };
+        let new = odp_store::save_detections(pool, profile_id, subject, &found).await?;
+        if !new.is_empty() {
+            tracing::info!(%profile_id, service = %service, rules = ?new, "new issues detected");
+        }
         Ok(found.len())
     }
 

@@ -14,7 +14,12 @@
 //! profiles it touched (and those it reports finished) are run through the
 //! detection rules ([`rules`], [`detect`]); their findings are upserted, so
 //! a redelivered batch re-evaluates to the same result.
+//!
+//! A rule flagging a profile for the first time queues an alert per
+//! matching channel in the same transaction; a sender task ([`alerts`])
+//! delivers them as signed webhooks, retrying with backoff.
 
+pub mod alerts;
 mod batch;
 mod config;
 mod dead_letter;
@@ -22,7 +27,7 @@ pub mod detect;
 pub mod rules;
 mod worker;
 
-pub use config::{Config, Topics};
+pub use config::{AlertOptions, Config, Topics};
 pub use worker::run;
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +36,8 @@ pub enum PipelineError {
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("store: {0}")]
     Store(#[from] odp_store::StoreError),
+    #[error("alerts: {0}")]
+    Alerts(#[from] alerts::AlertError),
     #[error("dead-letter publish failed: {0}")]
     DeadLetter(String),
 }

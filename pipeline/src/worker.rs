@@ -12,7 +12,7 @@ use sqlx::PgPool;
 
 use crate::batch::{self, RawMessage, Rejected};
 use crate::detect::{DetectError, Detector};
-use crate::{dead_letter, Config, PipelineError};
+use crate::{alerts, dead_letter, Config, PipelineError};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -26,6 +26,10 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     .await?;
     odp_store::migrate(&pool).await?;
     let detector = retry_detector(&pool).await;
+    // Dropping `stop_alerts` (on any return) stops the sender too.
+    let (stop_alerts, alerts_stopped) = tokio::sync::watch::channel(false);
+    let sender = alerts::Sender::new(pool.clone(), config.alerts.clone())?;
+    let alert_task = tokio::spawn(alerts::run(sender, alerts_stopped));
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", &config.kafka_bootstrap)
         .set("group.id", &config.group_id)
@@ -57,6 +61,10 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             _ = &mut shutdown => break,
             result = work => result?,
         }
+    }
+    let _ = stop_alerts.send(true);
+    if let Err(e) = alert_task.await {
+        tracing::error!(error = %e, "alert sender panicked");
     }
     tracing::info!("pipeline stopped");
     Ok(())

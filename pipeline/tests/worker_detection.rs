@@ -59,6 +59,7 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
         },
         batch_max: 100,
         batch_wait_ms: 50,
+        alerts: Default::default(),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = tokio::spawn(odp_pipeline::run(config, async {

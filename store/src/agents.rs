@@ -19,6 +19,16 @@ pub struct AgentRow {
     pub last_seen: DateTime<Utc>,
 }
 
+/// Every agent that ever sent a heartbeat, most recently seen first.
+pub async fn list_agents(pool: &PgPool) -> Result<Vec<AgentRow>> {
+    Ok(sqlx::query_as::<_, AgentRow>(
+        "select host, agent_id, version, plugins, running_profiles, last_seen
+         from agents order by last_seen desc",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Records one event: heartbeats refresh the agent's row; lifecycle events
 /// are kept in `profile_events` and move the profile's status. Idempotent:
 /// a redelivered lifecycle event finds the profile already moved.

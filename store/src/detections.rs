@@ -2,6 +2,8 @@
 //! rewritten by every evaluation so redelivery and re-evaluation never
 //! duplicate it.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use odp_core::Target;
 use serde::{Deserialize, Serialize};
@@ -71,10 +73,26 @@ pub async fn profile_identity(pool: &PgPool, profile_id: Uuid) -> Result<Profile
     })
 }
 
+/// Whom a profile's alerts are about: channels are matched on the service.
+#[derive(Debug, Clone, Copy)]
+pub struct AlertSubject<'a> {
+    pub service: &'a str,
+    pub host: &'a str,
+}
+
 /// Replaces a profile's detections with `found`: rows for rules still
 /// flagged are updated in place (keeping when they were first found), the
-/// others removed. One transaction, idempotent.
-pub async fn save_detections(pool: &PgPool, profile_id: Uuid, found: &[Detection]) -> Result<()> {
+/// others removed. For each rule flagged for the first time (the upsert
+/// inserted its row), one alert per matching enabled channel is queued in
+/// the same transaction; the queue is unique per (profile, rule, channel),
+/// so re-evaluation and redelivery never queue one twice. One transaction,
+/// idempotent; returns the rules newly flagged.
+pub async fn save_detections(
+    pool: &PgPool,
+    profile_id: Uuid,
+    subject: AlertSubject<'_>,
+    found: &[Detection],
+) -> Result<Vec<String>> {
     let mut tx = pool.begin().await?;
     let rule_ids: Vec<&str> = found.iter().map(|d| d.rule_id.as_str()).collect();
     sqlx::query("delete from detections where profile_id = $1 and not (rule_id = any($2))")
@@ -82,7 +100,8 @@ pub async fn save_detections(pool: &PgPool, profile_id: Uuid, found: &[Detection
         .bind(&rule_ids)
         .execute(&mut *tx)
         .await?;
-    sqlx::query(
+    // `xmax = 0` holds for a row this statement inserted, not one it updated.
+    let new: Vec<String> = sqlx::query_scalar::<_, Option<String>>(
         "insert into detections (profile_id, rule_id, share, threshold_pct, samples_matched,
                                  samples_total, stacks)
          select $1, rule_id, share, threshold_pct, samples_matched, samples_total, stacks
@@ -91,14 +110,46 @@ pub async fn save_detections(pool: &PgPool, profile_id: Uuid, found: &[Detection
          on conflict (profile_id, rule_id) do update set
              share = excluded.share, threshold_pct = excluded.threshold_pct,
              samples_matched = excluded.samples_matched, samples_total = excluded.samples_total,
-             stacks = excluded.stacks, last_evaluated_at = now()",
+             stacks = excluded.stacks, last_evaluated_at = now()
+         returning case when xmax = 0 then rule_id end",
     )
     .bind(profile_id)
     .bind(Json(found))
-    .execute(&mut *tx)
-    .await?;
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .flatten()
+    .collect();
+    if !new.is_empty() {
+        crate::alerts::enqueue(&mut tx, profile_id, subject, &new).await?;
+    }
     tx.commit().await?;
-    Ok(())
+    Ok(new)
+}
+
+/// The frame names, root first, of each of `stack_ids` that exists.
+pub(crate) async fn stack_names(
+    pool: &PgPool,
+    stack_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<String>>> {
+    let mut stack_ids = stack_ids.to_vec();
+    stack_ids.sort_unstable();
+    stack_ids.dedup();
+    let stacks = stack_frame_ids(pool, &stack_ids).await?;
+    let mut frame_ids: Vec<Uuid> = stacks.values().flatten().copied().collect();
+    frame_ids.sort_unstable();
+    frame_ids.dedup();
+    let names = frame_names(pool, &frame_ids).await?;
+    Ok(stacks
+        .into_iter()
+        .map(|(id, frames)| {
+            let frames = frames
+                .iter()
+                .map(|f| names.get(f).cloned().unwrap_or_else(|| "[unknown]".into()))
+                .collect();
+            (id, frames)
+        })
+        .collect())
 }
 
 /// A matching stack with its frames' names, root first.
@@ -158,18 +209,11 @@ pub async fn profile_issues(pool: &PgPool, profile_id: Uuid) -> Result<Vec<Issue
     .bind(profile_id)
     .fetch_all(pool)
     .await?;
-    let mut stack_ids: Vec<Uuid> = rows
+    let stack_ids: Vec<Uuid> = rows
         .iter()
         .flat_map(|r| r.stacks.iter().map(|s| s.stack_id))
         .collect();
-    stack_ids.sort_unstable();
-    stack_ids.dedup();
-    let stacks = stack_frame_ids(pool, &stack_ids).await?;
-    let mut frame_ids: Vec<Uuid> = stacks.values().flatten().copied().collect();
-    frame_ids.sort_unstable();
-    frame_ids.dedup();
-    let names = frame_names(pool, &frame_ids).await?;
-    let unknown = "[unknown]".to_owned();
+    let names = stack_names(pool, &stack_ids).await?;
     Ok(rows
         .into_iter()
         .map(|r| Issue {
@@ -179,14 +223,7 @@ pub async fn profile_issues(pool: &PgPool, profile_id: Uuid) -> Result<Vec<Issue
                 .map(|hit| IssueStack {
                     stack_id: hit.stack_id,
                     count: hit.count,
-                    frames: stacks
-                        .get(&hit.stack_id)
-                        .map(|ids| {
-                            ids.iter()
-                                .map(|id| names.get(id).unwrap_or(&unknown).clone())
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    frames: names.get(&hit.stack_id).cloned().unwrap_or_default(),
                 })
                 .collect(),
             rule_id: r.rule_id,

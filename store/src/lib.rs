@@ -6,6 +6,7 @@
 //! batch, so a batch is stored whole or not at all.
 
 mod agents;
+mod alerts;
 mod detections;
 mod ingest;
 mod profiles;
@@ -16,9 +17,13 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use thiserror::Error;
 
-pub use agents::{record_agent_event, AgentRow};
+pub use agents::{list_agents, record_agent_event, AgentRow};
+pub use alerts::{
+    claim_due_deliveries, create_channel, list_channels, record_attempt, AttemptOutcome,
+    ChannelRow, DueDelivery, NewChannel,
+};
 pub use detections::{
-    profile_identity, profile_issues, save_detections, Detection, Issue, IssueStack,
+    profile_identity, profile_issues, save_detections, AlertSubject, Detection, Issue, IssueStack,
     ProfileIdentity, StackHit,
 };
 pub use ingest::{store_snapshots, IngestOutcome};

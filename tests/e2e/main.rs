@@ -9,4 +9,5 @@ mod commands;
 mod common;
 mod control;
 mod dead_letter;
+mod hosts;
 mod profile;

@@ -1,0 +1,265 @@
+//! Alerts end to end against a real Postgres and a real webhook receiver:
+//! a new detection queues one delivery per matching channel, the sender
+//! retries through failures with backoff, signs what it sends, logs every
+//! attempt, and nothing is sent twice when the profile is re-evaluated or
+//! its snapshot redelivered.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, Mac};
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::{EventKind, Frame, Snapshot};
+use odp_devstack::{Stack, StackOptions};
+use odp_pipeline::alerts::{self, Sender};
+use odp_pipeline::detect::Detector;
+use odp_pipeline::AlertOptions;
+use odp_store::{NewChannel, StoreError};
+use sha2::Sha256;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const SECRET: &str = "s3cret";
+
+/// What the receiver was sent, in order: headers and body.
+type Received = Arc<Mutex<Vec<(HeaderMap, Bytes)>>>;
+
+/// A webhook receiver that answers 500 to its first two requests, then 204.
+async fn start_receiver() -> (String, Received) {
+    let received: Received = Arc::default();
+    let app = axum::Router::new()
+        .route(
+            "/hook",
+            axum::routing::post(
+                |State(received): State<Received>, headers: HeaderMap, body: Bytes| async move {
+                    let mut received = received.lock().unwrap();
+                    received.push((headers, body));
+                    if received.len() <= 2 {
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    } else {
+                        StatusCode::NO_CONTENT
+                    }
+                },
+            ),
+        )
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
+/// A URL nothing listens on.
+async fn dead_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+fn snapshot(profile_id: Uuid) -> Snapshot {
+    let mut b = SnapshotBuilder::new();
+    for (names, count) in [
+        (&["main", "work", "java.lang.StringBuffer.append"][..], 300),
+        (&["main", "work"][..], 700),
+    ] {
+        let frames: Vec<Frame> = names.iter().map(|n| Frame::function(*n)).collect();
+        b.add(&frames, 1, count);
+    }
+    b.build(SnapshotHeader {
+        profile_id,
+        host: "h-1".into(),
+        agent_id: "agent".into(),
+        sequence: 0,
+        window_start_ms: 1_700_000_000_000,
+        window_end_ms: 1_700_000_010_000,
+        event: EventKind::CpuClock,
+        period: 1,
+        frequency_hz: 99,
+    })
+}
+
+fn channel(name: &str, url: &str, pattern: &str, enabled: bool) -> NewChannel {
+    NewChannel {
+        name: name.into(),
+        url: url.into(),
+        secret: SECRET.into(),
+        service_pattern: pattern.into(),
+        enabled,
+    }
+}
+
+fn verify(body: &[u8], header: &str) {
+    let hex = header.strip_prefix("sha256=").expect("sha256= prefix");
+    let tag: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body);
+    mac.verify_slice(&tag).expect("signature verifies");
+}
+
+async fn count(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_detections_are_delivered_once_signed_and_retried() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let detector = Detector::start(&pool).await.unwrap();
+    let (url, received) = start_receiver().await;
+
+    let all = odp_store::create_channel(&pool, &channel("ops", &url, "*", true))
+        .await
+        .unwrap();
+    let dead =
+        odp_store::create_channel(&pool, &channel("dead", &dead_url().await, "check*", true))
+            .await
+            .unwrap();
+    for other in [
+        channel("billing", &url, "billing-*", true),
+        channel("off", &url, "*", false),
+    ] {
+        odp_store::create_channel(&pool, &other).await.unwrap();
+    }
+    let taken = odp_store::create_channel(&pool, &channel("ops", &url, "*", true)).await;
+    assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+    let channels = odp_store::list_channels(&pool).await.unwrap();
+    assert_eq!(channels.len(), 4);
+    assert_eq!(channels[0].kind, "webhook");
+
+    let id = Uuid::new_v4();
+    sqlx::query(
+        "insert into profiles (id, host, target, duration_ms, frequency_hz, status, requested_by,
+                               service)
+         values ($1, 'h-1', '{\"by\": \"pid\", \"value\": 7}', 60000, 99, 'running', 'test',
+                 'checkout')",
+    )
+    .bind(id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let s = snapshot(id);
+    odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
+    assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 1);
+    // Queued with the detection: the matching enabled channels only.
+    assert_eq!(
+        count(&pool, "select count(*) from alert_deliveries").await,
+        2
+    );
+
+    let options = AlertOptions {
+        poll_ms: 20,
+        backoff_base_ms: 20,
+        max_attempts: 3,
+        ca_file: None,
+    };
+    let sender = Sender::new(pool.clone(), options).unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(alerts::run(sender.clone(), stopped.clone()));
+
+    // Both deliveries settle: one delivered on the third try, the one to
+    // nowhere failed after its three attempts.
+    let mut polls = 0;
+    while count(
+        &pool,
+        "select count(*) from alert_deliveries where status = 'pending'",
+    )
+    .await
+        > 0
+    {
+        polls += 1;
+        assert!(polls < 600, "deliveries never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let statuses: Vec<(Uuid, String, i32)> =
+        sqlx::query_as("select channel_id, status, attempts from alert_deliveries order by status")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        statuses,
+        [
+            (all.id, "delivered".to_owned(), 3),
+            (dead.id, "failed".to_owned(), 3)
+        ]
+    );
+    let delivery_id: Uuid =
+        sqlx::query_scalar("select id from alert_deliveries where channel_id = $1")
+            .bind(all.id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let attempts: Vec<(i32, Option<i32>, bool)> = sqlx::query_as(
+        "select attempt, status_code, success from alert_attempts
+         where delivery_id = $1 order by attempt",
+    )
+    .bind(delivery_id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        attempts,
+        [
+            (1, Some(500), false),
+            (2, Some(500), false),
+            (3, Some(204), true)
+        ]
+    );
+    let dead_errors = count(
+        &pool,
+        "select count(*) from alert_attempts a join alert_deliveries d on d.id = a.delivery_id
+         where d.status = 'failed' and a.status_code is null and a.error is not null
+           and not a.success",
+    )
+    .await;
+    assert_eq!(dead_errors, 3);
+
+    // Re-evaluation and redelivery of the snapshot queue nothing new.
+    detector.evaluate_profile(&pool, id).await.unwrap();
+    odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
+    detector.evaluate_all(&pool, &[id, id]).await;
+    assert_eq!(
+        count(&pool, "select count(*) from alert_deliveries").await,
+        2
+    );
+    assert_eq!(sender.deliver_due(&stopped).await.unwrap(), 0);
+    let _ = stop.send(true);
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("sender stops")
+        .unwrap();
+
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 3, "2 failures and 1 success, nothing more");
+    for (headers, body) in &received {
+        assert_eq!(headers["x-odp-delivery"], delivery_id.to_string().as_str());
+        verify(body, headers["x-odp-signature"].to_str().unwrap());
+    }
+    let body: serde_json::Value = serde_json::from_slice(&received[2].1).unwrap();
+    assert_eq!(body["profile_id"], id.to_string());
+    assert_eq!(body["service"], "checkout");
+    assert_eq!(body["host"], "h-1");
+    assert_eq!(body["rule"]["id"], "jvm-stringbuffer");
+    assert_eq!(body["rule"]["title"], "java.lang.StringBuffer");
+    assert!(body["rule"]["link"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://"));
+    assert_eq!(body["share"], 30.0);
+    assert_eq!(body["threshold_pct"], 1.0);
+    assert_eq!(
+        body["stacks"][0]["frames"],
+        serde_json::json!(["main", "work", "java.lang.StringBuffer.append"])
+    );
+    assert_eq!(body["stacks"][0]["count"], 300);
+    assert!(body["detected_at"].is_string());
+
+    pool.close().await;
+    stack.stop().unwrap();
+}

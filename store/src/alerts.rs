@@ -1,0 +1,282 @@
+//! Alert channels and the outbox of deliveries to them.
+//!
+//! A delivery is queued in the transaction that first stores a detection
+//! (see [`crate::save_detections`]) and is unique per (profile, rule,
+//! channel). Senders claim due deliveries with `for update skip locked`
+//! and lease them by pushing `next_attempt_at` past the send's timeout, so
+//! several senders never send one delivery at the same time and a crashed
+//! sender's claim comes back once its lease runs out.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::types::Json;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::detections::{stack_names, AlertSubject, IssueStack, StackHit};
+use crate::{Result, StoreError};
+
+/// A channel to create; only webhooks for now.
+#[derive(Debug, Clone)]
+pub struct NewChannel {
+    pub name: String,
+    pub url: String,
+    /// Key of the `X-ODP-Signature` HMAC.
+    pub secret: String,
+    /// Glob over services (`*` for all, `?` for one character).
+    pub service_pattern: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ChannelRow {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: String,
+    pub url: String,
+    #[serde(skip_serializing)]
+    pub secret: String,
+    pub service_pattern: String,
+    pub enabled: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, service_pattern, enabled, created_at";
+
+/// Creates a webhook channel; a taken name is a [`StoreError::Conflict`].
+pub async fn create_channel(pool: &PgPool, channel: &NewChannel) -> Result<ChannelRow> {
+    let inserted: Option<ChannelRow> = sqlx::query_as(&format!(
+        "insert into alert_channels (id, name, kind, url, secret, service_pattern, enabled)
+         values ($1, $2, 'webhook', $3, $4, $5, $6)
+         on conflict (name) do nothing
+         returning {CHANNEL_COLUMNS}"
+    ))
+    .bind(Uuid::new_v4())
+    .bind(&channel.name)
+    .bind(&channel.url)
+    .bind(&channel.secret)
+    .bind(&channel.service_pattern)
+    .bind(channel.enabled)
+    .fetch_optional(pool)
+    .await?;
+    inserted.ok_or_else(|| {
+        StoreError::Conflict(format!("alert channel {:?} already exists", channel.name))
+    })
+}
+
+/// All channels, by name.
+pub async fn list_channels(pool: &PgPool) -> Result<Vec<ChannelRow>> {
+    Ok(sqlx::query_as(&format!(
+        "select {CHANNEL_COLUMNS} from alert_channels order by name"
+    ))
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Queues one delivery per enabled channel whose pattern matches the
+/// service, for each of `rule_ids` (whose detections `tx` just inserted).
+pub(crate) async fn enqueue(
+    tx: &mut Transaction<'_, Postgres>,
+    profile_id: Uuid,
+    subject: AlertSubject<'_>,
+    rule_ids: &[String],
+) -> Result<u64> {
+    // The glob becomes a LIKE pattern: LIKE's own wildcards and escape are
+    // escaped first, then `*` and `?` translated.
+    let queued = sqlx::query(
+        r"insert into alert_deliveries (id, profile_id, rule_id, channel_id, service, host,
+                                        share, threshold_pct, stacks, detected_at)
+          select gen_random_uuid(), d.profile_id, d.rule_id, c.id, $3, $4,
+                 d.share, d.threshold_pct, d.stacks, d.first_evaluated_at
+          from detections d cross join alert_channels c
+          where d.profile_id = $1 and d.rule_id = any($2) and c.enabled
+            and $3 like replace(replace(replace(replace(replace(c.service_pattern,
+                    '\', '\\'), '%', '\%'), '_', '\_'), '*', '%'), '?', '_')
+          on conflict (profile_id, rule_id, channel_id) do nothing",
+    )
+    .bind(profile_id)
+    .bind(rule_ids)
+    .bind(subject.service)
+    .bind(subject.host)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if queued > 0 {
+        tracing::debug!(%profile_id, queued, "alerts queued");
+    }
+    Ok(queued)
+}
+
+/// A claimed delivery with everything its message says.
+#[derive(Debug, Clone)]
+pub struct DueDelivery {
+    pub id: Uuid,
+    /// This attempt's number, from 1.
+    pub attempt: u32,
+    pub channel_id: Uuid,
+    pub url: String,
+    pub secret: String,
+    pub profile_id: Uuid,
+    pub service: String,
+    pub host: String,
+    pub rule_id: String,
+    pub title: String,
+    pub explanation: String,
+    pub fix: String,
+    pub link: String,
+    pub share: f64,
+    pub threshold_pct: f64,
+    pub stacks: Vec<IssueStack>,
+    pub detected_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct DueRow {
+    id: Uuid,
+    attempts: i32,
+    channel_id: Uuid,
+    url: String,
+    secret: String,
+    profile_id: Uuid,
+    service: String,
+    host: String,
+    rule_id: String,
+    title: String,
+    explanation: String,
+    fix: String,
+    link: String,
+    share: f64,
+    threshold_pct: f64,
+    stacks: Json<Vec<StackHit>>,
+    detected_at: DateTime<Utc>,
+}
+
+/// Claims up to `limit` due pending deliveries, leasing each for `lease`
+/// (longer than a send may take). A claimed delivery must be finished
+/// with [`record_attempt`].
+pub async fn claim_due_deliveries(
+    pool: &PgPool,
+    limit: u32,
+    lease: Duration,
+) -> Result<Vec<DueDelivery>> {
+    let rows: Vec<DueRow> = sqlx::query_as(
+        "with due as (
+             select id from alert_deliveries
+             where status = 'pending' and next_attempt_at <= now()
+             order by next_attempt_at
+             limit $1
+             for update skip locked
+         ), claimed as (
+             update alert_deliveries a
+             set next_attempt_at = now() + $2::float8 * interval '1 millisecond'
+             from due where a.id = due.id
+             returning a.*
+         )
+         select a.id, a.attempts, a.channel_id, c.url, c.secret, a.profile_id, a.service,
+                a.host, a.rule_id, r.title, r.explanation, r.fix, r.link, a.share,
+                a.threshold_pct, a.stacks, a.detected_at
+         from claimed a
+         join alert_channels c on c.id = a.channel_id
+         join rules r on r.id = a.rule_id
+         order by a.next_attempt_at",
+    )
+    .bind(i64::from(limit))
+    .bind(lease.as_millis().min(i64::MAX as u128) as i64)
+    .fetch_all(pool)
+    .await?;
+    let stack_ids: Vec<Uuid> = rows
+        .iter()
+        .flat_map(|r| r.stacks.iter().map(|s| s.stack_id))
+        .collect();
+    let names = stack_names(pool, &stack_ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| DueDelivery {
+            stacks: r
+                .stacks
+                .iter()
+                .map(|hit| IssueStack {
+                    stack_id: hit.stack_id,
+                    count: hit.count,
+                    frames: names.get(&hit.stack_id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+            id: r.id,
+            attempt: r.attempts.max(0) as u32 + 1,
+            channel_id: r.channel_id,
+            url: r.url,
+            secret: r.secret,
+            profile_id: r.profile_id,
+            service: r.service,
+            host: r.host,
+            rule_id: r.rule_id,
+            title: r.title,
+            explanation: r.explanation,
+            fix: r.fix,
+            link: r.link,
+            share: r.share,
+            threshold_pct: r.threshold_pct,
+            detected_at: r.detected_at,
+        })
+        .collect())
+}
+
+/// How one attempt went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptOutcome {
+    /// The HTTP status, when there was a response.
+    pub status_code: Option<u16>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    pub success: bool,
+    /// When a failed delivery is tried again; `None` gives up on it.
+    pub retry_in: Option<Duration>,
+}
+
+/// Logs attempt `attempt` of a delivery and moves it on: delivered, due
+/// again after `retry_in`, or failed for good. One transaction.
+pub async fn record_attempt(
+    pool: &PgPool,
+    delivery_id: Uuid,
+    attempt: u32,
+    outcome: &AttemptOutcome,
+) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "insert into alert_attempts (delivery_id, attempt, status_code, error, success)
+         values ($1, $2, $3, $4, $5)
+         on conflict (delivery_id, attempt) do nothing",
+    )
+    .bind(delivery_id)
+    .bind(attempt as i32)
+    .bind(outcome.status_code.map(i32::from))
+    .bind(&outcome.error)
+    .bind(outcome.success)
+    .execute(&mut *tx)
+    .await?;
+    let status = match (outcome.success, outcome.retry_in) {
+        (true, _) => "delivered",
+        (false, Some(_)) => "pending",
+        (false, None) => "failed",
+    };
+    let retry_ms = outcome
+        .retry_in
+        .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64);
+    sqlx::query(
+        "update alert_deliveries
+         set attempts = greatest(attempts, $2), status = $3,
+             next_attempt_at = now() + $4::float8 * interval '1 millisecond',
+             finished_at = case when $3 = 'pending' then null else now() end
+         where id = $1 and status = 'pending'",
+    )
+    .bind(delivery_id)
+    .bind(attempt as i32)
+    .bind(status)
+    .bind(retry_ms)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
