@@ -15,7 +15,7 @@ use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::detections::{stack_names, AlertSubject, IssueStack, StackHit};
+use crate::detections::{name_stacks, AlertSubject, IssueStack, StackHit};
 use crate::{Result, StoreError};
 
 /// A channel to create; only webhooks for now.
@@ -186,23 +186,13 @@ pub async fn claim_due_deliveries(
     .bind(lease.as_millis().min(i64::MAX as u128) as i64)
     .fetch_all(pool)
     .await?;
-    let stack_ids: Vec<Uuid> = rows
-        .iter()
-        .flat_map(|r| r.stacks.iter().map(|s| s.stack_id))
-        .collect();
-    let names = stack_names(pool, &stack_ids).await?;
+    let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
+    let named = name_stacks(pool, &hits).await?;
     Ok(rows
         .into_iter()
-        .map(|r| DueDelivery {
-            stacks: r
-                .stacks
-                .iter()
-                .map(|hit| IssueStack {
-                    stack_id: hit.stack_id,
-                    count: hit.count,
-                    frames: names.get(&hit.stack_id).cloned().unwrap_or_default(),
-                })
-                .collect(),
+        .zip(named)
+        .map(|(r, stacks)| DueDelivery {
+            stacks,
             id: r.id,
             attempt: r.attempts.max(0) as u32 + 1,
             channel_id: r.channel_id,

@@ -152,6 +152,31 @@ pub(crate) async fn stack_names(
         .collect())
 }
 
+/// Resolves each row's matching stacks to their frames' names, in one
+/// round of queries for all rows.
+pub(crate) async fn name_stacks(
+    pool: &PgPool,
+    rows: &[&[StackHit]],
+) -> Result<Vec<Vec<IssueStack>>> {
+    let stack_ids: Vec<Uuid> = rows
+        .iter()
+        .flat_map(|hits| hits.iter().map(|h| h.stack_id))
+        .collect();
+    let names = stack_names(pool, &stack_ids).await?;
+    Ok(rows
+        .iter()
+        .map(|hits| {
+            hits.iter()
+                .map(|hit| IssueStack {
+                    stack_id: hit.stack_id,
+                    count: hit.count,
+                    frames: names.get(&hit.stack_id).cloned().unwrap_or_default(),
+                })
+                .collect()
+        })
+        .collect())
+}
+
 /// A matching stack with its frames' names, root first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IssueStack {
@@ -209,23 +234,13 @@ pub async fn profile_issues(pool: &PgPool, profile_id: Uuid) -> Result<Vec<Issue
     .bind(profile_id)
     .fetch_all(pool)
     .await?;
-    let stack_ids: Vec<Uuid> = rows
-        .iter()
-        .flat_map(|r| r.stacks.iter().map(|s| s.stack_id))
-        .collect();
-    let names = stack_names(pool, &stack_ids).await?;
+    let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
+    let named = name_stacks(pool, &hits).await?;
     Ok(rows
         .into_iter()
-        .map(|r| Issue {
-            stacks: r
-                .stacks
-                .iter()
-                .map(|hit| IssueStack {
-                    stack_id: hit.stack_id,
-                    count: hit.count,
-                    frames: names.get(&hit.stack_id).cloned().unwrap_or_default(),
-                })
-                .collect(),
+        .zip(named)
+        .map(|(r, stacks)| Issue {
+            stacks,
             rule_id: r.rule_id,
             kind: r.kind,
             title: r.title,

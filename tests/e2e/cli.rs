@@ -3,7 +3,7 @@
 
 use std::process::Output;
 
-use odp_devstack::{build_demo, mint_scoped_token, workspace_binary, ServiceProcess};
+use odp_devstack::{mint_scoped_token, workspace_binary};
 
 use crate::common;
 
@@ -29,12 +29,7 @@ fn text(output: &Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn odpctl_profiles_the_demo_and_reports_errors_by_exit_code() {
     let h = common::start("cli", 1).await;
-    let demo_binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
-    let demo = ServiceProcess::builder("demo", &demo_binary)
-        .args(["--seconds", "120"])
-        .log_dir(h.stack.log_dir())
-        .spawn()
-        .expect("start the demo");
+    let demo = h.spawn_demo();
     let pid = demo.pid().to_string();
     let host = h.platform.host_id.clone();
     let token = h.platform.token.clone();

@@ -1,6 +1,9 @@
 use std::time::Duration;
 
-use odp_devstack::{Platform, PlatformOptions, Stack, StackEndpoints, StackOptions, Topics};
+use odp_devstack::{
+    build_demo, Platform, PlatformOptions, ServiceProcess, Stack, StackEndpoints, StackOptions,
+    Topics,
+};
 
 /// A stack with topics of its own and the three services started.
 pub(crate) struct Harness {
@@ -55,6 +58,17 @@ async fn start_with(
 }
 
 impl Harness {
+    /// Builds and starts the demo workload (demo/cpu-split.c) for two
+    /// minutes; it is stopped when the returned handle drops.
+    pub(crate) fn spawn_demo(&self) -> ServiceProcess {
+        let binary = build_demo(&self.stack.state_dir().join("demo")).expect("build the demo");
+        ServiceProcess::builder("demo", &binary)
+            .args(["--seconds", "120"])
+            .log_dir(self.stack.log_dir())
+            .spawn()
+            .expect("start the demo")
+    }
+
     pub(crate) async fn pool(&self) -> sqlx::PgPool {
         sqlx::PgPool::connect(self.stack.database_url())
             .await

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use odp_devstack::{build_demo, ServiceProcess};
 use serde_json::json;
 
 use crate::common;
@@ -15,12 +14,7 @@ const EXPECTED: [(&str, f64); 3] = [("demo_hot", 0.6), ("demo_warm", 0.3), ("dem
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiling_the_demo_finds_its_known_cpu_split() {
     let h = common::start("profile", 2).await;
-    let demo_binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
-    let demo = ServiceProcess::builder("demo", &demo_binary)
-        .args(["--seconds", "120"])
-        .log_dir(h.stack.log_dir())
-        .spawn()
-        .expect("start the demo");
+    let demo = h.spawn_demo();
 
     let client = h.platform.client();
     let id = client
@@ -144,12 +138,7 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_a_profile_flushes_its_last_partial_window() {
     let h = common::start("stop", 30).await;
-    let demo_binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
-    let demo = ServiceProcess::builder("demo", &demo_binary)
-        .args(["--seconds", "120"])
-        .log_dir(h.stack.log_dir())
-        .spawn()
-        .expect("start the demo");
+    let demo = h.spawn_demo();
     let client = h.platform.client();
     // One 30 s window for a 60 s profile: everything sampled before the
     // stop lives only in the partial window the stop must flush.
