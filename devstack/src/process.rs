@@ -330,18 +330,20 @@ mod tests {
             .log_dir(dir.path())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while !process.log().contains("started hello") {
-            assert!(started.elapsed() < Duration::from_secs(5), "no log line");
+        // Bounded by attempts, not time, so a loaded machine cannot fail it.
+        for _ in 0..3000 {
+            if process.log().contains("started hello") {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(process.log().contains("started hello"), "no log line");
         process.ensure_running().unwrap();
         let status = process.stop().unwrap();
-        assert!(!status.success());
-        assert!(
-            started.elapsed() < DEFAULT_STOP_TIMEOUT,
-            "SIGTERM was not enough"
-        );
+        // Ended by the polite SIGTERM, not the SIGKILL that follows a
+        // missed deadline.
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
         assert!(process.ensure_running().is_err());
     }
 
