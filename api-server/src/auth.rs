@@ -1,123 +1,45 @@
 //! Bearer-token authentication and role-based authorization.
 //!
-//! Tokens are JWTs signed with the configured HS256 secret; `exp`, `nbf`,
-//! `iss` and `aud` are validated. Claims carry a role — `viewer` reads,
+//! Tokens are JWTs signed with the configured HS256 secret or by a key of
+//! the configured JWKS (see `odp_core::token`); `exp`, `nbf`, `iss` and
+//! `aud` are validated. Claims carry a role — `viewer` reads,
 //! `profiler` also starts and stops profiles of the services its
 //! `services` glob patterns match, `admin` may do everything — so CI jobs
 //! and performance tests get narrowly scoped service tokens the same way
 //! people do.
 
-use std::fmt;
-use std::str::FromStr;
-
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use serde::{Deserialize, Serialize};
+pub use odp_core::token::{Grant, Role};
+use odp_core::token::{TokenError, TokenVerifier};
 
 use crate::error::ApiError;
 use crate::AppState;
 
-pub const ISSUER: &str = "odp";
-pub const AUDIENCE: &str = "odp-api";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Viewer,
-    Profiler,
-    Admin,
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Role::Viewer => "viewer",
-            Role::Profiler => "profiler",
-            Role::Admin => "admin",
-        })
-    }
-}
-
-impl FromStr for Role {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "viewer" => Ok(Role::Viewer),
-            "profiler" => Ok(Role::Profiler),
-            "admin" => Ok(Role::Admin),
-            other => Err(format!(
-                "unknown role {other:?} (viewer, profiler or admin)"
-            )),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Claims {
-    sub: String,
-    iss: String,
-    aud: String,
-    iat: i64,
-    nbf: i64,
-    exp: i64,
-    role: Role,
-    /// Glob patterns (`*`, `?`) of the services a profiler may profile.
-    #[serde(default)]
-    services: Vec<String>,
-}
-
-/// What a token grants, for minting one.
-#[derive(Debug, Clone)]
-pub struct Grant {
-    pub subject: String,
-    pub role: Role,
-    pub services: Vec<String>,
-}
-
 pub struct Authenticator {
-    decoding: DecodingKey,
-    encoding: EncodingKey,
+    verifier: TokenVerifier,
 }
 
 impl Authenticator {
     pub fn from_secret(secret: &[u8]) -> Self {
         Authenticator {
-            decoding: DecodingKey::from_secret(secret),
-            encoding: EncodingKey::from_secret(secret),
+            verifier: TokenVerifier::new(Some(secret), None).expect("a secret alone is valid"),
         }
     }
 
-    /// Mints a token for `grant`, valid for `ttl_secs` from `now`.
-    pub fn mint(
-        &self,
-        grant: &Grant,
-        now: i64,
-        ttl_secs: i64,
-    ) -> Result<String, jsonwebtoken::errors::Error> {
-        let claims = Claims {
-            sub: grant.subject.clone(),
-            iss: ISSUER.to_owned(),
-            aud: AUDIENCE.to_owned(),
-            iat: now,
-            nbf: now,
-            exp: now + ttl_secs,
-            role: grant.role,
-            services: grant.services.clone(),
-        };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+    /// Verifies HS256 tokens with `secret` when given and tokens signed by
+    /// the keys of the `jwks` document when given.
+    pub fn new(secret: Option<&[u8]>, jwks: Option<&str>) -> Result<Self, TokenError> {
+        Ok(Authenticator {
+            verifier: TokenVerifier::new(secret, jwks)?,
+        })
     }
 
     fn verify(&self, token: &str) -> Result<Caller, ApiError> {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_issuer(&[ISSUER]);
-        validation.set_audience(&[AUDIENCE]);
-        validation.validate_nbf = true;
-        validation.set_required_spec_claims(&["exp", "nbf", "sub", "iss", "aud"]);
-        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
-            .map_err(|e| ApiError::Unauthorized(format!("invalid bearer token: {e}")))?
-            .claims;
+        let claims = self
+            .verifier
+            .verify(token)
+            .map_err(|e| ApiError::Unauthorized(format!("invalid bearer token: {e}")))?;
         Ok(Caller {
             subject: claims.sub,
             role: claims.role,
@@ -227,21 +149,17 @@ mod tests {
     fn minted_tokens_verify_and_others_do_not() {
         let auth = Authenticator::from_secret(b"secret");
         let now = chrono::Utc::now().timestamp();
-        let token = auth.mint(&grant(Role::Viewer, &[]), now, 60).unwrap();
-        let caller = auth.verify(&token).unwrap();
+        let token = odp_core::token::mint_hs256(b"secret", &grant(Role::Viewer, &[]), now, 60);
+        let caller = auth.verify(&token.unwrap()).unwrap();
         assert_eq!(
             (caller.subject.as_str(), caller.role),
             ("alice", Role::Viewer)
         );
-        let expired = auth.mint(&grant(Role::Admin, &[]), now - 3600, 60).unwrap();
-        assert!(auth.verify(&expired).is_err());
-        let not_yet = auth.mint(&grant(Role::Admin, &[]), now + 3600, 60).unwrap();
-        assert!(auth.verify(&not_yet).is_err(), "nbf is enforced");
-        let other = Authenticator::from_secret(b"other")
-            .mint(&grant(Role::Admin, &[]), now, 60)
-            .unwrap();
-        assert!(auth.verify(&other).is_err());
-        assert!(auth.verify("not-a-token").is_err());
+        let other = odp_core::token::mint_hs256(b"other", &grant(Role::Admin, &[]), now, 60);
+        assert!(matches!(
+            auth.verify(&other.unwrap()),
+            Err(ApiError::Unauthorized(_))
+        ));
     }
 
     #[test]

@@ -67,7 +67,12 @@ pub struct ServeConfig {
     pub topic_commands: String,
     /// HS256 secret that bearer tokens are signed with (at least 16 bytes).
     #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
-    pub jwt_secret: String,
+    pub jwt_secret: Option<String>,
+    /// JSON Web Key Set whose public keys (RSA, EC, Ed25519) verify tokens
+    /// issued elsewhere, e.g. by an identity provider. With
+    /// `--jwt-secret`, both kinds of token are accepted.
+    #[arg(long, env = "ODP_JWKS_FILE")]
+    pub jwks_file: Option<PathBuf>,
     /// PKCS#8 PEM Ed25519 private key that commands are signed with.
     #[arg(long, env = "ODP_COMMAND_SIGNING_KEY")]
     pub command_signing_key: PathBuf,
@@ -90,8 +95,14 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     pub fn validate(&self) -> Result<(), String> {
-        if self.jwt_secret.len() < 16 {
-            return Err("--jwt-secret must be at least 16 bytes".into());
+        match (&self.jwt_secret, &self.jwks_file) {
+            (None, None) => {
+                return Err("tokens need --jwt-secret (HS256) or --jwks-file (public keys)".into())
+            }
+            (Some(secret), _) if secret.len() < 16 => {
+                return Err("--jwt-secret must be at least 16 bytes".into())
+            }
+            _ => {}
         }
         if self.kafka_bootstrap.trim().is_empty() {
             return Err("--kafka-bootstrap is empty".into());

@@ -107,9 +107,20 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     Ok(AppState {
         profiles: Profiles::new(pool.clone()),
         pool,
-        auth: Arc::new(Authenticator::from_secret(config.jwt_secret.as_bytes())),
+        auth: Arc::new(authenticator(config)?),
         dispatcher: Arc::new(dispatcher),
     })
+}
+
+fn authenticator(config: &ServeConfig) -> Result<Authenticator, ServeError> {
+    let jwks = match &config.jwks_file {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            ServeError::Config(format!("reading --jwks-file {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
+    let secret = config.jwt_secret.as_deref().map(str::as_bytes);
+    Authenticator::new(secret, jwks.as_deref()).map_err(|e| ServeError::Config(e.to_string()))
 }
 
 /// Marks starts that no agent acknowledged in time as expired, so users

@@ -33,16 +33,14 @@ async fn main() -> anyhow::Result<()> {
             services,
             ttl_secs,
         } => {
-            let auth = odp_api_server::auth::Authenticator::from_secret(jwt_secret.as_bytes());
             let grant = odp_api_server::auth::Grant {
                 subject: sub,
                 role,
                 services,
             };
-            println!(
-                "{}",
-                auth.mint(&grant, chrono::Utc::now().timestamp(), ttl_secs)?
-            );
+            let now = chrono::Utc::now().timestamp();
+            let token = odp_core::token::mint_hs256(jwt_secret.as_bytes(), &grant, now, ttl_secs)?;
+            println!("{token}");
         }
     }
     Ok(())

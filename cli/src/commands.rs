@@ -79,6 +79,8 @@ enum Command {
         #[arg(long, default_value_t = 15)]
         limit: usize,
     },
+    #[command(flatten)]
+    Admin(crate::admin::AdminCommand),
     /// Write a profile's flame graph.
     Flamegraph {
         id: String,
@@ -140,6 +142,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => list(&client, service, host, status, limit).await?,
         Command::Top { id, limit } => print_top(&client.top(&id, limit).await?),
+        Command::Admin(command) => crate::admin::run(&client, command).await?,
         Command::Flamegraph { id, format, output } => {
             let body = client.flamegraph(&id, &format).await?;
             match output {

@@ -4,6 +4,7 @@
 //! 3 the API refused the token (401/403); 4 not found; 5 conflict (a live
 //! profile of the target exists); 6 the profile ended failed or expired.
 
+mod admin;
 mod commands;
 
 use clap::Parser;

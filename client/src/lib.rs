@@ -129,6 +129,19 @@ impl ApiClient {
         Ok(Reply { status, body, text })
     }
 
+    /// Sends a request and returns the JSON body when the API answers
+    /// `status`; any other answer is a [`ClientError::Status`] carrying
+    /// the API's error message.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        status: u16,
+    ) -> Result<Value> {
+        Ok(self.expect(method, path, body, status).await?.body)
+    }
+
     async fn expect(
         &self,
         method: reqwest::Method,

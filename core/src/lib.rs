@@ -29,6 +29,7 @@ pub mod model;
 pub mod partition;
 pub mod snapshot;
 pub mod stats;
+pub mod token;
 mod wire;
 
 pub use model::{EventKind, Frame, Target, WeightedStack};

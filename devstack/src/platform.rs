@@ -27,6 +27,9 @@ pub struct PlatformOptions {
     /// How long the api-server waits for an agent to acknowledge a start
     /// (and how long commands live) before calling it expired.
     pub start_ack_timeout_secs: Option<u64>,
+    /// More environment for the api-server (`ODP_*` settings such as
+    /// `ODP_JWKS_FILE`), for tests of its configuration.
+    pub api_env: Vec<(String, String)>,
 }
 
 impl PlatformOptions {
@@ -38,6 +41,7 @@ impl PlatformOptions {
             detached: false,
             with_agent: true,
             start_ack_timeout_secs: None,
+            api_env: Vec::new(),
         }
     }
 }
@@ -87,6 +91,9 @@ impl Platform {
             api = api
                 .env("ODP_START_ACK_TIMEOUT_SECS", timeout.to_string())
                 .env("ODP_COMMAND_TTL_SECS", timeout.to_string());
+        }
+        for (name, value) in &options.api_env {
+            api = api.env(name, value);
         }
         let api = api
             .arg("serve")

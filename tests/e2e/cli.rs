@@ -83,3 +83,52 @@ async fn odpctl_profiles_the_demo_and_reports_errors_by_exit_code() {
     });
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odpctl_mints_tokens_and_manages_hosts() {
+    let h = common::start("cli-admin", 1).await;
+    let host = h.platform.host_id.clone();
+    let mint = |role: &str| {
+        let output = std::process::Command::new(workspace_binary("odpctl").unwrap())
+            .args([
+                "token", "create", "--sub", "ci", "--role", role, "--ttl", "10m",
+            ])
+            .env("ODP_JWT_SECRET", &h.platform.jwt_secret)
+            .output()
+            .expect("run odpctl");
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    let (viewer, admin) = (mint("viewer"), mint("admin"));
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let hosts = tokio::task::block_in_place(|| odpctl(&h, &viewer, &["hosts"]));
+        assert_eq!(hosts.status.code(), Some(0), "{}", text(&hosts));
+        let table = String::from_utf8_lossy(&hosts.stdout);
+        if table
+            .lines()
+            .any(|l| l.starts_with(&host) && l.contains(" yes "))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no live agent: {table}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+
+    let refused =
+        tokio::task::block_in_place(|| odpctl(&h, &viewer, &["undeploy", &host, "--mode", "now"]));
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
+    let undeployed =
+        tokio::task::block_in_place(|| odpctl(&h, &admin, &["undeploy", &host, "--mode", "now"]));
+    assert_eq!(undeployed.status.code(), Some(0), "{}", text(&undeployed));
+    let bad_role = std::process::Command::new(workspace_binary("odpctl").unwrap())
+        .args(["token", "create", "--sub", "ci", "--role", "root"])
+        .env("ODP_JWT_SECRET", &h.platform.jwt_secret)
+        .output()
+        .unwrap();
+    assert_eq!(bad_role.status.code(), Some(2), "{}", text(&bad_role));
+}

@@ -12,24 +12,28 @@ pub(crate) struct Harness {
 }
 
 pub(crate) async fn start(name: &str, window_secs: u64) -> Harness {
-    start_with(name, window_secs, true, None).await
+    start_configured(name, |options| options.window_secs = window_secs).await
 }
 
 /// The stack with api-server and pipeline only, for tests of the API.
 pub(crate) async fn start_without_agent(name: &str) -> Harness {
-    start_with(name, 10, false, None).await
+    start_configured(name, |options| options.with_agent = false).await
 }
 
 /// Without an agent, and starts expire after `ack_timeout_secs`.
 pub(crate) async fn start_without_agent_expiring(name: &str, ack_timeout_secs: u64) -> Harness {
-    start_with(name, 10, false, Some(ack_timeout_secs)).await
+    start_configured(name, |options| {
+        options.with_agent = false;
+        options.start_ack_timeout_secs = Some(ack_timeout_secs);
+    })
+    .await
 }
 
-async fn start_with(
+/// The stack and services, with `configure` adjusting the services'
+/// options (agent, window, api-server environment) before they start.
+pub(crate) async fn start_configured(
     name: &str,
-    window_secs: u64,
-    with_agent: bool,
-    ack_timeout_secs: Option<u64>,
+    configure: impl FnOnce(&mut PlatformOptions),
 ) -> Harness {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
@@ -48,9 +52,7 @@ async fn start_with(
         topics: stack.topics().clone(),
     };
     let mut options = PlatformOptions::new(stack.state_dir(), format!("{prefix}host"));
-    options.window_secs = window_secs;
-    options.with_agent = with_agent;
-    options.start_ack_timeout_secs = ack_timeout_secs;
+    configure(&mut options);
     let platform = Platform::start(&endpoints, options)
         .await
         .expect("start the services");

@@ -10,4 +10,5 @@ mod common;
 mod control;
 mod dead_letter;
 mod hosts;
+mod identity;
 mod profile;

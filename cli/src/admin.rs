@@ -1,0 +1,186 @@
+//! Administration: minting API tokens, the hosts that run agents, and
+//! taking an agent off a host.
+
+use anyhow::bail;
+use odp_client::ApiClient;
+use odp_core::token::{mint_hs256, Grant, Role};
+use serde_json::Value;
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum AdminCommand {
+    /// API tokens (admin use: needs the api-server's HS256 secret).
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+    /// Hosts with a profiler agent, from their heartbeats.
+    Hosts {
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take the profiler agent off a host (admin).
+    Undeploy {
+        host: String,
+        /// `now` stops running profiles, flushes them and exits; `drain`
+        /// refuses new profiles and exits when the running ones end.
+        #[arg(long, default_value = "drain", value_parser = ["now", "drain"])]
+        mode: String,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum TokenAction {
+    /// Print a signed bearer token.
+    Create {
+        /// The api-server's HS256 secret.
+        #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
+        jwt_secret: String,
+        /// Who the token is for; recorded as who asked for each request.
+        #[arg(long)]
+        sub: String,
+        /// viewer (read), profiler (start/stop the services it may), admin.
+        #[arg(long)]
+        role: Role,
+        /// Comma-separated glob patterns of the services a profiler token
+        /// may profile, e.g. `checkout-*,search`.
+        #[arg(long, value_delimiter = ',')]
+        services: Vec<String>,
+        /// Lifetime: seconds, or a number with s, m, h or d (`12h`).
+        #[arg(long, default_value = "1h", value_parser = parse_ttl)]
+        ttl: i64,
+    },
+}
+
+pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Result<()> {
+    match command {
+        AdminCommand::Token {
+            action:
+                TokenAction::Create {
+                    jwt_secret,
+                    sub,
+                    role,
+                    services,
+                    ttl,
+                },
+        } => {
+            if jwt_secret.len() < 16 {
+                bail!("--jwt-secret must be at least 16 bytes, as the api-server requires");
+            }
+            let grant = Grant {
+                subject: sub,
+                role,
+                services,
+            };
+            let now = chrono::Utc::now().timestamp();
+            println!("{}", mint_hs256(jwt_secret.as_bytes(), &grant, now, ttl)?);
+        }
+        AdminCommand::Hosts { json } => {
+            let hosts = client.call(odp_client::Method::GET, "/api/v1/hosts", None, 200);
+            let hosts = hosts.await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&hosts)?);
+            } else {
+                print_hosts(&hosts);
+            }
+        }
+        AdminCommand::Undeploy { host, mode } => {
+            let path = format!(
+                "/api/v1/hosts/{}/undeploy?mode={mode}",
+                path_segment(&host)?
+            );
+            let reply = client
+                .call(odp_client::Method::POST, &path, None, 202)
+                .await?;
+            eprintln!(
+                "undeploy ({mode}) sent to {host}: command {}",
+                reply["command_id"].as_str().unwrap_or("?")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_hosts(hosts: &Value) {
+    println!(
+        "{:<24}  {:<5}  {:<10}  {:<24}  {:>7}  last seen",
+        "host", "live", "version", "plugins", "running"
+    );
+    for agent in hosts["agents"].as_array().into_iter().flatten() {
+        let plugins: Vec<&str> = agent["plugins"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        println!(
+            "{:<24}  {:<5}  {:<10}  {:<24}  {:>7}  {}",
+            agent["host"].as_str().unwrap_or("?"),
+            if agent["live"] == true { "yes" } else { "no" },
+            agent["version"].as_str().unwrap_or("?"),
+            plugins.join(","),
+            agent["running_profiles"].as_array().map_or(0, Vec::len),
+            agent["last_seen"].as_str().unwrap_or("?"),
+        );
+    }
+}
+
+/// Host names go into a URL path; refuse what would change the path
+/// rather than escape it (the API accepts no such names anyway).
+fn path_segment(name: &str) -> anyhow::Result<&str> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        bail!("host names hold only letters, digits, `.`, `-` and `_`");
+    }
+    Ok(name)
+}
+
+fn parse_ttl(text: &str) -> Result<i64, String> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let multiplier = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => return Err(format!("unknown unit {other:?}: use s, m, h or d")),
+    };
+    let seconds = number
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| n.checked_mul(multiplier))
+        .ok_or_else(|| format!("{text:?} is not a duration like 3600, 90m or 12h"))?;
+    if !(1..=31_536_000).contains(&seconds) {
+        return Err("the lifetime must be between 1 second and 365 days".into());
+    }
+    Ok(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetimes_parse_with_units_and_bounds() {
+        assert_eq!(parse_ttl("3600"), Ok(3600));
+        assert_eq!(parse_ttl("90m"), Ok(5400));
+        assert_eq!(parse_ttl("12h"), Ok(43_200));
+        assert_eq!(parse_ttl("7d"), Ok(604_800));
+        for bad in ["", "0", "h", "5w", "400d", "-5", "99999999999999999999d"] {
+            assert!(parse_ttl(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_names_that_would_change_the_path_are_refused() {
+        assert!(path_segment("web-1.eu").is_ok());
+        for bad in ["", "a/b", "..%2f", "a?mode=now", "a b"] {
+            assert!(path_segment(bad).is_err(), "{bad}");
+        }
+    }
+}
