@@ -25,6 +25,17 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
   apt_install postgresql
 fi
 
+# The web UI (web/) is built with Node and npm; its end-to-end tests drive
+# Debian's chromium.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  log "installing Node.js and npm"
+  apt_install nodejs npm
+fi
+if [ ! -x /usr/bin/chromium ]; then
+  log "installing chromium (for the web UI's end-to-end tests)"
+  apt_install chromium
+fi
+
 export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v tansu >/dev/null 2>&1; then
   log "installing the Tansu broker (cargo install, about 15-30 minutes on 2 cores, once per machine)"

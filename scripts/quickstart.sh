@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 echo "==> building (first build takes several minutes on 2 cores)" >&2
 cargo build --workspace --bins
+echo "==> building the web UI (web/dist)" >&2
+(cd web && npm ci --no-audit --no-fund && npm run build)
 exec target/debug/odp-dev quickstart "$@"

@@ -13,6 +13,8 @@ pub struct Cli {
     pub command: CliCommand,
 }
 
+// Parsed once at start-up: the size of `Serve` costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 pub enum CliCommand {
     /// Serve the API.
@@ -65,6 +67,15 @@ pub struct ServeConfig {
     pub kafka_bootstrap: String,
     #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
     pub topic_commands: String,
+    /// Extra librdkafka setting for the Kafka clients, `key=value`
+    /// (repeat it, or comma-separate in the environment): e.g.
+    /// `security.protocol=SASL_SSL`.
+    #[arg(
+        long = "kafka-option",
+        env = "ODP_KAFKA_OPTIONS",
+        value_delimiter = ','
+    )]
+    pub kafka_options: Vec<String>,
     /// HS256 secret that bearer tokens are signed with (at least 16 bytes).
     #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
@@ -91,6 +102,23 @@ pub struct ServeConfig {
     /// A start no agent acknowledged within this long is marked expired.
     #[arg(long, env = "ODP_START_ACK_TIMEOUT_SECS", default_value_t = 90, value_parser = clap::value_parser!(u64).range(5..=86_400))]
     pub start_ack_timeout_secs: u64,
+    /// The built web UI (`web/dist`): served for every non-`/api` path,
+    /// with `index.html` for unknown paths (the UI routes by URL hash).
+    #[arg(long, env = "ODP_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
+    /// Fire due profiling schedules from this replica (`--scheduler=false`
+    /// turns it off). Replicas take turns under a Postgres advisory lock.
+    #[arg(long, env = "ODP_SCHEDULER", default_value_t = true, action = clap::ArgAction::Set)]
+    pub scheduler: bool,
+    /// How often the scheduler looks for due schedules.
+    #[arg(long, env = "ODP_SCHEDULER_TICK_SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub scheduler_tick_secs: u64,
+    /// How late a due occurrence may still fire; older ones are recorded
+    /// as missed.
+    #[arg(long, env = "ODP_SCHEDULER_GRACE_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub scheduler_grace_secs: u64,
+    #[command(flatten)]
+    pub deploy: crate::deploy::DeployOptions,
 }
 
 impl ServeConfig {

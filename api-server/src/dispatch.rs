@@ -4,6 +4,7 @@
 //! agent, which computes the same hash (`odp_core::partition`), reads only
 //! the partition that carries its host's commands.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::command::{Command, CommandAction, CommandSigner};
@@ -12,22 +13,30 @@ use rdkafka::ClientConfig;
 use uuid::Uuid;
 
 use crate::error::ApiError;
+use crate::metrics::ApiMetrics;
 
 pub struct Dispatcher {
     producer: FutureProducer,
     signer: CommandSigner,
     topic: String,
     ttl_secs: i64,
+    metrics: Arc<ApiMetrics>,
 }
 
 impl Dispatcher {
     pub fn new(
         bootstrap: &str,
+        kafka_options: &[(String, String)],
         topic: &str,
         signer: CommandSigner,
         ttl_secs: i64,
+        metrics: Arc<ApiMetrics>,
     ) -> Result<Self, rdkafka::error::KafkaError> {
-        let producer = ClientConfig::new()
+        let mut client = ClientConfig::new();
+        for (key, value) in kafka_options {
+            client.set(key, value);
+        }
+        let producer = client
             .set("bootstrap.servers", bootstrap)
             .set("partitioner", "murmur2_random")
             .set("enable.idempotence", "true")
@@ -38,12 +47,18 @@ impl Dispatcher {
             signer,
             topic: topic.to_owned(),
             ttl_secs,
+            metrics,
         })
     }
 
     /// Signs `action` for `host` and waits until the broker has it.
     /// Returns the command's id.
     pub async fn send(&self, host: &str, action: CommandAction) -> Result<Uuid, ApiError> {
+        let kind = match &action {
+            CommandAction::Start(_) => "start",
+            CommandAction::Stop { .. } => "stop",
+            CommandAction::Undeploy { .. } => "undeploy",
+        };
         let now = chrono::Utc::now().timestamp();
         let command = Command {
             id: Uuid::new_v4(),
@@ -61,8 +76,10 @@ impl Dispatcher {
             .send(record, Duration::from_secs(15))
             .await
             .map_err(|(e, _)| {
+                self.metrics.command(kind, "failed");
                 ApiError::Unavailable(format!("could not publish the command to Kafka: {e}"))
             })?;
+        self.metrics.command(kind, "published");
         tracing::info!(command_id = %command.id, host, "command published");
         Ok(command.id)
     }

@@ -23,6 +23,8 @@ pub enum ApiError {
     #[error("{0}")]
     Unprocessable(String),
     #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
@@ -37,6 +39,7 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }

@@ -9,11 +9,17 @@
 
 pub mod auth;
 pub mod config;
+pub mod control;
+pub mod cron_schedule;
+pub mod deploy;
 pub mod dispatch;
 pub mod error;
 mod extract;
+pub mod metrics;
 pub mod routes;
+pub mod scheduler;
 pub mod tls;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,8 +37,10 @@ use tower_http::trace::TraceLayer;
 pub use config::{Cli, CliCommand, ServeConfig};
 
 use crate::auth::Authenticator;
+use crate::control::Control;
 use crate::dispatch::Dispatcher;
 use crate::error::ApiError;
+use crate::metrics::ApiMetrics;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -40,6 +48,11 @@ pub struct AppState {
     pub profiles: Profiles,
     pub auth: Arc<Authenticator>,
     pub dispatcher: Arc<Dispatcher>,
+    /// Deploy, undeploy and stop requests, and the deployer.
+    pub control: Arc<Control>,
+    pub metrics: Arc<ApiMetrics>,
+    /// Everything `/metrics` shows: `metrics` plus the process gauges.
+    pub exposition: Arc<odp_metrics::Metrics>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -48,7 +61,13 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::flamegraph::router())
         .merge(routes::issues::router())
         .merge(routes::hosts::router())
+        .merge(routes::requests::router())
+        .merge(routes::aggregate::router())
+        .merge(routes::diff::router())
+        .merge(routes::timeline::router())
+        .merge(routes::schedules::router())
         .route("/healthz", get(health))
+        .merge(odp_metrics::router(state.exposition.clone()))
         .fallback(not_found)
         .layer(TraceLayer::new_for_http())
         .layer(TimeoutLayer::with_status_code(
@@ -56,6 +75,12 @@ pub fn app(state: AppState) -> Router {
             Duration::from_secs(60),
         ))
         .layer(RequestBodyLimitLayer::new(1 << 20))
+        // After the 1 MiB limit, which must not apply to uploads.
+        .merge(routes::import::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::track,
+        ))
         .with_state(state)
 }
 
@@ -98,17 +123,29 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     let signer =
         CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
     let pool = odp_store::connect_and_migrate(&config.database_url).await?;
+    let command_secs = config.start_ack_timeout_secs as i64;
+    let control =
+        Control::new(pool.clone(), &config.deploy, command_secs).map_err(ServeError::Config)?;
+    let mut registry = odp_metrics::Registry::default();
+    let metrics = ApiMetrics::register(&mut registry);
+    let kafka_options =
+        odp_core::kafka_options::parse(&config.kafka_options).map_err(ServeError::Config)?;
     let dispatcher = Dispatcher::new(
         &config.kafka_bootstrap,
+        &kafka_options,
         &config.topic_commands,
         signer,
         config.command_ttl_secs,
+        metrics.clone(),
     )?;
     Ok(AppState {
         profiles: Profiles::new(pool.clone()),
         pool,
         auth: Arc::new(authenticator(config)?),
         dispatcher: Arc::new(dispatcher),
+        control: Arc::new(control),
+        metrics,
+        exposition: Arc::new(odp_metrics::Metrics::new(registry)),
     })
 }
 
@@ -142,17 +179,23 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let state = build_state(&config).await?;
+    tokio::spawn(state.control.clone().reconcile_forever());
     tokio::spawn(expire_unacknowledged(
         state.profiles.clone(),
         Duration::from_secs(config.start_ack_timeout_secs),
     ));
+    if config.scheduler {
+        let options = scheduler::SchedulerOptions::from_config(&config);
+        tokio::spawn(scheduler::run(state.clone(), options));
+    }
+    let router = web::with_web_ui(app(state), config.web_dir.as_deref());
     if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
-        tls::serve_https(app(state), config.listen, cert, key, shutdown).await?;
+        tls::serve_https(router, config.listen, cert, key, shutdown).await?;
         return Ok(());
     }
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     tracing::warn!(addr = %listener.local_addr()?, "api-server listening on plain HTTP (--insecure-http)");
-    axum::serve(listener, app(state))
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await?;
     Ok(())

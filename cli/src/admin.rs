@@ -19,6 +19,24 @@ pub(crate) enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Put a profiler agent on a host that has none, with the api-server's
+    /// deployer (admin).
+    Deploy {
+        host: String,
+        /// Wait until the host's agent heartbeats (or the deploy fails).
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Control requests (deploy, undeploy, stop), newest first.
+    Requests {
+        #[arg(long, value_parser = ["deploy", "undeploy", "stop"])]
+        kind: Option<String>,
+        #[arg(long)]
+        host: Option<String>,
+        /// Only requests still under way.
+        #[arg(long)]
+        open: bool,
+    },
     /// Take the profiler agent off a host (admin).
     Undeploy {
         host: String,
@@ -84,6 +102,46 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
                 print_hosts(&hosts);
             }
         }
+        AdminCommand::Deploy { host, wait } => {
+            let path = format!("/api/v1/hosts/{}/deploy", path_segment(&host)?);
+            let reply = client
+                .request(odp_client::Method::POST, &path, None)
+                .await?;
+            if !matches!(reply.status, 200 | 202) {
+                return Err(odp_client::ClientError::Status {
+                    path,
+                    status: reply.status,
+                    message: reply.body["error"]["message"]
+                        .as_str()
+                        .unwrap_or(&reply.text)
+                        .to_owned(),
+                }
+                .into());
+            }
+            let mut request = reply.body["request"].clone();
+            eprintln!("deploy to {host}: {}", describe(&request));
+            if wait {
+                request = settle(client, &request).await?;
+                eprintln!("deploy to {host}: {}", describe(&request));
+            }
+            if request["status"] == "failed" {
+                bail!("deploy to {host} failed: {}", request["status_reason"]);
+            }
+        }
+        AdminCommand::Requests { kind, host, open } => {
+            let mut query = vec!["limit=50".to_owned(), format!("open={open}")];
+            if let Some(kind) = kind {
+                query.push(format!("kind={kind}"));
+            }
+            if let Some(host) = host {
+                query.push(format!("host={}", path_segment(&host)?));
+            }
+            let path = format!("/api/v1/requests?{}", query.join("&"));
+            let page = client
+                .call(odp_client::Method::GET, &path, None, 200)
+                .await?;
+            print_requests(&page);
+        }
         AdminCommand::Undeploy { host, mode } => {
             let path = format!(
                 "/api/v1/hosts/{}/undeploy?mode={mode}",
@@ -99,6 +157,51 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
         }
     }
     Ok(())
+}
+
+fn describe(request: &Value) -> String {
+    format!(
+        "{} ({})",
+        request["status"].as_str().unwrap_or("?"),
+        request["status_reason"].as_str().unwrap_or("-")
+    )
+}
+
+/// Polls a request until it is finished or failed.
+async fn settle(client: &ApiClient, request: &Value) -> anyhow::Result<Value> {
+    let id = request["id"].as_str().unwrap_or_default();
+    let path = format!("/api/v1/requests/{id}");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        let request = client
+            .call(odp_client::Method::GET, &path, None, 200)
+            .await?;
+        if matches!(request["status"].as_str(), Some("finished" | "failed")) {
+            return Ok(request);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("request {id} still {} after 10 minutes", request["status"]);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+fn print_requests(page: &Value) {
+    println!(
+        "{:<36}  {:<8}  {:<20}  {:<10}  {:<24}  reason",
+        "id", "kind", "host", "status", "created"
+    );
+    for r in page["requests"].as_array().into_iter().flatten() {
+        println!(
+            "{:<36}  {:<8}  {:<20}  {:<10}  {:<24}  {}",
+            r["id"].as_str().unwrap_or("?"),
+            r["kind"].as_str().unwrap_or("?"),
+            r["host"].as_str().unwrap_or("?"),
+            r["status"].as_str().unwrap_or("?"),
+            r["created_at"].as_str().unwrap_or("?"),
+            r["status_reason"].as_str().unwrap_or("-"),
+        );
+    }
 }
 
 fn print_hosts(hosts: &Value) {

@@ -81,15 +81,15 @@ enum Command {
     },
     #[command(flatten)]
     Admin(crate::admin::AdminCommand),
-    /// Write a profile's flame graph.
-    Flamegraph {
-        id: String,
-        #[arg(long, default_value = "svg", value_parser = ["svg", "folded", "json"])]
-        format: String,
-        /// Output file; standard output when absent.
-        #[arg(short, long)]
-        output: Option<PathBuf>,
+    /// Profiling on a cron schedule: list, show, create, enable, disable, delete.
+    Schedules {
+        #[command(subcommand)]
+        action: crate::schedules::ScheduleAction,
     },
+    #[command(flatten)]
+    Files(crate::files::FileCommand),
+    #[command(flatten)]
+    Compare(crate::compare::CompareCommand),
 }
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -143,14 +143,9 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         } => list(&client, service, host, status, limit).await?,
         Command::Top { id, limit } => print_top(&client.top(&id, limit).await?),
         Command::Admin(command) => crate::admin::run(&client, command).await?,
-        Command::Flamegraph { id, format, output } => {
-            let body = client.flamegraph(&id, &format).await?;
-            match output {
-                Some(path) => std::fs::write(&path, body)
-                    .with_context(|| format!("writing {}", path.display()))?,
-                None => print!("{body}"),
-            }
-        }
+        Command::Schedules { action } => crate::schedules::run(&client, action).await?,
+        Command::Files(command) => crate::files::run(&client, command).await?,
+        Command::Compare(command) => crate::compare::run(&client, command).await?,
     }
     Ok(())
 }

@@ -6,6 +6,9 @@
 
 mod admin;
 mod commands;
+mod compare;
+mod files;
+mod schedules;
 
 use clap::Parser;
 

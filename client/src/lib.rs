@@ -73,6 +73,22 @@ pub fn http_client(ca_pem: Option<&[u8]>) -> Result<reqwest::Client> {
 
 const TERMINAL: [&str; 4] = ["finished", "stopped", "failed", "expired"];
 
+/// Sends `request` and reads the answer as text and, when it parses, JSON.
+async fn reply(path: &str, request: reqwest::RequestBuilder) -> Result<Reply> {
+    let transport = |message: String| ClientError::Transport {
+        path: path.to_owned(),
+        message,
+    };
+    let response = request.send().await.map_err(|e| transport(e.to_string()))?;
+    let status = response.status().as_u16();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| transport(format!("reading body: {e}")))?;
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Ok(Reply { status, body, text })
+}
+
 impl ApiClient {
     /// A client of a plain-HTTP API (or one with a publicly trusted
     /// certificate).
@@ -109,24 +125,21 @@ impl ApiClient {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Reply> {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if !self.token.is_empty() {
-            request = request.bearer_auth(&self.token);
-        }
+        let mut request = self.authorized(method, path);
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request.send().await.map_err(|e| ClientError::Transport {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
-        let status = response.status().as_u16();
-        let text = response.text().await.map_err(|e| ClientError::Transport {
-            path: path.to_owned(),
-            message: format!("reading body: {e}"),
-        })?;
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Ok(Reply { status, body, text })
+        reply(path, request).await
+    }
+
+    /// A request to `path` with the bearer token, when there is one.
+    fn authorized(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let request = self.http.request(method, format!("{}{path}", self.base));
+        if self.token.is_empty() {
+            request
+        } else {
+            request.bearer_auth(&self.token)
+        }
     }
 
     /// Sends a request and returns the JSON body when the API answers
@@ -265,6 +278,80 @@ impl ApiClient {
             .expect(reqwest::Method::GET, &path, None, 200)
             .await?
             .body)
+    }
+
+    /// Sends `body` as it is (`content_type`), with the bearer token when
+    /// there is one, and returns whatever came back.
+    pub async fn send_bytes(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Vec<u8>,
+        content_type: &str,
+    ) -> Result<Reply> {
+        let request = self
+            .authorized(method, path)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body);
+        reply(path, request).await
+    }
+
+    /// `GET path` when the answer is binary (a pprof file): its bytes when
+    /// the API answers 200.
+    pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
+        let request = self.authorized(reqwest::Method::GET, path);
+        let transport = |e: reqwest::Error| ClientError::Transport {
+            path: path.to_owned(),
+            message: e.to_string(),
+        };
+        let response = request.send().await.map_err(transport)?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(transport)?;
+        if status != 200 {
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let message = body["error"]["message"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+            return Err(ClientError::Status {
+                path: path.to_owned(),
+                status,
+                message,
+            });
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// A profile's flame graph in any format, as bytes (pprof is binary).
+    pub async fn flamegraph_bytes(&self, id: &str, format: &str) -> Result<Vec<u8>> {
+        self.get_bytes(&format!("/api/v1/profiles/{id}/flamegraph?format={format}"))
+            .await
+    }
+
+    /// Imports a pprof or folded file (`POST /api/v1/profiles/import` with
+    /// the already encoded `query`); returns the new profile.
+    pub async fn import_profile(&self, query: &str, file: Vec<u8>) -> Result<Value> {
+        let path = format!("/api/v1/profiles/import?{query}");
+        let reply = self
+            .send_bytes(
+                reqwest::Method::POST,
+                &path,
+                file,
+                "application/octet-stream",
+            )
+            .await?;
+        if reply.status != 201 {
+            let message = reply.body["error"]["message"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| reply.text.clone());
+            return Err(ClientError::Status {
+                path,
+                status: reply.status,
+                message,
+            });
+        }
+        Ok(reply.body)
     }
 
     pub async fn flamegraph(&self, id: &str, format: &str) -> Result<String> {

@@ -11,7 +11,10 @@
 //!   the agent's reports of what it adjusted;
 //! - [`event`]: lifecycle and heartbeat messages on `odp.events`;
 //! - [`folded`], [`flamegraph`] and [`stats`]: what queries turn stored
-//!   stacks into;
+//!   stacks into; [`filter`], [`merge`] and [`diff`]: how they select,
+//!   aggregate across instances and compare them;
+//! - [`pprof`] and [`speedscope`]: the files other tools exchange
+//!   profiles in;
 //! - [`hash`] and [`partition`]: the content hashes that make storage
 //!   deduplicate, and Kafka's key partitioner so an agent can find its own
 //!   partition.
@@ -21,13 +24,19 @@
 
 pub mod command;
 pub mod cost;
+pub mod diff;
 pub mod event;
+pub mod filter;
 pub mod flamegraph;
 pub mod folded;
 pub mod hash;
+pub mod kafka_options;
+pub mod merge;
 pub mod model;
 pub mod partition;
+pub mod pprof;
 pub mod snapshot;
+pub mod speedscope;
 pub mod stats;
 pub mod token;
 mod wire;

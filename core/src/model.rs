@@ -149,6 +149,9 @@ pub enum Target {
     Pid(u32),
     /// Every process whose executable name (`/proc/PID/comm`) equals this.
     ProcessName(String),
+    /// No process: samples uploaded from another tool's file, in this
+    /// format (`pprof`, `folded`). Agents refuse such targets.
+    Imported(String),
 }
 
 impl fmt::Display for Target {
@@ -156,6 +159,7 @@ impl fmt::Display for Target {
         match self {
             Target::Pid(pid) => write!(f, "pid {pid}"),
             Target::ProcessName(name) => write!(f, "process {name:?}"),
+            Target::Imported(format) => write!(f, "imported {format}"),
         }
     }
 }

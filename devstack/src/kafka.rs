@@ -81,6 +81,14 @@ impl Topics {
     }
 }
 
+/// librdkafka settings every service gets on the local stack
+/// (`ODP_KAFKA_OPTIONS`). Tansu 0.6 answers a fetch that starts inside a
+/// record batch with nothing, so a consumer resuming mid-batch (after a
+/// restart, a rebalance or a pause) would skip the rest of that batch:
+/// one record per batch keeps every position on a batch boundary. Apache
+/// Kafka needs none of this.
+pub const TANSU_KAFKA_OPTIONS: &str = "batch.num.messages=1";
+
 /// Starts `tansu broker` on 127.0.0.1:`port` with in-memory storage.
 pub(crate) fn spawn_tansu(
     tansu: &Path,

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{DevError, IoContext, Result};
-use crate::kafka::Topics;
-use crate::ports::pick_free_port;
+use crate::kafka::{Topics, TANSU_KAFKA_OPTIONS};
+use crate::ports::pick_free_ports;
 use crate::process::{wait_for, ServiceProcess};
 use crate::tools::workspace_binary;
 use odp_client::ApiClient;
@@ -30,6 +30,9 @@ pub struct PlatformOptions {
     /// More environment for the api-server (`ODP_*` settings such as
     /// `ODP_JWKS_FILE`), for tests of its configuration.
     pub api_env: Vec<(String, String)>,
+    /// Let the api-server deploy agents on this machine for hosts without
+    /// one (`--deployer local`); off, starts for such hosts just wait.
+    pub local_deployer: bool,
 }
 
 impl PlatformOptions {
@@ -42,6 +45,7 @@ impl PlatformOptions {
             with_agent: true,
             start_ack_timeout_secs: None,
             api_env: Vec::new(),
+            local_deployer: false,
         }
     }
 }
@@ -66,6 +70,10 @@ pub struct Platform {
     /// The command signing key pair (private, public) PEM paths.
     pub signing_key: PathBuf,
     pub public_key: PathBuf,
+    /// Prometheus endpoints (plain HTTP); the api-server's is
+    /// `{api_url}/metrics`.
+    pub pipeline_metrics_url: String,
+    pub agent_metrics_url: Option<String>,
     pub api: ServiceProcess,
     pub pipeline: ServiceProcess,
     pub agent: Option<ServiceProcess>,
@@ -84,13 +92,21 @@ impl Platform {
             std::fs::read(&tls_cert).io_context(|| format!("reading {}", tls_cert.display()))?;
         let jwt_secret = random_secret();
 
-        let port = pick_free_port()?;
+        // Held open together, so the three are distinct.
+        let ports = pick_free_ports(3)?;
+        let port = ports[0];
         let api_url = format!("https://127.0.0.1:{port}");
         let mut api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?);
         if let Some(timeout) = options.start_ack_timeout_secs {
             api = api
                 .env("ODP_START_ACK_TIMEOUT_SECS", timeout.to_string())
                 .env("ODP_COMMAND_TTL_SECS", timeout.to_string());
+        }
+        // Serve the web UI when it was built (`npm run build` in web/);
+        // `api_env` may override it.
+        let web_dist = crate::tools::repo_root().join("web").join("dist");
+        if web_dist.join("index.html").is_file() {
+            api = api.env("ODP_WEB_DIR", &web_dist);
         }
         for (name, value) in &options.api_env {
             api = api.env(name, value);
@@ -108,10 +124,19 @@ impl Platform {
             .arg("--tls-key")
             .arg(&tls_key)
             .env("ODP_JWT_SECRET", &jwt_secret)
+            .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
+            .args(if options.local_deployer {
+                local_deployer_args(stack, &options, &public_key, &logs)
+            } else {
+                Vec::new()
+            })
             .log_dir(&logs)
             .own_process_group(options.detached)
             .spawn()?;
+        let pipeline_metrics = format!("127.0.0.1:{}", ports[1]);
         let pipeline = ServiceProcess::builder("pipeline", workspace_binary("odp-pipeline")?)
+            .args(["--metrics-listen", &pipeline_metrics])
+            .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
             .args(["--database-url", &stack.database_url])
             .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
             .args(["--topic-stacks", &stack.topics.stacks])
@@ -121,8 +146,10 @@ impl Platform {
             .log_dir(&logs)
             .own_process_group(options.detached)
             .spawn()?;
+        let agent_metrics = format!("127.0.0.1:{}", ports[2]);
         let agent = if options.with_agent {
-            Some(spawn_agent(stack, &options, &public_key, &logs)?)
+            let agent = spawn_agent(stack, &options, &public_key, &logs, &agent_metrics)?;
+            Some(agent)
         } else {
             None
         };
@@ -143,6 +170,10 @@ impl Platform {
             jwt_secret,
             signing_key,
             public_key,
+            pipeline_metrics_url: format!("http://{pipeline_metrics}/metrics"),
+            agent_metrics_url: agent
+                .as_ref()
+                .map(|_| format!("http://{agent_metrics}/metrics")),
             api,
             pipeline,
             agent,
@@ -196,6 +227,7 @@ fn spawn_agent(
     options: &PlatformOptions,
     public_key: &Path,
     logs: &Path,
+    metrics_listen: &str,
 ) -> Result<ServiceProcess> {
     ServiceProcess::builder(
         "profiler-service",
@@ -208,9 +240,37 @@ fn spawn_agent(
     .arg(public_key)
     .args(["--window-secs", &options.window_secs.to_string()])
     .args(["--heartbeat-secs", "2"])
+    .args(["--metrics-listen", metrics_listen])
+    .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
     .log_dir(logs)
     .own_process_group(options.detached)
     .spawn()
+}
+
+/// The api-server deploys agents for hosts without one by starting them
+/// on this machine, configured like [`spawn_agent`]'s, ending with it.
+fn local_deployer_args(
+    stack: &StackEndpoints,
+    options: &PlatformOptions,
+    public_key: &Path,
+    logs: &Path,
+) -> Vec<String> {
+    let mut agent_args = vec![
+        format!("--kafka-bootstrap={}", stack.kafka_bootstrap),
+        format!("--command-public-key={}", public_key.display()),
+        format!("--window-secs={}", options.window_secs),
+        "--heartbeat-secs=2".to_owned(),
+        "--exit-with-parent".to_owned(),
+    ];
+    for pair in stack.topics.cli_args().chunks(2) {
+        agent_args.push(format!("{}={}", pair[0], pair[1]));
+    }
+    let mut args = vec![
+        "--deployer=local".to_owned(),
+        format!("--local-agent-log-dir={}", logs.display()),
+    ];
+    args.extend(agent_args.iter().map(|a| format!("--local-agent-arg={a}")));
+    args
 }
 
 fn with_log(error: DevError, service: &ServiceProcess) -> DevError {

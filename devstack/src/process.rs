@@ -234,6 +234,22 @@ impl ServiceProcess {
         Ok(status)
     }
 
+    /// SIGKILL at once, as a crash would: no chance to flush or commit.
+    pub fn kill(&mut self) -> Result<ExitStatus> {
+        if let Some(status) = self.try_status()? {
+            return Ok(status);
+        }
+        self.child
+            .kill()
+            .io_context(|| format!("killing {}", self.name))?;
+        let status = self
+            .child
+            .wait()
+            .io_context(|| format!("waiting for {} to exit", self.name))?;
+        self.exit_status = Some(status);
+        Ok(status)
+    }
+
     /// Leaves the process running when this handle is dropped; returns its pid.
     pub fn detach(mut self) -> u32 {
         self.detached = true;

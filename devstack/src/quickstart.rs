@@ -30,6 +30,10 @@ pub struct ServicesRecord {
     /// The API's self-signed certificate, for `curl --cacert`.
     pub ca_path: PathBuf,
     pub token: String,
+    /// A read-only token (role `viewer`), e.g. for trying the web UI
+    /// without admin actions.
+    #[serde(default)]
+    pub viewer_token: String,
     pub host_id: String,
     pub pids: Vec<u32>,
 }
@@ -112,12 +116,21 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     };
     let mut platform_options = PlatformOptions::new(state_dir, hostname());
     platform_options.detached = true;
+    // `odpctl deploy other-host` and starts for hosts without an agent
+    // start one on this machine.
+    platform_options.local_deployer = true;
     let platform = Platform::start(&endpoints, platform_options).await?;
     let client = platform.client();
     let services = ServicesRecord {
         api_url: platform.api_url.clone(),
         ca_path: platform.ca_path.clone(),
         token: platform.token.clone(),
+        viewer_token: crate::platform::mint_scoped_token(
+            &platform.jwt_secret,
+            "quickstart-viewer",
+            "viewer",
+            &[],
+        )?,
         host_id: platform.host_id.clone(),
         pids: Vec::new(),
     };
@@ -167,6 +180,11 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         services.api_url
     );
     println!("saved a copy to:    {}", svg_path.display());
+    println!(
+        "web UI:             {}/#/profiles/{id}  (sign in with the API token below; \
+         the certificate is self-signed)",
+        services.api_url
+    );
     println!("API token:          export ODP_TOKEN={}", services.token);
     println!(
         "try:                curl --cacert {} -H \"Authorization: Bearer $ODP_TOKEN\" {}/api/v1/profiles/{id}/top",

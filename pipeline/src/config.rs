@@ -73,6 +73,15 @@ impl AlertOptions {
 pub struct Config {
     #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
     pub kafka_bootstrap: String,
+    /// Extra librdkafka setting for the Kafka clients, `key=value`
+    /// (repeat it, or comma-separate in the environment): e.g.
+    /// `security.protocol=SASL_SSL`.
+    #[arg(
+        long = "kafka-option",
+        env = "ODP_KAFKA_OPTIONS",
+        value_delimiter = ','
+    )]
+    pub kafka_options: Vec<String>,
     #[arg(long, env = "ODP_DATABASE_URL")]
     pub database_url: String,
     #[arg(long, env = "ODP_PIPELINE_GROUP", default_value = "odp-pipeline")]
@@ -85,8 +94,28 @@ pub struct Config {
     /// How long a batch waits to fill once its first message arrived.
     #[arg(long, env = "ODP_PIPELINE_BATCH_WAIT_MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub batch_wait_ms: u64,
+    /// Batches polled ahead of processing; when they are all waiting,
+    /// polling pauses (backpressure).
+    #[arg(long, env = "ODP_PIPELINE_QUEUED_BATCHES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub queued_batches: u32,
+    /// On SIGTERM, how long queued batches may take to be stored and
+    /// committed before the rest is left for redelivery.
+    #[arg(long, env = "ODP_PIPELINE_DRAIN_TIMEOUT_SECS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub drain_timeout_secs: u64,
+    /// In a rebalance, how long revoked partitions wait for their in-flight
+    /// batches to be committed before they are released.
+    #[arg(long, env = "ODP_PIPELINE_REBALANCE_FLUSH_SECS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600))]
+    pub rebalance_flush_secs: u64,
+    /// Frame and stack ids remembered as stored, so repeated stacks cost no
+    /// round trip (about 20 bytes each).
+    #[arg(long, env = "ODP_PIPELINE_KNOWN_IDS", default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub known_ids_capacity: u64,
     #[command(flatten)]
     pub alerts: AlertOptions,
+    /// Serve Prometheus `/metrics` over HTTP on this address (off when
+    /// absent).
+    #[arg(long, env = "ODP_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl Config {

@@ -22,8 +22,11 @@
 pub mod alerts;
 mod batch;
 mod config;
+mod consumer;
 mod dead_letter;
 pub mod detect;
+mod metrics;
+mod poll;
 pub mod rules;
 mod worker;
 
@@ -40,4 +43,8 @@ pub enum PipelineError {
     Alerts(#[from] alerts::AlertError),
     #[error("dead-letter publish failed: {0}")]
     DeadLetter(String),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("metrics endpoint: {0}")]
+    Metrics(#[from] std::io::Error),
 }

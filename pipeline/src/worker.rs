@@ -1,25 +1,34 @@
 //! The consume → store → commit loop.
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use odp_core::Snapshot;
 use odp_store::StoreError;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
-use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use sqlx::PgPool;
 
 use crate::batch::{self, RawMessage, Rejected};
+use crate::consumer::{InFlight, WorkerContext};
 use crate::detect::{DetectError, Detector};
+use crate::metrics::PipelineMetrics;
+use crate::poll::{partitions_of, KafkaConsumer, Poller};
 use crate::{alerts, dead_letter, Config, PipelineError};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// Runs the worker until `shutdown` resolves. A batch in flight when it
-/// does is abandoned uncommitted and redelivered to whoever next owns its
-/// partitions, which storage makes harmless.
-pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), PipelineError> {
+/// Runs the worker until `shutdown` resolves, then drains: polling stops,
+/// batches already handed over are stored and committed (for up to
+/// `--drain-timeout-secs`), and the worker leaves the group. Anything
+/// still unstored then stays uncommitted and is redelivered to whoever
+/// next owns its partitions, which storage makes harmless.
+pub async fn run(
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), PipelineError> {
     let pool = retry_transient("connect to postgres", || {
         odp_store::connect(&config.database_url)
     })
@@ -30,83 +39,126 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let (stop_alerts, alerts_stopped) = tokio::sync::watch::channel(false);
     let sender = alerts::Sender::new(pool.clone(), config.alerts.clone())?;
     let alert_task = tokio::spawn(alerts::run(sender, alerts_stopped));
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &config.kafka_bootstrap)
-        .set("group.id", &config.group_id)
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("session.timeout.ms", "30000")
-        .create()?;
+    let mut registry = odp_metrics::Registry::default();
+    let metrics = PipelineMetrics::register(&mut registry);
+    if let Some(listen) = config.metrics_listen {
+        odp_metrics::spawn(listen, Arc::new(odp_metrics::Metrics::new(registry))).await?;
+    }
+    let in_flight = Arc::new(InFlight::default());
+    let mut client = ClientConfig::new();
+    for (key, value) in
+        odp_core::kafka_options::parse(&config.kafka_options).map_err(PipelineError::Config)?
+    {
+        client.set(key, value);
+    }
+    let consumer: Arc<KafkaConsumer> = Arc::new(
+        client
+            .clone()
+            .set("bootstrap.servers", &config.kafka_bootstrap)
+            .set("group.id", &config.group_id)
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("session.timeout.ms", "30000")
+            .set("statistics.interval.ms", "5000")
+            .create_with_context(WorkerContext {
+                metrics: metrics.clone(),
+                in_flight: in_flight.clone(),
+                flush_timeout: Duration::from_secs(config.rebalance_flush_secs),
+            })?,
+    );
     consumer.subscribe(&[&config.topics.stacks, &config.topics.events])?;
-    let producer: FutureProducer = ClientConfig::new()
+    let producer: FutureProducer = client
         .set("bootstrap.servers", &config.kafka_bootstrap)
         .set("enable.idempotence", "true")
         .set("compression.type", "lz4")
         .create()?;
     tracing::info!(group = %config.group_id, stacks = %config.topics.stacks, events = %config.topics.events, "pipeline started");
 
-    tokio::pin!(shutdown);
-    loop {
-        let work = async {
-            let messages = next_batch(&consumer, &config).await;
-            let sinks = Sinks {
-                pool: &pool,
-                producer: &producer,
-                consumer: &consumer,
-                detector: &detector,
-            };
-            process(&sinks, &config, messages).await
-        };
-        tokio::select! {
-            _ = &mut shutdown => break,
-            result = work => result?,
-        }
-    }
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining");
+        let _ = stop.send(true);
+    });
+    let (batches, queued) = tokio::sync::mpsc::channel(config.queued_batches as usize);
+    let poller = Poller {
+        consumer: consumer.clone(),
+        batch_max: config.batch_max as usize,
+        batch_wait: config.batch_wait(),
+        in_flight: in_flight.clone(),
+        metrics: metrics.clone(),
+    };
+    let polling = tokio::spawn(poller.run(batches, stopping.clone()));
+    let sinks = Sinks {
+        pool: &pool,
+        producer: &producer,
+        consumer: &consumer,
+        detector: &detector,
+        metrics: &metrics,
+        in_flight: &in_flight,
+        stored_ids: &tokio::sync::Mutex::new(odp_store::StoredIds::new(
+            config.known_ids_capacity as usize,
+        )),
+    };
+    let outcome = process_queued(&sinks, &config, queued, stopping).await;
+    polling.abort();
+    consumer.unsubscribe();
     let _ = stop_alerts.send(true);
     if let Err(e) = alert_task.await {
         tracing::error!(error = %e, "alert sender panicked");
     }
     tracing::info!("pipeline stopped");
-    Ok(())
+    outcome
 }
 
-/// Waits for one message, then gathers more until the batch is full or its
-/// wait is over.
-async fn next_batch(consumer: &StreamConsumer, config: &Config) -> Vec<RawMessage> {
-    let mut batch = Vec::new();
-    let mut deadline = None;
-    while batch.len() < config.batch_max as usize {
-        let received = match deadline {
-            None => consumer.recv().await,
-            Some(deadline) => match tokio::time::timeout_at(deadline, consumer.recv()).await {
-                Ok(received) => received,
-                Err(_) => break,
-            },
+/// Processes batches as the poller queues them. On shutdown the poller
+/// ends and drops its sender, so `recv` yields the batches still queued
+/// and then `None`: that is the drain, cut short after the drain timeout.
+async fn process_queued(
+    sinks: &Sinks<'_>,
+    config: &Config,
+    mut queued: tokio::sync::mpsc::Receiver<Vec<RawMessage>>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), PipelineError> {
+    let drain_timeout = Duration::from_secs(config.drain_timeout_secs);
+    let give_up = async move {
+        let _ = stopping.wait_for(|stopped| *stopped).await;
+        tokio::time::sleep(drain_timeout).await;
+    };
+    tokio::pin!(give_up);
+    loop {
+        let batch = tokio::select! {
+            batch = queued.recv() => batch,
+            _ = &mut give_up => None,
         };
-        match received {
-            Ok(m) => {
-                batch.push(RawMessage {
-                    topic: m.topic().to_owned(),
-                    partition: m.partition(),
-                    offset: m.offset(),
-                    key: m.key().map(<[u8]>::to_vec),
-                    payload: m.payload().unwrap_or_default().to_vec(),
-                });
-                deadline.get_or_insert_with(|| tokio::time::Instant::now() + config.batch_wait());
+        let Some(batch) = batch else { return Ok(()) };
+        let partitions = partitions_of(&batch);
+        let result = tokio::select! {
+            result = process(sinks, config, batch) => Some(result),
+            _ = &mut give_up => None,
+        };
+        sinks.in_flight.remove(partitions);
+        match result {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(e),
+            None => {
+                tracing::warn!(timeout = ?drain_timeout, "drain timed out; the rest is redelivered");
+                return Ok(());
             }
-            // librdkafka reports broker hiccups here and recovers by itself.
-            Err(e) => tracing::warn!(error = %e, "kafka consume error"),
         }
     }
-    batch
 }
 
 /// Where a batch's work goes.
 struct Sinks<'a> {
     pool: &'a PgPool,
     producer: &'a FutureProducer,
-    consumer: &'a StreamConsumer,
+    consumer: &'a KafkaConsumer,
     detector: &'a Detector,
+    metrics: &'a PipelineMetrics,
+    in_flight: &'a InFlight,
+    /// Frames and stacks known to be stored (bounded).
+    stored_ids: &'a tokio::sync::Mutex<odp_store::StoredIds>,
 }
 
 async fn process(
@@ -118,8 +170,13 @@ async fn process(
         pool,
         producer,
         consumer,
+        metrics,
         ..
     } = *sinks;
+    let started = Instant::now();
+    for message in &messages {
+        metrics.consumed(&message.topic);
+    }
     let positions: Vec<(String, i32, i64)> = messages
         .iter()
         .map(|m| (m.topic.clone(), m.partition, m.offset))
@@ -128,16 +185,14 @@ async fn process(
     let touched = batch::profiles_to_evaluate(&decoded);
 
     let snapshots: Vec<&Snapshot> = decoded.snapshots.iter().map(|(_, s)| s).collect();
-    let stored = retry_transient("store snapshots", || {
-        odp_store::store_snapshots(pool, &snapshots)
-    })
-    .await;
+    let stored = store(sinks, &snapshots).await;
     drop(snapshots);
     match stored {
         Ok(outcome) => tracing::info!(
             stored = outcome.stored,
             duplicates = outcome.duplicates,
             samples = outcome.samples,
+            known_skipped = outcome.known_skipped,
             "snapshots stored"
         ),
         Err(e) => {
@@ -145,11 +200,7 @@ async fn process(
             // only the culprits go to the dead-letter topic.
             tracing::warn!(error = %e, "batch refused, storing snapshots one by one");
             for (message, snapshot) in std::mem::take(&mut decoded.snapshots) {
-                let one = [&snapshot];
-                if let Err(e) =
-                    retry_transient("store snapshot", || odp_store::store_snapshots(pool, &one))
-                        .await
-                {
+                if let Err(e) = store(sinks, &[&snapshot]).await {
                     decoded.rejected.push(Rejected {
                         message,
                         reason: format!("unstorable snapshot: {e}"),
@@ -168,6 +219,8 @@ async fn process(
                 message,
                 reason: format!("unstorable agent event: {e}"),
             });
+        } else {
+            metrics.events_stored.inc();
         }
     }
     // After the data is durable, before the offsets are: a crash re-runs
@@ -175,12 +228,42 @@ async fn process(
     sinks.detector.evaluate_all(pool, &touched).await;
     for rejected in &decoded.rejected {
         retry_dead_letter(producer, &config.topics.dead_letter, rejected).await;
+        metrics.dead_letters.inc();
     }
-    commit(consumer, &positions)
+    commit(consumer, metrics, &positions)?;
+    metrics
+        .batch_seconds
+        .observe(started.elapsed().as_secs_f64());
+    Ok(())
 }
 
+/// Stores snapshots, retrying while Postgres is unavailable, and counts
+/// what was stored.
+async fn store(
+    sinks: &Sinks<'_>,
+    snapshots: &[&Snapshot],
+) -> Result<odp_store::IngestOutcome, StoreError> {
+    let outcome = retry_transient("store snapshots", || async {
+        let mut known = sinks.stored_ids.lock().await;
+        odp_store::store_snapshots_cached(sinks.pool, snapshots, &mut known).await
+    })
+    .await?;
+    let metrics = sinks.metrics;
+    metrics.snapshots_stored.inc_by(outcome.stored as u64);
+    metrics
+        .snapshots_duplicate
+        .inc_by(outcome.duplicates as u64);
+    metrics.samples_stored.inc_by(outcome.samples);
+    metrics.known_skipped.inc_by(outcome.known_skipped as u64);
+    Ok(outcome)
+}
+
+/// Commits the batch's offsets. A refused commit (the partition moved to
+/// another worker in a rebalance) loses nothing: the data is stored, and
+/// the next owner's redelivery is recognised as duplicate.
 fn commit(
-    consumer: &StreamConsumer,
+    consumer: &KafkaConsumer,
+    metrics: &PipelineMetrics,
     positions: &[(String, i32, i64)],
 ) -> Result<(), PipelineError> {
     let mut list = TopicPartitionList::new();
@@ -192,7 +275,10 @@ fn commit(
     }
     // A synchronous commit blocks on the broker; keep it off the async
     // worker threads' hot path.
-    tokio::task::block_in_place(|| consumer.commit(&list, CommitMode::Sync))?;
+    if let Err(e) = tokio::task::block_in_place(|| consumer.commit(&list, CommitMode::Sync)) {
+        metrics.commit_failures.inc();
+        tracing::warn!(error = %e, "offset commit refused; the stored data will come back as duplicates");
+    }
     Ok(())
 }
 

@@ -59,7 +59,13 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
         },
         batch_max: 100,
         batch_wait_ms: 50,
+        queued_batches: 4,
+        drain_timeout_secs: 5,
+        rebalance_flush_secs: 5,
+        known_ids_capacity: 1000,
         alerts: Default::default(),
+        metrics_listen: None,
+        kafka_options: Vec::new(),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = tokio::spawn(odp_pipeline::run(config, async {

@@ -20,6 +20,7 @@ use crate::commands::{self, AgentState, Decision, Intake, Received, Rejection, V
 use crate::config::Config;
 use crate::cost::CostSettings;
 use crate::error::{Error, Result};
+use crate::metrics::AgentMetrics;
 use crate::plugin::Plugin;
 use crate::profile::{self, Outcome, StopHandle};
 use crate::publish::{Origin, Publisher};
@@ -51,6 +52,7 @@ struct Agent {
     task_profiles: HashMap<tokio::task::Id, Uuid>,
     draining: bool,
     heartbeat: watch::Sender<Vec<Uuid>>,
+    metrics: Arc<AgentMetrics>,
 }
 
 impl AgentState for Agent {
@@ -73,7 +75,15 @@ pub async fn run_until(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     config.validate()?;
-    let publisher = Publisher::new(&config)?;
+    let mut registry = odp_metrics::Registry::default();
+    let metrics = AgentMetrics::register(&mut registry);
+    if let Some(listen) = config.metrics_listen {
+        let exposition = Arc::new(odp_metrics::Metrics::new(registry));
+        odp_metrics::spawn(listen, exposition)
+            .await
+            .map_err(|e| Error::Config(format!("--metrics-listen {listen}: {e}")))?;
+    }
+    let publisher = Publisher::new(&config, metrics.clone())?;
     let verifier =
         CommandVerifier::from_public_pem(&config.command_public_key_pem, &config.host_id)
             .map_err(Error::PublicKey)?;
@@ -97,6 +107,7 @@ pub async fn run_until(
         task_profiles: HashMap::new(),
         draining: false,
         heartbeat,
+        metrics,
     };
     tokio::pin!(shutdown);
 
@@ -173,11 +184,13 @@ impl Agent {
                 return Flow::Continue;
             }
             Verdict::Rejected(rejection) => {
+                self.metrics.command("rejected");
                 self.reject(rejection, intake, received).await;
                 return Flow::Continue;
             }
             Verdict::Accepted(command, options) => (command, options),
         };
+        self.metrics.command("accepted");
         let (command, options) = command;
         let command_id = command.id;
         match commands::decide(command, self) {
@@ -338,6 +351,7 @@ impl Agent {
     fn publish_running(&self) {
         let mut ids: Vec<Uuid> = self.running.keys().copied().collect();
         ids.sort_unstable();
+        self.metrics.running_profiles.set(ids.len() as i64);
         self.heartbeat.send_replace(ids);
     }
 }

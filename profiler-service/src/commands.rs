@@ -180,6 +180,7 @@ pub fn validate_start(start: &StartProfile) -> Result<(), String> {
     match &start.target {
         Target::Pid(0) => Err("pid 0 is not a process".to_owned()),
         Target::ProcessName(name) if name.is_empty() => Err("empty process name".to_owned()),
+        Target::Imported(_) => Err("an imported profile has no process to sample".to_owned()),
         _ => Ok(()),
     }
 }
@@ -208,6 +209,9 @@ impl Intake {
         let topic = config.topics.commands.clone();
         let group = format!("odp-agent-{}", config.host_id);
         let mut client = ClientConfig::new();
+        for (key, value) in &config.kafka_options {
+            client.set(key, value);
+        }
         client
             .set("bootstrap.servers", &config.kafka_bootstrap)
             .set("group.id", &group)

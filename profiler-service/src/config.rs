@@ -27,6 +27,15 @@ pub struct Args {
     /// Kafka bootstrap servers (host:port, comma separated).
     #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
     pub kafka_bootstrap: String,
+    /// Extra librdkafka setting for the Kafka clients, `key=value`
+    /// (repeat it, or comma-separate in the environment): e.g.
+    /// `security.protocol=SASL_SSL`.
+    #[arg(
+        long = "kafka-option",
+        env = "ODP_KAFKA_OPTIONS",
+        value_delimiter = ','
+    )]
+    pub kafka_options: Vec<String>,
     /// Topic the api-server sends signed commands to.
     #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
     pub topic_commands: String,
@@ -88,6 +97,14 @@ pub struct Args {
     /// the events topic (`--cost-events=false` to keep them local).
     #[arg(long, env = "ODP_COST_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cost_events: bool,
+    /// Serve Prometheus `/metrics` over HTTP on this address (off when
+    /// absent).
+    #[arg(long, env = "ODP_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Stop (as on SIGTERM) when the process that started the agent exits:
+    /// for agents that a development api-server's local deployer started.
+    #[arg(long, env = "ODP_EXIT_WITH_PARENT")]
+    pub exit_with_parent: bool,
 }
 
 impl Args {
@@ -122,6 +139,8 @@ pub struct Topics {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub kafka_bootstrap: String,
+    /// Extra librdkafka settings for every client.
+    pub kafka_options: Vec<(String, String)>,
     pub topics: Topics,
     pub host_id: String,
     pub agent_id: String,
@@ -133,6 +152,8 @@ pub struct Config {
     pub cost: CostDefaults,
     /// Whether cost-control reports are published.
     pub cost_events: bool,
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    pub exit_with_parent: bool,
 }
 
 impl Args {
@@ -154,6 +175,8 @@ impl Args {
         })?;
         let config = Config {
             kafka_bootstrap: self.kafka_bootstrap,
+            kafka_options: odp_core::kafka_options::parse(&self.kafka_options)
+                .map_err(Error::Config)?,
             topics: Topics {
                 commands: self.topic_commands,
                 stacks: self.topic_stacks,
@@ -167,6 +190,8 @@ impl Args {
             heartbeat: Duration::from_secs(self.heartbeat_secs),
             cost,
             cost_events: self.cost_events,
+            metrics_listen: self.metrics_listen,
+            exit_with_parent: self.exit_with_parent,
         };
         config.validate()?;
         Ok(config)

@@ -25,6 +25,7 @@ pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod error;
+pub mod metrics;
 pub mod plugin;
 pub mod profile;
 pub mod publish;
@@ -48,11 +49,23 @@ use crate::plugin::native::NativePlugin;
 pub async fn run(config: Config) -> Result<()> {
     let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(Error::Signal)?;
+    let exit_with_parent = config.exit_with_parent;
     let shutdown = async move {
         tokio::select! {
             _ = term.recv() => info!(signal = "SIGTERM", "signal received"),
             _ = int.recv() => info!(signal = "SIGINT", "signal received"),
+            _ = parent_exited(), if exit_with_parent => info!("parent exited"),
         }
     };
     agent::run_until(config, Arc::new(NativePlugin::default()), shutdown).await
+}
+
+/// Resolves once the process that started the agent is gone (the agent was
+/// re-parented), for agents a local deployer started: they end with it.
+async fn parent_exited() {
+    let parent = std::os::unix::process::parent_id();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+    while std::os::unix::process::parent_id() == parent {
+        tick.tick().await;
+    }
 }

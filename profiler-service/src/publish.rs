@@ -6,6 +6,7 @@
 //! send awaits its delivery report so counts in `profile_finished` are what
 //! the broker acknowledged.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::cost::CostEventKind;
@@ -18,6 +19,7 @@ use rdkafka::ClientConfig;
 use tracing::{debug, warn};
 
 use crate::config::{Config, Topics};
+use crate::metrics::AgentMetrics;
 use crate::window::unix_ms;
 
 /// How long a send may wait for room in the local queue.
@@ -37,11 +39,16 @@ pub struct Publisher {
     topics: Topics,
     host: String,
     agent_id: String,
+    metrics: Arc<AgentMetrics>,
 }
 
 impl Publisher {
-    pub fn new(config: &Config) -> Result<Self, KafkaError> {
-        let producer: FutureProducer = ClientConfig::new()
+    pub fn new(config: &Config, metrics: Arc<AgentMetrics>) -> Result<Self, KafkaError> {
+        let mut client = ClientConfig::new();
+        for (key, value) in &config.kafka_options {
+            client.set(key, value);
+        }
+        let producer: FutureProducer = client
             .set("bootstrap.servers", &config.kafka_bootstrap)
             .set("client.id", format!("odp-agent-{}", config.agent_id))
             .set("enable.idempotence", "true")
@@ -59,6 +66,7 @@ impl Publisher {
             topics: config.topics.clone(),
             host: config.host_id.clone(),
             agent_id: config.agent_id.clone(),
+            metrics,
         })
     }
 
@@ -73,7 +81,15 @@ impl Publisher {
             .producer
             .send(record, QUEUE_TIMEOUT)
             .await
-            .map_err(|(e, _)| e)?;
+            .map_err(|(e, _)| {
+                self.metrics.publish_failures.inc();
+                e
+            })?;
+        self.metrics.snapshots_published.inc();
+        self.metrics
+            .samples_published
+            .inc_by(snapshot.total_samples());
+        self.metrics.snapshot_bytes.inc_by(payload.len() as u64);
         debug!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
             bytes = payload.len(), partition = delivery.partition, offset = delivery.offset,
             "snapshot delivered");

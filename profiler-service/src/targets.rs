@@ -56,6 +56,7 @@ impl ProcFs {
                 pids.sort_unstable();
                 Ok(pids)
             }
+            Target::Imported(_) => Ok(Vec::new()),
         }
     }
 

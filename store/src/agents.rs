@@ -29,6 +29,19 @@ pub async fn list_agents(pool: &PgPool) -> Result<Vec<AgentRow>> {
     .await?)
 }
 
+/// Whether an agent on `host` sent a heartbeat in the last `within_secs`.
+pub async fn host_is_live(pool: &PgPool, host: &str, within_secs: i64) -> Result<bool> {
+    let (live,): (bool,) = sqlx::query_as(
+        "select exists (select 1 from agents
+                        where host = $1 and last_seen > now() - make_interval(secs => $2))",
+    )
+    .bind(host)
+    .bind(within_secs as f64)
+    .fetch_one(pool)
+    .await?;
+    Ok(live)
+}
+
 /// Records one event: heartbeats refresh the agent's row; lifecycle events
 /// are kept in `profile_events` and move the profile's status. Idempotent:
 /// a redelivered lifecycle event finds the profile already moved.

@@ -1,7 +1,7 @@
 //! Bulk ingest of snapshots: frames and stacks by content hash, samples per
 //! window, one transaction per batch.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use odp_core::hash::{frame_hash, stack_hash};
@@ -19,6 +19,63 @@ pub struct IngestOutcome {
     /// ignored.
     pub duplicates: usize,
     pub samples: u64,
+    /// Distinct frames and stacks the batch did not send to Postgres
+    /// because [`StoredIds`] knew them to be stored.
+    pub known_skipped: usize,
+}
+
+/// The frame and stack hashes recently stored, so a worker does not send
+/// the same rows again and again: stacks repeat across windows, hosts and
+/// profiles. Bounded: two generations of `capacity / 2` ids each; when
+/// the young one fills, the old one is dropped, which keeps the ids in use
+/// and forgets the rest.
+#[derive(Debug)]
+pub struct StoredIds {
+    young: HashSet<u128>,
+    old: HashSet<u128>,
+    generation: usize,
+}
+
+impl StoredIds {
+    pub fn new(capacity: usize) -> Self {
+        let generation = (capacity / 2).max(1);
+        StoredIds {
+            young: HashSet::with_capacity(generation),
+            old: HashSet::new(),
+            generation,
+        }
+    }
+
+    pub fn contains(&mut self, id: u128) -> bool {
+        if self.young.contains(&id) {
+            return true;
+        }
+        if self.old.remove(&id) {
+            self.insert(id);
+            return true;
+        }
+        false
+    }
+
+    pub fn insert(&mut self, id: u128) {
+        if self.young.len() >= self.generation {
+            self.old = std::mem::take(&mut self.young);
+        }
+        self.young.insert(id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.young.len() + self.old.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.young.clear();
+        self.old.clear();
+    }
 }
 
 /// Column arrays for one `UNNEST` insert per table.
@@ -36,6 +93,32 @@ struct Rows {
 /// Stores a batch of snapshots in one transaction. Snapshots already stored
 /// are skipped, so redelivered messages change nothing.
 pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<IngestOutcome> {
+    store_snapshots_cached(pool, snapshots, &mut StoredIds::new(0)).await
+}
+
+/// [`store_snapshots`], skipping frames and stacks `known` holds, and
+/// remembering this batch's once it committed. Should a known row have
+/// been deleted meanwhile (retention), the foreign key refuses the batch;
+/// it is then stored again with `known` cleared.
+pub async fn store_snapshots_cached(
+    pool: &PgPool,
+    snapshots: &[&Snapshot],
+    known: &mut StoredIds,
+) -> Result<IngestOutcome> {
+    match store_once(pool, snapshots, known).await {
+        Err(StoreError::Database(sqlx::Error::Database(db))) if db.is_foreign_key_violation() => {
+            known.clear();
+            store_once(pool, snapshots, known).await
+        }
+        other => other,
+    }
+}
+
+async fn store_once(
+    pool: &PgPool,
+    snapshots: &[&Snapshot],
+    known: &mut StoredIds,
+) -> Result<IngestOutcome> {
     let mut outcome = IngestOutcome::default();
     // Duplicates inside one batch (a redelivery racing the original).
     let mut unique: BTreeMap<(&str, Uuid, u64), &Snapshot> = BTreeMap::new();
@@ -69,7 +152,7 @@ pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<I
         };
         let frame_hashes: Vec<u128> = snapshot.frames.iter().map(frame_hash).collect();
         for (frame, &h) in snapshot.frames.iter().zip(&frame_hashes) {
-            if seen_frames.insert(h, ()).is_none() {
+            if seen_frames.insert(h, ()).is_none() && !known.contains(h) {
                 rows.frame_ids.push(Uuid::from_u128(h));
                 rows.frame_functions.push(frame.function.clone());
                 rows.frame_modules.push(frame.module.clone());
@@ -85,7 +168,7 @@ pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<I
                 .map(|&i| frame_hashes[i as usize])
                 .collect();
             let h = stack_hash(&ids);
-            if seen_stacks.insert(h, ()).is_none() {
+            if seen_stacks.insert(h, ()).is_none() && !known.contains(h) {
                 rows.stack_ids.push(Uuid::from_u128(h));
                 rows.stack_frames.push(
                     ids.iter()
@@ -164,6 +247,11 @@ pub async fn store_snapshots(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<I
     .await?;
 
     tx.commit().await?;
+    outcome.known_skipped =
+        seen_frames.len() + seen_stacks.len() - rows.frame_ids.len() - rows.stack_ids.len();
+    for id in seen_frames.keys().chain(seen_stacks.keys()) {
+        known.insert(*id);
+    }
     Ok(outcome)
 }
 
@@ -234,4 +322,37 @@ async fn insert_snapshot_headers(
         .into_iter()
         .map(|(id, agent, profile, sequence)| ((agent, profile, sequence), id))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoredIds;
+
+    #[test]
+    fn stored_ids_stay_bounded_and_keep_what_is_used() {
+        let mut ids = StoredIds::new(4);
+        for id in 0..100 {
+            ids.insert(id);
+            assert!(ids.len() <= 4, "bounded at {}", ids.len());
+        }
+        assert!(ids.contains(99) && ids.contains(98));
+        assert!(!ids.contains(0), "old ids are forgotten");
+        // An id looked up is promoted, so it survives the next turnover.
+        ids.insert(200);
+        ids.insert(201);
+        assert!(ids.contains(200));
+        ids.insert(202);
+        ids.insert(203);
+        assert!(ids.contains(200));
+        ids.clear();
+        assert!(ids.is_empty() && !ids.contains(200));
+    }
+
+    #[test]
+    fn a_zero_capacity_set_remembers_only_the_latest() {
+        let mut ids = StoredIds::new(0);
+        ids.insert(1);
+        ids.insert(2);
+        assert!(ids.len() <= 2);
+    }
 }

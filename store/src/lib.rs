@@ -6,18 +6,26 @@
 //! batch, so a batch is stored whole or not at all.
 
 mod agents;
+mod aggregate;
 mod alerts;
 mod detections;
+mod imports;
 mod ingest;
 mod profiles;
 mod query;
+mod requests;
 mod rules;
+mod schedules;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use thiserror::Error;
 
-pub use agents::{list_agents, record_agent_event, AgentRow};
+pub use agents::{host_is_live, list_agents, record_agent_event, AgentRow};
+pub use aggregate::{
+    aggregate_stacks, profile_slice, profile_timeline, AggregateQuery, HostStacks,
+    ProfileSliceQuery, ScopedStacks, TimelineWindow,
+};
 pub use alerts::{
     claim_due_deliveries, create_channel, list_channels, record_attempt, AttemptOutcome,
     ChannelRow, DueDelivery, NewChannel,
@@ -26,12 +34,22 @@ pub use detections::{
     profile_identity, profile_issues, save_detections, AlertSubject, Detection, Issue, IssueStack,
     ProfileIdentity, StackHit,
 };
-pub use ingest::{store_snapshots, IngestOutcome};
+pub use imports::import_profile;
+pub use ingest::{store_snapshots, store_snapshots_cached, IngestOutcome, StoredIds};
 pub use profiles::{Inserted, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles};
 pub use query::{
     profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
 };
+pub use requests::{
+    resolve_open_requests, NewRequest, RequestDeadlines, RequestFilter, RequestKind, RequestRow,
+    RequestStatus, Requests,
+};
 pub use rules::{install_seed_rules, list_rules, save_user_rule, RuleDef, RuleRow};
+pub use schedules::{
+    advance as advance_schedule, claim_run, due as due_schedules, finish_run, record_missed,
+    try_scheduler_lock, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow,
+    Schedules, SCHEDULER_LOCK_KEY,
+};
 
 #[derive(Debug, Error)]
 pub enum StoreError {

@@ -94,7 +94,59 @@ pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFr
     .fetch_all(pool)
     .await?;
     let stack_ids: Vec<Uuid> = counts.iter().map(|(id, _)| *id).collect();
-    let stacks_by_id = stack_frame_ids(pool, &stack_ids).await?;
+    let resolved = resolve_stacks(pool, &stack_ids).await?;
+    let mut stacks = Vec::with_capacity(counts.len());
+    let mut samples = 0u64;
+    for (stack_id, count) in counts {
+        let frames = resolved.frames_of(stack_id)?.to_vec();
+        let count = checked_count(stack_id, count)?;
+        samples += count;
+        stacks.push(StackSamples {
+            stack_id,
+            frames,
+            count,
+        });
+    }
+    let frames = resolved.frames;
+    Ok(ProfileFrames {
+        event,
+        snapshots,
+        samples,
+        frames,
+        stacks,
+    })
+}
+
+/// Stacks resolved to deduplicated frames: what every read query shares.
+pub(crate) struct ResolvedStacks {
+    pub(crate) frames: Vec<FrameRef>,
+    /// Per stack, indexes into `frames`, root first.
+    by_stack: HashMap<Uuid, Vec<u32>>,
+}
+
+impl ResolvedStacks {
+    pub(crate) fn frames_of(&self, stack_id: Uuid) -> Result<&[u32]> {
+        self.by_stack
+            .get(&stack_id)
+            .map(Vec::as_slice)
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!("samples reference missing stack {stack_id}"))
+            })
+    }
+
+    /// Display names of the frames, by index.
+    pub(crate) fn display_names(&self) -> Vec<String> {
+        self.frames
+            .iter()
+            .map(|f| odp_core::model::display_name(&f.function, &f.module))
+            .collect()
+    }
+}
+
+/// Resolves stacks to frames in two queries (stacks, then their distinct
+/// frames), each frame loaded once however many stacks share it.
+pub(crate) async fn resolve_stacks(pool: &PgPool, stack_ids: &[Uuid]) -> Result<ResolvedStacks> {
+    let stacks_by_id = stack_frame_ids(pool, stack_ids).await?;
     let mut frame_ids: Vec<Uuid> = stacks_by_id.values().flatten().copied().collect();
     frame_ids.sort_unstable();
     frame_ids.dedup();
@@ -109,37 +161,28 @@ pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFr
         index.insert(id, frames.len() as u32);
         frames.push(FrameRef { function, module });
     }
-
-    let mut stacks = Vec::with_capacity(counts.len());
-    let mut samples = 0u64;
-    for (stack_id, count) in counts {
-        let ids = stacks_by_id.get(&stack_id).ok_or_else(|| {
-            StoreError::Corrupt(format!("samples reference missing stack {stack_id}"))
-        })?;
-        let frames = ids
-            .iter()
-            .map(|id| {
-                index.get(id).copied().ok_or_else(|| {
-                    StoreError::Corrupt(format!("stack {stack_id} references missing frame {id}"))
+    let by_stack = stacks_by_id
+        .into_iter()
+        .map(|(stack_id, ids)| {
+            let indexes = ids
+                .iter()
+                .map(|id| {
+                    index.get(id).copied().ok_or_else(|| {
+                        StoreError::Corrupt(format!(
+                            "stack {stack_id} references missing frame {id}"
+                        ))
+                    })
                 })
-            })
-            .collect::<Result<Vec<u32>>>()?;
-        let count = u64::try_from(count)
-            .map_err(|_| StoreError::Corrupt(format!("negative count for stack {stack_id}")))?;
-        samples += count;
-        stacks.push(StackSamples {
-            stack_id,
-            frames,
-            count,
-        });
-    }
-    Ok(ProfileFrames {
-        event,
-        snapshots,
-        samples,
-        frames,
-        stacks,
-    })
+                .collect::<Result<Vec<u32>>>()?;
+            Ok((stack_id, indexes))
+        })
+        .collect::<Result<HashMap<Uuid, Vec<u32>>>>()?;
+    Ok(ResolvedStacks { frames, by_stack })
+}
+
+pub(crate) fn checked_count(stack_id: Uuid, count: i64) -> Result<u64> {
+    u64::try_from(count)
+        .map_err(|_| StoreError::Corrupt(format!("negative count for stack {stack_id}")))
 }
 
 /// The frame ids of each stack, root first.

@@ -86,7 +86,11 @@ async fn odpctl_profiles_the_demo_and_reports_errors_by_exit_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn odpctl_mints_tokens_and_manages_hosts() {
-    let h = common::start("cli-admin", 1).await;
+    let h = common::start_configured("cli-admin", |options| {
+        options.window_secs = 1;
+        options.local_deployer = true;
+    })
+    .await;
     let host = h.platform.host_id.clone();
     let mint = |role: &str| {
         let output = std::process::Command::new(workspace_binary("odpctl").unwrap())
@@ -118,6 +122,25 @@ async fn odpctl_mints_tokens_and_manages_hosts() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+
+    let other = format!("{host}-2");
+    let deployed =
+        tokio::task::block_in_place(|| odpctl(&h, &admin, &["deploy", &other, "--wait"]));
+    assert_eq!(deployed.status.code(), Some(0), "{}", text(&deployed));
+    assert!(text(&deployed).contains("finished"), "{}", text(&deployed));
+    let requests = tokio::task::block_in_place(|| {
+        odpctl(
+            &h,
+            &viewer,
+            &["requests", "--kind", "deploy", "--host", &other],
+        )
+    });
+    assert_eq!(requests.status.code(), Some(0), "{}", text(&requests));
+    assert!(
+        text(&requests).contains("the agent is live"),
+        "{}",
+        text(&requests)
+    );
 
     let refused =
         tokio::task::block_in_place(|| odpctl(&h, &viewer, &["undeploy", &host, "--mode", "now"]));

@@ -3,12 +3,18 @@
 //! and database. Run `cargo build --workspace --bins` first (the README's
 //! test command does).
 
+mod aggregate;
 mod api;
 mod cli;
 mod commands;
 mod common;
 mod control;
 mod dead_letter;
+mod deploy;
+mod formats;
 mod hosts;
 mod identity;
+mod metrics;
 mod profile;
+mod schedules;
+mod web;

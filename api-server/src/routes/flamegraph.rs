@@ -1,20 +1,23 @@
-//! A profile's samples as a flame graph (JSON tree, folded text or SVG)
-//! and as a table of its hottest functions.
+//! A profile's samples as a flame graph (JSON tree, folded text, SVG,
+//! pprof or speedscope) and as a table of its hottest functions.
 
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use odp_core::flamegraph;
 use odp_core::stats::{top_functions, FunctionShare};
-use odp_core::{flamegraph, folded};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
+use crate::routes::aggregate::{filtered_profile_stacks, SliceParams};
 use crate::routes::profiles::load;
+use crate::routes::render::{period_nanos, render, Rendering};
 use crate::AppState;
+
+pub use crate::routes::render::Format;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -22,20 +25,21 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/profiles/{id}/top", get(top))
 }
 
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    #[default]
-    Json,
-    Folded,
-    Svg,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlameGraphQuery {
     #[serde(default)]
     pub format: Format,
+    /// Only threads with this name, or matching it as a regex.
+    pub thread: Option<String>,
+    /// Only stacks with a frame matching this regex.
+    pub include: Option<String>,
+    /// Without stacks with a frame matching this regex.
+    pub exclude: Option<String>,
+    /// Only windows ending after this RFC 3339 time.
+    pub window_since: Option<String>,
+    /// Only windows starting before this RFC 3339 time.
+    pub window_until: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,49 +58,40 @@ async fn flame_graph(
     AppQuery(query): AppQuery<FlameGraphQuery>,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
-    load(&state, id).await?;
-    let data = odp_store::profile_stacks(&state.pool, id).await?;
-    match query.format {
-        Format::Json => Ok(Json(FlameGraphJson {
+    let row = load(&state, id).await?;
+    let slice = SliceParams {
+        thread: query.thread.as_deref(),
+        include: query.include.as_deref(),
+        exclude: query.exclude.as_deref(),
+        window_since: query.window_since.as_deref(),
+        window_until: query.window_until.as_deref(),
+    };
+    let data = filtered_profile_stacks(&state.pool, id, slice).await?;
+    let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
+    let (started, finished) = (nanos(row.started_at), nanos(row.finished_at));
+    let event = data.event.or(row.event);
+    let rendering = Rendering {
+        title: format!("profile {id}"),
+        file_stem: format!("profile-{id}"),
+        period_nanos: period_nanos(event.as_deref(), row.frequency_hz.into()),
+        event,
+        duration_nanos: started.zip(finished).map(|(s, f)| f - s),
+        time_nanos: started,
+        samples: data.samples,
+        stacks: data.stacks,
+    };
+    let snapshots = data.snapshots;
+    render(query.format, rendering, |r| {
+        Json(FlameGraphJson {
             profile_id: id,
-            event: data.event,
-            snapshots: data.snapshots,
-            samples: data.samples,
-            root: flamegraph::build(&data.stacks),
+            event: r.event,
+            snapshots,
+            samples: r.samples,
+            root: flamegraph::build(&r.stacks),
         })
-        .into_response()),
-        Format::Folded => Ok((
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            folded::to_folded(&data.stacks),
-        )
-            .into_response()),
-        Format::Svg => {
-            if data.samples == 0 {
-                return Err(ApiError::NotFound(format!(
-                    "profile {id} has no samples yet"
-                )));
-            }
-            let text = folded::to_folded(&data.stacks);
-            let title = format!(
-                "profile {id} ({})",
-                data.event.as_deref().unwrap_or("samples")
-            );
-            let svg = tokio::task::spawn_blocking(move || render_svg(&text, title))
-                .await
-                .map_err(|e| ApiError::Internal(e.to_string()))??;
-            Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
-        }
-    }
-}
-
-fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
-    let mut options = inferno::flamegraph::Options::default();
-    options.title = title;
-    options.count_name = "samples".into();
-    let mut svg = Vec::new();
-    inferno::flamegraph::from_lines(&mut options, folded_text.lines(), &mut svg)
-        .map_err(|e| ApiError::Internal(format!("flame graph rendering failed: {e}")))?;
-    Ok(svg)
+        .into_response()
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +99,16 @@ fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
 pub struct TopQuery {
     #[serde(default = "default_limit")]
     pub limit: usize,
+    /// Only threads with this name, or matching it as a regex.
+    pub thread: Option<String>,
+    /// Only stacks with a frame matching this regex.
+    pub include: Option<String>,
+    /// Without stacks with a frame matching this regex.
+    pub exclude: Option<String>,
+    /// Only windows ending after this RFC 3339 time.
+    pub window_since: Option<String>,
+    /// Only windows starting before this RFC 3339 time.
+    pub window_until: Option<String>,
 }
 
 fn default_limit() -> usize {
@@ -131,7 +136,14 @@ async fn top(
         ));
     }
     load(&state, id).await?;
-    let data = odp_store::profile_stacks(&state.pool, id).await?;
+    let slice = SliceParams {
+        thread: query.thread.as_deref(),
+        include: query.include.as_deref(),
+        exclude: query.exclude.as_deref(),
+        window_since: query.window_since.as_deref(),
+        window_until: query.window_until.as_deref(),
+    };
+    let data = filtered_profile_stacks(&state.pool, id, slice).await?;
     let response = TopResponse {
         profile_id: id,
         event: data.event,
@@ -141,17 +153,4 @@ async fn top(
     Ok(Json(
         serde_json::to_value(response).map_err(|e| ApiError::Internal(e.to_string()))?,
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_an_svg_with_the_functions() {
-        let svg = render_svg("main;hot 6\nmain;warm 3\n", "t".into()).unwrap();
-        let svg = String::from_utf8(svg).unwrap();
-        assert!(svg.starts_with("<?xml"));
-        assert!(svg.contains("hot") && svg.contains("warm"));
-    }
 }

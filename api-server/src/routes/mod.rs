@@ -1,5 +1,12 @@
+pub mod aggregate;
+pub mod diff;
 pub mod flamegraph;
 pub mod hosts;
+pub mod import;
 pub mod issues;
 pub mod list;
 pub mod profiles;
+pub mod render;
+pub mod requests;
+pub mod schedules;
+pub mod timeline;

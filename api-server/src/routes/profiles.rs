@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::Target;
-use odp_store::{Inserted, NewProfile, ProfileRow, ProfileStatus};
+use odp_store::{Inserted, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -104,7 +104,7 @@ impl StartRequest {
             }
             None => match &target {
                 Target::ProcessName(name) => name.clone(),
-                Target::Pid(_) => self.host.clone(),
+                Target::Pid(_) | Target::Imported(_) => self.host.clone(),
             },
         };
         Ok(ValidStart {
@@ -199,6 +199,23 @@ async fn start(
     let valid = request.validate()?;
     caller.require_profiling(&valid.service)?;
     let idempotency_key = idempotency_key(&headers)?;
+    match create_and_dispatch(&state, valid, &caller.subject, idempotency_key).await? {
+        Inserted::Created(row) | Inserted::Replayed(row) => {
+            Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))).into_response())
+        }
+        Inserted::Duplicate(row) => Ok(duplicate(row)),
+    }
+}
+
+/// Records a start request and publishes its command: the one path every
+/// start takes, a user's or a schedule's. `Created` carries the profile
+/// as dispatched; `Replayed` and `Duplicate` dispatch nothing.
+pub(crate) async fn create_and_dispatch(
+    state: &AppState,
+    valid: ValidStart,
+    requested_by: &str,
+    idempotency_key: Option<String>,
+) -> Result<Inserted, ApiError> {
     let id = Uuid::new_v4();
     let inserted = state
         .profiles
@@ -210,16 +227,14 @@ async fn start(
             target: valid.target.clone(),
             duration_ms: (valid.duration_secs * 1000) as i64,
             frequency_hz: valid.frequency_hz as i32,
-            requested_by: caller.subject.clone(),
+            requested_by: requested_by.to_owned(),
         })
         .await?;
     match inserted {
         Inserted::Created(_) => {}
-        Inserted::Replayed(row) => {
-            return Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))).into_response())
-        }
-        Inserted::Duplicate(row) => return Ok(duplicate(row)),
+        other => return Ok(other),
     }
+    deploy_if_absent(state, &valid.host, requested_by).await;
     let action = CommandAction::Start(StartProfile {
         profile_id: id,
         target: valid.target,
@@ -242,9 +257,26 @@ async fn start(
         .profiles
         .transition(id, ProfileStatus::Dispatched, None)
         .await?;
-    tracing::info!(profile_id = %id, host = %valid.host, by = %caller.subject, "profile requested");
-    let row = load(&state, id).await?;
-    Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))).into_response())
+    tracing::info!(profile_id = %id, host = %valid.host, by = %requested_by, "profile requested");
+    Ok(Inserted::Created(load(state, id).await?))
+}
+
+/// `start` implies `deploy`: with a deployer configured and no live agent
+/// on the host, one is deployed while the start command waits in Kafka
+/// for it (until the command expires). The deploy is a request of its
+/// own; its failure shows there, and the start then expires.
+async fn deploy_if_absent(state: &AppState, host: &str, requested_by: &str) {
+    if state.control.deployer_name().is_none() {
+        return;
+    }
+    match state.control.host_is_live(host).await {
+        Ok(true) => {}
+        Ok(false) => match state.control.deploy(host, requested_by).await {
+            Ok(_) => tracing::info!(%host, "no live agent: deploying one for the start"),
+            Err(e) => tracing::warn!(%host, error = %e, "deploying for a start failed"),
+        },
+        Err(e) => tracing::warn!(%host, error = %e, "checking the host's agent failed"),
+    }
 }
 
 /// 409 naming the live profile the client can follow instead.
@@ -273,10 +305,17 @@ async fn stop(
             row.status
         )));
     }
-    state
+    let new = NewRequest {
+        kind: RequestKind::Stop,
+        host: row.host.clone(),
+        profile_id: Some(id),
+        mode: None,
+        requested_by: caller.subject.clone(),
+    };
+    let send = state
         .dispatcher
-        .send(&row.host, CommandAction::Stop { profile_id: id })
-        .await?;
+        .send(&row.host, CommandAction::Stop { profile_id: id });
+    state.control.record_command(new, send).await?;
     tracing::info!(profile_id = %id, by = %caller.subject, "stop requested");
     Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
 }

@@ -84,7 +84,9 @@ pub fn service_of(identity: &ProfileIdentity) -> String {
     }
     match &identity.target {
         Some(Target::ProcessName(name)) => name.clone(),
-        Some(Target::Pid(_)) | None => identity.host.clone().unwrap_or_default(),
+        Some(Target::Pid(_) | Target::Imported(_)) | None => {
+            identity.host.clone().unwrap_or_default()
+        }
     }
 }
 

@@ -231,4 +231,5 @@ fn validates_start_parameters() {
     assert!(with(&|s| s.target = Target::Pid(0)).is_err());
     assert!(with(&|s| s.target = Target::ProcessName(String::new())).is_err());
     assert!(with(&|s| s.target = Target::Pid(1)).is_ok());
+    assert!(with(&|s| s.target = Target::Imported("pprof".into())).is_err());
 }

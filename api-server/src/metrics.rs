@@ -1,0 +1,105 @@
+//! The api-server's Prometheus metrics: requests by route and status,
+//! their latency, and commands published to Kafka.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use odp_metrics::Registry;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    /// The route template (`/api/v1/profiles/{id}`), never the raw path,
+    /// so ids do not explode the label space.
+    route: String,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommandLabels {
+    pub action: &'static str,
+    pub outcome: &'static str,
+}
+
+pub struct ApiMetrics {
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram>,
+    commands: Family<CommandLabels, Counter>,
+}
+
+impl ApiMetrics {
+    pub fn register(registry: &mut Registry) -> Arc<Self> {
+        let metrics = ApiMetrics {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 16))
+            }),
+            commands: Family::default(),
+        };
+        registry.register(
+            "odp_api_requests",
+            "HTTP requests answered, by method, route and status",
+            metrics.requests.clone(),
+        );
+        registry.register(
+            "odp_api_request_duration_seconds",
+            "Time to answer a request, by route",
+            metrics.latency.clone(),
+        );
+        registry.register(
+            "odp_api_commands",
+            "Signed commands published to Kafka, by action and outcome",
+            metrics.commands.clone(),
+        );
+        Arc::new(metrics)
+    }
+
+    /// Counts a command publication (`outcome`: published or failed).
+    pub fn command(&self, action: &'static str, outcome: &'static str) {
+        self.commands
+            .get_or_create(&CommandLabels { action, outcome })
+            .inc();
+    }
+}
+
+/// Middleware counting and timing every request.
+pub async fn track(
+    State(metrics): State<Arc<ApiMetrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    metrics
+        .latency
+        .get_or_create(&RouteLabels {
+            route: route.clone(),
+        })
+        .observe(started.elapsed().as_secs_f64());
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            method,
+            route,
+            status: response.status().as_u16(),
+        })
+        .inc();
+    response
+}

@@ -1,0 +1,330 @@
+//! Differential flame graph of two profiles or aggregates, each side
+//! normalized by its own total samples.
+//!
+//! `GET /api/v1/diff?baseline=ID&target=ID[&format=json|svg][&include=RE]
+//! [&exclude=RE][&limit=N]`; either side may instead be an aggregate,
+//! `baseline_service=S&baseline_since=T&baseline_until=T` (same for
+//! `target_`).
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use odp_core::diff::{diff, render_svg, DiffNode, FunctionChange};
+use odp_core::filter::StackFilter;
+use odp_core::WeightedStack;
+use odp_store::{AggregateQuery, ProfileSliceQuery};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::auth::{Caller, Role};
+use crate::error::ApiError;
+use crate::extract::AppQuery;
+use crate::routes::aggregate::{filter_and_merge, filter_error, parse_range};
+use crate::routes::profiles::{load, validate_name};
+use crate::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/diff", get(diff_handler))
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DiffFormat {
+    #[default]
+    Json,
+    Svg,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffQuery {
+    baseline: Option<Uuid>,
+    baseline_service: Option<String>,
+    baseline_since: Option<String>,
+    baseline_until: Option<String>,
+    target: Option<Uuid>,
+    target_service: Option<String>,
+    target_since: Option<String>,
+    target_until: Option<String>,
+    #[serde(default)]
+    format: DiffFormat,
+    include: Option<String>,
+    exclude: Option<String>,
+    limit: Option<usize>,
+}
+
+/// One side of the comparison.
+#[derive(Debug, Clone)]
+enum Side {
+    Profile(Uuid),
+    Aggregate(AggregateQuery),
+}
+
+/// Exactly one form per side: a profile id, or service + since + until.
+fn side(
+    name: &str,
+    profile: Option<Uuid>,
+    service: Option<&str>,
+    since: Option<&str>,
+    until: Option<&str>,
+) -> Result<Side, ApiError> {
+    match (profile, service, since, until) {
+        (Some(id), None, None, None) => Ok(Side::Profile(id)),
+        (None, Some(service), Some(since), Some(until)) => {
+            validate_name(&format!("{name}_service"), service)?;
+            let (since, until) = parse_range(
+                (&format!("{name}_since"), &format!("{name}_until")),
+                since,
+                until,
+            )?;
+            Ok(Side::Aggregate(AggregateQuery {
+                service: service.to_owned(),
+                since,
+                until,
+                hosts: Vec::new(),
+                thread: None,
+                window_since: None,
+                window_until: None,
+            }))
+        }
+        _ => Err(ApiError::Unprocessable(format!(
+            "give `{name}` (a profile id) or all of `{name}_service`, `{name}_since` and \
+             `{name}_until` (an aggregate), not both"
+        ))),
+    }
+}
+
+#[derive(Debug)]
+struct ValidDiff {
+    baseline: Side,
+    target: Side,
+    filter: StackFilter,
+    format: DiffFormat,
+    limit: usize,
+}
+
+impl DiffQuery {
+    fn validate(self) -> Result<ValidDiff, ApiError> {
+        let baseline = side(
+            "baseline",
+            self.baseline,
+            self.baseline_service.as_deref(),
+            self.baseline_since.as_deref(),
+            self.baseline_until.as_deref(),
+        )?;
+        let target = side(
+            "target",
+            self.target,
+            self.target_service.as_deref(),
+            self.target_since.as_deref(),
+            self.target_until.as_deref(),
+        )?;
+        let filter = StackFilter::new(self.include.as_deref(), self.exclude.as_deref())
+            .map_err(filter_error)?;
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=1000).contains(&limit) {
+            return Err(ApiError::Unprocessable(
+                "`limit` must be between 1 and 1000".into(),
+            ));
+        }
+        Ok(ValidDiff {
+            baseline,
+            target,
+            filter,
+            format: self.format,
+            limit,
+        })
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct SideSummary {
+    label: String,
+    event: Option<String>,
+    samples: u64,
+    profiles: u64,
+}
+
+struct LoadedSide {
+    summary: SideSummary,
+    stacks: Vec<WeightedStack>,
+}
+
+async fn load_side(
+    state: &AppState,
+    side: &Side,
+    filter: &StackFilter,
+) -> Result<LoadedSide, ApiError> {
+    let (label, mut data) = match side {
+        Side::Profile(id) => {
+            load(state, *id).await?;
+            let query = ProfileSliceQuery {
+                profile_id: *id,
+                thread: None,
+                window_since: None,
+                window_until: None,
+            };
+            (
+                format!("profile {id}"),
+                odp_store::profile_slice(&state.pool, &query).await?,
+            )
+        }
+        Side::Aggregate(query) => (
+            format!(
+                "{} {} .. {}",
+                query.service,
+                query.since.to_rfc3339(),
+                query.until.to_rfc3339()
+            ),
+            odp_store::aggregate_stacks(&state.pool, query).await?,
+        ),
+    };
+    let merged = filter_and_merge(&mut data, filter);
+    Ok(LoadedSide {
+        summary: SideSummary {
+            label,
+            event: data.event,
+            samples: merged.samples,
+            profiles: data.profiles,
+        },
+        stacks: merged.stacks,
+    })
+}
+
+#[derive(Debug, Serialize)]
+struct DiffJson {
+    baseline: SideSummary,
+    target: SideSummary,
+    root: DiffNode,
+    changes: Vec<FunctionChange>,
+}
+
+async fn diff_handler(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppQuery(query): AppQuery<DiffQuery>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Viewer)?;
+    let valid = query.validate()?;
+    let baseline = load_side(&state, &valid.baseline, &valid.filter).await?;
+    let target = load_side(&state, &valid.target, &valid.filter).await?;
+    if let (Some(b), Some(t)) = (&baseline.summary.event, &target.summary.event) {
+        if b != t {
+            return Err(ApiError::Unprocessable(format!(
+                "cannot compare {b} with {t}"
+            )));
+        }
+    }
+    match valid.format {
+        DiffFormat::Json => {
+            let result = diff(&baseline.stacks, &target.stacks, valid.limit);
+            Ok(Json(DiffJson {
+                baseline: baseline.summary,
+                target: target.summary,
+                root: result.root,
+                changes: result.changes,
+            })
+            .into_response())
+        }
+        DiffFormat::Svg => {
+            for side in [&baseline, &target] {
+                if side.summary.samples == 0 {
+                    return Err(ApiError::NotFound(format!(
+                        "{} has no samples to compare",
+                        side.summary.label
+                    )));
+                }
+            }
+            let title = format!(
+                "{} vs {} ({})",
+                baseline.summary.label,
+                target.summary.label,
+                target.summary.event.as_deref().unwrap_or("samples")
+            );
+            let svg = tokio::task::spawn_blocking(move || {
+                render_svg(&baseline.stacks, &target.stacks, title)
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?
+            .map_err(|e| ApiError::Internal(format!("diff rendering failed: {e}")))?;
+            Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unprocessable(query: DiffQuery) -> String {
+        match query.validate() {
+            Err(ApiError::Unprocessable(m)) => m,
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_side_takes_exactly_one_form() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let valid = DiffQuery {
+            baseline: Some(a),
+            target_service: Some("checkout".into()),
+            target_since: Some("2026-11-01T00:00:00Z".into()),
+            target_until: Some("2026-11-01T01:00:00Z".into()),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        assert!(matches!(valid.baseline, Side::Profile(id) if id == a));
+        assert!(matches!(&valid.target, Side::Aggregate(q) if q.service == "checkout"));
+        assert_eq!(valid.limit, 50);
+
+        let both = DiffQuery {
+            baseline: Some(a),
+            baseline_service: Some("checkout".into()),
+            target: Some(b),
+            ..Default::default()
+        };
+        assert!(unprocessable(both).contains("`baseline`"));
+        let missing_target = DiffQuery {
+            baseline: Some(a),
+            ..Default::default()
+        };
+        assert!(unprocessable(missing_target).contains("`target`"));
+        let partial = DiffQuery {
+            baseline: Some(a),
+            target_service: Some("checkout".into()),
+            target_since: Some("2026-11-01T00:00:00Z".into()),
+            ..Default::default()
+        };
+        assert!(unprocessable(partial).contains("target_until"));
+    }
+
+    #[test]
+    fn rejects_bad_ranges_patterns_and_limits() {
+        let (a, b) = (Some(Uuid::new_v4()), Some(Uuid::new_v4()));
+        let backwards = DiffQuery {
+            baseline: a,
+            target_service: Some("s".into()),
+            target_since: Some("2026-11-02T00:00:00Z".into()),
+            target_until: Some("2026-11-01T00:00:00Z".into()),
+            ..Default::default()
+        };
+        assert!(unprocessable(backwards).contains("before"));
+        let pattern = DiffQuery {
+            baseline: a,
+            target: b,
+            exclude: Some("[".into()),
+            ..Default::default()
+        };
+        assert!(unprocessable(pattern).contains("exclude"));
+        let limit = DiffQuery {
+            baseline: a,
+            target: b,
+            limit: Some(0),
+            ..Default::default()
+        };
+        assert!(unprocessable(limit).contains("limit"));
+    }
+}

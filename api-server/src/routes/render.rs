@@ -1,0 +1,219 @@
+//! Stacks as the file formats flame graph tools read: JSON (the caller's
+//! own shape), folded text, SVG, pprof and speedscope. Every endpoint that
+//! answers with stacks (one profile, and aggregates of several) renders
+//! them here.
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use odp_core::pprof::{self, PprofMeta};
+use odp_core::{folded, speedscope, WeightedStack};
+use serde::Deserialize;
+
+use crate::error::ApiError;
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Json,
+    Folded,
+    Svg,
+    /// gzip-compressed protocol buffers, as `go tool pprof` reads them.
+    Pprof,
+    /// speedscope's JSON file format.
+    Speedscope,
+}
+
+/// What is rendered: stacks and what they measure.
+#[derive(Debug, Clone)]
+pub struct Rendering {
+    /// Shown as the SVG's title and the speedscope profile's name.
+    pub title: String,
+    /// File name of downloads, without extension (`profile-<id>`).
+    pub file_stem: String,
+    /// What the counts measure (`cpu-clock`, ...), when known.
+    pub event: Option<String>,
+    /// Nanoseconds one sample stands for, for time-based events.
+    pub period_nanos: Option<i64>,
+    pub duration_nanos: Option<i64>,
+    /// When sampling started, Unix nanoseconds.
+    pub time_nanos: Option<i64>,
+    pub samples: u64,
+    pub stacks: Vec<WeightedStack>,
+}
+
+/// Renders `data` as `format`; [`Format::Json`] is `json`'s response, as
+/// each endpoint has its own JSON shape.
+pub async fn render(
+    format: Format,
+    data: Rendering,
+    json: impl FnOnce(Rendering) -> Response,
+) -> Result<Response, ApiError> {
+    match format {
+        Format::Json => Ok(json(data)),
+        Format::Folded => Ok((
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            folded::to_folded(&data.stacks),
+        )
+            .into_response()),
+        Format::Svg => {
+            if data.samples == 0 {
+                return Err(ApiError::NotFound(format!(
+                    "{} has no samples yet",
+                    data.title
+                )));
+            }
+            let text = folded::to_folded(&data.stacks);
+            let title = format!(
+                "{} ({})",
+                data.title,
+                data.event.as_deref().unwrap_or("samples")
+            );
+            let svg = blocking(move || render_svg(&text, title)).await??;
+            Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
+        }
+        Format::Pprof => {
+            let disposition = format!("attachment; filename=\"{}.pb.gz\"", data.file_stem);
+            let bytes = blocking(move || {
+                let meta = PprofMeta {
+                    event: data.event.unwrap_or_default(),
+                    period_nanos: data.period_nanos,
+                    duration_nanos: data.duration_nanos,
+                    time_nanos: data.time_nanos,
+                };
+                pprof::encode(&data.stacks, &meta)
+            })
+            .await?;
+            Ok((
+                [
+                    (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+                    (header::CONTENT_DISPOSITION, disposition),
+                ],
+                bytes,
+            )
+                .into_response())
+        }
+        Format::Speedscope => {
+            let period = data.period_nanos.and_then(|p| u64::try_from(p).ok());
+            let file = speedscope::to_speedscope(&data.stacks, &data.title, period);
+            Ok(axum::Json(file).into_response())
+        }
+    }
+}
+
+/// Runs CPU-heavy rendering off the async workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = title;
+    options.count_name = "samples".into();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut options, folded_text.lines(), &mut svg)
+        .map_err(|e| ApiError::Internal(format!("flame graph rendering failed: {e}")))?;
+    Ok(svg)
+}
+
+/// The period of a profile sampled at `frequency_hz` of `event`, when the
+/// event is time-based (its samples stand for a span of time).
+pub fn period_nanos(event: Option<&str>, frequency_hz: i64) -> Option<i64> {
+    let timed = matches!(event, Some("cpu-clock" | "wall"));
+    (timed && frequency_hz > 0).then(|| 1_000_000_000 / frequency_hz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::to_bytes;
+
+    fn data() -> Rendering {
+        Rendering {
+            title: "profile x".into(),
+            file_stem: "profile-x".into(),
+            event: Some("cpu-clock".into()),
+            period_nanos: Some(10_000_000),
+            duration_nanos: Some(1_000_000_000),
+            time_nanos: None,
+            samples: 9,
+            stacks: vec![
+                WeightedStack {
+                    frames: vec!["main".into(), "hot".into()],
+                    count: 6,
+                },
+                WeightedStack {
+                    frames: vec!["main".into(), "warm".into()],
+                    count: 3,
+                },
+            ],
+        }
+    }
+
+    async fn body(response: Response) -> Vec<u8> {
+        to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec()
+    }
+
+    #[test]
+    fn renders_an_svg_with_the_functions() {
+        let svg = render_svg("main;hot 6\nmain;warm 3\n", "t".into()).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(svg.starts_with("<?xml"));
+        assert!(svg.contains("hot") && svg.contains("warm"));
+    }
+
+    #[tokio::test]
+    async fn pprof_is_a_download_that_decodes_to_the_stacks() {
+        let response = render(Format::Pprof, data(), |_| unreachable!())
+            .await
+            .unwrap();
+        assert_eq!(
+            response.headers()[header::CONTENT_DISPOSITION],
+            "attachment; filename=\"profile-x.pb.gz\""
+        );
+        let decoded = pprof::decode(&body(response).await, None).unwrap();
+        assert_eq!(decoded.sample_type, "cpu-clock");
+        assert_eq!(decoded.period_nanos, Some(10_000_000));
+        assert_eq!(decoded.stacks, data().stacks);
+    }
+
+    #[tokio::test]
+    async fn speedscope_and_json_and_empty_svg() {
+        let response = render(Format::Speedscope, data(), |_| unreachable!())
+            .await
+            .unwrap();
+        let file: serde_json::Value = serde_json::from_slice(&body(response).await).unwrap();
+        assert_eq!(
+            file["profiles"][0]["weights"],
+            serde_json::json!([60_000_000, 30_000_000])
+        );
+        let response = render(Format::Json, data(), |d| d.title.into_response())
+            .await
+            .unwrap();
+        assert_eq!(body(response).await, b"profile x");
+        let empty = Rendering {
+            samples: 0,
+            stacks: vec![],
+            ..data()
+        };
+        assert!(matches!(
+            render(Format::Svg, empty, |_| unreachable!()).await,
+            Err(ApiError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn only_time_based_events_have_a_period() {
+        assert_eq!(period_nanos(Some("cpu-clock"), 100), Some(10_000_000));
+        assert_eq!(period_nanos(Some("cycles"), 100), None);
+        assert_eq!(period_nanos(Some("wall"), 0), None);
+        assert_eq!(period_nanos(None, 99), None);
+    }
+}

@@ -1,0 +1,332 @@
+//! Profiling schedules: admins create, change and delete them; viewers
+//! list and read them with their recent runs.
+
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use odp_store::{NewSchedule, SchedulePatch, ScheduleRow, ScheduleRunRow, Schedules};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::auth::{Caller, Role};
+use crate::cron_schedule::CronSchedule;
+use crate::error::ApiError;
+use crate::extract::{AppJson, AppPath};
+use crate::routes::profiles::{validate_name, StartRequest, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
+use crate::AppState;
+
+/// How many runs `GET /api/v1/schedules/{id}` shows, newest first.
+const RUNS_SHOWN: i64 = 50;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/schedules", get(list).post(create))
+        .route(
+            "/api/v1/schedules/{id}",
+            get(describe).patch(update).delete(remove),
+        )
+}
+
+/// `POST /api/v1/schedules`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateScheduleRequest {
+    pub name: String,
+    #[serde(default)]
+    pub service: Option<String>,
+    pub host: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub process_name: Option<String>,
+    pub duration_secs: u64,
+    #[serde(default)]
+    pub frequency_hz: Option<u32>,
+    #[serde(default)]
+    pub window_secs: Option<u64>,
+    pub cron: String,
+    #[serde(default = "utc")]
+    pub timezone: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+}
+
+fn utc() -> String {
+    "UTC".into()
+}
+
+fn enabled() -> bool {
+    true
+}
+
+/// `PATCH /api/v1/schedules/{id}`: absent fields stay as they are.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateScheduleRequest {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub duration_secs: Option<u64>,
+    #[serde(default)]
+    pub frequency_hz: Option<u32>,
+}
+
+/// A schedule with its latest runs.
+#[derive(Debug, Serialize)]
+pub struct ScheduleDetail {
+    #[serde(flatten)]
+    pub schedule: ScheduleRow,
+    pub runs: Vec<RunView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunView {
+    pub scheduled_for: DateTime<Utc>,
+    pub fired_at: DateTime<Utc>,
+    pub outcome: String,
+    pub profile_id: Option<Uuid>,
+    pub detail: Option<String>,
+}
+
+impl From<ScheduleRunRow> for RunView {
+    fn from(run: ScheduleRunRow) -> Self {
+        RunView {
+            scheduled_for: run.scheduled_for,
+            fired_at: run.fired_at,
+            outcome: run.outcome,
+            profile_id: run.profile_id,
+            detail: run.detail,
+        }
+    }
+}
+
+fn unprocessable(message: String) -> ApiError {
+    ApiError::Unprocessable(message)
+}
+
+/// The next occurrence after `now` of an enabled schedule; a schedule that
+/// never fires again is refused.
+fn next_run(
+    spec: &CronSchedule,
+    enabled: bool,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, ApiError> {
+    let next = spec
+        .next_after(now)
+        .ok_or_else(|| unprocessable("`cron` never fires again".into()))?;
+    Ok(enabled.then_some(next))
+}
+
+impl CreateScheduleRequest {
+    fn validate(self, created_by: &str, now: DateTime<Utc>) -> Result<NewSchedule, ApiError> {
+        validate_name("name", &self.name)?;
+        let start = StartRequest {
+            host: self.host,
+            service: self.service,
+            pid: self.pid,
+            process_name: self.process_name,
+            duration_secs: self.duration_secs,
+            frequency_hz: self.frequency_hz,
+            window_secs: self.window_secs,
+        }
+        .validate()?;
+        let spec = CronSchedule::parse(&self.cron, &self.timezone, false).map_err(unprocessable)?;
+        Ok(NewSchedule {
+            id: Uuid::new_v4(),
+            name: self.name,
+            service: start.service,
+            host: start.host,
+            target: start.target,
+            duration_secs: start.duration_secs as i32,
+            frequency_hz: start.frequency_hz as i32,
+            window_secs: start.window_secs.map(|s| s as i32),
+            next_run_at: next_run(&spec, self.enabled, now)?,
+            cron: self.cron.split_whitespace().collect::<Vec<_>>().join(" "),
+            timezone: self.timezone,
+            enabled: self.enabled,
+            created_by: created_by.to_owned(),
+        })
+    }
+}
+
+impl UpdateScheduleRequest {
+    /// The patch and the schedule's next run once it applies to `current`.
+    fn validate(
+        self,
+        current: &ScheduleRow,
+        now: DateTime<Utc>,
+    ) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ApiError> {
+        if let Some(d) = self.duration_secs {
+            if !(1..=MAX_DURATION_SECS).contains(&d) {
+                return Err(unprocessable(format!(
+                    "`duration_secs` must be between 1 and {MAX_DURATION_SECS}"
+                )));
+            }
+        }
+        if let Some(f) = self.frequency_hz {
+            if !(1..=MAX_FREQUENCY_HZ).contains(&f) {
+                return Err(unprocessable(format!(
+                    "`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"
+                )));
+            }
+        }
+        let cron = self
+            .cron
+            .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "));
+        let spec = CronSchedule::parse(
+            cron.as_deref().unwrap_or(&current.cron),
+            self.timezone.as_deref().unwrap_or(&current.timezone),
+            // An unchanged stored expression stays acceptable.
+            cron.is_none() && self.timezone.is_none(),
+        )
+        .map_err(unprocessable)?;
+        let next = next_run(&spec, self.enabled.unwrap_or(current.enabled), now)?;
+        let patch = SchedulePatch {
+            enabled: self.enabled,
+            cron,
+            timezone: self.timezone,
+            duration_secs: self.duration_secs.map(|d| d as i32),
+            frequency_hz: self.frequency_hz.map(|f| f as i32),
+        };
+        Ok((patch, next))
+    }
+}
+
+async fn create(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppJson(request): AppJson<CreateScheduleRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let new = request.validate(&caller.subject, Utc::now())?;
+    let row = Schedules::new(state.pool.clone()).create(&new).await?;
+    tracing::info!(schedule = %row.id, name = %row.name, by = %caller.subject, "schedule created");
+    Ok((StatusCode::CREATED, Json(row)))
+}
+
+async fn list(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let schedules = Schedules::new(state.pool.clone()).list().await?;
+    Ok(Json(serde_json::json!({ "schedules": schedules })))
+}
+
+async fn describe(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<ScheduleDetail>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let schedules = Schedules::new(state.pool.clone());
+    let schedule = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
+    let runs = schedules.runs(id, RUNS_SHOWN).await?;
+    Ok(Json(ScheduleDetail {
+        schedule,
+        runs: runs.into_iter().map(RunView::from).collect(),
+    }))
+}
+
+async fn update(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+    AppJson(request): AppJson<UpdateScheduleRequest>,
+) -> Result<Json<ScheduleRow>, ApiError> {
+    caller.require(Role::Admin)?;
+    let schedules = Schedules::new(state.pool.clone());
+    let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
+    let (patch, next_run_at) = request.validate(&current, Utc::now())?;
+    let row = schedules
+        .update(id, &patch, next_run_at)
+        .await?
+        .ok_or_else(|| no_schedule(id))?;
+    tracing::info!(schedule = %id, by = %caller.subject, "schedule changed");
+    Ok(Json(row))
+}
+
+async fn remove(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin)?;
+    if !Schedules::new(state.pool.clone()).delete(id).await? {
+        return Err(no_schedule(id));
+    }
+    tracing::info!(schedule = %id, by = %caller.subject, "schedule deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn no_schedule(id: Uuid) -> ApiError {
+    ApiError::NotFound(format!("no schedule {id}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odp_core::Target;
+
+    fn create(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+        serde_json::from_value::<CreateScheduleRequest>(json)
+            .unwrap()
+            .validate("admin", Utc::now())
+    }
+
+    #[test]
+    fn a_valid_schedule_gets_defaults_and_its_next_run() {
+        let now = Utc::now();
+        let s = create(serde_json::json!({
+            "name": "nightly-demo", "host": "h1", "process_name": "demo",
+            "duration_secs": 30, "cron": "0  3 * * *"
+        }))
+        .unwrap();
+        assert_eq!(s.timezone, "UTC");
+        assert!(s.enabled);
+        assert_eq!(s.cron, "0 3 * * *");
+        assert_eq!(s.service, "demo");
+        assert_eq!(s.target, Target::ProcessName("demo".into()));
+        let next = s.next_run_at.unwrap();
+        assert!(next > now && next - now <= chrono::Duration::days(1));
+        let disabled = create(serde_json::json!({
+            "name": "off", "host": "h1", "pid": 3, "duration_secs": 30,
+            "cron": "0 3 * * *", "enabled": false
+        }))
+        .unwrap();
+        assert_eq!(disabled.next_run_at, None);
+    }
+
+    #[test]
+    fn bad_schedules_are_unprocessable() {
+        let base = serde_json::json!({
+            "name": "n", "host": "h1", "process_name": "demo", "duration_secs": 30,
+            "cron": "*/5 * * * *", "timezone": "Europe/Paris"
+        });
+        assert!(create(base.clone()).is_ok());
+        for (field, value) in [
+            ("name", serde_json::json!("")),
+            ("name", serde_json::json!("has space")),
+            ("cron", serde_json::json!("* * *")),
+            ("cron", serde_json::json!("*/5 * * * * *")),
+            ("cron", serde_json::json!("0 0 0 1 1 * 2001")),
+            ("timezone", serde_json::json!("Nowhere/Special")),
+            ("duration_secs", serde_json::json!(0)),
+            ("frequency_hz", serde_json::json!(20_000)),
+            ("host", serde_json::json!("")),
+        ] {
+            let mut body = base.clone();
+            body[field] = value.clone();
+            assert!(
+                matches!(create(body), Err(ApiError::Unprocessable(_))),
+                "{field} = {value}"
+            );
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Fires due profiling schedules.
+//!
+//! Every tick runs in one transaction that first takes a Postgres advisory
+//! lock: when another replica holds it, that replica is firing and this one
+//! does nothing. Due schedules are locked `for update skip locked`, and
+//! each fired occurrence is claimed by inserting its unique
+//! `(schedule_id, scheduled_for)` run row before the profile starts, so an
+//! occurrence fires at most once even without the lock. Occurrences that
+//! fell due while no scheduler ran are recorded as `missed`, never fired in
+//! bulk: only the latest fires, and only within the grace period.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use odp_store::{Inserted, RunOutcome, ScheduleRow};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::cron_schedule::{plan_tick, CronSchedule};
+use crate::error::ApiError;
+use crate::routes::profiles::{create_and_dispatch, ValidStart};
+use crate::AppState;
+
+/// At most this many schedules fire per tick; the rest stay due for the
+/// next one.
+const SCHEDULES_PER_TICK: i64 = 100;
+
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    /// How often to look for due schedules.
+    pub tick: Duration,
+    /// How late the latest due occurrence may still fire.
+    pub grace: chrono::Duration,
+}
+
+impl SchedulerOptions {
+    pub fn from_config(config: &crate::ServeConfig) -> Self {
+        SchedulerOptions {
+            tick: Duration::from_secs(config.scheduler_tick_secs),
+            grace: chrono::Duration::seconds(config.scheduler_grace_secs as i64),
+        }
+    }
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// Whether this tick held the scheduler lock (else another did).
+    pub locked: bool,
+    pub started: u32,
+    pub skipped_busy: u32,
+    pub failed: u32,
+    /// Missed occurrences newly recorded.
+    pub missed: u64,
+}
+
+/// Ticks forever, every `options.tick`.
+pub async fn run(state: AppState, options: SchedulerOptions) {
+    let mut interval = tokio::time::interval(options.tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        match tick(&state, &options, Utc::now()).await {
+            Ok(report) if report.started + report.skipped_busy + report.failed > 0 => {
+                tracing::info!(?report, "scheduler fired schedules")
+            }
+            Ok(report) if report.missed > 0 => {
+                tracing::warn!(missed = report.missed, "scheduler recorded missed runs")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "scheduler tick failed"),
+        }
+    }
+}
+
+/// One pass over the schedules due at `now`, in one transaction.
+pub async fn tick(
+    state: &AppState,
+    options: &SchedulerOptions,
+    now: DateTime<Utc>,
+) -> Result<TickReport, odp_store::StoreError> {
+    let mut tx = state.pool.begin().await?;
+    let mut report = TickReport::default();
+    if !odp_store::try_scheduler_lock(&mut tx).await? {
+        return Ok(report);
+    }
+    report.locked = true;
+    for schedule in odp_store::due_schedules(&mut tx, now, SCHEDULES_PER_TICK).await? {
+        fire_schedule(state, &mut tx, &schedule, now, options, &mut report).await?;
+    }
+    tx.commit().await?;
+    Ok(report)
+}
+
+async fn fire_schedule(
+    state: &AppState,
+    tx: &mut PgConnection,
+    schedule: &ScheduleRow,
+    now: DateTime<Utc>,
+    options: &SchedulerOptions,
+    report: &mut TickReport,
+) -> Result<(), odp_store::StoreError> {
+    let Some(due_since) = schedule.next_run_at else {
+        return Ok(());
+    };
+    // Stored expressions were validated on write (sub-minute ones only
+    // where the server allowed them); one that no longer parses (e.g. a
+    // zone dropped from the tz database) stops with a failed run.
+    let spec = match CronSchedule::parse(&schedule.cron, &schedule.timezone, true) {
+        Ok(spec) => spec,
+        Err(reason) => {
+            odp_store::claim_run(
+                tx,
+                schedule.id,
+                due_since,
+                RunOutcome::Failed,
+                Some(&reason),
+            )
+            .await?;
+            report.failed += 1;
+            return odp_store::advance_schedule(tx, schedule.id, None, None).await;
+        }
+    };
+    let plan = plan_tick(&spec, due_since, now, options.grace);
+    if plan.missed_unrecorded > 0 {
+        tracing::warn!(schedule = %schedule.id, unrecorded = plan.missed_unrecorded,
+            "more missed runs than are recorded");
+    }
+    report.missed += odp_store::record_missed(
+        tx,
+        schedule.id,
+        &plan.missed,
+        "not fired: no scheduler was running when it fell due",
+    )
+    .await?;
+    let mut fired_at = None;
+    if let Some(occurrence) = plan.fire {
+        // Claim the occurrence first: a concurrent scheduler's claim waits
+        // on this row and then finds it taken.
+        if let Some(run_id) =
+            odp_store::claim_run(tx, schedule.id, occurrence, RunOutcome::Started, None).await?
+        {
+            let (outcome, profile_id, detail) = start_profile(state, schedule).await;
+            match outcome {
+                RunOutcome::Started => report.started += 1,
+                RunOutcome::SkippedBusy => report.skipped_busy += 1,
+                RunOutcome::Failed | RunOutcome::Missed => report.failed += 1,
+            }
+            odp_store::finish_run(tx, run_id, outcome, profile_id, detail.as_deref()).await?;
+            fired_at = Some(now);
+        }
+    }
+    odp_store::advance_schedule(tx, schedule.id, plan.next_run_at, fired_at).await
+}
+
+/// Starts the schedule's profile through the same path as
+/// `POST /api/v1/profiles`, as `schedule:<id>`.
+async fn start_profile(
+    state: &AppState,
+    schedule: &ScheduleRow,
+) -> (RunOutcome, Option<Uuid>, Option<String>) {
+    let start = ValidStart {
+        host: schedule.host.clone(),
+        service: schedule.service.clone(),
+        target: schedule.target.clone(),
+        duration_secs: schedule.duration_secs as u64,
+        frequency_hz: schedule.frequency_hz as u32,
+        window_secs: schedule.window_secs.map(|s| s as u64),
+    };
+    let requested_by = format!("schedule:{}", schedule.id);
+    match create_and_dispatch(state, start, &requested_by, None).await {
+        Ok(Inserted::Created(row) | Inserted::Replayed(row)) => {
+            tracing::info!(schedule = %schedule.id, profile_id = %row.id, "scheduled profile started");
+            (RunOutcome::Started, Some(row.id), None)
+        }
+        Ok(Inserted::Duplicate(live)) => (
+            RunOutcome::SkippedBusy,
+            None,
+            Some(format!(
+                "the target already has a live profile: {}",
+                live.id
+            )),
+        ),
+        Err(ApiError::Internal(e)) => {
+            tracing::error!(schedule = %schedule.id, error = %e, "scheduled start failed");
+            (
+                RunOutcome::Failed,
+                None,
+                Some("internal error; see the api-server log".into()),
+            )
+        }
+        Err(e) => (RunOutcome::Failed, None, Some(e.to_string())),
+    }
+}

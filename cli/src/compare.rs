@@ -1,0 +1,277 @@
+//! Across profiles: `diff` compares two profiles (largest share changes, or
+//! the differential flame graph), `aggregate` merges a service's profiles
+//! over hosts and a time range (top functions, or a flame graph file).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context as _};
+use odp_client::ApiClient;
+use odp_client::Method;
+use odp_core::flamegraph::FlameNode;
+use odp_core::stats::top_functions;
+use serde_json::Value;
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum CompareCommand {
+    /// Compare two profiles, each normalized by its total samples: prints
+    /// the functions whose share changed most, or writes the JSON or the
+    /// differential flame graph (red grew, blue shrank).
+    Diff {
+        baseline: String,
+        target: String,
+        #[arg(long, value_parser = ["json", "svg"])]
+        format: Option<String>,
+        /// Output file; standard output when absent.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Rows of the change table.
+        #[arg(long, default_value_t = 15)]
+        limit: usize,
+    },
+    /// A service's samples merged over its hosts and a time range: prints
+    /// the top functions, or writes the flame graph as JSON, folded, SVG,
+    /// pprof or speedscope.
+    Aggregate {
+        #[arg(long)]
+        service: String,
+        /// RFC 3339, e.g. 2026-11-21T10:00:00Z.
+        #[arg(long)]
+        since: String,
+        #[arg(long)]
+        until: String,
+        /// Only these hosts (repeatable).
+        #[arg(long)]
+        host: Vec<String>,
+        /// Only threads with this name, or matching this regex.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Only stacks with a frame matching this regex.
+        #[arg(long)]
+        include: Option<String>,
+        /// Without stacks with a frame matching this regex.
+        #[arg(long)]
+        exclude: Option<String>,
+        #[arg(long, value_parser = ["json", "folded", "svg", "pprof", "speedscope"])]
+        format: Option<String>,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Rows of the top-function table.
+        #[arg(long, default_value_t = 15)]
+        limit: usize,
+    },
+}
+
+pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::Result<()> {
+    match command {
+        CompareCommand::Diff {
+            baseline,
+            target,
+            format,
+            output,
+            limit,
+        } => {
+            for id in [&baseline, &target] {
+                if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                    bail!("{id:?} is not a profile id");
+                }
+            }
+            let path = |format: &str| {
+                format!("/api/v1/diff?baseline={baseline}&target={target}&format={format}")
+            };
+            match format {
+                Some(format) => write_out(&client.get_bytes(&path(&format)).await?, output)?,
+                None => {
+                    let diff = client
+                        .call(
+                            Method::GET,
+                            &format!("{}&limit={limit}", path("json")),
+                            None,
+                            200,
+                        )
+                        .await?;
+                    write_out(change_table(&diff).as_bytes(), output)?;
+                }
+            }
+        }
+        CompareCommand::Aggregate {
+            service,
+            since,
+            until,
+            host,
+            thread,
+            include,
+            exclude,
+            format,
+            output,
+            limit,
+        } => {
+            let mut query = vec![
+                format!("service={}", encode(&service)),
+                format!("since={}", encode(&since)),
+                format!("until={}", encode(&until)),
+            ];
+            query.extend(host.iter().map(|h| format!("host={}", encode(h))));
+            for (key, value) in [
+                ("thread", thread),
+                ("include", include),
+                ("exclude", exclude),
+            ] {
+                if let Some(value) = value {
+                    query.push(format!("{key}={}", encode(&value)));
+                }
+            }
+            let path =
+                |format: &str| format!("/api/v1/aggregate?{}&format={format}", query.join("&"));
+            match format {
+                Some(format) => write_out(&client.get_bytes(&path(&format)).await?, output)?,
+                None => {
+                    let aggregate = client.call(Method::GET, &path("json"), None, 200).await?;
+                    write_out(top_table(&aggregate, limit)?.as_bytes(), output)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_out(body: &[u8], output: Option<PathBuf>) -> anyhow::Result<()> {
+    match output {
+        Some(path) => {
+            std::fs::write(&path, body).with_context(|| format!("writing {}", path.display()))
+        }
+        None => std::io::stdout()
+            .write_all(body)
+            .context("writing to standard output"),
+    }
+}
+
+/// Percent-encodes a query value (times carry `+`, patterns anything).
+fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~' | b':') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+fn change_table(diff: &Value) -> String {
+    let side = |key: &str| {
+        format!(
+            "{}: {} {} samples",
+            diff[key]["label"].as_str().unwrap_or("?"),
+            diff[key]["samples"].as_u64().unwrap_or(0),
+            diff[key]["event"].as_str().unwrap_or("")
+        )
+    };
+    let mut out = format!(
+        "baseline {}\ntarget   {}\n",
+        side("baseline"),
+        side("target")
+    );
+    out.push_str(&format!(
+        "{:<40} {:>10} {:>10} {:>10}\n",
+        "function", "baseline", "target", "delta"
+    ));
+    for c in diff["changes"].as_array().into_iter().flatten() {
+        let pct = |key: &str| c[key].as_f64().unwrap_or(0.0) * 100.0;
+        out.push_str(&format!(
+            "{:<40} {:>9.1}% {:>9.1}% {:>+9.1}pp\n",
+            c["function"].as_str().unwrap_or("?"),
+            pct("baseline_total_share"),
+            pct("target_total_share"),
+            c["delta_total_points"].as_f64().unwrap_or(0.0)
+        ));
+    }
+    out
+}
+
+/// The top functions of an aggregate, computed from its flame graph tree.
+fn top_table(aggregate: &Value, limit: usize) -> anyhow::Result<String> {
+    let root: FlameNode = serde_json::from_value(aggregate["root"].clone())
+        .context("the aggregate's `root` is no flame graph")?;
+    let hosts: Vec<String> = aggregate["hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            format!(
+                "{} ({})",
+                h["host"].as_str().unwrap_or("?"),
+                h["samples"].as_u64().unwrap_or(0)
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "{} {} samples of {} profiles on {} hosts: {}\n",
+        aggregate["samples"].as_u64().unwrap_or(0),
+        aggregate["event"].as_str().unwrap_or(""),
+        aggregate["profiles"].as_u64().unwrap_or(0),
+        hosts.len(),
+        hosts.join(", ")
+    );
+    out.push_str(&format!(
+        "{:<40} {:>16} {:>8}\n",
+        "function", "self", "total"
+    ));
+    for f in top_functions(&root.to_stacks(), limit) {
+        out.push_str(&format!(
+            "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%\n",
+            f.function,
+            f.self_share * 100.0,
+            f.self_share_stderr * 100.0,
+            f.total_share * 100.0
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn encodes_times_and_patterns() {
+        assert_eq!(
+            encode("2026-11-21T10:00:00+01:00"),
+            "2026-11-21T10:00:00%2B01:00"
+        );
+        assert_eq!(encode("^a|b c&"), "%5Ea%7Cb%20c%26");
+    }
+
+    #[test]
+    fn tables_show_shares_in_percent() {
+        let diff = json!({
+            "baseline": {"label": "profile a", "event": "cpu-clock", "samples": 100},
+            "target": {"label": "profile b", "event": "cpu-clock", "samples": 200},
+            "changes": [{"function": "cool", "baseline_total_share": 0.0,
+                         "target_total_share": 0.3, "delta_total_points": 30.0}]
+        });
+        let table = change_table(&diff);
+        assert!(
+            table.contains("profile b: 200 cpu-clock samples"),
+            "{table}"
+        );
+        assert!(
+            table.contains("30.0%") && table.contains("+30.0pp"),
+            "{table}"
+        );
+
+        let aggregate = json!({
+            "samples": 10, "event": "cpu-clock", "profiles": 2,
+            "hosts": [{"host": "a", "samples": 6}, {"host": "b", "samples": 4}],
+            "root": {"name": "all", "total": 10, "self_count": 0, "children": [
+                {"name": "hot", "total": 6, "self_count": 6, "children": []},
+                {"name": "warm", "total": 4, "self_count": 4, "children": []}]}
+        });
+        let table = top_table(&aggregate, 5).unwrap();
+        assert!(table.contains("on 2 hosts: a (6), b (4)"), "{table}");
+        let hot = table.lines().find(|l| l.starts_with("hot")).unwrap();
+        assert!(hot.contains("60.0%"), "{table}");
+    }
+}

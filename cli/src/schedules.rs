@@ -1,0 +1,155 @@
+//! `odpctl schedules`: profiling on a cron schedule.
+
+use odp_client::{ApiClient, Method};
+use serde_json::{json, Value};
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ScheduleAction {
+    /// List the schedules.
+    List {
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one schedule and its latest runs (JSON).
+    Show { id: String },
+    /// Create a schedule (admin); prints its id.
+    Create {
+        /// Unique name: letters, digits, `.`, `-`, `_`.
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        host: String,
+        #[arg(
+            long,
+            conflicts_with = "process_name",
+            required_unless_present = "process_name"
+        )]
+        pid: Option<u32>,
+        #[arg(long)]
+        process_name: Option<String>,
+        #[arg(long)]
+        service: Option<String>,
+        /// 5 fields (`30 3 * * MON-FRI`: minute hour day month weekday,
+        /// weekdays by name), or 6/7 with seconds first.
+        #[arg(long)]
+        cron: String,
+        /// IANA time zone the cron expression is read in.
+        #[arg(long = "tz", default_value = "UTC")]
+        timezone: String,
+        #[arg(long = "duration", default_value_t = 30)]
+        duration_secs: u64,
+        #[arg(long)]
+        frequency_hz: Option<u32>,
+        /// Create it disabled.
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// Enable a schedule (admin); it next fires at its next occurrence.
+    Enable { id: String },
+    /// Disable a schedule (admin).
+    Disable { id: String },
+    /// Delete a schedule and its run history (admin).
+    Delete { id: String },
+}
+
+pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::Result<()> {
+    match action {
+        ScheduleAction::List { json } => {
+            let page = client
+                .call(Method::GET, "/api/v1/schedules", None, 200)
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page)?);
+            } else {
+                print_table(&page);
+            }
+        }
+        ScheduleAction::Show { id } => {
+            let schedule = client.call(Method::GET, &path(&id)?, None, 200).await?;
+            println!("{}", serde_json::to_string_pretty(&schedule)?);
+        }
+        ScheduleAction::Create {
+            name,
+            host,
+            pid,
+            process_name,
+            service,
+            cron,
+            timezone,
+            duration_secs,
+            frequency_hz,
+            disabled,
+        } => {
+            let mut body = json!({
+                "name": name, "host": host, "cron": cron, "timezone": timezone,
+                "duration_secs": duration_secs, "enabled": !disabled,
+            });
+            for (key, value) in [
+                ("pid", pid.map(Value::from)),
+                ("process_name", process_name.map(Value::from)),
+                ("service", service.map(Value::from)),
+                ("frequency_hz", frequency_hz.map(Value::from)),
+            ] {
+                if let Some(value) = value {
+                    body[key] = value;
+                }
+            }
+            let created = client
+                .call(Method::POST, "/api/v1/schedules", Some(&body), 201)
+                .await?;
+            println!("{}", created["id"].as_str().unwrap_or("?"));
+            eprintln!("next run: {}", created["next_run_at"]);
+        }
+        ScheduleAction::Enable { id } => set_enabled(client, &id, true).await?,
+        ScheduleAction::Disable { id } => set_enabled(client, &id, false).await?,
+        ScheduleAction::Delete { id } => {
+            client.call(Method::DELETE, &path(&id)?, None, 204).await?;
+            eprintln!("deleted schedule {id}");
+        }
+    }
+    Ok(())
+}
+
+/// The schedule's URL path; ids are UUIDs (hex digits and dashes).
+fn path(id: &str) -> anyhow::Result<String> {
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        anyhow::bail!("{id:?} is not a schedule id (a UUID)");
+    }
+    Ok(format!("/api/v1/schedules/{id}"))
+}
+
+async fn set_enabled(client: &ApiClient, id: &str, enabled: bool) -> anyhow::Result<()> {
+    let body = json!({ "enabled": enabled });
+    let schedule = client
+        .call(Method::PATCH, &path(id)?, Some(&body), 200)
+        .await?;
+    eprintln!(
+        "schedule {id} {}; next run: {}",
+        if enabled { "enabled" } else { "disabled" },
+        schedule["next_run_at"]
+    );
+    Ok(())
+}
+
+fn print_table(page: &Value) {
+    println!(
+        "{:<36}  {:<20}  {:<16}  {:<20}  {:<7}  next run",
+        "id", "name", "host", "cron", "enabled"
+    );
+    for s in page["schedules"].as_array().into_iter().flatten() {
+        println!(
+            "{:<36}  {:<20}  {:<16}  {:<20}  {:<7}  {}",
+            s["id"].as_str().unwrap_or("?"),
+            s["name"].as_str().unwrap_or("?"),
+            s["host"].as_str().unwrap_or("?"),
+            format!(
+                "{} {}",
+                s["cron"].as_str().unwrap_or("?"),
+                s["timezone"].as_str().unwrap_or("")
+            ),
+            s["enabled"].as_bool().unwrap_or(false),
+            s["next_run_at"].as_str().unwrap_or("-"),
+        );
+    }
+}

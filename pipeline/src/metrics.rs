@@ -1,0 +1,137 @@
+//! The pipeline's Prometheus metrics: what each batch stored, what went
+//! to the dead-letter topic, how long batches take, and the consumer lag
+//! per partition as librdkafka reports it in its statistics.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TopicLabels {
+    topic: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PartitionLabels {
+    topic: String,
+    partition: i32,
+}
+
+pub(crate) struct PipelineMetrics {
+    messages: Family<TopicLabels, Counter>,
+    pub(crate) snapshots_stored: Counter,
+    pub(crate) snapshots_duplicate: Counter,
+    pub(crate) samples_stored: Counter,
+    pub(crate) events_stored: Counter,
+    pub(crate) dead_letters: Counter,
+    pub(crate) batch_seconds: Histogram,
+    pub(crate) commit_failures: Counter,
+    pub(crate) known_skipped: Counter,
+    pub(crate) queue_paused: Counter,
+    consumer_lag: Family<PartitionLabels, Gauge>,
+}
+
+impl PipelineMetrics {
+    pub(crate) fn register(registry: &mut Registry) -> Arc<Self> {
+        let metrics = PipelineMetrics {
+            messages: Family::default(),
+            snapshots_stored: Counter::default(),
+            snapshots_duplicate: Counter::default(),
+            samples_stored: Counter::default(),
+            events_stored: Counter::default(),
+            dead_letters: Counter::default(),
+            batch_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
+            commit_failures: Counter::default(),
+            known_skipped: Counter::default(),
+            queue_paused: Counter::default(),
+            consumer_lag: Family::default(),
+        };
+        let r = registry;
+        r.register(
+            "odp_pipeline_messages",
+            "Kafka messages consumed, by topic",
+            metrics.messages.clone(),
+        );
+        r.register(
+            "odp_pipeline_snapshots_stored",
+            "Snapshots stored in Postgres",
+            metrics.snapshots_stored.clone(),
+        );
+        r.register(
+            "odp_pipeline_snapshots_duplicate",
+            "Redelivered snapshots recognised as already stored",
+            metrics.snapshots_duplicate.clone(),
+        );
+        r.register(
+            "odp_pipeline_samples_stored",
+            "Samples stored in Postgres",
+            metrics.samples_stored.clone(),
+        );
+        r.register(
+            "odp_pipeline_events_stored",
+            "Agent events recorded",
+            metrics.events_stored.clone(),
+        );
+        r.register(
+            "odp_pipeline_dead_letters",
+            "Messages sent to the dead-letter topic",
+            metrics.dead_letters.clone(),
+        );
+        r.register(
+            "odp_pipeline_batch_duration_seconds",
+            "Time to store a batch, evaluate rules and commit",
+            metrics.batch_seconds.clone(),
+        );
+        r.register(
+            "odp_pipeline_known_rows_skipped",
+            "Frames and stacks not sent to Postgres because they were known to be stored",
+            metrics.known_skipped.clone(),
+        );
+        r.register(
+            "odp_pipeline_commit_failures",
+            "Offset commits refused (a rebalance moved the partition); the data was stored",
+            metrics.commit_failures.clone(),
+        );
+        r.register(
+            "odp_pipeline_backpressure_pauses",
+            "Times polling paused because processing fell behind",
+            metrics.queue_paused.clone(),
+        );
+        r.register(
+            "odp_pipeline_consumer_lag",
+            "Messages behind the partition's end, per librdkafka statistics",
+            metrics.consumer_lag.clone(),
+        );
+        Arc::new(metrics)
+    }
+
+    pub(crate) fn set_lag(&self, topic: &str, partition: i32, lag: i64) {
+        let labels = PartitionLabels {
+            topic: topic.to_owned(),
+            partition,
+        };
+        self.consumer_lag.get_or_create(&labels).set(lag);
+    }
+
+    /// A revoked partition's lag is its new owner's to report.
+    pub(crate) fn clear_lag(&self, topic: &str, partition: i32) {
+        let labels = PartitionLabels {
+            topic: topic.to_owned(),
+            partition,
+        };
+        self.consumer_lag.remove(&labels);
+    }
+
+    pub(crate) fn consumed(&self, topic: &str) {
+        self.messages
+            .get_or_create(&TopicLabels {
+                topic: topic.to_owned(),
+            })
+            .inc();
+    }
+}

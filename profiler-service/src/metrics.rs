@@ -1,0 +1,70 @@
+//! The agent's Prometheus metrics: what it published, what failed, which
+//! commands it took or refused, and how many profiles run. Its own CPU and
+//! memory come with the process gauges of `odp_metrics`.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Default)]
+pub struct AgentMetrics {
+    pub(crate) snapshots_published: Counter,
+    pub(crate) samples_published: Counter,
+    pub(crate) snapshot_bytes: Counter,
+    pub(crate) publish_failures: Counter,
+    commands: Family<OutcomeLabels, Counter>,
+    pub(crate) running_profiles: Gauge,
+}
+
+impl AgentMetrics {
+    pub fn register(registry: &mut Registry) -> Arc<Self> {
+        let metrics = AgentMetrics::default();
+        let r = registry;
+        r.register(
+            "odp_agent_snapshots_published",
+            "Snapshots the broker acknowledged",
+            metrics.snapshots_published.clone(),
+        );
+        r.register(
+            "odp_agent_samples_published",
+            "Samples in the snapshots the broker acknowledged",
+            metrics.samples_published.clone(),
+        );
+        r.register(
+            "odp_agent_snapshot_bytes",
+            "Encoded (compressed) bytes of the published snapshots",
+            metrics.snapshot_bytes.clone(),
+        );
+        r.register(
+            "odp_agent_publish_failures",
+            "Snapshots the broker did not take",
+            metrics.publish_failures.clone(),
+        );
+        r.register(
+            "odp_agent_commands",
+            "Commands for this host, by outcome (accepted, rejected)",
+            metrics.commands.clone(),
+        );
+        r.register(
+            "odp_agent_running_profiles",
+            "Profiles running now",
+            metrics.running_profiles.clone(),
+        );
+        Arc::new(metrics)
+    }
+
+    pub(crate) fn command(&self, outcome: &'static str) {
+        self.commands
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+}

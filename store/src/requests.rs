@@ -1,0 +1,260 @@
+//! Control requests (deploy, undeploy, stop) and their lifecycle:
+//! requested → dispatched (a command was sent) → running (a deployer
+//! runs) → finished / failed.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{Result, StoreError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    Deploy,
+    Undeploy,
+    Stop,
+}
+
+impl RequestKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::Deploy => "deploy",
+            RequestKind::Undeploy => "undeploy",
+            RequestKind::Stop => "stop",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestStatus {
+    Requested,
+    Dispatched,
+    Running,
+    Finished,
+    Failed,
+}
+
+impl RequestStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestStatus::Requested => "requested",
+            RequestStatus::Dispatched => "dispatched",
+            RequestStatus::Running => "running",
+            RequestStatus::Finished => "finished",
+            RequestStatus::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub kind: RequestKind,
+    pub host: String,
+    pub profile_id: Option<Uuid>,
+    pub mode: Option<String>,
+    pub requested_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct RequestRow {
+    pub id: Uuid,
+    pub kind: String,
+    pub host: String,
+    pub profile_id: Option<Uuid>,
+    pub mode: Option<String>,
+    pub requested_by: String,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub command_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, kind, host, profile_id, mode, requested_by, status, status_reason, \
+                       command_id, created_at, updated_at";
+
+#[derive(Debug, Clone, Default)]
+pub struct RequestFilter {
+    pub kind: Option<RequestKind>,
+    pub host: Option<String>,
+    pub open_only: bool,
+    pub limit: i64,
+}
+
+#[derive(Clone)]
+pub struct Requests {
+    pool: PgPool,
+}
+
+impl Requests {
+    pub fn new(pool: PgPool) -> Self {
+        Requests { pool }
+    }
+
+    /// Records a request. A deploy for a host that already has one in
+    /// flight returns that one instead (`Err(existing)`), so the deployer
+    /// never runs twice for a host.
+    pub async fn insert(
+        &self,
+        request: &NewRequest,
+    ) -> Result<std::result::Result<RequestRow, RequestRow>> {
+        match self.insert_new(request).await {
+            Ok(row) => Ok(Ok(row)),
+            Err(StoreError::Database(sqlx::Error::Database(db))) if db.is_unique_violation() => {
+                let open = RequestFilter {
+                    kind: Some(request.kind),
+                    host: Some(request.host.clone()),
+                    open_only: true,
+                    limit: 1,
+                };
+                match self.list(&open).await?.into_iter().next() {
+                    Some(existing) => Ok(Err(existing)),
+                    // It ended in between: this one may go ahead.
+                    None => self.insert_new(request).await.map(Ok),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn insert_new(&self, request: &NewRequest) -> Result<RequestRow> {
+        let row = sqlx::query_as(&format!(
+            "insert into control_requests (id, kind, host, profile_id, mode, requested_by, status)
+             values ($1, $2, $3, $4, $5, $6, 'requested') returning {COLUMNS}"
+        ))
+        .bind(Uuid::new_v4())
+        .bind(request.kind.as_str())
+        .bind(&request.host)
+        .bind(request.profile_id)
+        .bind(&request.mode)
+        .bind(&request.requested_by)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    pub async fn get(&self, id: Uuid) -> Result<Option<RequestRow>> {
+        let row = sqlx::query_as(&format!(
+            "select {COLUMNS} from control_requests where id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    /// Moves an open request to `status`; a request that already ended
+    /// keeps its end state. Returns whether it moved.
+    pub async fn transition(
+        &self,
+        id: Uuid,
+        status: RequestStatus,
+        reason: Option<&str>,
+        command_id: Option<Uuid>,
+    ) -> Result<bool> {
+        let moved = sqlx::query(
+            "update control_requests
+             set status = $2, status_reason = coalesce($3, status_reason),
+                 command_id = coalesce($4, command_id), updated_at = now()
+             where id = $1 and status in ('requested', 'dispatched', 'running')",
+        )
+        .bind(id)
+        .bind(status.as_str())
+        .bind(reason)
+        .bind(command_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(moved == 1)
+    }
+
+    /// Newest first.
+    pub async fn list(&self, filter: &RequestFilter) -> Result<Vec<RequestRow>> {
+        let rows = sqlx::query_as(&format!(
+            "select {COLUMNS} from control_requests
+             where ($1::text is null or kind = $1)
+               and ($2::text is null or host = $2)
+               and (not $3 or status in ('requested', 'dispatched', 'running'))
+             order by created_at desc, id
+             limit $4"
+        ))
+        .bind(filter.kind.map(RequestKind::as_str))
+        .bind(&filter.host)
+        .bind(filter.open_only)
+        .bind(filter.limit.clamp(1, 500))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+}
+
+/// How long each kind of request may stay open before it is failed.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestDeadlines {
+    /// A host counts as live while its last heartbeat is this recent.
+    pub live_within_secs: i64,
+    pub deploy_secs: i64,
+    /// `undeploy mode=now` and `stop`.
+    pub command_secs: i64,
+    /// `undeploy mode=drain` waits for the host's profiles to end.
+    pub drain_secs: i64,
+}
+
+/// Moves open requests to their end state from what the database shows:
+/// a deploy ends when its host heartbeats after it was asked for, an
+/// undeploy when the host stops heartbeating, a stop when its profile
+/// ends; requests past their deadline fail. Returns how many ended.
+/// Safe to run from several api-server replicas at once.
+pub async fn resolve_open_requests(pool: &PgPool, deadlines: RequestDeadlines) -> Result<u64> {
+    let live = "exists (select 1 from agents a where a.host = r.host
+                        and a.last_seen > now() - make_interval(secs => $1))";
+    let deploy_done = "update control_requests r
+         set status = 'finished', status_reason = 'the agent is live', updated_at = now()
+         where r.kind = 'deploy' and r.status in ('requested', 'dispatched', 'running')
+           and exists (select 1 from agents a
+                       where a.host = r.host and a.last_seen >= r.created_at)";
+    let undeploy_done = format!(
+        "update control_requests r
+         set status = 'finished', status_reason = 'the agent stopped', updated_at = now()
+         where r.kind = 'undeploy' and r.status = 'dispatched' and not {live}"
+    );
+    let stop_done = "update control_requests r
+         set status = 'finished', status_reason = 'the profile ended ' || p.status,
+             updated_at = now()
+         from profiles p
+         where r.kind = 'stop' and r.status = 'dispatched' and p.id = r.profile_id
+           and p.status in ('finished', 'stopped', 'failed', 'expired')";
+    let overdue = "update control_requests r
+         set status = 'failed', updated_at = now(), status_reason = case
+             when r.kind = 'deploy' then 'no heartbeat from the host in time'
+             when r.kind = 'undeploy' then 'the agent still heartbeats'
+             else 'the profile did not end in time' end
+         where r.status in ('requested', 'dispatched', 'running')
+           and r.created_at < now() - make_interval(secs => case
+               when r.kind = 'deploy' then $1
+               when r.kind = 'undeploy' and r.mode = 'drain' then $3
+               else $2 end)";
+    let d = deadlines;
+    let mut ended = 0;
+    ended += sqlx::query(deploy_done)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    ended += sqlx::query(&undeploy_done)
+        .bind(d.live_within_secs as f64)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    ended += sqlx::query(stop_done).execute(pool).await?.rows_affected();
+    ended += sqlx::query(overdue)
+        .bind(d.deploy_secs as f64)
+        .bind(d.command_secs as f64)
+        .bind(d.drain_secs as f64)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(ended)
+}

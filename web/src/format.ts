@@ -1,0 +1,51 @@
+// Small formatting and DOM helpers shared by the views.
+
+export function pct(share: number, digits = 1): string {
+  return `${(share * 100).toFixed(digits)}%`;
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return isNaN(d.getTime()) ? iso : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+type Attrs = Record<string, string | number | boolean | EventListener | undefined>;
+
+/** Creates an element: attributes (on* become listeners) and children. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Array<Node | string | null | undefined | false>
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v as EventListener);
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(typeof c === 'string' ? document.createTextNode(c) : c);
+  }
+  return el;
+}
+
+/** A message box for errors and "not available" notes. */
+export function notice(kind: 'error' | 'info', text: string): HTMLElement {
+  return h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
+}
+
+/** RFC 3339 from a `datetime-local` input value (taken as UTC). */
+export function localInputToIso(value: string): string {
+  return value ? new Date(value + 'Z').toISOString() : '';
+}
+
+export function isoToLocalInput(d: Date): string {
+  return d.toISOString().slice(0, 16);
+}

@@ -1,0 +1,157 @@
+// ODP web UI: sign-in, navigation and the hash router.
+
+import './style.css';
+import { claims, clearToken, decodeClaims, getToken, hasRole, setToken } from './auth';
+import { h, notice } from './format';
+import { parseHash, ViewScope, type Route } from './router';
+import { codeSearchTemplate, DEFAULT_CODE_SEARCH, setCodeSearchTemplate } from './settings';
+import { profilesView } from './views/profiles';
+import { profileView } from './views/profile';
+import { compareView } from './views/compare';
+import { aggregateView } from './views/aggregate';
+import { hostsView, rulesView } from './views/admin';
+import { schedulesView } from './views/schedules';
+
+type View = (route: Route, scope: ViewScope) => Promise<HTMLElement> | HTMLElement;
+
+const app = document.getElementById('app')!;
+let scope = new ViewScope();
+
+function signInView(): HTMLElement {
+  const input = h('textarea', {
+    id: 'token',
+    rows: 4,
+    placeholder: 'Paste a bearer token (odp-api-server token ... or .odp/services.json)',
+    'aria-label': 'bearer token',
+  });
+  const status = h('div', {});
+  const form = h(
+    'form',
+    {
+      class: 'signin',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const token = input.value.trim();
+        if (!decodeClaims(token)) {
+          status.replaceChildren(notice('error', 'That is not a JWT (three dot-separated parts).'));
+          return;
+        }
+        // A direct call: a refused token must stay on this page with the
+        // server's reason, not go through api()'s sign-in redirect.
+        const response = await fetch('/api/v1/profiles?limit=1', {
+          headers: { authorization: `Bearer ${token}` },
+        }).catch((e: Error) => e);
+        if (response instanceof Response && response.ok) {
+          setToken(token);
+          location.hash = '#/profiles';
+          return;
+        }
+        const reason =
+          response instanceof Response
+            ? ((await response.json().catch(() => null))?.error?.message ?? `HTTP ${response.status}`)
+            : response.message;
+        status.replaceChildren(notice('error', `Sign-in failed: ${reason}`));
+      },
+    },
+    h('h2', {}, 'Sign in'),
+    h('p', {}, 'The token is kept in this tab only (session storage) and sent as a bearer token.'),
+    input,
+    h('button', { type: 'submit', id: 'signin' }, 'Sign in'),
+    status,
+  );
+  return form;
+}
+
+function settingsView(): HTMLElement {
+  const input = h('input', { id: 'code-search', size: 60, value: codeSearchTemplate() });
+  const saved = h('span', { class: 'muted' });
+  return h(
+    'section',
+    {},
+    h('h2', {}, 'Settings'),
+    h('label', {}, 'Code-search URL template (', h('code', {}, '{function}'), ' is replaced): ', input),
+    h(
+      'button',
+      {
+        onclick: () => {
+          setCodeSearchTemplate(input.value);
+          input.value = codeSearchTemplate();
+          saved.textContent = ' saved';
+        },
+      },
+      'Save',
+    ),
+    saved,
+    h('p', { class: 'muted' }, `Default: ${DEFAULT_CODE_SEARCH}`),
+  );
+}
+
+const views: Record<string, View> = {
+  profiles: (route, s) => (route.path[1] ? profileView(route.path[1], route, s) : profilesView(route, s)),
+  compare: compareView,
+  aggregate: aggregateView,
+  hosts: hostsView,
+  rules: rulesView,
+  schedules: schedulesView,
+  settings: settingsView,
+};
+
+function nav(active: string): HTMLElement {
+  const c = claims();
+  const link = (name: string, label: string) =>
+    h('a', { href: `#/${name}`, class: active === name ? 'active' : '', 'data-nav': name }, label);
+  return h(
+    'header',
+    {},
+    h('a', { class: 'brand', href: '#/profiles' }, 'ODP'),
+    link('profiles', 'Profiles'),
+    link('compare', 'Compare'),
+    link('aggregate', 'Service aggregate'),
+    link('hosts', 'Hosts'),
+    link('rules', 'Rules'),
+    link('schedules', 'Schedules'),
+    link('settings', 'Settings'),
+    h('span', { class: 'spacer' }),
+    c && h('span', { class: 'who', id: 'who' }, `${c.sub} (${c.role})`),
+    h(
+      'button',
+      {
+        id: 'signout',
+        onclick: () => {
+          clearToken();
+          location.hash = '#/signin';
+        },
+      },
+      'Sign out',
+    ),
+  );
+}
+
+async function render(): Promise<void> {
+  scope.leave();
+  scope = new ViewScope();
+  const current = scope;
+  const route = parseHash(location.hash);
+  const name = route.path[0] ?? 'profiles';
+  if (!getToken() || name === 'signin') {
+    app.replaceChildren(h('main', {}, signInView()));
+    return;
+  }
+  const view = views[name];
+  const main = h('main', {}, h('p', { class: 'muted' }, 'Loading…'));
+  app.replaceChildren(nav(name), main);
+  if (!view) {
+    main.replaceChildren(notice('error', `No page called "${name}".`));
+    return;
+  }
+  try {
+    const el = await view(route, current);
+    if (current.active) main.replaceChildren(el);
+  } catch (err) {
+    if (current.active) main.replaceChildren(notice('error', (err as Error).message));
+  }
+  document.body.dataset.role = hasRole('admin') ? 'admin' : hasRole('profiler') ? 'profiler' : 'viewer';
+}
+
+window.addEventListener('hashchange', () => void render());
+void render();

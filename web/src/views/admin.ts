@@ -1,0 +1,116 @@
+// Hosts (agents from heartbeats; admins may undeploy) and detection rules.
+
+import { get, post } from '../api';
+import { hasRole } from '../auth';
+import { h, notice, when } from '../format';
+
+interface Agent {
+  host: string;
+  agent_id: string;
+  version: string;
+  plugins: string[];
+  running_profiles: string[];
+  last_seen: string;
+  live: boolean;
+}
+
+export async function hostsView(): Promise<HTMLElement> {
+  const { agents } = await get<{ agents: Agent[] }>('/api/v1/hosts');
+  const admin = hasRole('admin');
+  const message = h('div', {});
+  const undeploy = (host: string, mode: 'now' | 'drain') =>
+    h(
+      'button',
+      {
+        class: 'undeploy',
+        'data-mode': mode,
+        onclick: async () => {
+          if (!confirm(`Undeploy the agent on ${host} (${mode})?`)) return;
+          try {
+            await post(`/api/v1/hosts/${encodeURIComponent(host)}/undeploy`, undefined, { mode });
+            message.replaceChildren(notice('info', `Undeploy (${mode}) sent to ${host}.`));
+          } catch (err) {
+            message.replaceChildren(notice('error', (err as Error).message));
+          }
+        },
+      },
+      `Undeploy (${mode})`,
+    );
+  return h(
+    'section',
+    {},
+    h('h2', {}, 'Hosts'),
+    message,
+    agents.length
+      ? h(
+          'table',
+          { class: 'grid', id: 'hosts-table' },
+          h(
+            'thead',
+            {},
+            h('tr', {}, ...['host', 'agent', 'version', 'plugins', 'running', 'last seen', 'live', ''].map((t) => h('th', {}, t))),
+          ),
+          h(
+            'tbody',
+            {},
+            ...agents.map((a) =>
+              h(
+                'tr',
+                { 'data-host': a.host },
+                h('td', {}, a.host),
+                h('td', {}, a.agent_id),
+                h('td', {}, a.version),
+                h('td', {}, a.plugins.join(', ')),
+                h('td', {}, ...a.running_profiles.map((id) => h('a', { href: `#/profiles/${id}` }, id.slice(0, 8) + ' '))),
+                h('td', {}, when(a.last_seen)),
+                h('td', {}, a.live ? 'yes' : 'no'),
+                h('td', {}, admin && a.live ? undeploy(a.host, 'drain') : null, admin && a.live ? undeploy(a.host, 'now') : null),
+              ),
+            ),
+          ),
+        )
+      : notice('info', 'No agent has sent a heartbeat yet.'),
+  );
+}
+
+interface Rule {
+  id: string;
+  title: string;
+  explanation: string;
+  fix: string;
+  link: string;
+  kind: string;
+  threshold_pct: number;
+  enabled: boolean;
+  source: string;
+}
+
+export async function rulesView(): Promise<HTMLElement> {
+  const { rules } = await get<{ rules: Rule[] }>('/api/v1/rules');
+  return h(
+    'section',
+    {},
+    h('h2', {}, 'Detection rules'),
+    h(
+      'table',
+      { class: 'grid', id: 'rules-table' },
+      h('thead', {}, h('tr', {}, ...['rule', 'kind', 'threshold', 'enabled', 'source', 'fix'].map((t) => h('th', {}, t)))),
+      h(
+        'tbody',
+        {},
+        ...rules.map((r) =>
+          h(
+            'tr',
+            {},
+            h('td', { title: r.explanation }, r.link ? h('a', { href: r.link, target: '_blank', rel: 'noopener' }, r.title) : r.title),
+            h('td', {}, r.kind),
+            h('td', { class: 'num' }, `${r.threshold_pct}%`),
+            h('td', {}, r.enabled ? 'yes' : 'no'),
+            h('td', {}, r.source),
+            h('td', {}, r.fix),
+          ),
+        ),
+      ),
+    ),
+  );
+}

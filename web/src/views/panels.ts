@@ -1,0 +1,124 @@
+// Panels beside a flame graph: the hot-leaf table, detected issues and the
+// timeline of samples per window.
+
+import { ApiError, get, type Issue, type TopFunction } from '../api';
+import { h, notice, pct, when } from '../format';
+
+type SortKey = 'function' | 'self_share' | 'total_share';
+
+/** Sortable top-functions table; clicking a row calls `onPick`. */
+export function hotLeafTable(functions: TopFunction[], onPick: (fn: string | null) => void): HTMLElement {
+  let key: SortKey = 'self_share';
+  let descending = true;
+  let picked: string | null = null;
+  const body = h('tbody', {});
+  const draw = () => {
+    const rows = functions.slice().sort((a, b) => {
+      const c = key === 'function' ? a.function.localeCompare(b.function) : a[key] - b[key];
+      return descending ? -c : c;
+    });
+    body.replaceChildren(
+      ...rows.map((f) =>
+        h(
+          'tr',
+          {
+            class: f.function === picked ? 'picked' : '',
+            'data-function': f.function,
+            onclick: () => {
+              picked = picked === f.function ? null : f.function;
+              onPick(picked);
+              draw();
+            },
+          },
+          h('td', { class: 'fn', title: f.function }, f.function),
+          h('td', { class: 'num' }, `${pct(f.self_share)} ± ${pct(f.self_share_stderr)}`),
+          h('td', { class: 'num' }, pct(f.total_share)),
+          h('td', { class: 'num' }, String(f.self_samples)),
+        ),
+      ),
+    );
+  };
+  const header = (label: string, k: SortKey) =>
+    h(
+      'th',
+      {
+        class: 'sortable',
+        'data-sort': k,
+        onclick: () => {
+          descending = key === k ? !descending : k !== 'function';
+          key = k;
+          draw();
+        },
+      },
+      label,
+    );
+  draw();
+  return h(
+    'table',
+    { class: 'grid hot-leaves', id: 'hot-leaves' },
+    h(
+      'thead',
+      {},
+      h('tr', {}, header('function', 'function'), header('self', 'self_share'), header('total', 'total_share'), h('th', {}, 'samples')),
+    ),
+    body,
+  );
+}
+
+export function issuesPanel(issues: Issue[]): HTMLElement {
+  if (!issues.length) return notice('info', 'No known issue detected in this profile.');
+  return h(
+    'ul',
+    { class: 'issues', id: 'issues' },
+    ...issues.map((i) =>
+      h(
+        'li',
+        { 'data-rule': i.rule_id },
+        h('b', {}, i.title),
+        ` — ${pct(i.share, 2)} of samples (threshold ${i.threshold_pct}%)`,
+        h('p', {}, i.explanation),
+        h('p', {}, h('i', {}, 'Suggestion: '), i.fix),
+        i.link ? h('a', { href: i.link, target: '_blank', rel: 'noopener' }, 'More') : null,
+      ),
+    ),
+  );
+}
+
+interface TimelineWindow {
+  host: string;
+  window_start: string;
+  window_end: string;
+  event: string;
+  samples: number;
+  frequency_hz: number;
+}
+
+/** Bars of samples per window, labelled with the frequency used (FDA may
+ *  change it between windows). Says so when the server has no timeline. */
+export async function timelinePanel(profileId: string): Promise<HTMLElement> {
+  let windows: TimelineWindow[];
+  try {
+    windows = (await get<{ windows: TimelineWindow[] }>(`/api/v1/profiles/${profileId}/timeline`)).windows;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404)
+      return notice('info', `Timeline not available on this server (${err.message}).`);
+    return notice('error', (err as Error).message);
+  }
+  if (!windows.length) return notice('info', 'No windows stored yet.');
+  const max = Math.max(...windows.map((w) => w.samples), 1);
+  return h(
+    'div',
+    { class: 'timeline', id: 'timeline' },
+    ...windows.map((w) =>
+      h(
+        'div',
+        {
+          class: 'tl-bar',
+          title: `${w.host} ${when(w.window_start)} – ${when(w.window_end)}: ${w.samples} ${w.event} samples at ${w.frequency_hz} Hz`,
+        },
+        h('div', { class: 'tl-fill', style: `height:${Math.max(2, (w.samples / max) * 80)}px` }),
+        h('div', { class: 'tl-label' }, `${w.frequency_hz} Hz`),
+      ),
+    ),
+  );
+}

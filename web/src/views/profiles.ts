@@ -1,0 +1,217 @@
+// Profiles: list with filters and live status, start and stop forms.
+
+import { get, LIVE_STATUSES, post, type ProfileView } from '../api';
+import { hasRole, mayProfile } from '../auth';
+import { h, localInputToIso, notice, when } from '../format';
+import { href, type Route, type ViewScope } from '../router';
+
+interface ListResponse {
+  profiles: ProfileView[];
+  next_cursor?: string | null;
+}
+
+const STATUSES = ['', 'requested', 'dispatched', 'running', 'finished', 'stopped', 'failed', 'expired'];
+
+export function targetText(target: unknown): string {
+  // odp_core::Target: {"by": "pid" | "process_name" | "imported", "value": ...}
+  const t = target as { by?: string; value?: unknown } | null;
+  if (t?.by === 'pid') return `pid ${t.value}`;
+  if (t?.by === 'process_name') return String(t.value);
+  if (t?.by) return `${t.by} ${t.value}`;
+  return JSON.stringify(target ?? '');
+}
+
+export function stopButton(p: ProfileView, after: () => void): HTMLElement | null {
+  if (!LIVE_STATUSES.includes(p.status) || !mayProfile(p.service)) return null;
+  return h(
+    'button',
+    {
+      class: 'stop',
+      onclick: async (e: Event) => {
+        e.preventDefault();
+        const b = e.currentTarget as HTMLButtonElement;
+        b.disabled = true;
+        try {
+          await post(`/api/v1/profiles/${p.id}/stop`);
+        } catch (err) {
+          alert(`Stop failed: ${(err as Error).message}`);
+        }
+        after();
+      },
+    },
+    'Stop',
+  );
+}
+
+function row(p: ProfileView, refresh: () => void): HTMLElement {
+  return h(
+    'tr',
+    { 'data-profile': p.id, 'data-status': p.status },
+    h('td', {}, h('a', { href: `#/profiles/${p.id}` }, p.id.slice(0, 8))),
+    h('td', {}, p.service),
+    h('td', {}, p.host),
+    h('td', {}, targetText(p.target)),
+    h('td', {}, h('span', { class: `status ${p.status}` }, p.status), p.status_reason ? ` ${p.status_reason}` : ''),
+    h('td', {}, when(p.created_at)),
+    h('td', { class: 'num' }, `${p.duration_ms / 1000} s`),
+    h('td', { class: 'num' }, `${p.frequency_hz} Hz`),
+    h('td', {}, p.requested_by),
+    h('td', {}, stopButton(p, refresh)),
+  );
+}
+
+function startForm(onStarted: () => void): HTMLElement {
+  const field = (name: string, attrs: Record<string, string | number> = {}) =>
+    h('input', { name, id: `start-${name}`, ...attrs });
+  const hostInput = field('host', { required: 'required', list: 'known-hosts' });
+  const hosts = h('datalist', { id: 'known-hosts' });
+  void get<{ agents: Array<{ host: string; live: boolean }> }>('/api/v1/hosts')
+    .then((r) => hosts.replaceChildren(...r.agents.filter((a) => a.live).map((a) => h('option', { value: a.host }))))
+    .catch(() => undefined);
+  const result = h('div', {});
+  const form = h(
+    'form',
+    {
+      class: 'start-form',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const data = new FormData(form);
+        const val = (k: string) => String(data.get(k) ?? '').trim();
+        const body: Record<string, unknown> = { host: val('host'), duration_secs: Number(val('duration_secs')) };
+        if (val('service')) body.service = val('service');
+        if (val('pid')) body.pid = Number(val('pid'));
+        if (val('process_name')) body.process_name = val('process_name');
+        if (val('frequency_hz')) body.frequency_hz = Number(val('frequency_hz'));
+        if (val('window_secs')) body.window_secs = Number(val('window_secs'));
+        try {
+          const p = await post<ProfileView>('/api/v1/profiles', body);
+          result.replaceChildren(
+            notice('info', `Started ${p.id} (${p.status}). `),
+            h('a', { href: `#/profiles/${p.id}` }, 'Open it'),
+          );
+          onStarted();
+        } catch (err) {
+          result.replaceChildren(notice('error', `Start refused: ${(err as Error).message}`));
+        }
+      },
+    },
+    h('h3', {}, 'Start a profile'),
+    h('label', {}, 'Host ', hostInput, hosts),
+    h('label', {}, 'Process name ', field('process_name', { placeholder: 'e.g. cpu-split' })),
+    h('label', {}, 'or PID ', field('pid', { type: 'number', min: 1 })),
+    h('label', {}, 'Service ', field('service', { placeholder: 'defaults to the process name' })),
+    h('label', {}, 'Duration (s) ', field('duration_secs', { type: 'number', min: 1, max: 3600, value: 10 })),
+    h('label', {}, 'Frequency (Hz) ', field('frequency_hz', { type: 'number', min: 1, max: 10000, value: 99 })),
+    h('label', {}, 'Window (s) ', field('window_secs', { type: 'number', min: 1, max: 300 })),
+    h('button', { type: 'submit', id: 'start-submit' }, 'Start'),
+    result,
+  );
+  return form;
+}
+
+export async function profilesView(route: Route, scope: ViewScope): Promise<HTMLElement> {
+  const q = route.query;
+  const filter = (name: string, attrs: Record<string, string> = {}) =>
+    h('input', { name, id: `filter-${name}`, value: q.get(name) ?? '', ...attrs });
+  const status = h(
+    'select',
+    { name: 'status', id: 'filter-status' },
+    ...STATUSES.map((s) => h('option', { value: s, selected: s === (q.get('status') ?? '') }, s || 'any')),
+  );
+  const filters = h(
+    'form',
+    {
+      class: 'filters',
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        const d = new FormData(filters);
+        const v = (k: string) => String(d.get(k) ?? '').trim() || undefined;
+        location.hash = href('profiles', {
+          service: v('service'),
+          host: v('host'),
+          status: v('status'),
+          since: v('since'),
+          until: v('until'),
+        });
+      },
+    },
+    h('label', {}, 'Service ', filter('service')),
+    h('label', {}, 'Host ', filter('host')),
+    h('label', {}, 'Status ', status),
+    h('label', {}, 'Since (UTC) ', filter('since', { type: 'datetime-local' })),
+    h('label', {}, 'Until (UTC) ', filter('until', { type: 'datetime-local' })),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  const body = h('tbody', {});
+  const more = h('div', {});
+  const message = h('div', {});
+  const query = (cursor?: string) => ({
+    service: q.get('service'),
+    host: q.get('host'),
+    status: q.get('status'),
+    since: localInputToIso(q.get('since') ?? ''),
+    until: localInputToIso(q.get('until') ?? ''),
+    limit: 50,
+    cursor,
+  });
+  let shown: ProfileView[] = [];
+  const draw = () => body.replaceChildren(...shown.map((p) => row(p, () => void refresh())));
+  const showMore = (cursor: string | null | undefined) =>
+    more.replaceChildren(
+      cursor
+        ? h(
+            'button',
+            {
+              onclick: async () => {
+                const r = await get<ListResponse>('/api/v1/profiles', query(cursor));
+                shown = shown.concat(r.profiles);
+                draw();
+                showMore(r.next_cursor);
+              },
+            },
+            'More',
+          )
+        : '',
+    );
+  const refresh = async () => {
+    try {
+      const r = await get<ListResponse>('/api/v1/profiles', query());
+      shown = r.profiles;
+      draw();
+      showMore(r.next_cursor);
+      message.replaceChildren(shown.length ? '' : notice('info', 'No profiles match.'));
+    } catch (err) {
+      message.replaceChildren(notice('error', (err as Error).message));
+    }
+  };
+  await refresh();
+  // Live status: refresh while any listed profile is still running.
+  scope.every(3000, () => {
+    if (shown.some((p) => LIVE_STATUSES.includes(p.status))) void refresh();
+  });
+  return h(
+    'section',
+    { class: 'profiles' },
+    h('h2', {}, 'Profiles'),
+    filters,
+    message,
+    h(
+      'table',
+      { class: 'grid', id: 'profiles-table' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ...['id', 'service', 'host', 'target', 'status', 'created', 'duration', 'frequency', 'requested by', ''].map(
+            (t) => h('th', {}, t),
+          ),
+        ),
+      ),
+      body,
+    ),
+    more,
+    hasRole('profiler') ? startForm(() => void refresh()) : null,
+  );
+}
