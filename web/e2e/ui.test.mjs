@@ -152,6 +152,20 @@ test('the context menu links to the source via the configured template and copie
   assert.ok(await admin.$('.flame-menu[hidden]'), 'menu closes');
 });
 
+test('the include filter on a profile keeps only the stacks that match', async () => {
+  const id = /#\/profiles\/([0-9a-f-]+)/.exec(admin.url())[1];
+  await admin.goto(`${BASE}/#/profiles/${id}?include=demo_warm`);
+  // The server filters: only demo_warm's stacks come back.
+  await admin.waitForFunction(() => {
+    const drawn = document.querySelector('canvas.flame')?.odpFlame.visibleFrames() ?? [];
+    const names = drawn.map((f) => f.name);
+    return names.includes('demo_warm') && !names.includes('demo_hot') && !names.includes('demo_cool');
+  });
+  const hotLeaves = await admin.$$eval('#hot-leaves tbody tr', (rows) => rows.map((r) => r.dataset.function));
+  assert.ok(!hotLeaves.includes('demo_hot'), hotLeaves.join(','));
+  await admin.screenshot({ path: `${SHOTS}profile-include.png`, fullPage: true });
+});
+
 test('the exclude filter on a service aggregate drops matching stacks', async () => {
   await admin.goto(`${BASE}/#/aggregate?service=cpu-split&exclude=demo_hot`);
   await admin.waitForSelector('#aggregate-result canvas.flame, #aggregate-result .notice');
