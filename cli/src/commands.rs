@@ -57,6 +57,9 @@ enum Command {
         /// Follow the profile until it ends, then print its top functions.
         #[arg(long)]
         wait: bool,
+        /// A label to find the profile by, `key=value` (repeatable).
+        #[arg(long = "label", value_parser = parse_label)]
+        labels: Vec<(String, String)>,
     },
     /// Stop a running profile (its last partial window is kept).
     Stop { id: String },
@@ -72,6 +75,9 @@ enum Command {
         status: Option<String>,
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// Only profiles with this label, `key=value` (repeatable: all must match).
+        #[arg(long = "label", value_parser = parse_label)]
+        labels: Vec<(String, String)>,
     },
     /// Top functions of a profile with their shares and error bounds.
     Top {
@@ -109,9 +115,16 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
             duration_secs,
             frequency_hz,
             wait,
+            labels,
         } => {
-            let mut request =
-                json!({"host": host, "duration_secs": duration_secs, "frequency_hz": frequency_hz});
+            let labels: serde_json::Map<String, Value> =
+                labels.into_iter().map(|(k, v)| (k, json!(v))).collect();
+            let mut request = json!({
+                "host": host,
+                "duration_secs": duration_secs,
+                "frequency_hz": frequency_hz,
+                "labels": labels,
+            });
             if let Some(pid) = pid {
                 request["pid"] = json!(pid);
             }
@@ -140,7 +153,16 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
             host,
             status,
             limit,
-        } => list(&client, service, host, status, limit).await?,
+            labels,
+        } => {
+            let filter = ListFilter {
+                service,
+                host,
+                status,
+                labels,
+            };
+            list(&client, filter, limit).await?
+        }
         Command::Top { id, limit } => print_top(&client.top(&id, limit).await?),
         Command::Admin(command) => crate::admin::run(&client, command).await?,
         Command::Schedules { action } => crate::schedules::run(&client, action).await?,
@@ -171,14 +193,40 @@ async fn follow(client: &ApiClient, id: &str, duration_secs: u64) -> anyhow::Res
     Ok(())
 }
 
-async fn list(
-    client: &ApiClient,
+/// `key=value` from the command line.
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?} is not key=value")),
+    }
+}
+
+struct ListFilter {
     service: Option<String>,
     host: Option<String>,
     status: Option<String>,
-    limit: u32,
-) -> anyhow::Result<()> {
+    labels: Vec<(String, String)>,
+}
+
+async fn list(client: &ApiClient, filter: ListFilter, limit: u32) -> anyhow::Result<()> {
     let mut query = vec![format!("limit={limit}")];
+    if !filter.labels.is_empty() {
+        let pairs: Vec<String> = filter
+            .labels
+            .iter()
+            .map(|(key, value)| format!("{key}:{value}"))
+            .collect();
+        query.push(format!(
+            "labels={}",
+            crate::compare::encode(&pairs.join(","))
+        ));
+    }
+    let ListFilter {
+        service,
+        host,
+        status,
+        ..
+    } = filter;
     for (key, value) in [("service", service), ("host", host), ("status", status)] {
         if let Some(value) = value {
             if !value

@@ -147,7 +147,7 @@ fn write_out(body: &[u8], output: Option<PathBuf>) -> anyhow::Result<()> {
 }
 
 /// Percent-encodes a query value (times carry `+`, patterns anything).
-fn encode(value: &str) -> String {
+pub(crate) fn encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~' | b':') {

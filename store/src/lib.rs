@@ -36,7 +36,9 @@ pub use detections::{
 };
 pub use imports::import_profile;
 pub use ingest::{store_snapshots, store_snapshots_cached, IngestOutcome, StoredIds};
-pub use profiles::{Inserted, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles};
+pub use profiles::{
+    Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
+};
 pub use query::{
     profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
 };

@@ -102,7 +102,11 @@ pub struct NewProfile {
     pub duration_ms: i64,
     pub frequency_hz: i32,
     pub requested_by: String,
+    pub labels: Labels,
 }
+
+/// A profile's labels: sorted, so they print and compare the same way.
+pub type Labels = std::collections::BTreeMap<String, String>;
 
 /// What [`Profiles::insert`] did.
 #[derive(Debug)]
@@ -124,6 +128,8 @@ pub struct ProfileFilter {
     pub until: Option<DateTime<Utc>>,
     /// Keyset pagination: only profiles older than this (created_at, id).
     pub after: Option<(DateTime<Utc>, Uuid)>,
+    /// Only profiles carrying all of these labels.
+    pub labels: Labels,
     pub limit: i64,
 }
 
@@ -146,6 +152,8 @@ pub struct ProfileRow {
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    #[sqlx(json)]
+    pub labels: Labels,
 }
 
 impl ProfileRow {
@@ -170,8 +178,8 @@ impl Profiles {
     pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {
         let inserted = sqlx::query_as::<_, ProfileRow>(
             "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
-                                   requested_by, idempotency_key)
-             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8)
+                                   requested_by, idempotency_key, labels)
+             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8, $9)
              returning *",
         )
         .bind(p.id)
@@ -182,6 +190,7 @@ impl Profiles {
         .bind(p.frequency_hz)
         .bind(&p.requested_by)
         .bind(&p.idempotency_key)
+        .bind(Json(&p.labels))
         .fetch_one(&self.pool)
         .await;
         let violated = match &inserted {
@@ -243,6 +252,9 @@ impl Profiles {
         }
         if let Some(until) = filter.until {
             q.push(" and created_at < ").push_bind(until);
+        }
+        if !filter.labels.is_empty() {
+            q.push(" and labels @> ").push_bind(Json(&filter.labels));
         }
         if let Some((at, id)) = filter.after {
             q.push(" and (created_at, id) < (")

@@ -7,15 +7,7 @@ use odp_devstack::{mint_scoped_token, workspace_binary};
 
 use crate::common;
 
-fn odpctl(h: &common::Harness, token: &str, args: &[&str]) -> Output {
-    std::process::Command::new(workspace_binary("odpctl").expect("odpctl is built"))
-        .args(["--api-url", &h.platform.api_url, "--token", token])
-        .arg("--cacert")
-        .arg(&h.platform.ca_path)
-        .args(args)
-        .output()
-        .expect("run odpctl")
-}
+use common::odpctl;
 
 fn text(output: &Output) -> String {
     format!(

@@ -133,3 +133,14 @@ pub(crate) async fn send(
         .map_err(|(e, _)| e)
         .expect("produce");
 }
+
+/// Runs the built `odpctl` against the harness's api-server with `token`.
+pub(crate) fn odpctl(h: &Harness, token: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(odp_devstack::workspace_binary("odpctl").expect("odpctl is built"))
+        .args(["--api-url", &h.platform.api_url, "--token", token])
+        .arg("--cacert")
+        .arg(&h.platform.ca_path)
+        .args(args)
+        .output()
+        .expect("run odpctl")
+}

@@ -5,7 +5,7 @@
 use std::process::Output;
 
 use odp_core::{folded, pprof};
-use odp_devstack::{mint_scoped_token, workspace_binary, ApiClient, ClientError, Reply};
+use odp_devstack::{mint_scoped_token, ApiClient, ClientError, Reply};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -279,18 +279,7 @@ async fn imports_check_tokens_and_refuse_bad_files() {
 }
 
 fn odpctl(h: &common::Harness, args: &[&str]) -> Output {
-    std::process::Command::new(workspace_binary("odpctl").expect("odpctl is built"))
-        .args([
-            "--api-url",
-            &h.platform.api_url,
-            "--token",
-            &h.platform.token,
-        ])
-        .arg("--cacert")
-        .arg(&h.platform.ca_path)
-        .args(args)
-        .output()
-        .expect("run odpctl")
+    common::odpctl(h, &h.platform.token, args)
 }
 
 fn stdout(output: &Output) -> String {

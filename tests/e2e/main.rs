@@ -14,6 +14,7 @@ mod deploy;
 mod formats;
 mod hosts;
 mod identity;
+mod labels;
 mod metrics;
 mod profile;
 mod schedules;

@@ -427,15 +427,7 @@ async fn concurrent_schedulers_fire_each_due_run_exactly_once() {
 }
 
 fn odpctl(h: &Harness, token: &str, args: &[&str]) -> (Option<i32>, String, String) {
-    let output = std::process::Command::new(
-        odp_devstack::workspace_binary("odpctl").expect("odpctl is built"),
-    )
-    .args(["--api-url", &h.platform.api_url, "--token", token])
-    .arg("--cacert")
-    .arg(&h.platform.ca_path)
-    .args(args)
-    .output()
-    .expect("run odpctl");
+    let output = common::odpctl(h, token, args);
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -4,14 +4,14 @@
 
 use axum::Json;
 use chrono::{DateTime, Utc};
-use odp_store::{ProfileFilter, ProfileStatus};
+use odp_store::{Labels, ProfileFilter, ProfileStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
-use crate::routes::profiles::{validate_name, ProfileView};
+use crate::routes::profiles::{validate_labels, validate_name, ProfileView};
 use crate::AppState;
 
 pub const MAX_PAGE: i64 = 500;
@@ -27,6 +27,8 @@ pub struct ListQuery {
     pub until: Option<DateTime<Utc>>,
     pub limit: Option<i64>,
     pub cursor: Option<String>,
+    /// `key:value` pairs, comma-separated: only profiles with all of them.
+    pub labels: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -82,6 +84,7 @@ impl ListQuery {
             )));
         }
         let after = self.cursor.as_deref().map(decode_cursor).transpose()?;
+        let labels = self.labels.as_deref().map(parse_labels).transpose()?;
         Ok(ProfileFilter {
             service: self.service,
             host: self.host,
@@ -90,8 +93,22 @@ impl ListQuery {
             until: self.until,
             after,
             limit,
+            labels: labels.unwrap_or_default(),
         })
     }
+}
+
+/// `env:prod,team:checkout` into labels (values may hold `:`).
+fn parse_labels(text: &str) -> Result<Labels, ApiError> {
+    let mut labels = Labels::new();
+    for pair in text.split(',') {
+        let (key, value) = pair.split_once(':').ok_or_else(|| {
+            ApiError::Unprocessable(format!("label filter {pair:?} is not key:value"))
+        })?;
+        labels.insert(key.to_owned(), value.to_owned());
+    }
+    validate_labels(&labels)?;
+    Ok(labels)
 }
 
 fn encode_cursor(at: DateTime<Utc>, id: Uuid) -> String {

@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::Target;
-use odp_store::{Inserted, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind};
+use odp_store::{Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -48,6 +48,9 @@ pub struct StartRequest {
     /// Aggregation window; the agent's default (10 s) when absent.
     #[serde(default)]
     pub window_secs: Option<u64>,
+    /// Free-form labels to find the profile by (`{"env": "prod"}`).
+    #[serde(default)]
+    pub labels: Labels,
 }
 
 /// A start request that passed validation.
@@ -59,6 +62,7 @@ pub struct ValidStart {
     pub duration_secs: u64,
     pub frequency_hz: u32,
     pub window_secs: Option<u64>,
+    pub labels: Labels,
 }
 
 impl StartRequest {
@@ -107,7 +111,9 @@ impl StartRequest {
                 Target::Pid(_) | Target::Imported(_) => self.host.clone(),
             },
         };
+        validate_labels(&self.labels)?;
         Ok(ValidStart {
+            labels: self.labels,
             service,
             host: self.host,
             target,
@@ -116,6 +122,35 @@ impl StartRequest {
             window_secs: self.window_secs,
         })
     }
+}
+
+pub const MAX_LABELS: usize = 16;
+
+/// Up to 16 labels; keys of 1 to 63 letters, digits, `.`, `-` or `_`,
+/// values of up to 256 characters without control characters.
+pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
+    if labels.len() > MAX_LABELS {
+        return Err(ApiError::Unprocessable(format!(
+            "at most {MAX_LABELS} labels"
+        )));
+    }
+    for (key, value) in labels {
+        let key_ok = (1..=63).contains(&key.len())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+        if !key_ok {
+            return Err(ApiError::Unprocessable(format!(
+                "label key {key:?} must be 1 to 63 letters, digits, `.`, `-` or `_`"
+            )));
+        }
+        if value.chars().count() > 256 || value.chars().any(char::is_control) {
+            return Err(ApiError::Unprocessable(format!(
+                "label {key:?}: values are up to 256 characters without control characters"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn validate_host(host: &str) -> Result<(), ApiError> {
@@ -228,6 +263,7 @@ pub(crate) async fn create_and_dispatch(
             duration_ms: (valid.duration_secs * 1000) as i64,
             frequency_hz: valid.frequency_hz as i32,
             requested_by: requested_by.to_owned(),
+            labels: valid.labels.clone(),
         })
         .await?;
     match inserted {

@@ -134,6 +134,8 @@ impl CreateScheduleRequest {
             duration_secs: self.duration_secs,
             frequency_hz: self.frequency_hz,
             window_secs: self.window_secs,
+            // Each run is labelled with the schedule's name when it fires.
+            labels: Default::default(),
         }
         .validate()?;
         let spec = CronSchedule::parse(&self.cron, &self.timezone, false).map_err(unprocessable)?;
