@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and run ODP locally:
 # a C compiler and make (librdkafka and the demo), the Postgres server
-# binaries, and the Tansu Kafka-compatible broker. Safe to run repeatedly.
+# binaries, Node.js and chromium (the web UI), a JDK, the Tansu
+# Kafka-compatible broker, schemathesis and py-spy. Safe to run
+# repeatedly.
 set -euo pipefail
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -36,10 +38,45 @@ if [ ! -x /usr/bin/chromium ]; then
   apt_install chromium
 fi
 
+# The agent's jvm plugin is tested against a Java program compiled at test
+# time, and talks to JVMs the way jcmd does.
+if ! command -v javac >/dev/null 2>&1 || ! command -v jcmd >/dev/null 2>&1; then
+  log "installing a JDK (the jvm plugin's tests)"
+  apt_install openjdk-17-jdk-headless
+fi
+
+# schemathesis fuzzes the REST API from its OpenAPI document in the e2e
+# tests (tests/e2e/openapi.rs); pinned, as its checks change between
+# releases.
+SCHEMATHESIS_VERSION=4.32.5
+if ! schemathesis --version 2>/dev/null | grep -qx "schemathesis, version $SCHEMATHESIS_VERSION"; then
+  log "installing schemathesis $SCHEMATHESIS_VERSION (pip)"
+  if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_install python3-pip
+  fi
+  python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "schemathesis==$SCHEMATHESIS_VERSION"
+  hash -r
+fi
+
 export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v tansu >/dev/null 2>&1; then
   log "installing the Tansu broker (cargo install, about 15-30 minutes on 2 cores, once per machine)"
   cargo install tansu --version 0.6.0 --locked --features dynostore
+fi
+
+# The agent's python plugin runs py-spy (a static binary from PyPI).
+PY_SPY_VERSION=0.4.2
+if ! py-spy --version 2>/dev/null | grep -qx "py-spy $PY_SPY_VERSION"; then
+  log "installing py-spy $PY_SPY_VERSION (the agent's python plugin)"
+  if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_install python3-pip
+  fi
+  python3 -m pip install --quiet --disable-pip-version-check "py-spy==$PY_SPY_VERSION" \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "py-spy==$PY_SPY_VERSION"
+  # pyenv puts new executables on PATH only through a rehash.
+  if command -v pyenv >/dev/null 2>&1; then pyenv rehash; fi
+  hash -r
 fi
 
 # perf_event_open on another process needs root, CAP_PERFMON, or a low

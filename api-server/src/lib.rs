@@ -5,7 +5,8 @@
 //! host; the host's agent answers on `odp.events`, which the pipeline turns
 //! into the profile's status. Queries read the stored samples back as flame
 //! graphs (JSON, folded, SVG) and top-function tables. Every `/api` route
-//! needs a bearer token.
+//! but the OpenAPI document (`/api/openapi.json`, see [`openapi`]) needs a
+//! bearer token.
 
 pub mod auth;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod dispatch;
 pub mod error;
 mod extract;
 pub mod metrics;
+pub mod openapi;
 pub mod routes;
 pub mod scheduler;
 pub mod tls;
@@ -25,14 +27,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use odp_core::command::CommandSigner;
 use odp_store::Profiles;
 use sqlx::PgPool;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use config::{Cli, CliCommand, ServeConfig};
 
@@ -56,17 +60,9 @@ pub struct AppState {
 }
 
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .merge(routes::profiles::router())
-        .merge(routes::flamegraph::router())
-        .merge(routes::issues::router())
-        .merge(routes::hosts::router())
-        .merge(routes::requests::router())
-        .merge(routes::aggregate::router())
-        .merge(routes::diff::router())
-        .merge(routes::timeline::router())
-        .merge(routes::schedules::router())
-        .route("/healthz", get(health))
+    let (bounded, uploads, document) = route_parts();
+    let document = openapi::document_json(&document);
+    bounded
         .merge(odp_metrics::router(state.exposition.clone()))
         .fallback(not_found)
         .layer(TraceLayer::new_for_http())
@@ -76,7 +72,8 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(RequestBodyLimitLayer::new(1 << 20))
         // After the 1 MiB limit, which must not apply to uploads.
-        .merge(routes::import::router())
+        .merge(uploads)
+        .layer(Extension(openapi::DocumentJson(document.into())))
         .layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::track,
@@ -84,6 +81,41 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The routes under the global 1 MiB body limit, the upload routes with
+/// their own limit, and the OpenAPI document of both: every route is
+/// registered with `routes!`, which reads its path and methods from the
+/// handler's `#[utoipa::path]`, so the two cannot drift.
+fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
+    let (bounded, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(routes::profiles::router())
+        .merge(routes::flamegraph::router())
+        .merge(routes::issues::router())
+        .merge(routes::hosts::router())
+        .merge(routes::requests::router())
+        .merge(routes::aggregate::router())
+        .merge(routes::diff::router())
+        .merge(routes::timeline::router())
+        .merge(routes::schedules::router())
+        .merge(routes::rules::router())
+        .routes(routes!(health))
+        .routes(routes!(openapi::openapi_json))
+        .split_for_parts();
+    let (uploads, uploads_document) = routes::import::router().split_for_parts();
+    document.merge(uploads_document);
+    (bounded, uploads, document)
+}
+
+/// Whether the database answers.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "platform",
+    security(()),
+    responses(
+        (status = 200, description = "Ready", body = Object, example = json!({"status": "ok"})),
+        (status = 503, description = "The database does not answer", body = openapi::ErrorBody),
+    ),
+)]
 async fn health(
     state: axum::extract::State<AppState>,
 ) -> Result<Json<serde_json::Value>, ApiError> {

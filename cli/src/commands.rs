@@ -92,6 +92,11 @@ enum Command {
         #[command(subcommand)]
         action: crate::schedules::ScheduleAction,
     },
+    /// Common-issue detection rules: list, show, create, enable, disable, threshold.
+    Rules {
+        #[command(subcommand)]
+        action: crate::rules::RuleAction,
+    },
     #[command(flatten)]
     Files(crate::files::FileCommand),
     #[command(flatten)]
@@ -166,6 +171,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Top { id, limit } => print_top(&client.top(&id, limit).await?),
         Command::Admin(command) => crate::admin::run(&client, command).await?,
         Command::Schedules { action } => crate::schedules::run(&client, action).await?,
+        Command::Rules { action } => crate::rules::run(&client, action).await?,
         Command::Files(command) => crate::files::run(&client, command).await?,
         Command::Compare(command) => crate::compare::run(&client, command).await?,
     }

@@ -8,6 +8,7 @@ mod admin;
 mod commands;
 mod compare;
 mod files;
+mod rules;
 mod schedules;
 
 use clap::Parser;

@@ -17,6 +17,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::model::{EventKind, Language};
+
 /// Per-profile cost-control settings; every field absent means "the
 /// agent's default".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,17 @@ pub struct StartOptions {
     /// (0.01 = 1 %); the frequency is lowered to stay inside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_budget: Option<f64>,
+    /// The plugin that samples the target, overriding the agent's language
+    /// detection (e.g. `native` for a Python process, to see the
+    /// interpreter's own C frames). Not cost control, but it rides in the
+    /// start action the same way so `StartProfile` literals stay valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<Language>,
+    /// What to measure when the plugin can measure several things (the
+    /// `jvm` plugin: `cpu-clock`, or `alloc-bytes` from JFR allocation
+    /// samples); the plugin's CPU event when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventKind>,
 }
 
 /// Frequency dynamic adjustment (Atys, Algorithm 1). Absent fields take
@@ -176,6 +189,8 @@ mod tests {
                 period_ms: 5000,
             }),
             overhead_budget: Some(0.02),
+            plugin: Some(Language::Jvm),
+            event: Some(EventKind::AllocBytes),
         };
         let command = start();
         let token = signer.sign_with_options(&command, &options).unwrap();

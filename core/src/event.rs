@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cost::CostEventKind;
-use crate::model::EventKind;
+use crate::model::{EventKind, Language};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentEvent {
@@ -38,6 +38,14 @@ pub enum AgentEventKind {
         event: EventKind,
         frequency_hz: u32,
         pids: Vec<u32>,
+        /// The runtime detected (or requested) and so the plugin used;
+        /// absent from agents that predate language plugins.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        language: Option<Language>,
+        /// The runtime's version when the agent could tell cheaply
+        /// (`3.11`, `17.0.15`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime_version: Option<String>,
     },
     ProfileFinished {
         profile_id: Uuid,
@@ -97,11 +105,27 @@ mod tests {
                 event: EventKind::CpuClock,
                 frequency_hz: 99,
                 pids: vec![1],
+                language: Some(Language::Python),
+                runtime_version: Some("3.11".into()),
             },
         };
         let json: serde_json::Value = serde_json::from_slice(&event.to_json()).unwrap();
         assert_eq!(json["type"], "profile_started");
         assert_eq!(json["event"], "cpu-clock");
+        assert_eq!(json["language"], "python");
+        // An older agent's event, without the runtime fields, still decodes.
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("language");
+        old.as_object_mut().unwrap().remove("runtime_version");
+        let decoded = AgentEvent::from_json(&serde_json::to_vec(&old).unwrap()).unwrap();
+        assert!(matches!(
+            decoded.kind,
+            AgentEventKind::ProfileStarted {
+                language: None,
+                runtime_version: None,
+                ..
+            }
+        ));
         assert_eq!(json["host"], "h");
         assert_eq!(AgentEvent::from_json(&event.to_json()).unwrap(), event);
         assert_eq!(event.profile_id(), Some(Uuid::nil()));

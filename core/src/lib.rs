@@ -41,5 +41,5 @@ pub mod stats;
 pub mod token;
 mod wire;
 
-pub use model::{EventKind, Frame, Target, WeightedStack};
+pub use model::{EventKind, Frame, Language, Target, WeightedStack};
 pub use snapshot::{Snapshot, SnapshotBuilder, StackCount, ThreadInfo};

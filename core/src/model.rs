@@ -141,6 +141,49 @@ impl FromStr for EventKind {
     }
 }
 
+/// The runtime a target process runs, which decides the agent plugin that
+/// samples it (`native` perf_event, `python` py-spy, `jvm` JFR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    Native,
+    Python,
+    Jvm,
+}
+
+impl Language {
+    pub const ALL: [Language; 3] = [Language::Native, Language::Python, Language::Jvm];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Native => "native",
+            Language::Python => "python",
+            Language::Jvm => "jvm",
+        }
+    }
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown language {0:?} (expected native, python or jvm)")]
+pub struct UnknownLanguage(pub String);
+
+impl FromStr for Language {
+    type Err = UnknownLanguage;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Language::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| UnknownLanguage(s.to_owned()))
+    }
+}
+
 /// Which process(es) on a host a profile samples.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "by", content = "value")]
@@ -178,6 +221,16 @@ mod tests {
         }
         assert!("cycle".parse::<EventKind>().is_err());
         assert_eq!(EventKind::from_code(0), None);
+    }
+
+    #[test]
+    fn languages_round_trip_through_strings_and_json() {
+        for language in Language::ALL {
+            assert_eq!(language.as_str().parse::<Language>().unwrap(), language);
+            let json = serde_json::to_string(&language).unwrap();
+            assert_eq!(json, format!("\"{}\"", language.as_str()));
+        }
+        assert!("java".parse::<Language>().is_err());
     }
 
     #[test]

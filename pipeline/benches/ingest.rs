@@ -170,7 +170,9 @@ fn worker_config(stack: &Stack, group: &str) -> Config {
         drain_timeout_secs: 20,
         rebalance_flush_secs: 20,
         known_ids_capacity: 500_000,
+        detect_interval_secs: 10,
         alerts: Default::default(),
+        retention: Default::default(),
         metrics_listen: None,
         kafka_options: Vec::new(),
     }

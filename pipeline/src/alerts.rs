@@ -1,10 +1,12 @@
-//! Delivering queued alerts as signed webhooks.
+//! Delivering queued alerts as signed webhooks or emails.
 //!
 //! Deliveries are queued by `odp_store::save_detections` when a rule first
 //! flags a profile. The sender claims due ones (several pipelines never
-//! claim the same one), POSTs a JSON body signed with the channel's secret
-//! (`X-ODP-Signature: sha256=<hex HMAC-SHA256 of the body>`, and the
-//! delivery id in `X-ODP-Delivery` so receivers can drop repeats), logs
+//! claim the same one) and sends each by its channel's kind: a webhook
+//! POSTs a JSON body signed with the channel's secret (`X-ODP-Signature:
+//! sha256=<hex HMAC-SHA256 of the body>`, and the delivery id in
+//! `X-ODP-Delivery` so receivers can drop repeats); an email channel mails
+//! a plain-text message through its SMTP relay ([`crate::email`]). It logs
 //! each attempt, and on failure tries again after an exponential backoff
 //! until it gives up. Delivery is at least once: a sender that dies between
 //! sending and recording sends again once its claim's lease runs out.
@@ -24,7 +26,7 @@ use crate::AlertOptions;
 
 /// Longest wait between two attempts of one delivery.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5 * 60);
-/// Bound on one webhook request.
+/// Bound on one webhook request or SMTP exchange.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a claim keeps other senders off a delivery; well past
 /// [`SEND_TIMEOUT`] so a slow send is never doubled.
@@ -177,6 +179,48 @@ impl Sender {
 
     /// One attempt; never fails, the outcome says how it went.
     async fn send(&self, d: &DueDelivery) -> AttemptOutcome {
+        let sent = match d.kind.as_str() {
+            "email" => {
+                crate::email::send(d, self.options.profile_base_url.as_deref(), SEND_TIMEOUT)
+                    .await
+                    .map_err(|f| (f.reply_code, f.error))
+            }
+            "webhook" => self.post_webhook(d).await,
+            // A kind added to the schema before this sender knows it.
+            other => Err((None, format!("unknown channel kind {other:?}"))),
+        };
+        let (status_code, error) = match sent {
+            Ok(status_code) => {
+                tracing::info!(delivery_id = %d.id, profile_id = %d.profile_id, rule_id = %d.rule_id, channel_id = %d.channel_id, kind = %d.kind, attempt = d.attempt, "alert delivered");
+                return AttemptOutcome {
+                    status_code: Some(status_code),
+                    error: None,
+                    success: true,
+                    retry_in: None,
+                };
+            }
+            Err(failure) => failure,
+        };
+        let retry_in = retry_in(&self.options, d.attempt);
+        match retry_in {
+            Some(wait) => {
+                tracing::warn!(delivery_id = %d.id, kind = %d.kind, attempt = d.attempt, error = %error, retry_in_ms = wait.as_millis() as u64, "alert delivery failed, will retry")
+            }
+            None => {
+                tracing::error!(delivery_id = %d.id, kind = %d.kind, attempt = d.attempt, error = %error, "alert delivery failed, giving up")
+            }
+        }
+        AttemptOutcome {
+            status_code,
+            error: Some(error),
+            success: false,
+            retry_in,
+        }
+    }
+
+    /// POSTs the signed JSON body; the HTTP status when it was a success,
+    /// else the status (if any) and why.
+    async fn post_webhook(&self, d: &DueDelivery) -> Result<u16, (Option<u16>, String)> {
         let body = serde_json::to_vec(&AlertPayload::of(d)).expect("alert payload serializes");
         let signature = signature(d.secret.as_bytes(), &body);
         let response = self
@@ -188,36 +232,13 @@ impl Sender {
             .body(body)
             .send()
             .await;
-        let (status_code, error) = match response {
-            Ok(r) if r.status().is_success() => {
-                tracing::info!(delivery_id = %d.id, profile_id = %d.profile_id, rule_id = %d.rule_id, channel_id = %d.channel_id, attempt = d.attempt, "alert delivered");
-                return AttemptOutcome {
-                    status_code: Some(r.status().as_u16()),
-                    error: None,
-                    success: true,
-                    retry_in: None,
-                };
-            }
-            Ok(r) => (
+        match response {
+            Ok(r) if r.status().is_success() => Ok(r.status().as_u16()),
+            Ok(r) => Err((
                 Some(r.status().as_u16()),
                 format!("webhook answered {}", r.status()),
-            ),
-            Err(e) => (None, error_chain(&e)),
-        };
-        let retry_in = retry_in(&self.options, d.attempt);
-        match retry_in {
-            Some(wait) => {
-                tracing::warn!(delivery_id = %d.id, attempt = d.attempt, error = %error, retry_in_ms = wait.as_millis() as u64, "alert delivery failed, will retry")
-            }
-            None => {
-                tracing::error!(delivery_id = %d.id, attempt = d.attempt, error = %error, "alert delivery failed, giving up")
-            }
-        }
-        AttemptOutcome {
-            status_code,
-            error: Some(error),
-            success: false,
-            retry_in,
+            )),
+            Err(e) => Err((None, error_chain(&e))),
         }
     }
 }
@@ -242,8 +263,9 @@ fn stopping(stop: &watch::Receiver<bool>) -> bool {
     *stop.borrow() || stop.has_changed().is_err()
 }
 
-/// An error with its sources, which is where reqwest puts the cause.
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error with its sources, which is where reqwest and lettre put the
+/// cause.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

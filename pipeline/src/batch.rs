@@ -58,22 +58,35 @@ pub(crate) fn decode(messages: Vec<RawMessage>, stacks_topic: &str, events_topic
     out
 }
 
-/// The profiles whose detections a batch may change: those it brought
-/// samples for and those it reports finished, each once.
-pub(crate) fn profiles_to_evaluate(decoded: &Decoded) -> Vec<uuid::Uuid> {
+/// The profiles whose detections a batch may change.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ToEvaluate {
+    /// Those it brought samples for.
+    pub(crate) windows: Vec<uuid::Uuid>,
+    /// Those it reports finished.
+    pub(crate) finished: Vec<uuid::Uuid>,
+}
+
+pub(crate) fn profiles_to_evaluate(decoded: &Decoded) -> ToEvaluate {
+    let sorted = |mut ids: Vec<uuid::Uuid>| {
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
     let finished = decoded.events.iter().filter_map(|(_, e)| match &e.kind {
         AgentEventKind::ProfileFinished { profile_id, .. } => Some(*profile_id),
         _ => None,
     });
-    let mut ids: Vec<uuid::Uuid> = decoded
-        .snapshots
-        .iter()
-        .map(|(_, s)| s.profile_id)
-        .chain(finished)
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
+    ToEvaluate {
+        windows: sorted(
+            decoded
+                .snapshots
+                .iter()
+                .map(|(_, s)| s.profile_id)
+                .collect(),
+        ),
+        finished: sorted(finished.collect()),
+    }
 }
 
 /// The offsets to commit after a batch: for each partition, one past the
@@ -140,7 +153,13 @@ mod tests {
         assert!(decoded.rejected[1]
             .reason
             .starts_with("undecodable agent event"));
-        assert_eq!(profiles_to_evaluate(&decoded), vec![uuid::Uuid::nil()]);
+        assert_eq!(
+            profiles_to_evaluate(&decoded),
+            ToEvaluate {
+                windows: vec![uuid::Uuid::nil()],
+                finished: vec![]
+            }
+        );
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub struct AlertOptions {
     /// webhooks can be delivered.
     #[arg(long = "alert-ca-file", env = "ODP_ALERT_CA_FILE")]
     pub ca_file: Option<PathBuf>,
+    /// The web UI's address (e.g. https://odp.example.com); alert emails
+    /// then link the profile at `<url>/#/profiles/<id>`.
+    #[arg(long = "alert-profile-base-url", env = "ODP_ALERT_PROFILE_BASE_URL")]
+    pub profile_base_url: Option<String>,
 }
 
 impl Default for AlertOptions {
@@ -51,6 +55,7 @@ impl Default for AlertOptions {
             backoff_base_ms: 1000,
             max_attempts: 8,
             ca_file: None,
+            profile_base_url: None,
         }
     }
 }
@@ -110,8 +115,15 @@ pub struct Config {
     /// round trip (about 20 bytes each).
     #[arg(long, env = "ODP_PIPELINE_KNOWN_IDS", default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     pub known_ids_capacity: u64,
+    /// A running profile is evaluated by the detection rules at most this
+    /// often (windows in between wait for the next pass); a finished one at
+    /// once. 0 evaluates every batch.
+    #[arg(long, env = "ODP_PIPELINE_DETECT_INTERVAL_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub detect_interval_secs: u64,
     #[command(flatten)]
     pub alerts: AlertOptions,
+    #[command(flatten)]
+    pub retention: crate::retention::RetentionOptions,
     /// Serve Prometheus `/metrics` over HTTP on this address (off when
     /// absent).
     #[arg(long, env = "ODP_METRICS_LISTEN")]

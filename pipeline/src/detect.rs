@@ -15,7 +15,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::rules::{seed, service_of, ProfileInput, RuleSet};
+use crate::pacing::Pacer;
+use odp_rules::{seed, service_of, share_regression, ProfileInput, RuleSet, RunHistory};
 
 /// How long evaluated rules are trusted before they are re-read, so admins'
 /// edits take effect without a restart.
@@ -39,7 +40,12 @@ pub struct Detector {
     /// When the rules were loaded (never: load at first use) and the rules.
     rules: Mutex<(Option<Instant>, Arc<RuleSet>)>,
     failures: AtomicU64,
+    /// Which running profiles are due for evaluation.
+    pacer: std::sync::Mutex<Pacer>,
 }
+
+/// How often the deferred pass looks for running profiles due.
+const DEFERRED_TICK: Duration = Duration::from_secs(1);
 
 impl Detector {
     /// Installs the seed pack (admins' rules untouched) and loads the rules.
@@ -50,6 +56,7 @@ impl Detector {
         Ok(Detector {
             rules: Mutex::new((Some(Instant::now()), rules)),
             failures: AtomicU64::new(0),
+            pacer: std::sync::Mutex::new(Pacer::new(Duration::ZERO)),
         })
     }
 
@@ -59,7 +66,48 @@ impl Detector {
         Detector {
             rules: Mutex::new((None, Arc::new(RuleSet::default()))),
             failures: AtomicU64::new(0),
+            pacer: std::sync::Mutex::new(Pacer::new(Duration::ZERO)),
         }
+    }
+
+    /// Evaluates a running profile at most once per `interval` (see
+    /// [`crate::pacing`]); without this, every batch.
+    pub fn evaluating_every(self, interval: Duration) -> Detector {
+        Detector {
+            pacer: std::sync::Mutex::new(Pacer::new(interval)),
+            ..self
+        }
+    }
+
+    /// Evaluates what a stored batch changed: the finished profiles, and
+    /// the running ones whose interval is up (the others are left to
+    /// [`Detector::run_deferred`]).
+    pub async fn evaluate_batch(&self, pool: &PgPool, windows: &[Uuid], finished: &[Uuid]) {
+        let due = self.pacer().due_now(windows, finished, Instant::now());
+        self.evaluate_all(pool, &due).await;
+    }
+
+    /// Evaluates running profiles whose windows waited for their interval,
+    /// until `stop` says so.
+    pub async fn run_deferred(
+        detector: Arc<Detector>,
+        pool: PgPool,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        while !*stop.borrow() && stop.has_changed().is_ok() {
+            let due = detector.pacer().take_due(Instant::now());
+            detector.evaluate_all(&pool, &due).await;
+            tokio::select! {
+                _ = stop.changed() => {}
+                _ = tokio::time::sleep(DEFERRED_TICK) => {}
+            }
+        }
+    }
+
+    fn pacer(&self) -> std::sync::MutexGuard<'_, Pacer> {
+        self.pacer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Evaluations that failed since start-up.
@@ -85,29 +133,20 @@ impl Detector {
     }
 
     /// Runs the rules over all the profile's stored samples and replaces
-    /// its detections; returns how many rules flagged it.
+    /// its detections, queueing alerts for new ones; returns how many rules
+    /// flagged it.
     pub async fn evaluate_profile(
         &self,
         pool: &PgPool,
         profile_id: Uuid,
     ) -> Result<usize, DetectError> {
         let rules = self.rules(pool).await;
-        let identity = odp_store::profile_identity(pool, profile_id).await?;
-        let service = service_of(&identity);
-        let data = odp_store::profile_frames(pool, profile_id).await?;
-        let found = rules.evaluate(&ProfileInput {
-            service: &service,
-            data: &data,
-        });
-        let subject = AlertSubject {
-            service: &service,
-            host: identity.host.as_deref().unwrap_or_default(),
-        };
-        let new = odp_store::save_detections(pool, profile_id, subject, &found).await?;
-        if !new.is_empty() {
-            tracing::info!(%profile_id, service = %service, rules = ?new, "new issues detected");
-        }
-        Ok(found.len())
+        evaluate_with(pool, profile_id, &rules, Alerting::On).await
+    }
+
+    /// The rules as last loaded, for a re-analysis that just reloaded them.
+    pub async fn loaded_rules(&self) -> Arc<RuleSet> {
+        self.rules.lock().await.1.clone()
     }
 
     /// The current rules, re-read when stale; on a failed re-read the
@@ -131,6 +170,62 @@ impl Detector {
         *self.rules.lock().await = (Some(Instant::now()), rules);
         Ok(())
     }
+}
+
+/// Whether new detections queue alerts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alerting {
+    On,
+    /// Re-analysis of past profiles: record findings, do not alert on history.
+    Off,
+}
+
+/// Evaluates `rules` over a profile and replaces its detections.
+pub async fn evaluate_with(
+    pool: &PgPool,
+    profile_id: Uuid,
+    rules: &RuleSet,
+    alerting: Alerting,
+) -> Result<usize, DetectError> {
+    let identity = odp_store::profile_identity(pool, profile_id).await?;
+    let service = service_of(&identity);
+    let data = odp_store::profile_frames(pool, profile_id).await?;
+    // A run is compared with its schedule's earlier runs once it ended.
+    let history = match rules.history_runs() {
+        Some(runs) if identity.ended => schedule_history(pool, profile_id, runs).await?,
+        _ => None,
+    };
+    let found = rules.evaluate(&ProfileInput {
+        history: history.as_ref(),
+        ..ProfileInput::new(&service, &data)
+    });
+    let subject = (alerting == Alerting::On).then(|| AlertSubject {
+        service: &service,
+        host: identity.host.as_deref().unwrap_or_default(),
+    });
+    let new = odp_store::save_detections(pool, profile_id, subject, &found).await?;
+    if !new.is_empty() {
+        tracing::info!(%profile_id, service = %service, rules = ?new, ?alerting, "new issues detected");
+    }
+    Ok(found.len())
+}
+
+/// The previous runs of the schedule `profile_id` is a run of, if any.
+async fn schedule_history(
+    pool: &PgPool,
+    profile_id: Uuid,
+    runs: usize,
+) -> Result<Option<RunHistory>, StoreError> {
+    let previous = odp_store::previous_schedule_runs(pool, profile_id, runs as i64).await?;
+    if previous.is_empty() {
+        return Ok(None);
+    }
+    let mut data = Vec::with_capacity(previous.len());
+    for &id in &previous {
+        data.push(odp_store::profile_frames(pool, id).await?);
+    }
+    let rules_hit = odp_store::rules_hit(pool, &previous, share_regression::KIND).await?;
+    Ok(Some(RunHistory::from_runs(&data, rules_hit)))
 }
 
 async fn load_rules(pool: &PgPool) -> Result<Arc<RuleSet>, StoreError> {

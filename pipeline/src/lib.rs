@@ -17,7 +17,8 @@
 //!
 //! A rule flagging a profile for the first time queues an alert per
 //! matching channel in the same transaction; a sender task ([`alerts`])
-//! delivers them as signed webhooks, retrying with backoff.
+//! delivers them as signed webhooks or emails ([`email`]), retrying with
+//! backoff.
 
 pub mod alerts;
 mod batch;
@@ -25,9 +26,12 @@ mod config;
 mod consumer;
 mod dead_letter;
 pub mod detect;
+pub mod email;
 mod metrics;
+mod pacing;
 mod poll;
-pub mod rules;
+pub mod reanalysis;
+pub mod retention;
 mod worker;
 
 pub use config::{AlertOptions, Config, Topics};

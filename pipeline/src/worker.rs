@@ -16,7 +16,7 @@ use crate::consumer::{InFlight, WorkerContext};
 use crate::detect::{DetectError, Detector};
 use crate::metrics::PipelineMetrics;
 use crate::poll::{partitions_of, KafkaConsumer, Poller};
-use crate::{alerts, dead_letter, Config, PipelineError};
+use crate::{alerts, dead_letter, retention, Config, PipelineError};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -34,11 +34,31 @@ pub async fn run(
     })
     .await?;
     odp_store::migrate(&pool).await?;
-    let detector = retry_detector(&pool).await;
-    // Dropping `stop_alerts` (on any return) stops the sender too.
+    let detector = Arc::new(
+        retry_detector(&pool)
+            .await
+            .evaluating_every(Duration::from_secs(config.detect_interval_secs)),
+    );
+    // Dropping `stop_alerts` (on any return) stops the background tasks too.
     let (stop_alerts, alerts_stopped) = tokio::sync::watch::channel(false);
     let sender = alerts::Sender::new(pool.clone(), config.alerts.clone())?;
+    let deferred_task = tokio::spawn(Detector::run_deferred(
+        detector.clone(),
+        pool.clone(),
+        alerts_stopped.clone(),
+    ));
+    let reanalysis_task = tokio::spawn(crate::reanalysis::run(
+        pool.clone(),
+        detector.clone(),
+        alerts_stopped.clone(),
+    ));
     let alert_task = tokio::spawn(alerts::run(sender, alerts_stopped));
+    let (stop_retention, retention_stopped) = tokio::sync::watch::channel(false);
+    let retention_task = tokio::spawn(retention::run(
+        pool.clone(),
+        config.retention.clone(),
+        retention_stopped,
+    ));
     let mut registry = odp_metrics::Registry::default();
     let metrics = PipelineMetrics::register(&mut registry);
     if let Some(listen) = config.metrics_listen {
@@ -106,6 +126,16 @@ pub async fn run(
     let _ = stop_alerts.send(true);
     if let Err(e) = alert_task.await {
         tracing::error!(error = %e, "alert sender panicked");
+    }
+    // A pass under way is cut short between batches; each batch is its
+    // own transaction, so nothing is left half done.
+    let _ = stop_retention.send(true);
+    retention_task.abort();
+    if let Err(e) = reanalysis_task.await {
+        tracing::error!(error = %e, "rule re-analysis panicked");
+    }
+    if let Err(e) = deferred_task.await {
+        tracing::error!(error = %e, "deferred issue detection panicked");
     }
     tracing::info!("pipeline stopped");
     outcome
@@ -225,7 +255,10 @@ async fn process(
     }
     // After the data is durable, before the offsets are: a crash re-runs
     // the evaluation, whose upserts make that harmless.
-    sinks.detector.evaluate_all(pool, &touched).await;
+    sinks
+        .detector
+        .evaluate_batch(pool, &touched.windows, &touched.finished)
+        .await;
     for rejected in &decoded.rejected {
         retry_dead_letter(producer, &config.topics.dead_letter, rejected).await;
         metrics.dead_letters.inc();

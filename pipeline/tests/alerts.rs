@@ -4,6 +4,8 @@
 //! attempt, and nothing is sent twice when the profile is re-evaluated or
 //! its snapshot redelivered.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,15 +13,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use hmac::{Hmac, Mac};
-use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::alerts::{self, Sender};
 use odp_pipeline::detect::Detector;
 use odp_pipeline::AlertOptions;
 use odp_store::{NewChannel, StoreError};
 use sha2::Sha256;
-use sqlx::PgPool;
 use uuid::Uuid;
 
 const SECRET: &str = "s3cret";
@@ -60,28 +59,6 @@ async fn dead_url() -> String {
     url
 }
 
-fn snapshot(profile_id: Uuid) -> Snapshot {
-    let mut b = SnapshotBuilder::new();
-    for (names, count) in [
-        (&["main", "work", "java.lang.StringBuffer.append"][..], 300),
-        (&["main", "work"][..], 700),
-    ] {
-        let frames: Vec<Frame> = names.iter().map(|n| Frame::function(*n)).collect();
-        b.add(&frames, 1, count);
-    }
-    b.build(SnapshotHeader {
-        profile_id,
-        host: "h-1".into(),
-        agent_id: "agent".into(),
-        sequence: 0,
-        window_start_ms: 1_700_000_000_000,
-        window_end_ms: 1_700_000_010_000,
-        event: EventKind::CpuClock,
-        period: 1,
-        frequency_hz: 99,
-    })
-}
-
 fn channel(name: &str, url: &str, pattern: &str, enabled: bool) -> NewChannel {
     NewChannel {
         name: name.into(),
@@ -101,10 +78,6 @@ fn verify(body: &[u8], header: &str) {
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
     mac.update(body);
     mac.verify_slice(&tag).expect("signature verifies");
-}
-
-async fn count(pool: &PgPool, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,12 +117,12 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     .execute(&pool)
     .await
     .unwrap();
-    let s = snapshot(id);
+    let s = support::string_buffer_window(id, 30);
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
     assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 1);
     // Queued with the detection: the matching enabled channels only.
     assert_eq!(
-        count(&pool, "select count(*) from alert_deliveries").await,
+        support::count(&pool, "select count(*) from alert_deliveries").await,
         2
     );
 
@@ -157,7 +130,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
         poll_ms: 20,
         backoff_base_ms: 20,
         max_attempts: 3,
-        ca_file: None,
+        ..AlertOptions::default()
     };
     let sender = Sender::new(pool.clone(), options).unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -165,23 +138,8 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
 
     // Both deliveries settle: one delivered on the third try, the one to
     // nowhere failed after its three attempts.
-    let mut polls = 0;
-    while count(
-        &pool,
-        "select count(*) from alert_deliveries where status = 'pending'",
-    )
-    .await
-        > 0
-    {
-        polls += 1;
-        assert!(polls < 600, "deliveries never settled");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let statuses: Vec<(Uuid, String, i32)> =
-        sqlx::query_as("select channel_id, status, attempts from alert_deliveries order by status")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    support::deliveries_settled(&pool).await;
+    let statuses = support::delivery_statuses(&pool).await;
     assert_eq!(
         statuses,
         [
@@ -189,20 +147,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
             (dead.id, "failed".to_owned(), 3)
         ]
     );
-    let delivery_id: Uuid =
-        sqlx::query_scalar("select id from alert_deliveries where channel_id = $1")
-            .bind(all.id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    let attempts: Vec<(i32, Option<i32>, bool)> = sqlx::query_as(
-        "select attempt, status_code, success from alert_attempts
-         where delivery_id = $1 order by attempt",
-    )
-    .bind(delivery_id)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let attempts = support::attempts_to(&pool, all.id).await;
     assert_eq!(
         attempts,
         [
@@ -211,13 +156,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
             (3, Some(204), true)
         ]
     );
-    let dead_errors = count(
-        &pool,
-        "select count(*) from alert_attempts a join alert_deliveries d on d.id = a.delivery_id
-         where d.status = 'failed' and a.status_code is null and a.error is not null
-           and not a.success",
-    )
-    .await;
+    let dead_errors = support::failures_with_reasons(&pool).await;
     assert_eq!(dead_errors, 3);
 
     // Re-evaluation and redelivery of the snapshot queue nothing new.
@@ -225,7 +164,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
     detector.evaluate_all(&pool, &[id, id]).await;
     assert_eq!(
-        count(&pool, "select count(*) from alert_deliveries").await,
+        support::count(&pool, "select count(*) from alert_deliveries").await,
         2
     );
     assert_eq!(sender.deliver_due(&stopped).await.unwrap(), 0);
@@ -235,6 +174,12 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
         .expect("sender stops")
         .unwrap();
 
+    let delivery_id: Uuid =
+        sqlx::query_scalar("select id from alert_deliveries where channel_id = $1")
+            .bind(all.id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     let received = received.lock().unwrap().clone();
     assert_eq!(received.len(), 3, "2 failures and 1 success, nothing more");
     for (headers, body) in &received {

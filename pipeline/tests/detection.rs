@@ -2,32 +2,14 @@
 //! `odp_store::store_snapshots`, evaluated, and their detections read back
 //! as the API serves them.
 
-use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot};
+mod support;
+
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::detect::Detector;
-use odp_pipeline::rules::seed::seed_rules;
+use odp_rules::seed::seed_rules;
 use sqlx::PgPool;
+use support::snapshot;
 use uuid::Uuid;
-
-fn snapshot(profile_id: Uuid, sequence: u64, stacks: &[(&[&str], u64)]) -> Snapshot {
-    let mut b = SnapshotBuilder::new();
-    for (names, count) in stacks {
-        let frames: Vec<Frame> = names.iter().map(|n| Frame::function(*n)).collect();
-        b.add(&frames, 1, *count);
-    }
-    b.build(SnapshotHeader {
-        profile_id,
-        host: "h-1".into(),
-        agent_id: "agent".into(),
-        sequence,
-        window_start_ms: 1_700_000_000_000 + sequence as i64 * 10_000,
-        window_end_ms: 1_700_000_010_000 + sequence as i64 * 10_000,
-        event: EventKind::CpuClock,
-        period: 1,
-        frequency_hz: 99,
-    })
-}
 
 async fn insert_profile(pool: &PgPool, id: Uuid, process: &str) {
     sqlx::query(

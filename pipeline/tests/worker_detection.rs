@@ -63,7 +63,9 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
         drain_timeout_secs: 5,
         rebalance_flush_secs: 5,
         known_ids_capacity: 1000,
+        detect_interval_secs: 10,
         alerts: Default::default(),
+        retention: Default::default(),
         metrics_listen: None,
         kafka_options: Vec::new(),
     };

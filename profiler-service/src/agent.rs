@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
 use odp_core::event::AgentEventKind;
+use odp_core::{EventKind, Language};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
@@ -21,7 +22,7 @@ use crate::config::Config;
 use crate::cost::CostSettings;
 use crate::error::{Error, Result};
 use crate::metrics::AgentMetrics;
-use crate::plugin::Plugin;
+use crate::plugin::Plugins;
 use crate::profile::{self, Outcome, StopHandle};
 use crate::publish::{Origin, Publisher};
 use crate::runner::ProfileSpec;
@@ -44,7 +45,7 @@ struct Agent {
     config: Config,
     publisher: Publisher,
     verifier: CommandVerifier,
-    plugin: Arc<dyn Plugin>,
+    plugins: Plugins,
     procfs: ProcFs,
     running: HashMap<Uuid, StopHandle>,
     tasks: JoinSet<(Uuid, Outcome)>,
@@ -67,11 +68,11 @@ impl AgentState for Agent {
     }
 }
 
-/// Runs the agent with the given plugin until `shutdown` resolves or an
+/// Runs the agent with the given plugins until `shutdown` resolves or an
 /// `undeploy` command says so; running profiles are stopped and flushed.
 pub async fn run_until(
     config: Config,
-    plugin: Arc<dyn Plugin>,
+    plugins: Plugins,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     config.validate()?;
@@ -87,20 +88,20 @@ pub async fn run_until(
     let verifier =
         CommandVerifier::from_public_pem(&config.command_public_key_pem, &config.host_id)
             .map_err(Error::PublicKey)?;
-    info!(host = %config.host_id, agent_id = %config.agent_id, plugin = plugin.name(), "agent starting");
+    info!(host = %config.host_id, agent_id = %config.agent_id, plugins = ?plugins.names(), "agent starting");
 
     let (heartbeat, running_rx) = watch::channel(Vec::new());
     let beats = tokio::spawn(heartbeats(
         publisher.clone(),
         config.heartbeat,
         running_rx,
-        vec![plugin.name().to_owned()],
+        plugins.names(),
     ));
     let mut agent = Agent {
         config,
         publisher,
         verifier,
-        plugin,
+        plugins,
         procfs: ProcFs::default(),
         running: HashMap::new(),
         tasks: JoinSet::new(),
@@ -196,7 +197,7 @@ impl Agent {
         match commands::decide(command, self) {
             Decision::Start(start) => {
                 match self.config.cost.resolve(start.frequency_hz, &options) {
-                    Ok(cost) => self.start(start, cost),
+                    Ok(cost) => self.start(start, cost, options.plugin, options.event),
                     Err(reason) => {
                         let rejection = Rejection {
                             command_id: Some(command_id),
@@ -236,7 +237,13 @@ impl Agent {
         }
     }
 
-    fn start(&mut self, start: StartProfile, cost: CostSettings) {
+    fn start(
+        &mut self,
+        start: StartProfile,
+        cost: CostSettings,
+        plugin: Option<Language>,
+        event: Option<EventKind>,
+    ) {
         let spec = ProfileSpec {
             profile_id: start.profile_id,
             host: self.config.host_id.clone(),
@@ -248,13 +255,15 @@ impl Agent {
                 .window_ms
                 .map_or(self.config.window, Duration::from_millis),
             cost,
+            plugin,
+            event,
         };
         info!(profile_id = %spec.profile_id, target = %spec.target, frequency_hz = spec.frequency_hz,
-            duration_ms = start.duration_ms, "starting profile");
-        let plugin = Arc::clone(&self.plugin);
+            duration_ms = start.duration_ms, plugin = ?spec.plugin, "starting profile");
+        let plugins = self.plugins.clone();
         let publisher = self.publisher.clone();
         let cost_events = self.config.cost_events;
-        match profile::start(plugin, self.procfs.clone(), spec, publisher, cost_events) {
+        match profile::start(plugins, self.procfs.clone(), spec, publisher, cost_events) {
             Ok((handle, task)) => {
                 self.running.insert(start.profile_id, handle);
                 let task = self.tasks.spawn(task);

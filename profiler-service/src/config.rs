@@ -11,6 +11,7 @@ use odp_core::cost::{DutyCycle, FdaSettings};
 
 use crate::cost::CostDefaults;
 use crate::error::{Error, Result};
+use crate::plugin::PluginSettings;
 
 /// Longest aggregation window accepted, from flags or commands.
 pub const MAX_WINDOW: Duration = Duration::from_secs(3600);
@@ -105,6 +106,18 @@ pub struct Args {
     /// for agents that a development api-server's local deployer started.
     #[arg(long, env = "ODP_EXIT_WITH_PARENT")]
     pub exit_with_parent: bool,
+    /// py-spy executable for the `python` plugin (a bare name is looked up
+    /// in `PATH`).
+    #[arg(long, env = "ODP_PY_SPY", default_value = "py-spy")]
+    pub py_spy: PathBuf,
+    /// Python stacks include the native (C) frames of extensions and of
+    /// the interpreter (py-spy `--native`; costs more per sample).
+    #[arg(long, env = "ODP_PYTHON_NATIVE")]
+    pub python_native: bool,
+    /// jcmd executable for the `jvm` plugin (a bare name is looked up in
+    /// `PATH`).
+    #[arg(long, env = "ODP_JCMD", default_value = "jcmd")]
+    pub jcmd: PathBuf,
 }
 
 impl Args {
@@ -154,6 +167,8 @@ pub struct Config {
     pub cost_events: bool,
     pub metrics_listen: Option<std::net::SocketAddr>,
     pub exit_with_parent: bool,
+    /// The external tools of the language plugins.
+    pub plugins: PluginSettings,
 }
 
 impl Args {
@@ -192,6 +207,11 @@ impl Args {
             cost_events: self.cost_events,
             metrics_listen: self.metrics_listen,
             exit_with_parent: self.exit_with_parent,
+            plugins: PluginSettings {
+                py_spy: self.py_spy,
+                python_native: self.python_native,
+                jcmd: self.jcmd,
+            },
         };
         config.validate()?;
         Ok(config)

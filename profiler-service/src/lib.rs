@@ -15,8 +15,8 @@
 //!   blocking sampling side;
 //! - [`cost`]: cost control per profile: FSP thread pruning, FDA
 //!   frequency adjustment, duty cycling and the overhead budget;
-//! - [`plugin`]: the [`plugin::Plugin`] trait and the `native` perf_event
-//!   plugin;
+//! - [`plugin`]: the [`plugin::Plugin`] trait, language detection and the
+//!   `native` (perf_event), `python` (py-spy) and `jvm` (JFR) plugins;
 //! - [`window`], [`targets`], [`publish`]: window bookkeeping, `/proc`
 //!   discovery and the Kafka producer.
 
@@ -33,17 +33,16 @@ pub mod runner;
 pub mod targets;
 pub mod window;
 
-use std::sync::Arc;
-
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::info;
 
 pub use config::{Args, Config};
 pub use error::{Error, Result};
 
-use crate::plugin::native::NativePlugin;
+use crate::plugin::Plugins;
+use crate::targets::ProcFs;
 
-/// Runs the agent with the `native` plugin until SIGTERM or SIGINT (or an
+/// Runs the agent with the standard plugins until SIGTERM or SIGINT (or an
 /// `undeploy` command), then stops running profiles, flushes them and
 /// returns.
 pub async fn run(config: Config) -> Result<()> {
@@ -57,7 +56,8 @@ pub async fn run(config: Config) -> Result<()> {
             _ = parent_exited(), if exit_with_parent => info!("parent exited"),
         }
     };
-    agent::run_until(config, Arc::new(NativePlugin::default()), shutdown).await
+    let plugins = Plugins::standard(ProcFs::default(), config.plugins.clone());
+    agent::run_until(config, plugins, shutdown).await
 }
 
 /// Resolves once the process that started the agent is gone (the agent was

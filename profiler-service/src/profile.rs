@@ -6,7 +6,6 @@
 //! samples, instead of the agent buffering windows without bound.
 
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
 
 use odp_core::event::{AgentEventKind, FinishReason};
 use tokio::sync::mpsc;
@@ -14,7 +13,7 @@ use tracing::{debug, error, warn};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::plugin::Plugin;
+use crate::plugin::Plugins;
 use crate::publish::Publisher;
 use crate::runner::{self, ProfileSpec, RunnerEvent};
 use crate::targets::ProcFs;
@@ -44,7 +43,7 @@ pub enum Outcome {
 /// Starts the sampling thread of a profile and returns its stop handle and
 /// the future that publishes its results (to be spawned by the caller).
 pub fn start(
-    plugin: Arc<dyn Plugin>,
+    plugins: Plugins,
     procfs: ProcFs,
     spec: ProfileSpec,
     publisher: Publisher,
@@ -60,7 +59,7 @@ pub fn start(
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            runner::run(&*plugin, &procfs, &thread_spec, &stop_rx, |event| {
+            runner::run(&plugins, &procfs, &thread_spec, &stop_rx, |event| {
                 tx.blocking_send(event).is_ok()
             });
         })
@@ -87,6 +86,7 @@ async fn publish(
                 event,
                 frequency_hz,
                 pids,
+                runtime,
             } => {
                 publisher
                     .event_or_warn(AgentEventKind::ProfileStarted {
@@ -94,6 +94,8 @@ async fn publish(
                         event,
                         frequency_hz,
                         pids,
+                        language: Some(runtime.language),
+                        runtime_version: runtime.version,
                     })
                     .await;
             }

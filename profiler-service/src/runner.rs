@@ -17,14 +17,15 @@ use std::time::{Duration, Instant};
 use odp_core::cost::CostEventKind;
 use odp_core::event::FinishReason;
 use odp_core::snapshot::SnapshotHeader;
-use odp_core::{EventKind, Snapshot, Target};
+use odp_core::{EventKind, Language, Snapshot, Target};
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
 use crate::cost::control::Control;
 use crate::cost::duty::Duty;
 use crate::cost::CostSettings;
-use crate::plugin::{Plugin, PluginError, Session, WindowSink};
+use crate::plugin::detect::{self, Runtime};
+use crate::plugin::{PluginError, Plugins, Session, WindowSink};
 use crate::targets::ProcFs;
 use crate::window::{publish_final, unix_ms, WindowClock};
 
@@ -45,6 +46,11 @@ pub struct ProfileSpec {
     pub frequency_hz: u32,
     pub window: Duration,
     pub cost: CostSettings,
+    /// The plugin the command asked for; detected from the target when
+    /// absent.
+    pub plugin: Option<Language>,
+    /// What to measure; the plugin's CPU event when absent.
+    pub event: Option<EventKind>,
 }
 
 /// What the loop reports, in this order: `Started`, any number of
@@ -55,6 +61,8 @@ pub enum RunnerEvent {
         event: EventKind,
         frequency_hz: u32,
         pids: Vec<u32>,
+        /// The plugin's runtime, and its version when known.
+        runtime: Runtime,
     },
     Window(Box<Snapshot>),
     /// What cost control did, after the window it concerns.
@@ -67,7 +75,7 @@ pub enum RunnerEvent {
 /// being dropped) ends it as stopped; `emit` returning false (nobody
 /// listening any more) ends it at once.
 pub fn run(
-    plugin: &dyn Plugin,
+    plugins: &Plugins,
     procfs: &ProcFs,
     spec: &ProfileSpec,
     stop: &Receiver<()>,
@@ -87,6 +95,23 @@ pub fn run(
             return;
         }
     };
+    let runtime = match spec.plugin {
+        // Asked for: its version only if it is what the target runs.
+        Some(language) => Some(detect::detect_all(procfs, &pids))
+            .filter(|detected| detected.language == language)
+            .unwrap_or(Runtime {
+                language,
+                version: None,
+            }),
+        None => detect::detect_all(procfs, &pids),
+    };
+    let plugin = match plugins.for_event(runtime.language, spec.event) {
+        Ok(plugin) => plugin,
+        Err(e) => {
+            emit(RunnerEvent::Failed(e));
+            return;
+        }
+    };
     let start = Instant::now();
     let mut control = Control::new(spec.profile_id, spec.frequency_hz, spec.cost.clone(), start);
     let mut session = match plugin.open(&pids, control.frequency()) {
@@ -97,15 +122,20 @@ pub fn run(
             return;
         }
     };
-    info!(profile_id = %id, event = %session.event(), pids = ?session.pids(), "profile started");
+    info!(profile_id = %id, plugin = plugin.name(), version = ?runtime.version,
+        event = %session.event(), pids = ?session.pids(), "profile started");
     if !emit(RunnerEvent::Started {
         event: session.event(),
         frequency_hz: control.frequency(),
         pids: session.pids(),
+        runtime,
     }) {
         return;
     }
 
+    // The profile's time runs from when sampling started: opening may take
+    // seconds (a JVM initialising its flight recorder).
+    let start = Instant::now();
     let duty = spec.cost.duty_cycle.map(|cycle| Duty::new(cycle, start));
     let mut paused = false;
     let mut clock = WindowClock::new(spec.window, spec.duration, start, unix_ms());
@@ -164,9 +194,11 @@ pub fn run(
         }
     };
 
-    // What the kernel buffered since the last tick belongs to the last window.
-    if let Err(e) = poll(session.as_mut(), &mut sink, &mut lost) {
-        debug!(profile_id = %id, error = %e, "final drain failed");
+    // What the kernel or the plugin's tool buffered since the last tick
+    // belongs to the last window.
+    match session.finish(&mut sink) {
+        Ok(stats) => lost += stats.lost,
+        Err(e) => debug!(profile_id = %id, error = %e, "final drain failed"),
     }
     if publish_final(sink.samples(), clock.sequence()) {
         let closed = close_window(
@@ -239,7 +271,7 @@ fn close_window(
         period: session.window_period(),
         frequency_hz: control.frequency(),
     });
-    let outcome = control.close_window(&mut snapshot, now);
+    let outcome = control.close_window(&mut snapshot, now, session.helper_cpu_time());
     Closed {
         snapshot,
         reports: outcome.events,

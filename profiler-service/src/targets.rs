@@ -92,6 +92,24 @@ impl ProcFs {
         )
     }
 
+    /// The executable of a process (`/proc/PID/exe`), as the process sees
+    /// it (inside its own mount namespace).
+    pub fn exe(&self, pid: u32) -> Option<PathBuf> {
+        fs::read_link(self.pid_dir(pid).join("exe")).ok()
+    }
+
+    /// A file of the process's own procfs directory (`status`, `cwd`...).
+    pub fn proc_file(&self, pid: u32, name: &str) -> PathBuf {
+        self.pid_dir(pid).join(name)
+    }
+
+    /// A path as the process sees it, reachable from here through
+    /// `/proc/PID/root` (so files inside a container resolve too).
+    pub fn in_root(&self, pid: u32, path: &Path) -> PathBuf {
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        self.pid_dir(pid).join("root").join(relative)
+    }
+
     /// The file-backed mappings of a process.
     pub fn maps(&self, pid: u32) -> io::Result<Vec<Mapping>> {
         let text = fs::read_to_string(self.pid_dir(pid).join("maps"))?;

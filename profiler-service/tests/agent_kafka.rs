@@ -88,11 +88,15 @@ async fn agent_serves_commands_through_kafka() {
         event,
         frequency_hz,
         pids,
+        language,
+        ..
     } = started
     else {
         unreachable!()
     };
     assert_eq!((got, frequency_hz, pids), (profile_id, 199, vec![pid]));
+    // The C burner is detected as native code.
+    assert_eq!(language, Some(odp_core::Language::Native));
     eprintln!("profile started with event {event}");
     assert!(matches!(event, EventKind::Cycles | EventKind::CpuClock));
 
@@ -120,7 +124,7 @@ async fn agent_serves_commands_through_kafka() {
     // A heartbeat names the running profile.
     h.wait_event(|k| {
         matches!(k, AgentEventKind::Heartbeat { running_profiles, plugins, .. }
-            if running_profiles.contains(&profile_id) && plugins == &["native".to_owned()])
+            if running_profiles.contains(&profile_id) && plugins == &["native", "python", "jvm"])
     })
     .await;
 

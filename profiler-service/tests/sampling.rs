@@ -12,7 +12,7 @@ use std::time::Duration;
 use odp_core::event::FinishReason;
 use odp_core::{EventKind, Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
-use odp_profiler_service::plugin::native::NativePlugin;
+use odp_profiler_service::plugin::Plugins;
 use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
@@ -39,11 +39,13 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
         frequency_hz,
         window,
         cost: CostSettings::default(),
+        plugin: None,
+        event: None,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut events = Vec::new();
     runner::run(
-        &NativePlugin::default(),
+        &Plugins::default(),
         &ProcFs::default(),
         &spec,
         &stop_rx,

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::detections::{name_stacks, AlertSubject, IssueStack, StackHit};
 use crate::{Result, StoreError};
 
-/// A channel to create; only webhooks for now.
+/// A webhook channel to create.
 #[derive(Debug, Clone)]
 pub struct NewChannel {
     pub name: String,
@@ -30,20 +30,39 @@ pub struct NewChannel {
     pub enabled: bool,
 }
 
+/// An email channel to create: alerts go as plain-text mail through an
+/// SMTP relay.
+#[derive(Debug, Clone)]
+pub struct NewEmailChannel {
+    pub name: String,
+    /// The relay, `smtp://host[:port]` (port 25 by default).
+    pub smtp_url: String,
+    pub from: String,
+    pub to: Vec<String>,
+    /// Glob over services (`*` for all, `?` for one character).
+    pub service_pattern: String,
+    pub enabled: bool,
+}
+
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct ChannelRow {
     pub id: Uuid,
     pub name: String,
+    /// `webhook` or `email`.
     pub kind: String,
+    /// The webhook's URL, or the email channel's SMTP relay.
     pub url: String,
     #[serde(skip_serializing)]
     pub secret: String,
     pub service_pattern: String,
     pub enabled: bool,
     pub created_at: DateTime<Utc>,
+    pub email_from: Option<String>,
+    pub email_to: Vec<String>,
 }
 
-const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, service_pattern, enabled, created_at";
+const CHANNEL_COLUMNS: &str =
+    "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
 
 /// Creates a webhook channel; a taken name is a [`StoreError::Conflict`].
 pub async fn create_channel(pool: &PgPool, channel: &NewChannel) -> Result<ChannelRow> {
@@ -59,6 +78,31 @@ pub async fn create_channel(pool: &PgPool, channel: &NewChannel) -> Result<Chann
     .bind(&channel.secret)
     .bind(&channel.service_pattern)
     .bind(channel.enabled)
+    .fetch_optional(pool)
+    .await?;
+    inserted.ok_or_else(|| {
+        StoreError::Conflict(format!("alert channel {:?} already exists", channel.name))
+    })
+}
+
+/// Creates an email channel; a taken name is a [`StoreError::Conflict`].
+/// The addresses are checked by the sender, which logs a bad one as a
+/// failed attempt.
+pub async fn create_email_channel(pool: &PgPool, channel: &NewEmailChannel) -> Result<ChannelRow> {
+    let inserted: Option<ChannelRow> = sqlx::query_as(&format!(
+        "insert into alert_channels (id, name, kind, url, service_pattern, enabled, email_from,
+                                     email_to)
+         values ($1, $2, 'email', $3, $4, $5, $6, $7)
+         on conflict (name) do nothing
+         returning {CHANNEL_COLUMNS}"
+    ))
+    .bind(Uuid::new_v4())
+    .bind(&channel.name)
+    .bind(&channel.smtp_url)
+    .bind(&channel.service_pattern)
+    .bind(channel.enabled)
+    .bind(&channel.from)
+    .bind(&channel.to)
     .fetch_optional(pool)
     .await?;
     inserted.ok_or_else(|| {
@@ -116,8 +160,13 @@ pub struct DueDelivery {
     /// This attempt's number, from 1.
     pub attempt: u32,
     pub channel_id: Uuid,
+    /// `webhook` or `email`.
+    pub kind: String,
+    /// The webhook's URL, or the email channel's SMTP relay.
     pub url: String,
     pub secret: String,
+    pub email_from: Option<String>,
+    pub email_to: Vec<String>,
     pub profile_id: Uuid,
     pub service: String,
     pub host: String,
@@ -137,8 +186,11 @@ struct DueRow {
     id: Uuid,
     attempts: i32,
     channel_id: Uuid,
+    kind: String,
     url: String,
     secret: String,
+    email_from: Option<String>,
+    email_to: Vec<String>,
     profile_id: Uuid,
     service: String,
     host: String,
@@ -174,7 +226,8 @@ pub async fn claim_due_deliveries(
              from due where a.id = due.id
              returning a.*
          )
-         select a.id, a.attempts, a.channel_id, c.url, c.secret, a.profile_id, a.service,
+         select a.id, a.attempts, a.channel_id, c.kind, c.url, c.secret, c.email_from,
+                c.email_to, a.profile_id, a.service,
                 a.host, a.rule_id, r.title, r.explanation, r.fix, r.link, a.share,
                 a.threshold_pct, a.stacks, a.detected_at
          from claimed a
@@ -196,8 +249,11 @@ pub async fn claim_due_deliveries(
             id: r.id,
             attempt: r.attempts.max(0) as u32 + 1,
             channel_id: r.channel_id,
+            kind: r.kind,
             url: r.url,
             secret: r.secret,
+            email_from: r.email_from,
+            email_to: r.email_to,
             profile_id: r.profile_id,
             service: r.service,
             host: r.host,
@@ -216,7 +272,7 @@ pub async fn claim_due_deliveries(
 /// How one attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptOutcome {
-    /// The HTTP status, when there was a response.
+    /// The HTTP status or SMTP reply code, when the server answered.
     pub status_code: Option<u16>,
     /// Why it failed, when it did.
     pub error: Option<String>,

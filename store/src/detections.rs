@@ -32,6 +32,10 @@ pub struct Detection {
     pub samples_matched: u64,
     pub samples_total: u64,
     pub stacks: Vec<StackHit>,
+    /// What the rule kind found beyond the share (e.g. a regression's grown
+    /// functions), for people.
+    #[serde(default)]
+    pub detail: serde_json::Value,
 }
 
 /// Who a profile profiles: what its service is derived from.
@@ -42,6 +46,8 @@ pub struct ProfileIdentity {
     pub host: Option<String>,
     /// The service recorded with the request, when the schema has one.
     pub service: Option<String>,
+    /// The profile ended normally (finished or stopped).
+    pub ended: bool,
 }
 
 /// Reads what a profile's service is derived from. Works for snapshots of
@@ -68,6 +74,7 @@ pub async fn profile_identity(pool: &PgPool, profile_id: Uuid) -> Result<Profile
             .as_ref()
             .and_then(|r| r.get("target"))
             .and_then(|t| serde_json::from_value(t.clone()).ok()),
+        ended: matches!(text("status").as_deref(), Some("finished" | "stopped")),
         host: text("host").or(snapshot_host),
         service: text("service"),
     })
@@ -85,12 +92,14 @@ pub struct AlertSubject<'a> {
 /// others removed. For each rule flagged for the first time (the upsert
 /// inserted its row), one alert per matching enabled channel is queued in
 /// the same transaction; the queue is unique per (profile, rule, channel),
-/// so re-evaluation and redelivery never queue one twice. One transaction,
+/// so re-evaluation and redelivery never queue one twice. Without a
+/// subject nothing is queued: re-analysis of past profiles records what a
+/// changed rule finds there without alerting on history. One transaction,
 /// idempotent; returns the rules newly flagged.
 pub async fn save_detections(
     pool: &PgPool,
     profile_id: Uuid,
-    subject: AlertSubject<'_>,
+    alert_subject: Option<AlertSubject<'_>>,
     found: &[Detection],
 ) -> Result<Vec<String>> {
     let mut tx = pool.begin().await?;
@@ -103,14 +112,15 @@ pub async fn save_detections(
     // `xmax = 0` holds for a row this statement inserted, not one it updated.
     let new: Vec<String> = sqlx::query_scalar::<_, Option<String>>(
         "insert into detections (profile_id, rule_id, share, threshold_pct, samples_matched,
-                                 samples_total, stacks)
-         select $1, rule_id, share, threshold_pct, samples_matched, samples_total, stacks
+                                 samples_total, stacks, detail)
+         select $1, rule_id, share, threshold_pct, samples_matched, samples_total, stacks,
+                coalesce(detail, 'null')
          from jsonb_to_recordset($2) as d(rule_id text, share float8, threshold_pct float8,
-             samples_matched bigint, samples_total bigint, stacks jsonb)
+             samples_matched bigint, samples_total bigint, stacks jsonb, detail jsonb)
          on conflict (profile_id, rule_id) do update set
              share = excluded.share, threshold_pct = excluded.threshold_pct,
              samples_matched = excluded.samples_matched, samples_total = excluded.samples_total,
-             stacks = excluded.stacks, last_evaluated_at = now()
+             stacks = excluded.stacks, detail = excluded.detail, last_evaluated_at = now()
          returning case when xmax = 0 then rule_id end",
     )
     .bind(profile_id)
@@ -120,11 +130,53 @@ pub async fn save_detections(
     .into_iter()
     .flatten()
     .collect();
-    if !new.is_empty() {
+    if let Some(subject) = alert_subject.filter(|_| !new.is_empty()) {
         crate::alerts::enqueue(&mut tx, profile_id, subject, &new).await?;
     }
     tx.commit().await?;
     Ok(new)
+}
+
+/// The profiles of the schedule run before `profile_id`'s, most recent
+/// first, at most `limit`, that ended normally; empty when `profile_id` is
+/// not a scheduled run.
+pub async fn previous_schedule_runs(
+    pool: &PgPool,
+    profile_id: Uuid,
+    limit: i64,
+) -> Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar(
+        "select earlier.profile_id
+         from schedule_runs this
+         join schedule_runs earlier on earlier.schedule_id = this.schedule_id
+              and earlier.scheduled_for < this.scheduled_for
+         join profiles p on p.id = earlier.profile_id
+         where this.profile_id = $1 and p.status in ('finished', 'stopped')
+         order by earlier.scheduled_for desc
+         limit $2",
+    )
+    .bind(profile_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// The rules of kinds other than `except_kind` that flagged any of the
+/// profiles.
+pub async fn rules_hit(
+    pool: &PgPool,
+    profile_ids: &[Uuid],
+    except_kind: &str,
+) -> Result<std::collections::BTreeSet<String>> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "select distinct d.rule_id from detections d join rules r on r.id = d.rule_id
+         where d.profile_id = any($1) and r.kind <> $2",
+    )
+    .bind(profile_ids)
+    .bind(except_kind)
+    .fetch_all(pool)
+    .await?;
+    Ok(ids.into_iter().collect())
 }
 
 /// The frame names, root first, of each of `stack_ids` that exists.
@@ -199,6 +251,7 @@ pub struct Issue {
     pub samples_matched: u64,
     pub samples_total: u64,
     pub stacks: Vec<IssueStack>,
+    pub detail: serde_json::Value,
     pub first_evaluated_at: DateTime<Utc>,
     pub last_evaluated_at: DateTime<Utc>,
 }
@@ -216,6 +269,7 @@ struct IssueRow {
     samples_matched: i64,
     samples_total: i64,
     stacks: Json<Vec<StackHit>>,
+    detail: serde_json::Value,
     first_evaluated_at: DateTime<Utc>,
     last_evaluated_at: DateTime<Utc>,
 }
@@ -225,7 +279,7 @@ struct IssueRow {
 pub async fn profile_issues(pool: &PgPool, profile_id: Uuid) -> Result<Vec<Issue>> {
     let rows: Vec<IssueRow> = sqlx::query_as(
         "select d.rule_id, r.kind, r.title, r.explanation, r.fix, r.link, d.share,
-                d.threshold_pct, d.samples_matched, d.samples_total, d.stacks,
+                d.threshold_pct, d.samples_matched, d.samples_total, d.stacks, d.detail,
                 d.first_evaluated_at, d.last_evaluated_at
          from detections d join rules r on r.id = d.rule_id
          where d.profile_id = $1
@@ -251,6 +305,7 @@ pub async fn profile_issues(pool: &PgPool, profile_id: Uuid) -> Result<Vec<Issue
             threshold_pct: r.threshold_pct,
             samples_matched: r.samples_matched.max(0) as u64,
             samples_total: r.samples_total.max(0) as u64,
+            detail: r.detail,
             first_evaluated_at: r.first_evaluated_at,
             last_evaluated_at: r.last_evaluated_at,
         })

@@ -29,12 +29,22 @@ pub struct IngestOutcome {
 /// profiles. Bounded: two generations of `capacity / 2` ids each; when
 /// the young one fills, the old one is dropped, which keeps the ids in use
 /// and forgets the rest.
+///
+/// Also bounded in time: the young generation turns old after
+/// [`GENERATION_MAX_AGE`] however full it is, so an id unused for two
+/// generations is forgotten. Retention deletes only frames and stacks that
+/// no window of the retention period (a day or more) uses, so no id it
+/// deletes can still be trusted here.
 #[derive(Debug)]
 pub struct StoredIds {
     young: HashSet<u128>,
     old: HashSet<u128>,
     generation: usize,
+    young_since: std::time::Instant,
 }
+
+/// How long a generation stays young at most.
+const GENERATION_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 impl StoredIds {
     pub fn new(capacity: usize) -> Self {
@@ -43,10 +53,14 @@ impl StoredIds {
             young: HashSet::with_capacity(generation),
             old: HashSet::new(),
             generation,
+            young_since: std::time::Instant::now(),
         }
     }
 
     pub fn contains(&mut self, id: u128) -> bool {
+        if self.young_since.elapsed() >= GENERATION_MAX_AGE {
+            self.age();
+        }
         if self.young.contains(&id) {
             return true;
         }
@@ -59,9 +73,15 @@ impl StoredIds {
 
     pub fn insert(&mut self, id: u128) {
         if self.young.len() >= self.generation {
-            self.old = std::mem::take(&mut self.young);
+            self.age();
         }
         self.young.insert(id);
+    }
+
+    /// The young generation becomes the old one; the old one is forgotten.
+    fn age(&mut self) {
+        self.old = std::mem::take(&mut self.young);
+        self.young_since = std::time::Instant::now();
     }
 
     pub fn len(&self) -> usize {
@@ -346,6 +366,22 @@ mod tests {
         assert!(ids.contains(200));
         ids.clear();
         assert!(ids.is_empty() && !ids.contains(200));
+    }
+
+    #[test]
+    fn ids_unused_for_two_generations_are_forgotten_however_few() {
+        let mut ids = StoredIds::new(1000);
+        ids.insert(1);
+        ids.insert(2);
+        let expire = |ids: &mut StoredIds| {
+            ids.young_since = std::time::Instant::now() - super::GENERATION_MAX_AGE;
+        };
+        expire(&mut ids);
+        // 1 is used in the next generation, 2 is not.
+        assert!(ids.contains(1));
+        expire(&mut ids);
+        assert!(!ids.contains(2), "unused for two generations");
+        assert!(ids.contains(1));
     }
 
     #[test]

@@ -9,11 +9,14 @@ mod agents;
 mod aggregate;
 mod alerts;
 mod detections;
+pub mod downsample;
 mod imports;
 mod ingest;
 mod profiles;
 mod query;
+mod reanalysis;
 mod requests;
+pub mod retention;
 mod rules;
 mod schedules;
 
@@ -27,12 +30,12 @@ pub use aggregate::{
     ProfileSliceQuery, ScopedStacks, TimelineWindow,
 };
 pub use alerts::{
-    claim_due_deliveries, create_channel, list_channels, record_attempt, AttemptOutcome,
-    ChannelRow, DueDelivery, NewChannel,
+    claim_due_deliveries, create_channel, create_email_channel, list_channels, record_attempt,
+    AttemptOutcome, ChannelRow, DueDelivery, NewChannel, NewEmailChannel,
 };
 pub use detections::{
-    profile_identity, profile_issues, save_detections, AlertSubject, Detection, Issue, IssueStack,
-    ProfileIdentity, StackHit,
+    previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
+    AlertSubject, Detection, Issue, IssueStack, ProfileIdentity, StackHit,
 };
 pub use imports::import_profile;
 pub use ingest::{store_snapshots, store_snapshots_cached, IngestOutcome, StoredIds};
@@ -42,11 +45,18 @@ pub use profiles::{
 pub use query::{
     profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
 };
+pub use reanalysis::{
+    claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
+    record_reanalysis_progress, release_reanalysis, Reanalysis,
+};
 pub use requests::{
     resolve_open_requests, NewRequest, RequestDeadlines, RequestFilter, RequestKind, RequestRow,
     RequestStatus, Requests,
 };
-pub use rules::{install_seed_rules, list_rules, save_user_rule, RuleDef, RuleRow};
+pub use rules::{
+    create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,
+    RuleDef, RuleRow,
+};
 pub use schedules::{
     advance as advance_schedule, claim_run, due as due_schedules, finish_run, record_missed,
     try_scheduler_lock, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow,

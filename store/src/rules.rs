@@ -9,9 +9,12 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryAs;
 use sqlx::types::Json;
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres};
 
+use crate::reanalysis::Reanalysis;
 use crate::Result;
 
 /// A rule as the pack file and the database hold it. `kind` selects the
@@ -95,33 +98,98 @@ pub async fn install_seed_rules(pool: &PgPool, rules: &[RuleDef]) -> Result<u64>
     Ok(result.rows_affected())
 }
 
+type RuleQuery<'q> = QueryAs<'q, Postgres, RuleRow, PgArguments>;
+
+/// Binds a rule's fields as `$1`..`$10` in column order.
+fn bind_rule<'q>(query: RuleQuery<'q>, rule: &'q RuleDef) -> RuleQuery<'q> {
+    query
+        .bind(&rule.id)
+        .bind(&rule.title)
+        .bind(&rule.explanation)
+        .bind(&rule.fix)
+        .bind(&rule.link)
+        .bind(&rule.kind)
+        .bind(&rule.spec)
+        .bind(rule.threshold_pct)
+        .bind(Json(&rule.service_thresholds))
+        .bind(rule.enabled)
+}
+
+const INSERT_USER_RULE: &str = "insert into rules (id, title, explanation, fix, link, kind, spec,
+                                threshold_pct, service_thresholds, enabled, source)
+                                values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'user')";
+
 /// Creates or replaces a rule on an admin's behalf; from then on it is the
 /// admin's and seeding never touches it.
 pub async fn save_user_rule(pool: &PgPool, rule: &RuleDef) -> Result<RuleRow> {
-    Ok(sqlx::query_as::<_, RuleRow>(
-        "insert into rules (id, title, explanation, fix, link, kind, spec, threshold_pct,
-                            service_thresholds, enabled, source)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'user')
+    let sql = format!(
+        "{INSERT_USER_RULE}
          on conflict (id) do update set
              title = excluded.title, explanation = excluded.explanation, fix = excluded.fix,
              link = excluded.link, kind = excluded.kind, spec = excluded.spec,
              threshold_pct = excluded.threshold_pct,
              service_thresholds = excluded.service_thresholds, enabled = excluded.enabled,
              source = 'user', updated_at = now()
-         returning *",
+         returning *"
+    );
+    Ok(bind_rule(sqlx::query_as(&sql), rule)
+        .fetch_one(pool)
+        .await?)
+}
+
+/// Creates an admin's rule and queues its re-analysis of past profiles, in
+/// one transaction; `None` when the id is taken.
+pub async fn create_user_rule(
+    pool: &PgPool,
+    rule: &RuleDef,
+    requested_by: &str,
+) -> Result<Option<(RuleRow, Reanalysis)>> {
+    let mut tx = pool.begin().await?;
+    let sql = format!("{INSERT_USER_RULE} on conflict (id) do nothing returning *");
+    let Some(row) = bind_rule(sqlx::query_as(&sql), rule)
+        .fetch_optional(&mut *tx)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let job = crate::reanalysis::queue(&mut tx, &row.rule.id, requested_by).await?;
+    tx.commit().await?;
+    Ok(Some((row, job)))
+}
+
+/// Replaces a rule (a seed rule becomes the admin's) and queues its
+/// re-analysis of past profiles, in one transaction; `None` when there is
+/// no such rule.
+pub async fn update_user_rule(
+    pool: &PgPool,
+    rule: &RuleDef,
+    requested_by: &str,
+) -> Result<Option<(RuleRow, Reanalysis)>> {
+    let mut tx = pool.begin().await?;
+    let sql = "update rules set
+                   title = $2, explanation = $3, fix = $4, link = $5, kind = $6, spec = $7,
+                   threshold_pct = $8, service_thresholds = $9, enabled = $10,
+                   source = 'user', updated_at = now()
+               where id = $1
+               returning *";
+    let Some(row) = bind_rule(sqlx::query_as(sql), rule)
+        .fetch_optional(&mut *tx)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let job = crate::reanalysis::queue(&mut tx, &row.rule.id, requested_by).await?;
+    tx.commit().await?;
+    Ok(Some((row, job)))
+}
+
+pub async fn get_rule(pool: &PgPool, id: &str) -> Result<Option<RuleRow>> {
+    Ok(
+        sqlx::query_as::<_, RuleRow>("select * from rules where id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?,
     )
-    .bind(&rule.id)
-    .bind(&rule.title)
-    .bind(&rule.explanation)
-    .bind(&rule.fix)
-    .bind(&rule.link)
-    .bind(&rule.kind)
-    .bind(&rule.spec)
-    .bind(rule.threshold_pct)
-    .bind(Json(&rule.service_thresholds))
-    .bind(rule.enabled)
-    .fetch_one(pool)
-    .await?)
 }
 
 /// Every rule, by id.

@@ -16,6 +16,8 @@ mod hosts;
 mod identity;
 mod labels;
 mod metrics;
+mod openapi;
 mod profile;
+mod rules;
 mod schedules;
 mod web;

@@ -6,18 +6,21 @@
 //! [&include=RE][&exclude=RE][&format=json|folded|svg|pprof|speedscope]`
 
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use odp_core::filter::{FilterError, StackFilter, ThreadFilter};
 use odp_core::flamegraph::{self, FlameNode};
 use odp_core::merge::MergedStacks;
 use odp_store::{AggregateQuery, ProfileSliceQuery, ProfileStacks, ScopedStacks};
 use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
+use crate::openapi::{schemas, CommonErrors};
 use crate::routes::profiles::validate_name;
 use crate::routes::render::{render, Format, Rendering};
 use crate::AppState;
@@ -27,8 +30,33 @@ pub(crate) const MAX_RANGE_DAYS: i64 = 31;
 /// At most this many `host` values.
 const MAX_HOSTS: usize = 1000;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/aggregate", get(aggregate))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(aggregate))
+}
+
+/// The parameters `parse` reads, for the document: the handler takes the
+/// raw pairs, so that `host` may repeat. Never built.
+#[allow(dead_code)]
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+struct AggregateParams {
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
+    service: String,
+    /// RFC 3339 time: profiles created at or after it.
+    since: DateTime<Utc>,
+    /// RFC 3339 time: profiles created before it; at most 31 days after
+    /// `since`.
+    until: DateTime<Utc>,
+    /// Only these hosts; repeat the parameter or separate with commas.
+    host: Option<Vec<String>>,
+    /// Only threads with this name, or matching it as a regex.
+    thread: Option<String>,
+    /// Only stacks with a frame matching this regex.
+    include: Option<String>,
+    /// Without stacks with a frame matching this regex.
+    exclude: Option<String>,
+    #[param(inline)]
+    format: Option<Format>,
 }
 
 /// The parsed, validated query.
@@ -253,7 +281,7 @@ pub async fn filtered_profile_stacks(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct HostSummary {
     host: String,
     samples: u64,
@@ -261,7 +289,7 @@ struct HostSummary {
     snapshots: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct AggregateJson {
     service: String,
     since: DateTime<Utc>,
@@ -271,9 +299,39 @@ struct AggregateJson {
     snapshots: i64,
     samples: u64,
     hosts: Vec<HostSummary>,
+    #[schema(value_type = schemas::FlameNode)]
     root: FlameNode,
 }
 
+/// The JSON answers: the merged tree (`format=json`) or a speedscope
+/// file. Never built: it documents what `render` answers.
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+enum AggregateBody {
+    Tree(AggregateJson),
+    Speedscope(schemas::SpeedscopeFile),
+}
+
+/// A service's flame graph across its hosts and a time range (merged per
+/// host, then across hosts).
+#[utoipa::path(
+    get,
+    path = "/api/v1/aggregate",
+    operation_id = "aggregate",
+    tag = "queries",
+    params(AggregateParams),
+    responses(
+        (status = 200, description = "The merged flame graph in the requested format", content(
+            (AggregateBody = "application/json"),
+            (String = "text/plain"),
+            (String = "image/svg+xml"),
+            (Vec<u8> = "application/octet-stream"),
+        )),
+        (status = 404, description = "`format=svg` of an aggregate without samples", body = crate::openapi::ErrorBody),
+        CommonErrors,
+    ),
+)]
 async fn aggregate(
     state: axum::extract::State<AppState>,
     caller: Caller,

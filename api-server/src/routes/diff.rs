@@ -8,27 +8,32 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use odp_core::diff::{diff, render_svg, DiffNode, FunctionChange};
 use odp_core::filter::StackFilter;
 use odp_core::WeightedStack;
 use odp_store::{AggregateQuery, ProfileSliceQuery};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
+use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::aggregate::{filter_and_merge, filter_error, parse_range};
 use crate::routes::profiles::{load, validate_name};
 use crate::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/diff", get(diff_handler))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(diff_handler))
 }
 
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+/// JSON (per-frame shares and the biggest changes) or an SVG
+/// differential flame graph.
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DiffFormat {
     #[default]
@@ -36,21 +41,37 @@ pub enum DiffFormat {
     Svg,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// Each side is a profile (`baseline`, `target`) or an aggregate
+/// (`{side}_service`, `{side}_since`, `{side}_until`), not both.
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DiffQuery {
+    /// The baseline profile's id.
     baseline: Option<Uuid>,
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     baseline_service: Option<String>,
+    /// RFC 3339 time.
     baseline_since: Option<String>,
+    /// RFC 3339 time, at most 31 days after `baseline_since`.
     baseline_until: Option<String>,
+    /// The target profile's id.
     target: Option<Uuid>,
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     target_service: Option<String>,
+    /// RFC 3339 time.
     target_since: Option<String>,
+    /// RFC 3339 time, at most 31 days after `target_since`.
     target_until: Option<String>,
     #[serde(default)]
+    #[param(inline)]
     format: DiffFormat,
+    /// Only stacks with a frame matching this regex.
     include: Option<String>,
+    /// Without stacks with a frame matching this regex.
     exclude: Option<String>,
+    /// How many function changes; 50 when absent.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
 }
 
@@ -138,7 +159,7 @@ impl DiffQuery {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct SideSummary {
     label: String,
     event: Option<String>,
@@ -192,14 +213,33 @@ async fn load_side(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct DiffJson {
     baseline: SideSummary,
     target: SideSummary,
+    #[schema(value_type = schemas::DiffNode)]
     root: DiffNode,
+    /// Largest total-share changes first.
+    #[schema(value_type = Vec<schemas::FunctionChange>)]
     changes: Vec<FunctionChange>,
 }
 
+/// Compare two profiles or aggregates, each normalized by its own total.
+#[utoipa::path(
+    get,
+    path = "/api/v1/diff",
+    operation_id = "diff",
+    tag = "queries",
+    params(DiffQuery),
+    responses(
+        (status = 200, description = "The comparison", content(
+            (DiffJson = "application/json"),
+            (String = "image/svg+xml"),
+        )),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn diff_handler(
     state: axum::extract::State<AppState>,
     caller: Caller,

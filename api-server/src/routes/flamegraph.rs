@@ -2,16 +2,19 @@
 //! pprof or speedscope) and as a table of its hottest functions.
 
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use odp_core::flamegraph;
 use odp_core::stats::{top_functions, FunctionShare};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
+use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::aggregate::{filtered_profile_stacks, SliceParams};
 use crate::routes::profiles::load;
 use crate::routes::render::{period_nanos, render, Rendering};
@@ -19,16 +22,18 @@ use crate::AppState;
 
 pub use crate::routes::render::Format;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/profiles/{id}/flamegraph", get(flame_graph))
-        .route("/api/v1/profiles/{id}/top", get(top))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(flame_graph))
+        .routes(routes!(top))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct FlameGraphQuery {
     #[serde(default)]
+    #[param(inline)]
     pub format: Format,
     /// Only threads with this name, or matching it as a regex.
     pub thread: Option<String>,
@@ -42,15 +47,45 @@ pub struct FlameGraphQuery {
     pub window_until: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct FlameGraphJson {
     profile_id: Uuid,
     event: Option<String>,
     snapshots: i64,
     samples: u64,
+    #[schema(value_type = schemas::FlameNode)]
     root: flamegraph::FlameNode,
 }
 
+/// The JSON answers: the tree (`format=json`) or a speedscope file.
+/// Never built: it documents what `render` answers.
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+enum FlameGraphBody {
+    Tree(FlameGraphJson),
+    Speedscope(schemas::SpeedscopeFile),
+}
+
+/// A profile's flame graph, optionally narrowed to threads, frames and a
+/// time window.
+#[utoipa::path(
+    get,
+    path = "/api/v1/profiles/{id}/flamegraph",
+    operation_id = "flame_graph",
+    tag = "queries",
+    params(("id" = Uuid, Path, description = "Profile id"), FlameGraphQuery),
+    responses(
+        (status = 200, description = "The flame graph in the requested format", content(
+            (FlameGraphBody = "application/json"),
+            (String = "text/plain"),
+            (String = "image/svg+xml"),
+            (Vec<u8> = "application/octet-stream"),
+        )),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn flame_graph(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -94,10 +129,13 @@ async fn flame_graph(
     .await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TopQuery {
+    /// How many functions; 20 when absent.
     #[serde(default = "default_limit")]
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: usize,
     /// Only threads with this name, or matching it as a regex.
     pub thread: Option<String>,
@@ -115,14 +153,30 @@ fn default_limit() -> usize {
     20
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct TopResponse {
     profile_id: Uuid,
     event: Option<String>,
     samples: u64,
+    /// Hottest first by self samples.
+    #[schema(value_type = Vec<schemas::FunctionShare>)]
     functions: Vec<FunctionShare>,
 }
 
+/// The profile's hottest functions: self and total shares with error
+/// bounds.
+#[utoipa::path(
+    get,
+    path = "/api/v1/profiles/{id}/top",
+    operation_id = "top_functions",
+    tag = "queries",
+    params(("id" = Uuid, Path, description = "Profile id"), TopQuery),
+    responses(
+        (status = 200, description = "The functions table", body = TopResponse),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn top(
     state: axum::extract::State<AppState>,
     caller: Caller,

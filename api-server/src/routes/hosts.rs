@@ -3,29 +3,33 @@
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use odp_core::command::{CommandAction, UndeployMode};
-use odp_store::{NewRequest, RequestKind};
+use odp_store::{NewRequest, RequestKind, RequestRow};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::control::DeployOutcome;
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
+use crate::openapi::{schemas, CommonErrors, ErrorBody};
 use crate::routes::profiles::validate_name;
 use crate::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/hosts", get(list))
-        .route("/api/v1/hosts/{host}/deploy", post(deploy))
-        .route("/api/v1/hosts/{host}/undeploy", post(undeploy))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(deploy))
+        .routes(routes!(undeploy))
 }
 
-#[derive(Debug, Serialize)]
+/// An agent as its latest heartbeat describes it.
+#[derive(Debug, Serialize, ToSchema)]
 struct AgentView {
     host: String,
     agent_id: String,
@@ -33,13 +37,30 @@ struct AgentView {
     plugins: Vec<String>,
     running_profiles: Vec<Uuid>,
     last_seen: DateTime<Utc>,
+    /// Heard from recently enough to take commands.
     live: bool,
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+struct HostsResponse {
+    agents: Vec<AgentView>,
+}
+
+/// The hosts' agents, from their heartbeats.
+#[utoipa::path(
+    get,
+    path = "/api/v1/hosts",
+    operation_id = "list_hosts",
+    tag = "control",
+    responses(
+        (status = 200, description = "Every agent heard from", body = HostsResponse),
+        CommonErrors,
+    ),
+)]
 async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<HostsResponse>, ApiError> {
     caller.require(Role::Viewer)?;
     let now = Utc::now();
     let live_within_secs = state.control.live_within_secs();
@@ -56,17 +77,41 @@ async fn list(
             last_seen: a.last_seen,
         })
         .collect();
-    Ok(Json(serde_json::json!({ "agents": agents })))
+    Ok(Json(HostsResponse { agents }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct UndeployQuery {
     /// `now`: stop running profiles, flush them and exit; `drain`: refuse
     /// new profiles and exit when the running ones end.
+    #[param(value_type = schemas::UndeployMode)]
     mode: UndeployMode,
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+struct UndeployResponse {
+    host: String,
+    #[schema(value_type = schemas::UndeployMode)]
+    mode: UndeployMode,
+    command_id: Option<Uuid>,
+    #[schema(value_type = schemas::ControlRequest)]
+    request: RequestRow,
+}
+
+/// Make the host's agent exit, at once or once its profiles end.
+#[utoipa::path(
+    post,
+    path = "/api/v1/hosts/{host}/undeploy",
+    operation_id = "undeploy",
+    tag = "control",
+    params(("host" = String, Path, description = "Host id"), UndeployQuery),
+    responses(
+        (status = 202, description = "The undeploy command is sent", body = UndeployResponse),
+        CommonErrors,
+    ),
+)]
 async fn undeploy(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -88,12 +133,12 @@ async fn undeploy(
     tracing::info!(%host, mode = ?query.mode, by = %caller.subject, "undeploy requested");
     Ok((
         StatusCode::ACCEPTED,
-        Json(serde_json::json!({
-            "host": host,
-            "mode": query.mode,
-            "command_id": request.command_id,
-            "request": request,
-        })),
+        Json(UndeployResponse {
+            host,
+            mode: query.mode,
+            command_id: request.command_id,
+            request,
+        }),
     ))
 }
 
@@ -104,9 +149,36 @@ fn mode_name(mode: UndeployMode) -> &'static str {
     }
 }
 
-/// `POST /api/v1/hosts/{host}/deploy`: 200 when an agent is live there
-/// already, 202 while the deployer runs (follow the request until it
-/// ends), 409 when none is configured.
+#[derive(Debug, Serialize, ToSchema)]
+struct DeployResponse {
+    #[schema(value_type = schemas::ControlRequest)]
+    request: RequestRow,
+    links: RequestLinks,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct RequestLinks {
+    /// The request, to follow until it ends.
+    #[serde(rename = "self")]
+    this: String,
+}
+
+/// Deploy an agent to the host: 200 when an agent is live there already,
+/// 202 while the deployer runs (follow the request until it ends), 409
+/// when none is configured.
+#[utoipa::path(
+    post,
+    path = "/api/v1/hosts/{host}/deploy",
+    operation_id = "deploy",
+    tag = "control",
+    params(("host" = String, Path, description = "Host id")),
+    responses(
+        (status = 200, description = "An agent is live on the host already", body = DeployResponse),
+        (status = 202, description = "The deployer runs", body = DeployResponse),
+        (status = 409, description = "No deployer is configured", body = ErrorBody),
+        CommonErrors,
+    ),
+)]
 async fn deploy(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -121,9 +193,12 @@ async fn deploy(
         }
     };
     tracing::info!(%host, by = %caller.subject, status = %request.status, "deploy requested");
-    let link = format!("/api/v1/requests/{}", request.id);
+    let this = format!("/api/v1/requests/{}", request.id);
     Ok((
         status,
-        Json(serde_json::json!({ "request": request, "links": { "self": link } })),
+        Json(DeployResponse {
+            request,
+            links: RequestLinks { this },
+        }),
     ))
 }

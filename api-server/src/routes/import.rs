@@ -9,19 +9,22 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use odp_core::model::EventKind;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader, MAX_STACK_DEPTH};
 use odp_core::{folded, pprof, Frame, Snapshot, WeightedStack};
 use serde::Deserialize;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::AppQuery;
+use crate::openapi::{schemas, CommonErrors, ErrorBody};
 use crate::routes::profiles::{validate_name, ProfileView};
 use crate::AppState;
 
@@ -34,9 +37,9 @@ pub const DEFAULT_HOST: &str = "imported";
 /// The import route with its own body limit. `app` merges it after the
 /// global 1 MiB limit layer, which would otherwise apply to it too, so it
 /// carries its own tracing and timeout layers as well.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/profiles/import", post(import))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(import))
         .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES))
         .layer(TraceLayer::new_for_http())
         .layer(TimeoutLayer::with_status_code(
@@ -45,7 +48,8 @@ pub fn router() -> Router<AppState> {
         ))
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+/// pprof (protocol buffers, gzip-compressed or not) or folded stacks.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ImportFormat {
     Pprof,
@@ -61,12 +65,19 @@ impl ImportFormat {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ImportQuery {
+    /// The service the profile belongs to (the token must be allowed to
+    /// profile it).
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub service: String,
+    #[param(inline)]
     pub format: ImportFormat,
+    /// The host the samples are stored under; `imported` when absent.
     #[serde(default)]
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub host: Option<String>,
     /// pprof only: which of the file's sample types to count.
     #[serde(default)]
@@ -77,6 +88,35 @@ pub struct ImportQuery {
     pub event: Option<String>,
 }
 
+/// Import another tool's profile as a finished profile of a service.
+#[utoipa::path(
+    post,
+    path = "/api/v1/profiles/import",
+    operation_id = "import_profile",
+    tag = "profiles",
+    params(ImportQuery),
+    request_body(
+        description = "The file, at most 32 MiB",
+        content(
+            (Vec<u8> = "application/octet-stream"),
+            (String = "text/plain"),
+        ),
+    ),
+    responses(
+        (status = 201, description = "The imported profile", body = schemas::Profile,
+            links(
+                ("describe" = (operation_id = "describe_profile", parameters(("id" = "$response.body#/id")))),
+                ("stop" = (operation_id = "stop_profile", parameters(("id" = "$response.body#/id")))),
+                ("flamegraph" = (operation_id = "flame_graph", parameters(("id" = "$response.body#/id")))),
+                ("top" = (operation_id = "top_functions", parameters(("id" = "$response.body#/id")))),
+                ("issues" = (operation_id = "profile_issues", parameters(("id" = "$response.body#/id")))),
+                ("timeline" = (operation_id = "timeline", parameters(("id" = "$response.body#/id")))),
+            ),
+        ),
+        (status = 413, description = "The file exceeds 32 MiB", body = ErrorBody),
+        CommonErrors,
+    ),
+)]
 async fn import(
     state: axum::extract::State<AppState>,
     caller: Caller,

@@ -1,32 +1,49 @@
 //! Common issue detection (ODP §3): what the rules found in a profile, and
 //! the rules themselves. The pipeline evaluates; this only reads.
 
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use odp_store::{Issue, RuleRow};
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
+use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::profiles::load;
 use crate::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/profiles/{id}/issues", get(profile_issues))
-        .route("/api/v1/rules", get(rules))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(profile_issues))
+        .routes(routes!(rules))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct IssuesResponse {
     profile_id: Uuid,
     /// Detections, largest share first, each with its rule's title,
     /// explanation, fix and link and its heaviest matching stacks.
+    #[schema(value_type = Vec<schemas::Issue>)]
     issues: Vec<Issue>,
 }
 
+/// The common issues the detection rules found in a profile.
+#[utoipa::path(
+    get,
+    path = "/api/v1/profiles/{id}/issues",
+    operation_id = "profile_issues",
+    tag = "queries",
+    params(("id" = Uuid, Path, description = "Profile id")),
+    responses(
+        (status = 200, description = "The profile's detections", body = IssuesResponse),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn profile_issues(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -41,11 +58,23 @@ async fn profile_issues(
     }))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct RulesResponse {
+    #[schema(value_type = Vec<schemas::Rule>)]
     rules: Vec<RuleRow>,
 }
 
+/// The detection rules.
+#[utoipa::path(
+    get,
+    path = "/api/v1/rules",
+    operation_id = "list_rules",
+    tag = "queries",
+    responses(
+        (status = 200, description = "Every rule, seed and user", body = RulesResponse),
+        CommonErrors,
+    ),
+)]
 async fn rules(
     state: axum::extract::State<AppState>,
     caller: Caller,

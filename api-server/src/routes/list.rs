@@ -6,38 +6,62 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use odp_store::{Labels, ProfileFilter, ProfileStatus};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
+use crate::openapi::{schemas, CommonErrors};
 use crate::routes::profiles::{validate_labels, validate_name, ProfileView};
 use crate::AppState;
 
 pub const MAX_PAGE: i64 = 500;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub service: Option<String>,
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub host: Option<String>,
+    /// requested, dispatched, running, finished, stopped, failed or expired.
     pub status: Option<String>,
-    /// RFC 3339 times; profiles created in [since, until).
+    /// RFC 3339 time; profiles created at or after it.
     pub since: Option<DateTime<Utc>>,
+    /// RFC 3339 time; profiles created before it.
     pub until: Option<DateTime<Utc>>,
+    /// Page size; 50 when absent.
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
+    /// The previous page's `next_cursor`.
     pub cursor: Option<String>,
     /// `key:value` pairs, comma-separated: only profiles with all of them.
     pub labels: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ProfilesPage)]
 pub struct ListResponse {
+    #[schema(value_type = Vec<schemas::Profile>)]
     pub profiles: Vec<ProfileView>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
 }
 
+/// Profiles, newest first, filtered and paginated.
+#[utoipa::path(
+    get,
+    path = "/api/v1/profiles",
+    operation_id = "list_profiles",
+    tag = "profiles",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "One page of profiles", body = ListResponse),
+        CommonErrors,
+    ),
+)]
 pub(crate) async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,

@@ -8,5 +8,6 @@ pub mod list;
 pub mod profiles;
 pub mod render;
 pub mod requests;
+pub mod rules;
 pub mod schedules;
 pub mod timeline;

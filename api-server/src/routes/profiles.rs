@@ -2,51 +2,61 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::Target;
 use odp_store::{Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
+use crate::openapi::{schemas, CommonErrors, ErrorBody, NotFound};
 use crate::AppState;
 
 pub const MAX_DURATION_SECS: u64 = 3600;
 pub const MAX_FREQUENCY_HZ: u32 = 10_000;
 pub const DEFAULT_FREQUENCY_HZ: u32 = 99;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/profiles",
-            post(start).get(crate::routes::list::list),
-        )
-        .route("/api/v1/profiles/{id}", get(describe))
-        .route("/api/v1/profiles/{id}/stop", post(stop))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start, crate::routes::list::list))
+        .routes(routes!(describe))
+        .routes(routes!(stop))
 }
 
-/// `POST /api/v1/profiles`: profile a process on a host.
-#[derive(Debug, Deserialize)]
+/// `POST /api/v1/profiles`: profile a process on a host, given by `pid`
+/// or `process_name` (exactly one).
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub host: String,
     /// The service the target belongs to; defaults to `process_name`, or
     /// the host when profiling by pid. Token `services` patterns apply to it.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub service: Option<String>,
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub pid: Option<u32>,
+    /// The executable name (`/proc/PID/comm`), without `/`.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 255)]
     pub process_name: Option<String>,
+    #[schema(minimum = 1, maximum = 3600)]
     pub duration_secs: u64,
+    /// Samples per second; 99 when absent.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 10000)]
     pub frequency_hz: Option<u32>,
     /// Aggregation window; the agent's default (10 s) when absent.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 300)]
     pub window_secs: Option<u64>,
     /// Free-form labels to find the profile by (`{"env": "prod"}`).
     #[serde(default)]
@@ -225,6 +235,32 @@ impl From<ProfileRow> for ProfileView {
     }
 }
 
+/// Profile a process on a host: 202 once the command is dispatched.
+#[utoipa::path(
+    post,
+    path = "/api/v1/profiles",
+    operation_id = "start_profile",
+    tag = "profiles",
+    request_body = StartRequest,
+    params(
+        ("Idempotency-Key" = Option<String>, Header,
+         description = "1 to 200 visible ASCII characters; a retry with the same key returns the same profile"),
+    ),
+    responses(
+        (status = 202, description = "Requested and dispatched", body = schemas::Profile,
+            links(
+                ("describe" = (operation_id = "describe_profile", parameters(("id" = "$response.body#/id")))),
+                ("stop" = (operation_id = "stop_profile", parameters(("id" = "$response.body#/id")))),
+                ("flamegraph" = (operation_id = "flame_graph", parameters(("id" = "$response.body#/id")))),
+                ("top" = (operation_id = "top_functions", parameters(("id" = "$response.body#/id")))),
+                ("issues" = (operation_id = "profile_issues", parameters(("id" = "$response.body#/id")))),
+                ("timeline" = (operation_id = "timeline", parameters(("id" = "$response.body#/id")))),
+            ),
+        ),
+        (status = 409, description = "A live profile of the same target exists; the body's `profile` is it", body = ErrorBody),
+        CommonErrors,
+    ),
+)]
 async fn start(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -328,6 +364,20 @@ fn duplicate(row: ProfileRow) -> Response {
     (StatusCode::CONFLICT, Json(body)).into_response()
 }
 
+/// Stop a profile early; the last partial window is flushed.
+#[utoipa::path(
+    post,
+    path = "/api/v1/profiles/{id}/stop",
+    operation_id = "stop_profile",
+    tag = "profiles",
+    params(("id" = Uuid, Path, description = "Profile id")),
+    responses(
+        (status = 202, description = "Stop requested", body = schemas::Profile),
+        (status = 409, description = "The profile has ended already", body = ErrorBody),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn stop(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -356,6 +406,19 @@ async fn stop(
     Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
 }
 
+/// One profile and its status.
+#[utoipa::path(
+    get,
+    path = "/api/v1/profiles/{id}",
+    operation_id = "describe_profile",
+    tag = "profiles",
+    params(("id" = Uuid, Path, description = "Profile id")),
+    responses(
+        (status = 200, description = "The profile", body = schemas::Profile),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn describe(
     state: axum::extract::State<AppState>,
     caller: Caller,

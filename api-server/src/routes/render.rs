@@ -8,10 +8,13 @@ use axum::response::{IntoResponse, Response};
 use odp_core::pprof::{self, PprofMeta};
 use odp_core::{folded, speedscope, WeightedStack};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+/// The response's format: a JSON document of the endpoint's own shape,
+/// folded stacks, an SVG flame graph, gzip pprof or speedscope JSON.
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     #[default]

@@ -1,41 +1,62 @@
 //! `GET /api/v1/requests`: the control requests (deploy, undeploy, stop)
 //! with who asked, when, and how each went; newest first.
 
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use odp_store::{RequestFilter, RequestKind, RequestRow};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
+use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::profiles::validate_name;
 use crate::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/requests", get(list))
-        .route("/api/v1/requests/{id}", get(describe))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(describe))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
     /// deploy, undeploy or stop.
     kind: Option<String>,
+    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     host: Option<String>,
     /// Only requests still under way.
     #[serde(default)]
     open: bool,
+    /// How many; 50 when absent.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RequestList)]
 struct ListResponse {
+    #[schema(value_type = Vec<schemas::ControlRequest>)]
     requests: Vec<RequestRow>,
 }
 
+/// Deploy, undeploy and stop requests, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/requests",
+    operation_id = "list_requests",
+    tag = "control",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "The requests", body = ListResponse),
+        CommonErrors,
+    ),
+)]
 async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -72,6 +93,19 @@ async fn list(
     Ok(Json(ListResponse { requests }))
 }
 
+/// One request: who asked, when, and how it went.
+#[utoipa::path(
+    get,
+    path = "/api/v1/requests/{id}",
+    operation_id = "describe_request",
+    tag = "control",
+    params(("id" = Uuid, Path, description = "Request id")),
+    responses(
+        (status = 200, description = "The request", body = schemas::ControlRequest),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn describe(
     state: axum::extract::State<AppState>,
     caller: Caller,

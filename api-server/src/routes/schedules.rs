@@ -3,50 +3,62 @@
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use odp_store::{NewSchedule, SchedulePatch, ScheduleRow, ScheduleRunRow, Schedules};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::cron_schedule::CronSchedule;
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
+use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::profiles::{validate_name, StartRequest, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
 use crate::AppState;
 
 /// How many runs `GET /api/v1/schedules/{id}` shows, newest first.
 const RUNS_SHOWN: i64 = 50;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/schedules", get(list).post(create))
-        .route(
-            "/api/v1/schedules/{id}",
-            get(describe).patch(update).delete(remove),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(describe, update, remove))
 }
 
-/// `POST /api/v1/schedules`.
-#[derive(Debug, Deserialize)]
+/// `POST /api/v1/schedules`: the target as for a start (`pid` or
+/// `process_name`), and when to profile it.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateScheduleRequest {
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub name: String,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub service: Option<String>,
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub host: String,
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub pid: Option<u32>,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 255)]
     pub process_name: Option<String>,
+    #[schema(minimum = 1, maximum = 3600)]
     pub duration_secs: u64,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 10000)]
     pub frequency_hz: Option<u32>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 300)]
     pub window_secs: Option<u64>,
+    /// Five fields (minute hour day-of-month month day-of-week), or six
+    /// with seconds first.
     pub cron: String,
+    /// An IANA time zone the cron expression is read in; UTC when absent.
     #[serde(default = "utc")]
     pub timezone: String,
     #[serde(default = "enabled")]
@@ -62,7 +74,7 @@ fn enabled() -> bool {
 }
 
 /// `PATCH /api/v1/schedules/{id}`: absent fields stay as they are.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateScheduleRequest {
     #[serde(default)]
@@ -72,8 +84,10 @@ pub struct UpdateScheduleRequest {
     #[serde(default)]
     pub timezone: Option<String>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 3600)]
     pub duration_secs: Option<u64>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 10000)]
     pub frequency_hz: Option<u32>,
 }
 
@@ -85,7 +99,14 @@ pub struct ScheduleDetail {
     pub runs: Vec<RunView>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+struct SchedulesResponse {
+    #[schema(value_type = Vec<schemas::Schedule>)]
+    schedules: Vec<ScheduleRow>,
+}
+
+/// One firing of a schedule.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RunView {
     pub scheduled_for: DateTime<Utc>,
     pub fired_at: DateTime<Utc>,
@@ -200,6 +221,25 @@ impl UpdateScheduleRequest {
     }
 }
 
+/// Create a schedule (admin).
+#[utoipa::path(
+    post,
+    path = "/api/v1/schedules",
+    operation_id = "create_schedule",
+    tag = "schedules",
+    request_body = CreateScheduleRequest,
+    responses(
+        (status = 201, description = "Created", body = schemas::Schedule,
+            links(
+                ("describe" = (operation_id = "describe_schedule", parameters(("id" = "$response.body#/id")))),
+                ("update" = (operation_id = "update_schedule", parameters(("id" = "$response.body#/id")))),
+                ("delete" = (operation_id = "delete_schedule", parameters(("id" = "$response.body#/id")))),
+            ),
+        ),
+        (status = 409, description = "A schedule of that name exists", body = crate::openapi::ErrorBody),
+        CommonErrors,
+    ),
+)]
 async fn create(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -212,15 +252,39 @@ async fn create(
     Ok((StatusCode::CREATED, Json(row)))
 }
 
+/// Every schedule.
+#[utoipa::path(
+    get,
+    path = "/api/v1/schedules",
+    operation_id = "list_schedules",
+    tag = "schedules",
+    responses(
+        (status = 200, description = "The schedules", body = SchedulesResponse),
+        CommonErrors,
+    ),
+)]
 async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<SchedulesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
     let schedules = Schedules::new(state.pool.clone()).list().await?;
-    Ok(Json(serde_json::json!({ "schedules": schedules })))
+    Ok(Json(SchedulesResponse { schedules }))
 }
 
+/// A schedule with its latest runs.
+#[utoipa::path(
+    get,
+    path = "/api/v1/schedules/{id}",
+    operation_id = "describe_schedule",
+    tag = "schedules",
+    params(("id" = Uuid, Path, description = "Schedule id")),
+    responses(
+        (status = 200, description = "The schedule", body = schemas::ScheduleWithRuns),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn describe(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -236,6 +300,20 @@ async fn describe(
     }))
 }
 
+/// Change a schedule (admin); absent fields stay as they are.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/schedules/{id}",
+    operation_id = "update_schedule",
+    tag = "schedules",
+    params(("id" = Uuid, Path, description = "Schedule id")),
+    request_body = UpdateScheduleRequest,
+    responses(
+        (status = 200, description = "The changed schedule", body = schemas::Schedule),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn update(
     state: axum::extract::State<AppState>,
     caller: Caller,
@@ -254,6 +332,19 @@ async fn update(
     Ok(Json(row))
 }
 
+/// Delete a schedule (admin).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/schedules/{id}",
+    operation_id = "delete_schedule",
+    tag = "schedules",
+    params(("id" = Uuid, Path, description = "Schedule id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn remove(
     state: axum::extract::State<AppState>,
     caller: Caller,

@@ -2,28 +2,45 @@
 //! samples and sampling frequency, so a UI can plot activity and pick a
 //! time window for the flame graph.
 
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use odp_store::TimelineWindow;
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
+use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::profiles::load;
 use crate::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/profiles/{id}/timeline", get(timeline))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(timeline))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct TimelineJson {
     profile_id: Uuid,
+    #[schema(value_type = Vec<schemas::TimelineWindow>)]
     windows: Vec<TimelineWindow>,
 }
 
+/// A profile's windows in time order: host, bounds, event and samples.
+#[utoipa::path(
+    get,
+    path = "/api/v1/profiles/{id}/timeline",
+    operation_id = "timeline",
+    tag = "queries",
+    params(("id" = Uuid, Path, description = "Profile id")),
+    responses(
+        (status = 200, description = "The profile's windows", body = TimelineJson),
+        NotFound,
+        CommonErrors,
+    ),
+)]
 async fn timeline(
     state: axum::extract::State<AppState>,
     caller: Caller,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use odp_core::cost::CostEventKind;
 use odp_core::{Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
-use odp_profiler_service::plugin::native::NativePlugin;
+use odp_profiler_service::plugin::Plugins;
 use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
@@ -69,11 +69,13 @@ pub fn profile(
         frequency_hz,
         window,
         cost,
+        plugin: None,
+        event: None,
     };
     let (_stop, stop_rx) = mpsc::channel();
     let (mut snapshots, mut reports) = (Vec::new(), Vec::new());
     runner::run(
-        &NativePlugin::default(),
+        &Plugins::default(),
         &ProcFs::default(),
         &spec,
         &stop_rx,

@@ -82,6 +82,13 @@ pub fn thread_cpu_time() -> Option<Duration> {
     parse_stat_ticks(&stat).map(|ticks| Duration::from_nanos(ticks.saturating_mul(TICK_NANOS)))
 }
 
+/// CPU time a whole process has used (all its threads), from
+/// `/proc/PID/stat`; still readable once it exited until it is reaped.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_ticks(&stat).map(|ticks| Duration::from_nanos(ticks.saturating_mul(TICK_NANOS)))
+}
+
 /// utime + stime (fields 14 and 15) of a `/proc/*/stat` line, whose second
 /// field (the command, in parentheses) may itself hold spaces.
 fn parse_stat_ticks(stat: &str) -> Option<u64> {

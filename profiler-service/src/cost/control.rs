@@ -41,6 +41,8 @@ pub struct Control {
     settings: CostSettings,
     governor: Governor,
     cpu_mark: Option<(Duration, Instant)>,
+    /// The plugin's helper-process CPU at the last window close.
+    helper_mark: Duration,
 }
 
 impl Control {
@@ -55,6 +57,7 @@ impl Control {
             settings,
             governor,
             cpu_mark,
+            helper_mark: Duration::ZERO,
         }
     }
 
@@ -69,7 +72,14 @@ impl Control {
     }
 
     /// Prunes a just closed window in place and decides the next frequency.
-    pub fn close_window(&mut self, snapshot: &mut Snapshot, now: Instant) -> WindowOutcome {
+    /// `helper_cpu` is the CPU the plugin's helper processes (py-spy) used
+    /// since the profile started: the budget counts it with the agent's.
+    pub fn close_window(
+        &mut self,
+        snapshot: &mut Snapshot,
+        now: Instant,
+        helper_cpu: Duration,
+    ) -> WindowOutcome {
         let pruned = match self.settings.fsp_share {
             Some(share) => fsp::prune(snapshot, share),
             None => fsp::PruneStats {
@@ -77,11 +87,13 @@ impl Control {
                 ..fsp::PruneStats::default()
             },
         };
+        let helpers = helper_cpu.saturating_sub(self.helper_mark);
+        self.helper_mark = helper_cpu.max(self.helper_mark);
         let cpu = self.cpu_mark.and_then(|(before, at)| {
             let after = thread_cpu_time()?;
             self.cpu_mark = Some((after, now));
             Some((
-                after.saturating_sub(before),
+                after.saturating_sub(before) + helpers,
                 now.saturating_duration_since(at),
             ))
         });
@@ -166,7 +178,7 @@ mod tests {
         let mut control = Control::new(Uuid::nil(), 100, settings, t0);
         assert!(control.active());
         let mut first = window(0, &[("hot", 1, 95), ("idle", 2, 5)]);
-        let out = control.close_window(&mut first, t0);
+        let out = control.close_window(&mut first, t0, Duration::ZERO);
         assert_eq!(first.total_samples(), 95);
         assert_eq!(out.next_hz, None);
         assert!(matches!(
@@ -181,7 +193,7 @@ mod tests {
             }]
         ));
         let mut second = window(1, &[("hot", 1, 90)]);
-        let out = control.close_window(&mut second, t0);
+        let out = control.close_window(&mut second, t0, Duration::ZERO);
         assert_eq!(out.next_hz, Some(50));
         assert!(matches!(
             out.events[1],
@@ -201,7 +213,7 @@ mod tests {
 
         let mut off = Control::new(Uuid::nil(), 100, CostSettings::default(), t0);
         let mut w = window(0, &[("hot", 1, 95), ("idle", 2, 5)]);
-        let out = off.close_window(&mut w, t0);
+        let out = off.close_window(&mut w, t0, Duration::ZERO);
         assert!(out.events.is_empty() && out.next_hz.is_none());
         assert_eq!(w.total_samples(), 100);
     }

@@ -44,6 +44,7 @@ fn options_override_defaults_and_fda_bounds_follow_the_request() {
             period_ms: 500,
         }),
         overhead_budget: Some(0.05),
+        ..StartOptions::default()
     };
     let settings = defaults.resolve(99, &options).unwrap();
     assert_eq!(settings.fsp_share, None, "share 1 keeps every thread");

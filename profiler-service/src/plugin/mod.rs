@@ -4,15 +4,27 @@
 //! calls a plugin's [`Session`] on its own blocking thread: `poll` moves
 //! whatever the plugin collected since the last call into the window's
 //! [`WindowSink`], and `sync_targets` tells it which processes the target
-//! designates now. Only `native` (perf_event) exists today; Python and JVM
-//! plugins slot in as further modules implementing the same two traits.
+//! designates now.
+//!
+//! One module per plugin: [`native`] (perf_event), [`python`] (py-spy) and
+//! [`jvm`] (JFR over the attach socket). [`detect`] tells a target's
+//! runtime from `/proc`, and [`Plugins`] maps each runtime to its plugin.
+//! Every profile runs its session on its own thread, so a plugin that
+//! fails (or panics) ends only its own profile.
 
+pub mod detect;
+pub mod jvm;
 pub mod native;
+pub mod python;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
 
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot};
+use odp_core::{EventKind, Frame, Language, Snapshot};
+
+use crate::targets::ProcFs;
 
 /// A kind of profiler.
 pub trait Plugin: Send + Sync {
@@ -49,6 +61,107 @@ pub trait Session {
     /// The target now designates these (live) processes: attach new ones
     /// and their new threads, forget the ones gone.
     fn sync_targets(&mut self, pids: &[u32]);
+
+    /// CPU used by the plugin's helper processes (py-spy) since the
+    /// session opened, which the overhead budget counts as the agent's.
+    fn helper_cpu_time(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// The profile ends: moves everything still buffered into the window.
+    /// Plugins whose tool writes its samples only when it stops (py-spy,
+    /// JFR) stop it here; the others just poll.
+    fn finish(&mut self, sink: &mut WindowSink) -> Result<PollStats, PluginError> {
+        self.poll(sink)
+    }
+}
+
+/// The plugin for each runtime (and, for the JVM, each event it can
+/// measure). Cloning shares the plugins.
+#[derive(Clone)]
+pub struct Plugins {
+    native: Arc<dyn Plugin>,
+    python: Arc<dyn Plugin>,
+    jvm: Arc<dyn Plugin>,
+    jvm_alloc: Arc<dyn Plugin>,
+}
+
+impl Plugins {
+    /// The standard plugins, reading `/proc` through `procfs`.
+    pub fn standard(procfs: ProcFs, settings: PluginSettings) -> Self {
+        let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd);
+        Plugins {
+            native: Arc::new(native::NativePlugin::new(procfs.clone())),
+            python: Arc::new(python::PythonPlugin::new(
+                procfs,
+                settings.py_spy,
+                settings.python_native,
+            )),
+            jvm: Arc::new(jvm.clone()),
+            jvm_alloc: Arc::new(jvm.allocations()),
+        }
+    }
+
+    /// The CPU-sampling plugin of a runtime.
+    pub fn get(&self, language: Language) -> &dyn Plugin {
+        match language {
+            Language::Native => &*self.native,
+            Language::Python => &*self.python,
+            Language::Jvm => &*self.jvm,
+        }
+    }
+
+    /// The plugin that measures `event` (its CPU event when `None`) in a
+    /// runtime, or why there is none.
+    pub fn for_event(
+        &self,
+        language: Language,
+        event: Option<EventKind>,
+    ) -> Result<&dyn Plugin, String> {
+        match (language, event) {
+            (_, None | Some(EventKind::Cycles | EventKind::CpuClock)) => Ok(self.get(language)),
+            (Language::Jvm, Some(EventKind::AllocBytes)) => Ok(&*self.jvm_alloc),
+            (_, Some(event)) => Err(format!(
+                "the {language} plugin cannot measure {event} (jvm measures alloc-bytes; \
+                 every plugin measures CPU)"
+            )),
+        }
+    }
+
+    /// The plugin names, as heartbeats report them.
+    pub fn names(&self) -> Vec<String> {
+        Language::ALL
+            .into_iter()
+            .map(|l| self.get(l).name().to_owned())
+            .collect()
+    }
+}
+
+impl Default for Plugins {
+    fn default() -> Self {
+        Plugins::standard(ProcFs::default(), PluginSettings::default())
+    }
+}
+
+/// The external tools plugins run, and their options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSettings {
+    /// py-spy, for the `python` plugin.
+    pub py_spy: std::path::PathBuf,
+    /// Whether Python stacks include native (C) frames.
+    pub python_native: bool,
+    /// jcmd, for the `jvm` plugin.
+    pub jcmd: std::path::PathBuf,
+}
+
+impl Default for PluginSettings {
+    fn default() -> Self {
+        PluginSettings {
+            py_spy: "py-spy".into(),
+            python_native: false,
+            jcmd: "jcmd".into(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +179,23 @@ pub enum PluginError {
     Perf(#[from] native::perf::OpenError),
     #[error("no thread of pids {0:?} could be sampled")]
     NothingAttached(Vec<u32>),
+    /// The plugin's external tool cannot be run at all.
+    #[error("{tool} cannot be run ({path}): {error}; {hint}")]
+    ToolMissing {
+        tool: &'static str,
+        path: String,
+        error: std::io::Error,
+        hint: &'static str,
+    },
+    #[error("cannot create the plugin's working directory: {0}")]
+    WorkDir(std::io::Error),
+    /// The plugin's external tool ran and failed.
+    #[error("{tool} failed on pid {pid}: {message}")]
+    ToolFailed {
+        tool: &'static str,
+        pid: u32,
+        message: String,
+    },
 }
 
 /// The window being filled: a [`SnapshotBuilder`] plus per-window caches so
@@ -95,6 +225,12 @@ impl WindowSink {
         index
     }
 
+    /// The index of a frame, interned by value: for plugins whose tools
+    /// hand out frames already symbolized (no address to key them by).
+    pub fn intern(&mut self, frame: &Frame) -> u32 {
+        self.builder.intern(frame)
+    }
+
     /// Adds samples of a stack of interned frames, root first.
     pub fn add_stack(&mut self, frames: Vec<u32>, tid: u32, count: u64) {
         self.builder.add_indexes(frames, tid, count);
@@ -116,5 +252,33 @@ impl WindowSink {
     /// Ends the window and starts a fresh one.
     pub fn take(&mut self, header: SnapshotHeader) -> Snapshot {
         std::mem::take(self).builder.build(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_runtime_and_event_finds_its_plugin_or_says_why_not() {
+        let plugins = Plugins::default();
+        assert_eq!(plugins.names(), ["native", "python", "jvm"]);
+        for language in Language::ALL {
+            let plugin = plugins.for_event(language, None).unwrap();
+            assert_eq!(plugin.name(), language.as_str());
+            let cpu = plugins.for_event(language, Some(EventKind::CpuClock));
+            assert_eq!(cpu.unwrap().name(), language.as_str());
+        }
+        assert!(plugins
+            .for_event(Language::Jvm, Some(EventKind::AllocBytes))
+            .is_ok());
+        let refused = plugins
+            .for_event(Language::Python, Some(EventKind::AllocBytes))
+            .err()
+            .unwrap();
+        assert!(refused.contains("python plugin cannot measure alloc-bytes"));
+        assert!(plugins
+            .for_event(Language::Native, Some(EventKind::HeapBytes))
+            .is_err());
     }
 }

@@ -7,9 +7,12 @@
 
 pub mod kafka;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
+
+use odp_core::Snapshot;
 
 /// Compiles tests/data/burn.c into the test's temporary directory.
 pub fn build_burner(name: &str) -> PathBuf {
@@ -117,4 +120,96 @@ pub fn start_workload(binary: &Path, args: &[&str]) -> Killed {
         .expect("start the workload");
     std::thread::sleep(Duration::from_millis(300));
     Killed(child)
+}
+
+/// The interpreter `python3` runs, found once: started directly, the
+/// workload's pid is the interpreter's from the start (`python3` may be a
+/// wrapper script, such as a pyenv shim, that execs it later).
+fn python_interpreter() -> &'static Path {
+    static INTERPRETER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    INTERPRETER.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 is needed to run the Python test workload");
+        assert!(out.status.success(), "python3 failed");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+/// Starts tests/data/hot_python.py for `seconds`, killed on drop, once the
+/// interpreter has loaded it.
+pub fn start_python(seconds: u32) -> Killed {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hot_python.py");
+    let child = Command::new(python_interpreter())
+        .arg(&script)
+        .arg(seconds.to_string())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the Python test workload");
+    std::thread::sleep(Duration::from_millis(500));
+    Killed(child)
+}
+
+/// Compiles tests/data/HotTable.java with `javac` into the test's temporary
+/// directory and returns the class directory.
+pub fn build_java() -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/HotTable.java");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("java-hot-table");
+    std::fs::create_dir_all(&out).expect("create the class directory");
+    let status = Command::new("javac")
+        .arg("-d")
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .expect("javac (a JDK) is needed to build the Java test workload");
+    assert!(status.success(), "javac failed on {}", source.display());
+    out
+}
+
+/// Starts the compiled HotTable for `seconds`, killed on drop, once the
+/// JVM is up and its hot path compiled.
+pub fn start_java(classes: &Path, seconds: u32) -> Killed {
+    let child = Command::new("java")
+        .arg("-cp")
+        .arg(classes)
+        .arg("HotTable")
+        .arg(seconds.to_string())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("java is needed to run the Java test workload");
+    std::thread::sleep(Duration::from_millis(1500));
+    Killed(child)
+}
+
+/// Samples (or bytes) per function, counted once per stack wherever the
+/// function is on it, ranked highest first.
+pub fn ranked_functions(snapshots: &[Snapshot]) -> (Vec<(String, u64)>, u64) {
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    let mut total = 0;
+    for snapshot in snapshots {
+        for stack in &snapshot.stacks {
+            total += stack.count;
+            let mut names: Vec<&str> = snapshot
+                .stack_frames(stack)
+                .map(|f| f.function.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            for name in names {
+                *counts.entry(name.to_owned()).or_insert(0) += stack.count;
+            }
+        }
+    }
+    let mut ranked: Vec<(String, u64)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    (ranked, total)
+}
+
+/// Which of `candidates` ranks highest among the ranked functions.
+pub fn first_of<'a>(ranked: &'a [(String, u64)], candidates: &[&str]) -> Option<&'a str> {
+    ranked
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .find(|name| candidates.contains(name))
 }

@@ -5,7 +5,7 @@
 use odp_store::RuleDef;
 
 /// The pack, as built into the binary.
-pub const SEED_JSON: &str = include_str!("../../../rules/seed.json");
+pub const SEED_JSON: &str = include_str!("../seed.json");
 
 /// The parsed pack. The file is checked by this crate's tests, so a
 /// malformed pack never ships.
@@ -16,7 +16,7 @@ pub fn seed_rules() -> Result<Vec<RuleDef>, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::{profile, ProfileInput, RuleSet};
+    use crate::{profile, ProfileInput, RuleSet};
 
     /// A frame each seed rule must recognise, as the plugins report it.
     const EXAMPLES: &[(&str, &str, &str)] = &[
@@ -83,13 +83,10 @@ mod tests {
             (&[("main", "/app"), ("work", "/app"), frame], matched),
             (&[("main", "/app"), ("work", "/app")], 100_000 - matched),
         ]);
-        set.evaluate(&ProfileInput {
-            service: "svc",
-            data: &data,
-        })
-        .into_iter()
-        .map(|d| d.rule_id)
-        .collect()
+        set.evaluate(&ProfileInput::new("svc", &data))
+            .into_iter()
+            .map(|d| d.rule_id)
+            .collect()
     }
 
     #[test]
@@ -98,6 +95,11 @@ mod tests {
         let (set, errors) = RuleSet::compile(rules.clone());
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(set.len(), rules.len());
+        // Regressions need a schedule's history: share_regression's tests.
+        let rules: Vec<RuleDef> = rules
+            .into_iter()
+            .filter(|r| r.kind == crate::stack_share::KIND)
+            .collect();
         let ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
         let examples: Vec<&str> = EXAMPLES.iter().map(|e| e.0).collect();
         assert_eq!(ids, examples, "every seed rule has an example here");

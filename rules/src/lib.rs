@@ -7,6 +7,9 @@
 //! threshold logic is common to all kinds and lives here. Kinds:
 //! - `stack_share` ([`stack_share`]): the share of samples whose stack
 //!   contains (or ends in) a frame matching a pattern;
+//! - `share_regression` ([`share_regression`]): a scheduled profile that
+//!   finished, against its schedule's previous runs: a function whose self
+//!   share grew by the threshold in points, or a rule newly hit;
 //! - `library_version` and `runtime_option` (not implemented yet): they
 //!   will read the agent-reported metadata of [`ProfileInput`] once agents
 //!   report it, and report a match as evidence covering all samples, so a
@@ -18,7 +21,10 @@ use odp_core::Target;
 use odp_store::{Detection, ProfileFrames, ProfileIdentity, RuleDef, StackHit};
 
 pub mod seed;
+pub mod share_regression;
 pub mod stack_share;
+
+pub use share_regression::RunHistory;
 
 /// How many of a detection's heaviest matching stacks are kept.
 pub const TOP_STACKS: usize = 5;
@@ -30,22 +36,56 @@ pub struct ProfileInput<'a> {
     pub service: &'a str,
     /// Samples merged per stack, frames deduplicated.
     pub data: &'a ProfileFrames,
+    /// For a finished scheduled run: its schedule's previous runs.
+    pub history: Option<&'a RunHistory>,
+    /// Rules the other kinds flagged, for kinds that
+    /// [look at them](RuleKind::reads_findings).
+    pub flagged: &'a [String],
     // Agent-reported metadata (library versions, runtime options) goes
     // here when agents report it.
 }
 
+impl<'a> ProfileInput<'a> {
+    pub fn new(service: &'a str, data: &'a ProfileFrames) -> Self {
+        ProfileInput {
+            service,
+            data,
+            history: None,
+            flagged: &[],
+        }
+    }
+}
+
 /// How much of a profile a rule matched.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     pub matched: u64,
     pub total: u64,
     /// Matching stacks, heaviest first, at most [`TOP_STACKS`].
     pub stacks: Vec<StackHit>,
+    /// For kinds whose measure is not the matched share of samples (a
+    /// growth in points): compared with the threshold instead.
+    pub score_pct: Option<f64>,
+    /// Flagged whatever the threshold (a rule newly hit).
+    pub flag: bool,
+    /// What the kind found, for people (stored with the detection).
+    pub detail: serde_json::Value,
 }
 
 /// One rule kind's check, compiled from the rule's `spec`.
 pub trait RuleKind: Send + Sync + fmt::Debug {
     fn measure(&self, profile: &ProfileInput<'_>) -> Evidence;
+
+    /// Kinds that read [`ProfileInput::flagged`] run after the others.
+    fn reads_findings(&self) -> bool {
+        false
+    }
+
+    /// How many previous runs of a schedule the kind compares with, if it
+    /// reads [`ProfileInput::history`].
+    fn history_runs(&self) -> Option<usize> {
+        None
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,11 +108,34 @@ fn compile_kind(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
         stack_share::KIND => Ok(Box::new(
             stack_share::StackShare::from_spec(&def.spec).map_err(invalid)?,
         )),
+        share_regression::KIND => Ok(Box::new(
+            share_regression::ShareRegression::from_spec(&def.spec).map_err(invalid)?,
+        )),
         other => Err(RuleError::UnknownKind {
             id: def.id.clone(),
             kind: other.to_owned(),
         }),
     }
+}
+
+/// Checks a rule as an admin submits it (disabled or not): its thresholds
+/// are percentages and its kind's spec compiles.
+pub fn validate(def: &RuleDef) -> Result<(), RuleError> {
+    check(def).map(drop)
+}
+
+fn check(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
+    let valid = |t: f64| (0.0..=100.0).contains(&t);
+    if let Some(&threshold) = std::iter::once(&def.threshold_pct)
+        .chain(def.service_thresholds.values())
+        .find(|t| !valid(**t))
+    {
+        return Err(RuleError::InvalidThreshold {
+            id: def.id.clone(),
+            threshold,
+        });
+    }
+    compile_kind(def)
 }
 
 /// The service a profile belongs to, what per-service thresholds are keyed
@@ -109,18 +172,7 @@ impl RuleSet {
         let mut set = RuleSet::default();
         let mut errors = Vec::new();
         for def in defs.into_iter().filter(|d| d.enabled) {
-            let valid = |t: f64| (0.0..=100.0).contains(&t);
-            if let Some(&threshold) = std::iter::once(&def.threshold_pct)
-                .chain(def.service_thresholds.values())
-                .find(|t| !valid(**t))
-            {
-                errors.push(RuleError::InvalidThreshold {
-                    id: def.id.clone(),
-                    threshold,
-                });
-                continue;
-            }
-            match compile_kind(&def) {
+            match check(&def) {
                 Ok(kind) => set.rules.push(CompiledRule { def, kind }),
                 Err(e) => errors.push(e),
             }
@@ -138,26 +190,59 @@ impl RuleSet {
 
     /// The rules that flag this profile: those matching at least one sample
     /// with a share at or above their threshold for its service.
+    /// Kinds that read other rules' findings run second, seeing the first
+    /// pass's.
     pub fn evaluate(&self, profile: &ProfileInput<'_>) -> Vec<Detection> {
+        let (late, early): (Vec<&CompiledRule>, Vec<&CompiledRule>) =
+            self.rules.iter().partition(|r| r.kind.reads_findings());
+        let mut found: Vec<Detection> = early
+            .into_iter()
+            .filter_map(|rule| rule.check(profile))
+            .collect();
+        if !late.is_empty() {
+            let flagged: Vec<String> = found.iter().map(|d| d.rule_id.clone()).collect();
+            let profile = ProfileInput {
+                flagged: &flagged,
+                ..*profile
+            };
+            found.extend(late.into_iter().filter_map(|rule| rule.check(&profile)));
+        }
+        found
+    }
+
+    /// The most previous runs any enabled rule compares with: `None` when
+    /// none reads a schedule's history, which then need not be loaded.
+    pub fn history_runs(&self) -> Option<usize> {
         self.rules
             .iter()
-            .filter_map(|rule| {
-                let evidence = rule.kind.measure(profile);
-                if evidence.matched == 0 || evidence.total == 0 {
-                    return None;
-                }
-                let share = evidence.matched as f64 * 100.0 / evidence.total as f64;
-                let threshold = rule.def.threshold_for(profile.service);
-                (share >= threshold).then(|| Detection {
-                    rule_id: rule.def.id.clone(),
-                    share,
-                    threshold_pct: threshold,
-                    samples_matched: evidence.matched,
-                    samples_total: evidence.total,
-                    stacks: evidence.stacks,
-                })
-            })
-            .collect()
+            .filter_map(|r| r.kind.history_runs())
+            .max()
+    }
+}
+
+impl CompiledRule {
+    /// The detection if the rule flags the profile.
+    fn check(&self, profile: &ProfileInput<'_>) -> Option<Detection> {
+        let evidence = self.kind.measure(profile);
+        let threshold = self.def.threshold_for(profile.service);
+        let share = match evidence.score_pct {
+            Some(score) => score,
+            None if evidence.matched == 0 || evidence.total == 0 => return None,
+            None => evidence.matched as f64 * 100.0 / evidence.total as f64,
+        };
+        let above = match evidence.score_pct {
+            Some(score) => score > 0.0 && score >= threshold,
+            None => share >= threshold,
+        };
+        (above || evidence.flag).then(|| Detection {
+            rule_id: self.def.id.clone(),
+            share,
+            threshold_pct: threshold,
+            samples_matched: evidence.matched,
+            samples_total: evidence.total,
+            stacks: evidence.stacks,
+            detail: evidence.detail,
+        })
     }
 }
 
@@ -228,12 +313,7 @@ mod tests {
         let (set, errors) = RuleSet::compile([rule]);
         assert!(errors.is_empty(), "{errors:?}");
         let data = profile(&[(&[("main", ""), ("hot", "")], 20), (&[("main", "")], 80)]);
-        let at = |service| {
-            set.evaluate(&ProfileInput {
-                service,
-                data: &data,
-            })
-        };
+        let at = |service| set.evaluate(&ProfileInput::new(service, &data));
         let flagged = at("search");
         assert_eq!(flagged.len(), 1);
         assert_eq!((flagged[0].share, flagged[0].threshold_pct), (20.0, 10.0));
@@ -263,6 +343,7 @@ mod tests {
             target,
             host: Some("h-1".into()),
             service: service.map(str::to_owned),
+            ended: false,
         };
         assert_eq!(service_of(&id(Some("svc"), Some(Target::Pid(1)))), "svc");
         assert_eq!(

@@ -6,7 +6,7 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use super::{top_stacks, Evidence, ProfileInput, RuleKind};
+use crate::{top_stacks, Evidence, ProfileInput, RuleKind};
 use odp_store::StackHit;
 
 pub const KIND: &str = "stack_share";
@@ -83,6 +83,7 @@ impl RuleKind for StackShare {
             matched,
             total,
             stacks: top_stacks(hits),
+            ..Evidence::default()
         }
     }
 }
@@ -90,12 +91,12 @@ impl RuleKind for StackShare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::profile;
+    use crate::profile;
 
     fn measure(spec: serde_json::Value, data: &odp_store::ProfileFrames) -> Evidence {
         StackShare::from_spec(&spec)
             .unwrap()
-            .measure(&ProfileInput { service: "s", data })
+            .measure(&ProfileInput::new("s", data))
     }
 
     #[test]

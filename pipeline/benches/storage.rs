@@ -1,0 +1,278 @@
+//! Storage compactness: bytes on disk per sample and per distinct stack for
+//! one profile stored in Postgres, against the same profile as gzip pprof,
+//! before and after downsampling.
+//!
+//! A synthetic hour-long profile (10 s windows from a month ago, stacks
+//! drawn with a skewed distribution from a fixed set, several threads) is
+//! stored with `odp_store::store_snapshots` into a fresh database, so every
+//! row of the data tables is this profile's. Sizes are
+//! `pg_total_relation_size` (heap, indexes and TOAST) after `VACUUM FULL`.
+//! The gzip pprof side is `odp_core::pprof::encode` of the merged profile
+//! (no time or thread dimension) and of each window on its own (what
+//! keeping every window as a pprof file would cost).
+//!
+//! Run by hand: `cargo bench -p odp-pipeline --bench storage` (or `cargo
+//! test -p odp-pipeline --bench storage` to skip the release build; sizes
+//! do not depend on it). Needs Postgres like the tests. Prints, asserts
+//! nothing.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use odp_core::pprof::{self, PprofMeta};
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
+use odp_devstack::{Stack, StackOptions};
+use odp_pipeline::retention::{run_once, RetentionOptions};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const WINDOWS: u64 = 360;
+const SAMPLES_PER_WINDOW: u64 = 990;
+const DISTINCT_STACKS: usize = 2_000;
+const FRAME_VOCABULARY: usize = 3_000;
+const THREADS: u32 = 8;
+const TABLES: [&str; 5] = [
+    "frames",
+    "stacks",
+    "snapshots",
+    "samples",
+    "snapshot_threads",
+];
+
+/// A small deterministic generator (xorshift64*), so every run measures
+/// the same profile.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Skewed towards small values, as a few stacks hold most samples.
+    fn skewed(&mut self, n: usize) -> usize {
+        let a = self.below(n);
+        let b = self.below(a + 1);
+        self.below(b + 1)
+    }
+}
+
+/// Stacks of 12 to 40 frames sharing prefixes, as real call trees do.
+fn stacks(rng: &mut Rng) -> Vec<Vec<Frame>> {
+    let names: Vec<String> = (0..FRAME_VOCABULARY)
+        .map(|i| {
+            format!(
+                "com.example.service.module{}.Class{}.method{i}",
+                i % 40,
+                i % 300
+            )
+        })
+        .collect();
+    (0..DISTINCT_STACKS)
+        .map(|_| {
+            let depth = 12 + rng.below(29);
+            (0..depth)
+                .map(|level| {
+                    // Upper levels come from a few frames, leaves from all.
+                    let spread = (FRAME_VOCABULARY * (level + 1) / 40).clamp(4, FRAME_VOCABULARY);
+                    Frame::function(names[rng.skewed(spread)].clone())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn window(
+    profile_id: Uuid,
+    start_ms: i64,
+    sequence: u64,
+    all: &[Vec<Frame>],
+    rng: &mut Rng,
+) -> Snapshot {
+    let mut b = SnapshotBuilder::new();
+    for _ in 0..SAMPLES_PER_WINDOW {
+        let tid = 100 + rng.below(THREADS as usize) as u32;
+        b.add(&all[rng.skewed(all.len())], tid, 1);
+    }
+    for t in 0..THREADS {
+        b.name_thread(100 + t, format!("worker-{t}"));
+    }
+    let window_start_ms = start_ms + sequence as i64 * 10_000;
+    b.build(SnapshotHeader {
+        profile_id,
+        host: "bench-host".into(),
+        agent_id: "bench-agent".into(),
+        sequence,
+        window_start_ms,
+        window_end_ms: window_start_ms + 10_000,
+        event: EventKind::CpuClock,
+        period: 1,
+        frequency_hz: 99,
+    })
+}
+
+fn weighted(snapshot: &Snapshot) -> Vec<WeightedStack> {
+    snapshot
+        .stacks
+        .iter()
+        .map(|s| WeightedStack {
+            frames: s
+                .frames
+                .iter()
+                .map(|&i| snapshot.frames[i as usize].function.clone())
+                .collect(),
+            count: s.count,
+        })
+        .collect()
+}
+
+/// Bytes of each data table after compaction, and their sum.
+async fn table_bytes(pool: &PgPool) -> (Vec<(&'static str, i64)>, i64) {
+    let mut sizes = Vec::new();
+    for table in TABLES {
+        sqlx::query(&format!("vacuum full analyze {table}"))
+            .execute(pool)
+            .await
+            .unwrap();
+        let bytes: i64 = sqlx::query_scalar("select pg_total_relation_size($1::regclass)")
+            .bind(table)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        sizes.push((table, bytes));
+    }
+    let total = sizes.iter().map(|(_, b)| b).sum();
+    (sizes, total)
+}
+
+async fn count(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let stack = Stack::start(StackOptions::ephemeral())
+        .await
+        .expect("start the stack");
+    let pool = stack.connect().await.unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let all = stacks(&mut rng);
+    let profile_id = Uuid::new_v4();
+    let start_ms = (Utc::now() - chrono::Duration::days(30)).timestamp_millis() / 600_000 * 600_000;
+    let windows: Vec<Snapshot> = (0..WINDOWS)
+        .map(|s| window(profile_id, start_ms, s, &all, &mut rng))
+        .collect();
+    for chunk in windows.chunks(50) {
+        let refs: Vec<&Snapshot> = chunk.iter().collect();
+        odp_store::store_snapshots(&pool, &refs).await.unwrap();
+    }
+
+    let samples = WINDOWS * SAMPLES_PER_WINDOW;
+    let distinct = count(&pool, "select count(*) from stacks").await;
+    let rows = count(&pool, "select count(*) from samples").await;
+    let merged = odp_store::profile_stacks(&pool, profile_id).await.unwrap();
+    assert_eq!(merged.samples, samples);
+    let meta = PprofMeta {
+        event: "cpu-clock".into(),
+        ..PprofMeta::default()
+    };
+    let pprof_merged = pprof::encode(&merged.stacks, &meta).len();
+    let pprof_windows: usize = windows
+        .iter()
+        .map(|w| pprof::encode(&weighted(w), &meta).len())
+        .sum();
+
+    println!(
+        "profile: {WINDOWS} windows of 10 s, {samples} samples, {distinct} distinct stacks, \
+         {rows} sample rows ((window, stack, thread) triples)"
+    );
+    let (sizes, total) = table_bytes(&pool).await;
+    report("stored, 10 s windows", &sizes, total, samples, distinct);
+    let indexes: Vec<(String, i64)> = sqlx::query_as(
+        "select indexrelid::regclass::text, pg_relation_size(indexrelid)
+         from pg_index where indrelid = 'samples'::regclass order by 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let heap: i64 = sqlx::query_scalar("select pg_relation_size('samples')")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let parts: Vec<String> = indexes
+        .iter()
+        .map(|(name, bytes)| format!("{name} {:.1} B", *bytes as f64 / rows as f64))
+        .collect();
+    println!(
+        "  per sample row: heap {:.1} B, {}",
+        heap as f64 / rows as f64,
+        parts.join(", ")
+    );
+
+    let options = RetentionOptions {
+        downsample_after_days: 7,
+        ..RetentionOptions::default()
+    };
+    run_once(&pool, &options, Utc::now()).await.unwrap();
+    let rows_after = count(&pool, "select count(*) from samples").await;
+    let (sizes, total_after) = table_bytes(&pool).await;
+    report(
+        &format!("downsampled to 10 min ({rows_after} sample rows)"),
+        &sizes,
+        total_after,
+        samples,
+        distinct,
+    );
+    println!(
+        "gzip pprof, merged profile: {pprof_merged} B ({:.3} B/sample, {:.1} B/stack); \
+         postgres is {:.1}x it (downsampled {:.1}x)",
+        pprof_merged as f64 / samples as f64,
+        pprof_merged as f64 / distinct as f64,
+        total as f64 / pprof_merged as f64,
+        total_after as f64 / pprof_merged as f64,
+    );
+    println!(
+        "gzip pprof, one file per window: {pprof_windows} B ({:.3} B/sample); \
+         postgres is {:.2}x it (downsampled {:.2}x)",
+        pprof_windows as f64 / samples as f64,
+        total as f64 / pprof_windows as f64,
+        total_after as f64 / pprof_windows as f64,
+    );
+    pool.close().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stack.stop().unwrap();
+}
+
+/// Bytes per sample count the window side (snapshots, samples, thread
+/// names); bytes per distinct stack the dictionary (stacks and frames).
+fn report(what: &str, sizes: &[(&str, i64)], total: i64, samples: u64, distinct: i64) {
+    let of = |tables: &[&str]| -> i64 {
+        sizes
+            .iter()
+            .filter(|(t, _)| tables.contains(t))
+            .map(|(_, b)| b)
+            .sum()
+    };
+    let windows = of(&["snapshots", "samples", "snapshot_threads"]);
+    let dictionary = of(&["stacks", "frames"]);
+    let parts: Vec<String> = sizes
+        .iter()
+        .map(|(table, bytes)| format!("{table} {} KiB", bytes / 1024))
+        .collect();
+    println!(
+        "{what}: {} KiB on disk ({}); windows {:.2} B/sample, dictionary {:.0} B/distinct \
+         stack, all {:.2} B/sample",
+        total / 1024,
+        parts.join(", "),
+        windows as f64 / samples as f64,
+        dictionary as f64 / distinct as f64,
+        total as f64 / samples as f64,
+    );
+}

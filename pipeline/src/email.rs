@@ -1,0 +1,269 @@
+//! Alerts as plain-text email through an SMTP relay.
+//!
+//! An email channel names its relay as `smtp://host[:port]` (port 25 by
+//! default). Mail goes over plain SMTP, without TLS or authentication: the
+//! relay is expected to be a local MTA or a sidecar that forwards it on,
+//! which keeps a TLS stack and credentials out of the worker. Each alert is
+//! one message whose `Message-ID` is derived from the delivery id, so a
+//! mailbox can drop the copy a retried send may produce.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use lettre::message::header::ContentType;
+use lettre::message::Mailbox;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use odp_store::DueDelivery;
+
+/// Port of a relay URL that names none.
+pub const DEFAULT_SMTP_PORT: u16 = 25;
+/// Heaviest matching stacks listed in a message.
+const STACKS_SHOWN: usize = 5;
+
+/// Why an email attempt failed: the relay's reply code when it answered,
+/// and a description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmailFailure {
+    pub reply_code: Option<u16>,
+    pub error: String,
+}
+
+/// The relay's host and port from `smtp://host[:port]` (a bare
+/// `host[:port]` too; IPv6 hosts in brackets).
+pub fn relay_address(url: &str) -> Result<(String, u16), String> {
+    let rest = match url.split_once("://") {
+        Some(("smtp", rest)) => rest,
+        Some((scheme, _)) => {
+            return Err(format!(
+                "unsupported SMTP relay scheme {scheme:?} (only smtp://)"
+            ))
+        }
+        None => url,
+    };
+    let rest = rest.trim_end_matches('/');
+    let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
+        let (host, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| format!("unclosed IPv6 host in SMTP relay {url:?}"))?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match rest.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (rest, None),
+        }
+    };
+    if host.is_empty() || host.contains(['/', '@', ' ']) {
+        return Err(format!("no usable host in SMTP relay {url:?}"));
+    }
+    let port = match port {
+        Some(port) => port
+            .parse()
+            .map_err(|_| format!("bad port in SMTP relay {url:?}"))?,
+        None => DEFAULT_SMTP_PORT,
+    };
+    Ok((host.to_owned(), port))
+}
+
+/// Where the web UI shows a profile, when its base URL is configured.
+pub fn profile_link(base_url: &str, profile_id: uuid::Uuid) -> String {
+    format!("{}/#/profiles/{profile_id}", base_url.trim_end_matches('/'))
+}
+
+/// The subject line: what fired, where, and how much.
+pub fn subject(d: &DueDelivery) -> String {
+    format!(
+        "[ODP] {} in {} on {}: {:.1}% of samples",
+        d.title, d.service, d.host, d.share
+    )
+}
+
+/// The plain-text body: everything a reader needs to act without opening
+/// the UI, and the link to it when there is one.
+pub fn body(d: &DueDelivery, profile_base_url: Option<&str>) -> String {
+    let mut text = String::new();
+    let mut line = |s: String| {
+        text.push_str(&s);
+        text.push('\n');
+    };
+    line("ODP flagged a common issue in a profile.".into());
+    line(String::new());
+    line(format!("Service:   {}", d.service));
+    line(format!("Host:      {}", d.host));
+    line(format!("Rule:      {} ({})", d.title, d.rule_id));
+    line(format!(
+        "Share:     {:.1}% of samples (threshold {:.1}%)",
+        d.share, d.threshold_pct
+    ));
+    line(format!("Detected:  {}", d.detected_at.to_rfc3339()));
+    line(format!("Profile:   {}", d.profile_id));
+    if let Some(base) = profile_base_url {
+        line(format!("View:      {}", profile_link(base, d.profile_id)));
+    }
+    line(String::new());
+    line("Why it matters:".into());
+    line(d.explanation.clone());
+    line(String::new());
+    line("Suggested fix:".into());
+    line(d.fix.clone());
+    if !d.link.is_empty() {
+        line(format!("More: {}", d.link));
+    }
+    if !d.stacks.is_empty() {
+        line(String::new());
+        line("Heaviest matching stacks (root first):".into());
+        for stack in d.stacks.iter().take(STACKS_SHOWN) {
+            let mut entry = format!("  {} samples: ", stack.count);
+            let _ = write!(entry, "{}", stack.frames.join(";"));
+            line(entry);
+        }
+    }
+    text
+}
+
+/// The message for a delivery; a malformed address is an error.
+pub fn compose(d: &DueDelivery, profile_base_url: Option<&str>) -> Result<Message, String> {
+    let from: Mailbox = d
+        .email_from
+        .as_deref()
+        .ok_or("email channel without a from address")?
+        .parse()
+        .map_err(|e| format!("bad from address: {e}"))?;
+    let mut builder = Message::builder()
+        .from(from)
+        .subject(subject(d))
+        .message_id(Some(format!("<{}@odp.alerts>", d.id)))
+        .header(ContentType::TEXT_PLAIN);
+    if d.email_to.is_empty() {
+        return Err("email channel without recipients".into());
+    }
+    for to in &d.email_to {
+        let mailbox: Mailbox = to
+            .parse()
+            .map_err(|e| format!("bad recipient {to:?}: {e}"))?;
+        builder = builder.to(mailbox);
+    }
+    // lettre picks the transfer encoding: 7bit when every line is short,
+    // quoted-printable otherwise.
+    builder
+        .body(body(d, profile_base_url))
+        .map_err(|e| format!("building the message: {e}"))
+}
+
+/// Sends one alert email; returns the relay's reply code on success.
+pub async fn send(
+    d: &DueDelivery,
+    profile_base_url: Option<&str>,
+    timeout: Duration,
+) -> Result<u16, EmailFailure> {
+    let failure = |error: String| EmailFailure {
+        reply_code: None,
+        error,
+    };
+    let (host, port) = relay_address(&d.url).map_err(failure)?;
+    let message = compose(d, profile_base_url).map_err(failure)?;
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+        .port(port)
+        .timeout(Some(timeout))
+        .build();
+    match transport.send(message).await {
+        Ok(response) => Ok(u16::from(response.code())),
+        Err(e) => Err(EmailFailure {
+            reply_code: e.status().map(u16::from),
+            error: crate::alerts::error_chain(&e),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use odp_store::IssueStack;
+    use uuid::Uuid;
+
+    fn delivery() -> DueDelivery {
+        DueDelivery {
+            id: Uuid::from_u128(7),
+            attempt: 1,
+            channel_id: Uuid::from_u128(1),
+            kind: "email".into(),
+            url: "smtp://127.0.0.1:2525".into(),
+            secret: String::new(),
+            email_from: Some("ODP <odp@example.com>".into()),
+            email_to: vec!["oncall@example.com".into(), "team@example.com".into()],
+            profile_id: Uuid::from_u128(42),
+            service: "checkout".into(),
+            host: "h-1".into(),
+            rule_id: "jvm-stringbuffer".into(),
+            title: "java.lang.StringBuffer".into(),
+            explanation: "Synchronized appends.".into(),
+            fix: "Use StringBuilder.".into(),
+            link: "https://example.com/sb".into(),
+            share: 30.0,
+            threshold_pct: 1.0,
+            stacks: vec![IssueStack {
+                stack_id: Uuid::from_u128(9),
+                count: 300,
+                frames: vec!["main".into(), "work".into(), "append".into()],
+            }],
+            detected_at: Utc.timestamp_opt(1_700_000_000, 0).unwrap(),
+        }
+    }
+
+    #[test]
+    fn relay_addresses_parse_with_and_without_scheme_and_port() {
+        assert_eq!(
+            relay_address("smtp://mail.local:2525"),
+            Ok(("mail.local".into(), 2525))
+        );
+        assert_eq!(
+            relay_address("smtp://mail.local"),
+            Ok(("mail.local".into(), 25))
+        );
+        assert_eq!(relay_address("10.0.0.1:587/"), Ok(("10.0.0.1".into(), 587)));
+        assert_eq!(relay_address("smtp://[::1]:26"), Ok(("::1".into(), 26)));
+        assert!(relay_address("https://mail.local").is_err());
+        assert!(relay_address("smtp://:25").is_err());
+        assert!(relay_address("smtp://mail.local:port").is_err());
+        assert!(relay_address("smtp://[::1").is_err());
+    }
+
+    #[test]
+    fn the_body_says_what_fired_where_and_links_the_profile() {
+        let d = delivery();
+        let text = body(&d, Some("https://odp.example.com/"));
+        for expected in [
+            "Service:   checkout",
+            "Host:      h-1",
+            "Rule:      java.lang.StringBuffer (jvm-stringbuffer)",
+            "Share:     30.0% of samples (threshold 1.0%)",
+            "Synchronized appends.",
+            "Use StringBuilder.",
+            "More: https://example.com/sb",
+            "View:      https://odp.example.com/#/profiles/00000000-0000-0000-0000-00000000002a",
+            "  300 samples: main;work;append",
+        ] {
+            assert!(text.contains(expected), "{expected:?} missing from\n{text}");
+        }
+        assert!(!body(&d, None).contains("View:"));
+        assert_eq!(
+            subject(&d),
+            "[ODP] java.lang.StringBuffer in checkout on h-1: 30.0% of samples"
+        );
+    }
+
+    #[test]
+    fn bad_addresses_are_refused_before_sending() {
+        let mut d = delivery();
+        let message = compose(&d, None).unwrap().formatted();
+        let text = String::from_utf8_lossy(&message);
+        assert!(text.contains("Message-ID: <00000000-0000-0000-0000-000000000007@odp.alerts>"));
+        d.email_to.push("not an address".into());
+        assert!(compose(&d, None).unwrap_err().contains("bad recipient"));
+        d.email_to.clear();
+        assert!(compose(&d, None).is_err());
+        d.email_to.push("a@example.com".into());
+        d.email_from = None;
+        assert!(compose(&d, None).is_err());
+    }
+}

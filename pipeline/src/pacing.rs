@@ -1,0 +1,145 @@
+//! How often a running profile is evaluated by the rules.
+//!
+//! Evaluating reads the whole profile back from Postgres, so evaluating
+//! every profile a batch touched made ingest cost grow with the square of a
+//! profile's windows. Instead a running profile is evaluated at most once
+//! per interval: a window arriving sooner marks it due, and a background
+//! pass evaluates it when its interval is up. A profile that finished is
+//! evaluated at once, before its batch's offsets are committed, so its
+//! final detections never depend on the deferred pass.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use uuid::Uuid;
+
+#[derive(Debug)]
+pub(crate) struct Pacer {
+    interval: Duration,
+    /// When each recently evaluated profile was last evaluated.
+    last: HashMap<Uuid, Instant>,
+    /// Profiles with windows not evaluated yet.
+    pending: HashSet<Uuid>,
+}
+
+impl Pacer {
+    /// `interval` zero evaluates every batch.
+    pub(crate) fn new(interval: Duration) -> Pacer {
+        Pacer {
+            interval,
+            last: HashMap::new(),
+            pending: HashSet::new(),
+        }
+    }
+
+    /// Which of a batch's profiles to evaluate now: the finished ones and
+    /// the running ones not evaluated within the interval; the others are
+    /// left pending.
+    pub(crate) fn due_now(
+        &mut self,
+        touched: &[Uuid],
+        finished: &[Uuid],
+        now: Instant,
+    ) -> Vec<Uuid> {
+        let mut due = Vec::new();
+        for &id in touched.iter().chain(finished) {
+            if due.contains(&id) {
+                continue;
+            }
+            let is_finished = finished.contains(&id);
+            if is_finished || self.is_due(id, now) {
+                self.pending.remove(&id);
+                if is_finished {
+                    self.last.remove(&id);
+                } else {
+                    self.last.insert(id, now);
+                }
+                due.push(id);
+            } else {
+                self.pending.insert(id);
+            }
+        }
+        due
+    }
+
+    /// The pending profiles whose interval is up, taken out of pending; and
+    /// forgets evaluations too old to matter, so memory follows the
+    /// profiles that are running.
+    pub(crate) fn take_due(&mut self, now: Instant) -> Vec<Uuid> {
+        let due: Vec<Uuid> = self
+            .pending
+            .iter()
+            .copied()
+            .filter(|&id| self.is_due(id, now))
+            .collect();
+        for id in &due {
+            self.pending.remove(id);
+            self.last.insert(*id, now);
+        }
+        let interval = self.interval;
+        let pending = &self.pending;
+        self.last
+            .retain(|id, at| now.duration_since(*at) < interval || pending.contains(id));
+        due
+    }
+
+    fn is_due(&self, id: Uuid, now: Instant) -> bool {
+        self.last
+            .get(&id)
+            .is_none_or(|at| now.duration_since(*at) >= self.interval)
+    }
+
+    #[cfg(test)]
+    fn remembered(&self) -> usize {
+        self.last.len() + self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    #[test]
+    fn running_profiles_are_evaluated_once_per_interval() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        assert_eq!(pacer.due_now(&[id(1), id(2)], &[], at(0)), [id(1), id(2)]);
+        // More windows within the interval wait.
+        assert!(pacer.due_now(&[id(1)], &[], at(3)).is_empty());
+        assert!(pacer.take_due(at(9)).is_empty());
+        // The pending one is evaluated when its interval is up, once.
+        assert_eq!(pacer.take_due(at(10)), [id(1)]);
+        assert!(pacer.take_due(at(11)).is_empty());
+        // Nothing new for profile 2: no evaluation.
+        assert!(pacer.take_due(at(30)).is_empty());
+        assert_eq!(pacer.remembered(), 0, "old evaluations are forgotten");
+    }
+
+    #[test]
+    fn finished_profiles_are_evaluated_at_once() {
+        let start = Instant::now();
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        assert_eq!(pacer.due_now(&[id(1)], &[], start), [id(1)]);
+        assert!(pacer.due_now(&[id(1)], &[], start).is_empty());
+        // Its last window and its finish in one batch: evaluated now, and
+        // not again by the deferred pass.
+        assert_eq!(pacer.due_now(&[id(1)], &[id(1)], start), [id(1)]);
+        assert!(pacer.take_due(start + Duration::from_secs(60)).is_empty());
+        assert_eq!(pacer.remembered(), 0);
+    }
+
+    #[test]
+    fn a_zero_interval_evaluates_every_batch() {
+        let now = Instant::now();
+        let mut pacer = Pacer::new(Duration::ZERO);
+        for _ in 0..3 {
+            assert_eq!(pacer.due_now(&[id(1)], &[], now), [id(1)]);
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! What the pipeline's integration tests share: crafted windows, counts,
+//! and reading how alert deliveries went.
+// Each test binary uses only some of it.
+#![allow(dead_code)]
+
+pub(crate) mod smtp_sink;
+
+use std::time::Duration;
+
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::{EventKind, Frame, Snapshot};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Window `sequence` of a profile on host `h-1`: stacks of function
+/// frames, root first, on thread 1, one cpu-clock sample each.
+pub(crate) fn snapshot(profile_id: Uuid, sequence: u64, stacks: &[(&[&str], u64)]) -> Snapshot {
+    let mut b = SnapshotBuilder::new();
+    for (names, count) in stacks {
+        let frames: Vec<Frame> = names.iter().map(|n| Frame::function(*n)).collect();
+        b.add(&frames, 1, *count);
+    }
+    b.build(SnapshotHeader {
+        profile_id,
+        host: "h-1".into(),
+        agent_id: "agent".into(),
+        sequence,
+        window_start_ms: 1_700_000_000_000 + sequence as i64 * 10_000,
+        window_end_ms: 1_700_000_010_000 + sequence as i64 * 10_000,
+        event: EventKind::CpuClock,
+        period: 1,
+        frequency_hz: 99,
+    })
+}
+
+/// A window with `string_buffer_pct`% of 1000 samples in
+/// `java.lang.StringBuffer.append`, which a seed rule flags.
+pub(crate) fn string_buffer_window(profile_id: Uuid, string_buffer_pct: u64) -> Snapshot {
+    snapshot(
+        profile_id,
+        0,
+        &[
+            (
+                &["main", "work", "java.lang.StringBuffer.append"],
+                string_buffer_pct * 10,
+            ),
+            (&["main", "work"], 1000 - string_buffer_pct * 10),
+        ],
+    )
+}
+
+pub(crate) async fn count(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+/// Waits until no alert delivery is pending (a hung test fails after 30 s).
+pub(crate) async fn deliveries_settled(pool: &PgPool) {
+    let pending = "select count(*) from alert_deliveries where status = 'pending'";
+    for _ in 0..600 {
+        if count(pool, pending).await == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("deliveries never settled");
+}
+
+/// Each delivery's channel, status and attempts, by status.
+pub(crate) async fn delivery_statuses(pool: &PgPool) -> Vec<(Uuid, String, i32)> {
+    sqlx::query_as("select channel_id, status, attempts from alert_deliveries order by status")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+/// The attempts of the delivery to `channel_id`: number, status code (HTTP
+/// or SMTP), success.
+pub(crate) async fn attempts_to(pool: &PgPool, channel_id: Uuid) -> Vec<(i32, Option<i32>, bool)> {
+    sqlx::query_as(
+        "select a.attempt, a.status_code, a.success
+         from alert_attempts a join alert_deliveries d on d.id = a.delivery_id
+         where d.channel_id = $1 order by a.attempt",
+    )
+    .bind(channel_id)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// Failed attempts of failed deliveries that logged why (no status code).
+pub(crate) async fn failures_with_reasons(pool: &PgPool) -> i64 {
+    count(
+        pool,
+        "select count(*) from alert_attempts a join alert_deliveries d on d.id = a.delivery_id
+         where d.status = 'failed' and a.status_code is null and coalesce(a.error, '') <> ''
+           and not a.success",
+    )
+    .await
+}
+
+/// A webhook channel for every service whose deliveries go nowhere: new
+/// detections then queue an alert each.
+pub(crate) async fn add_catch_all_channel(pool: &PgPool) {
+    sqlx::query(
+        "insert into alert_channels (id, name, url, secret)
+         values (gen_random_uuid(), 'all', 'http://127.0.0.1:9/', 's')",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}

@@ -1,0 +1,358 @@
+//! The `jvm` plugin: Java stacks from the JVM's own flight recorder.
+//!
+//! Per JVM, the session starts a JFR recording holding only the sample
+//! event it needs (`JFR.start settings=none +jdk.ExecutionSample#...`),
+//! dumps it every [`DUMP_INTERVAL`] (`JFR.dump`, which also closes the
+//! recording's current chunk) and reads the dumped chunks in Rust
+//! ([`jfr`]). A chunk read once is recognised by its start time and never
+//! counted twice. A frequency change, a pause or the end of the profile
+//! dump what was recorded and stop the recording; a new one starts with
+//! the new period. Commands travel over the JVM's attach socket
+//! ([`attach`]).
+//!
+//! CPU samples (`jdk.ExecutionSample`) are taken by JFR from threads
+//! running Java code, at most a few threads per period, so a sample stands
+//! for one period of on-CPU Java time: the event is `cpu-clock`.
+//! Allocation samples weigh the bytes they stand for: `alloc-bytes`.
+
+pub mod attach;
+pub mod jfr;
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use odp_core::EventKind;
+use tracing::{debug, warn};
+
+use self::attach::Attach;
+use self::jfr::SampleEvent;
+use super::{Plugin, PluginError, PollStats, Session, WindowSink};
+use crate::targets::ProcFs;
+
+const NANOS: u64 = 1_000_000_000;
+/// How often recordings are dumped and read.
+pub const DUMP_INTERVAL: Duration = Duration::from_secs(1);
+/// Failed commands in a row on a live JVM before the profile fails.
+const MAX_FAILURES: u32 = 3;
+/// Chunk start times remembered per JVM, to skip chunks read before.
+const SEEN_CHUNKS: usize = 64;
+/// What the JVM keeps of a recording on disk (dumps read far more often).
+const MAX_AGE: &str = "2m";
+
+#[derive(Debug, Clone)]
+pub struct JvmPlugin {
+    procfs: ProcFs,
+    jcmd: PathBuf,
+    event: SampleEvent,
+}
+
+impl JvmPlugin {
+    /// CPU sampling; `jcmd` is the fallback when the attach socket cannot
+    /// be used.
+    pub fn new(procfs: ProcFs, jcmd: PathBuf) -> Self {
+        JvmPlugin {
+            procfs,
+            jcmd,
+            event: SampleEvent::Execution,
+        }
+    }
+
+    /// The same plugin sampling allocations instead (bytes).
+    pub fn allocations(mut self) -> Self {
+        self.event = SampleEvent::Allocation;
+        self
+    }
+}
+
+impl Plugin for JvmPlugin {
+    fn name(&self) -> &'static str {
+        "jvm"
+    }
+
+    fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
+        let mut session = JvmSession {
+            procfs: self.procfs.clone(),
+            jcmd: self.jcmd.clone(),
+            event: self.event,
+            // Unique per session so concurrent profiles of one JVM do not
+            // touch each other's recordings.
+            name: format!("odp-{}", uuid::Uuid::new_v4().simple()),
+            rate_hz: frequency_hz.max(1),
+            paused: false,
+            targets: BTreeMap::new(),
+            next_file: 0,
+        };
+        session.sync_targets(pids);
+        // Recordings start now, so a JVM that refuses fails the start.
+        let mut sink = WindowSink::new();
+        let mut stats = PollStats::default();
+        let mut refused = None;
+        for &pid in pids {
+            if let Err(message) = session.drive_one(pid, &mut sink, &mut stats, false) {
+                refused = Some((pid, message));
+            }
+        }
+        if session.targets.values().all(|t| t.running_hz.is_none()) {
+            return Err(match refused {
+                Some((pid, message)) => PluginError::ToolFailed {
+                    tool: "JFR",
+                    pid,
+                    message,
+                },
+                None => PluginError::NothingAttached(pids.to_vec()),
+            });
+        }
+        Ok(Box::new(session))
+    }
+}
+
+/// One JVM of the profile.
+struct JvmTarget {
+    attach: Attach,
+    /// The period of the recording running now, as a frequency.
+    running_hz: Option<u32>,
+    last_dump: Instant,
+    seen_chunks: VecDeque<i64>,
+    failures: u32,
+}
+
+struct JvmSession {
+    procfs: ProcFs,
+    jcmd: PathBuf,
+    event: SampleEvent,
+    name: String,
+    rate_hz: u32,
+    paused: bool,
+    targets: BTreeMap<u32, JvmTarget>,
+    next_file: u64,
+}
+
+impl JvmSession {
+    fn start_line(&self) -> String {
+        let event = self.event.jfr_name();
+        let sampling = match self.event {
+            SampleEvent::Execution => {
+                let period_ms = (1000 / self.rate_hz).max(1);
+                format!("+{event}#period={period_ms}ms")
+            }
+            SampleEvent::Allocation => format!("+{event}#throttle={}/s", self.rate_hz),
+        };
+        format!(
+            "JFR.start name={} settings=none +{event}#enabled=true +{event}#stackTrace=true \
+             {sampling} maxage={MAX_AGE}",
+            self.name
+        )
+    }
+
+    /// Brings every JVM's recording to what the session wants (running at
+    /// the current rate, or stopped while paused), dumping what a stopped
+    /// or replaced recording holds and, when due, the running ones.
+    fn drive(&mut self, sink: &mut WindowSink, force_dump: bool) -> Result<PollStats, PluginError> {
+        let mut stats = PollStats::default();
+        let pids: Vec<u32> = self.targets.keys().copied().collect();
+        for pid in pids {
+            let result = self.drive_one(pid, sink, &mut stats, force_dump);
+            let Some(target) = self.targets.get_mut(&pid) else {
+                continue;
+            };
+            match result {
+                Ok(()) => target.failures = 0,
+                Err(_) if !self.procfs.is_alive(pid) => {
+                    debug!(pid, "JVM exited");
+                    self.targets.remove(&pid);
+                }
+                Err(message) => {
+                    target.failures += 1;
+                    warn!(pid, failures = target.failures, %message, "JFR command failed");
+                    if target.failures >= MAX_FAILURES {
+                        return Err(PluginError::ToolFailed {
+                            tool: "JFR",
+                            pid,
+                            message,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    fn drive_one(
+        &mut self,
+        pid: u32,
+        sink: &mut WindowSink,
+        stats: &mut PollStats,
+        force_dump: bool,
+    ) -> Result<(), String> {
+        let wanted_hz = (!self.paused).then_some(self.rate_hz);
+        let target = &self.targets[&pid];
+        let running = target.running_hz;
+        let due = force_dump || target.last_dump.elapsed() >= DUMP_INTERVAL;
+        if running.is_some() && (due || running != wanted_hz) {
+            self.dump(pid, sink, stats)?;
+        }
+        if running.is_some() && running != wanted_hz {
+            let attach = &self.targets[&pid].attach;
+            attach
+                .command(&format!("JFR.stop name={}", self.name))
+                .map_err(|e| e.to_string())?;
+            self.targets.get_mut(&pid).expect("target").running_hz = None;
+        }
+        if wanted_hz.is_some() && self.targets[&pid].running_hz.is_none() {
+            let line = self.start_line();
+            let output = self.targets[&pid]
+                .attach
+                .command(&line)
+                .map_err(|e| e.to_string())?;
+            if !output.contains("Started recording") {
+                return Err(output.trim().to_owned());
+            }
+            let target = self.targets.get_mut(&pid).expect("target");
+            target.running_hz = wanted_hz;
+            target.last_dump = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Dumps a JVM's recording and moves the chunks not read before into
+    /// the sink.
+    fn dump(
+        &mut self,
+        pid: u32,
+        sink: &mut WindowSink,
+        stats: &mut PollStats,
+    ) -> Result<(), String> {
+        self.next_file += 1;
+        // Written by the JVM in its own file system, read through its root.
+        let file = PathBuf::from(format!("/tmp/{}-{pid}-{}.jfr", self.name, self.next_file));
+        let target = self.targets.get_mut(&pid).expect("target");
+        // Only the chunks since the last dump (whole chunks, so the ones
+        // already read are skipped below).
+        let since = target.last_dump.elapsed().as_secs() + 2;
+        let line = format!(
+            "JFR.dump name={} filename={} begin=-{since}s",
+            self.name,
+            file.display()
+        );
+        let output = target.attach.command(&line).map_err(|e| e.to_string())?;
+        target.last_dump = Instant::now();
+        if !output.contains("Dumped recording") {
+            return Err(output.trim().to_owned());
+        }
+        let local = self.procfs.in_root(pid, &file);
+        let bytes = fs::read(&local);
+        remove(&local);
+        let bytes = bytes.map_err(|e| format!("cannot read {}: {e}", local.display()))?;
+        let chunks = jfr::parse(bytes, self.event).map_err(|e| e.to_string())?;
+        let target = self.targets.get_mut(&pid).expect("target");
+        for chunk in chunks {
+            if target.seen_chunks.contains(&chunk.start_nanos) {
+                continue;
+            }
+            if target.seen_chunks.len() == SEEN_CHUNKS {
+                target.seen_chunks.pop_front();
+            }
+            target.seen_chunks.push_back(chunk.start_nanos);
+            for sample in &chunk.samples {
+                let tid = if sample.tid == 0 { pid } else { sample.tid };
+                if let Some(name) = &sample.thread_name {
+                    sink.name_thread(tid, || Some(name.clone()));
+                }
+                let frames = sample.frames.iter().map(|f| sink.intern(f)).collect();
+                sink.add_stack(frames, tid, sample.weight);
+                stats.samples += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn remove(path: &Path) {
+    if let Err(e) = fs::remove_file(path) {
+        debug!(path = %path.display(), error = %e, "cannot remove JFR dump");
+    }
+}
+
+impl Session for JvmSession {
+    fn event(&self) -> EventKind {
+        match self.event {
+            SampleEvent::Execution => EventKind::CpuClock,
+            SampleEvent::Allocation => EventKind::AllocBytes,
+        }
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.targets.keys().copied().collect()
+    }
+
+    fn window_period(&mut self) -> u64 {
+        match self.event {
+            SampleEvent::Execution => NANOS / u64::from(self.rate_hz),
+            // Each sample already weighs its bytes.
+            SampleEvent::Allocation => 1,
+        }
+    }
+
+    fn poll(&mut self, sink: &mut WindowSink) -> Result<PollStats, PluginError> {
+        self.drive(sink, false)
+    }
+
+    fn set_frequency(&mut self, frequency_hz: u32) {
+        // The next poll dumps the recording and starts one at this rate.
+        self.rate_hz = frequency_hz.max(1);
+    }
+
+    fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+    }
+
+    fn sync_targets(&mut self, pids: &[u32]) {
+        let wanted: HashSet<u32> = pids.iter().copied().collect();
+        let gone: Vec<u32> = self
+            .targets
+            .keys()
+            .copied()
+            .filter(|pid| !wanted.contains(pid))
+            .collect();
+        for pid in gone {
+            if let Some(target) = self.targets.remove(&pid) {
+                stop(&self.name, pid, &target);
+            }
+        }
+        for &pid in pids {
+            self.targets.entry(pid).or_insert_with(|| JvmTarget {
+                attach: Attach::new(self.procfs.clone(), pid, self.jcmd.clone()),
+                running_hz: None,
+                last_dump: Instant::now(),
+                seen_chunks: VecDeque::new(),
+                failures: 0,
+            });
+        }
+    }
+
+    fn finish(&mut self, sink: &mut WindowSink) -> Result<PollStats, PluginError> {
+        self.paused = true;
+        self.drive(sink, true)
+    }
+}
+
+/// Stops a recording the session no longer reads, so the JVM does not
+/// keep recording for nobody.
+fn stop(name: &str, pid: u32, target: &JvmTarget) {
+    if target.running_hz.is_none() {
+        return;
+    }
+    if let Err(e) = target.attach.command(&format!("JFR.stop name={name}")) {
+        debug!(pid, error = %e, "cannot stop the JFR recording");
+    }
+}
+
+impl Drop for JvmSession {
+    fn drop(&mut self) {
+        for (pid, target) in &self.targets {
+            stop(&self.name, *pid, target);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The agent binary profiling the Python and Java test programs at once
+//! through a real Kafka-compatible broker (Tansu): each start is sampled by
+//! the plugin the agent detects, its start event names the runtime, its
+//! snapshots rank the known hot function first, and a plugin forced onto
+//! the wrong process fails only its own profile.
+//!
+//! Needs the `tansu` binary, py-spy and a JDK; fails with a message
+//! otherwise.
+
+mod support;
+
+use std::time::Duration;
+
+use odp_core::command::{CommandAction, StartProfile, UndeployMode};
+use odp_core::cost::StartOptions;
+use odp_core::event::{AgentEventKind, FinishReason};
+use odp_core::{EventKind, Language, Target};
+use uuid::Uuid;
+
+use support::kafka::{Broker, Harness};
+use support::{first_of, ranked_functions};
+
+fn start(profile_id: Uuid, pid: u32) -> StartProfile {
+    StartProfile {
+        profile_id,
+        target: Target::Pid(pid),
+        duration_ms: 4_000,
+        frequency_hz: 99,
+        window_ms: Some(1000),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_profiles_python_and_java_with_their_plugins() {
+    let broker = Broker::start();
+    let h = Harness::new(&broker, 1).await;
+    let python = support::start_python(60);
+    let classes = support::build_java();
+    let java = support::start_java(&classes, 60);
+    let mut agent = h.spawn_agent();
+
+    let py_profile = Uuid::new_v4();
+    let java_profile = Uuid::new_v4();
+    let wrong_plugin = Uuid::new_v4();
+    h.send(
+        &h.host,
+        &h.command(CommandAction::Start(start(py_profile, python.id()))),
+    )
+    .await;
+    h.send(
+        &h.host,
+        &h.command(CommandAction::Start(start(java_profile, java.id()))),
+    )
+    .await;
+    // The JVM plugin forced onto the Python process: refused, alone.
+    let forced = StartOptions {
+        plugin: Some(Language::Jvm),
+        ..StartOptions::default()
+    };
+    h.send(
+        &h.host,
+        &h.command_with_options(
+            CommandAction::Start(start(wrong_plugin, python.id())),
+            &forced,
+        ),
+    )
+    .await;
+
+    for (profile, language) in [
+        (py_profile, Language::Python),
+        (java_profile, Language::Jvm),
+    ] {
+        let started = h
+            .wait_event(|k| matches!(k, AgentEventKind::ProfileStarted { profile_id, .. } if *profile_id == profile))
+            .await;
+        let AgentEventKind::ProfileStarted {
+            event,
+            language: got,
+            runtime_version,
+            ..
+        } = started
+        else {
+            unreachable!()
+        };
+        assert_eq!((event, got), (EventKind::CpuClock, Some(language)));
+        assert!(runtime_version.is_some(), "{language}: no version");
+    }
+    let failed = h
+        .wait_event(|k| matches!(k, AgentEventKind::ProfileFailed { profile_id, .. } if *profile_id == wrong_plugin))
+        .await;
+    assert!(
+        matches!(&failed, AgentEventKind::ProfileFailed { error, .. } if error.contains("JFR failed")),
+        "{failed:?}"
+    );
+
+    for (profile, hot, cold) in [
+        (py_profile, "crunch_numbers", "light_work"),
+        (java_profile, "HotTable.fillTable", "HotTable.sumSquares"),
+    ] {
+        let finished = h
+            .wait_event(|k| matches!(k, AgentEventKind::ProfileFinished { profile_id, .. } if *profile_id == profile))
+            .await;
+        let AgentEventKind::ProfileFinished {
+            reason, snapshots, ..
+        } = finished
+        else {
+            unreachable!()
+        };
+        assert_eq!(reason, FinishReason::DurationElapsed);
+        let all = h.wait_snapshots(profile, snapshots as usize).await;
+        let (ranked, total) = ranked_functions(&all);
+        eprintln!(
+            "{hot}: {total} samples, top {:?}",
+            &ranked[..ranked.len().min(5)]
+        );
+        assert!(all.iter().all(|s| s.event == EventKind::CpuClock));
+        assert_eq!(first_of(&ranked, &[hot, cold]), Some(hot), "{ranked:?}");
+    }
+
+    h.send(
+        &h.host,
+        &h.command(CommandAction::Undeploy {
+            mode: UndeployMode::Now,
+        }),
+    )
+    .await;
+    let status = support::wait_exit(&mut agent, Duration::from_secs(20));
+    assert!(status.success(), "agent exit status {status}");
+}

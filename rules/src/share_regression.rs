@@ -1,0 +1,300 @@
+//! `share_regression`: a finished run of a schedule against the schedule's
+//! previous runs. It flags the run when a function's self (leaf) share grew
+//! by at least the rule's threshold, in percentage points, over its mean in
+//! the previous runs, or when another rule flagged this run but none of the
+//! previous ones. The detection's share is the largest growth; its detail
+//! lists the grown functions and the rules newly hit.
+//!
+//! Self shares are compared because they move with the code that changed;
+//! a caller's total share moves with every callee.
+
+use std::collections::{BTreeSet, HashMap};
+
+use odp_store::{ProfileFrames, StackHit};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::{top_stacks, Evidence, ProfileInput, RuleKind};
+
+pub const KIND: &str = "share_regression";
+
+/// Grown functions listed in a detection's detail.
+const LISTED: usize = 5;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Spec {
+    /// Previous runs the new one is compared with (their mean).
+    #[serde(default = "default_previous_runs")]
+    previous_runs: usize,
+    /// Functions under this self share in the new run are noise.
+    #[serde(default = "default_min_share_pct")]
+    min_share_pct: f64,
+}
+
+fn default_previous_runs() -> usize {
+    5
+}
+
+fn default_min_share_pct() -> f64 {
+    1.0
+}
+
+#[derive(Debug)]
+pub struct ShareRegression {
+    previous_runs: usize,
+    min_share_pct: f64,
+}
+
+impl ShareRegression {
+    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, String> {
+        let spec = Spec::deserialize(spec).map_err(|e| e.to_string())?;
+        if !(1..=50).contains(&spec.previous_runs) {
+            return Err("previous_runs must be 1 to 50".into());
+        }
+        if !(0.0..=100.0).contains(&spec.min_share_pct) {
+            return Err("min_share_pct must be a percentage".into());
+        }
+        Ok(ShareRegression {
+            previous_runs: spec.previous_runs,
+            min_share_pct: spec.min_share_pct,
+        })
+    }
+}
+
+/// A schedule's previous runs, as a new run is compared with them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunHistory {
+    /// How many runs this summarises (the most recent first).
+    pub runs: usize,
+    /// Mean self share of each function over the runs, in percent (a run
+    /// without the function counts as 0).
+    pub self_share_pct: HashMap<String, f64>,
+    /// Rules that flagged any of the runs.
+    pub rules_hit: BTreeSet<String>,
+}
+
+impl RunHistory {
+    pub fn from_runs(runs: &[ProfileFrames], rules_hit: BTreeSet<String>) -> RunHistory {
+        let mut sums: HashMap<String, f64> = HashMap::new();
+        for run in runs {
+            for (function, share) in self_shares(run) {
+                *sums.entry(function).or_default() += share;
+            }
+        }
+        let n = runs.len().max(1) as f64;
+        RunHistory {
+            runs: runs.len(),
+            self_share_pct: sums.into_iter().map(|(f, sum)| (f, sum / n)).collect(),
+            rules_hit,
+        }
+    }
+}
+
+/// Each leaf function's share of the samples, in percent.
+pub fn self_shares(data: &ProfileFrames) -> HashMap<String, f64> {
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for stack in &data.stacks {
+        if let Some(&leaf) = stack.frames.last() {
+            *counts
+                .entry(&data.frames[leaf as usize].function)
+                .or_default() += stack.count;
+        }
+    }
+    let total = data.samples.max(1) as f64;
+    counts
+        .into_iter()
+        .map(|(f, c)| (f.to_owned(), c as f64 * 100.0 / total))
+        .collect()
+}
+
+/// A function whose self share grew.
+struct Growth {
+    function: String,
+    share: f64,
+    baseline: f64,
+}
+
+impl RuleKind for ShareRegression {
+    fn measure(&self, profile: &ProfileInput<'_>) -> Evidence {
+        let Some(history) = profile.history.filter(|h| h.runs > 0) else {
+            return Evidence::default();
+        };
+        let data = profile.data;
+        let mut grown: Vec<Growth> = self_shares(data)
+            .into_iter()
+            .filter(|(_, share)| *share >= self.min_share_pct)
+            .map(|(function, share)| {
+                let baseline = history.self_share_pct.get(&function).copied();
+                Growth {
+                    baseline: baseline.unwrap_or(0.0),
+                    function,
+                    share,
+                }
+            })
+            .filter(|g| g.share > g.baseline)
+            .collect();
+        grown.sort_by(|a, b| {
+            (b.share - b.baseline)
+                .total_cmp(&(a.share - a.baseline))
+                .then_with(|| a.function.cmp(&b.function))
+        });
+        grown.truncate(LISTED);
+        let new_rules: Vec<&String> = profile
+            .flagged
+            .iter()
+            .filter(|r| !history.rules_hit.contains(*r))
+            .collect();
+        let (matched, stacks) = match grown.first() {
+            Some(top) => leaf_stacks(data, &top.function),
+            None => (0, Vec::new()),
+        };
+        Evidence {
+            matched,
+            total: data.samples,
+            stacks,
+            score_pct: Some(grown.first().map_or(0.0, |g| g.share - g.baseline)),
+            flag: !new_rules.is_empty(),
+            detail: json!({
+                "runs_compared": history.runs,
+                "functions": grown.iter().map(|g| json!({
+                    "function": g.function,
+                    "share_pct": g.share,
+                    "baseline_pct": g.baseline,
+                    "growth_points": g.share - g.baseline,
+                })).collect::<Vec<_>>(),
+                "new_rules": new_rules,
+            }),
+        }
+    }
+
+    fn reads_findings(&self) -> bool {
+        true
+    }
+
+    fn history_runs(&self) -> Option<usize> {
+        Some(self.previous_runs)
+    }
+}
+
+/// Samples and heaviest stacks ending in `function`.
+fn leaf_stacks(data: &ProfileFrames, function: &str) -> (u64, Vec<StackHit>) {
+    let mut matched = 0;
+    let mut hits = Vec::new();
+    for stack in &data.stacks {
+        let leaf = stack.frames.last().map(|&i| &data.frames[i as usize]);
+        if leaf.is_some_and(|f| f.function == function) {
+            matched += stack.count;
+            hits.push(StackHit {
+                stack_id: stack.stack_id,
+                count: stack.count,
+            });
+        }
+    }
+    (matched, top_stacks(hits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{profile, RuleSet};
+    use odp_store::RuleDef;
+
+    fn rule(threshold_pct: f64) -> RuleDef {
+        RuleDef {
+            id: "regression".into(),
+            title: "t".into(),
+            explanation: "e".into(),
+            fix: "f".into(),
+            link: "https://example.invalid".into(),
+            kind: KIND.into(),
+            spec: json!({"previous_runs": 3}),
+            threshold_pct,
+            service_thresholds: Default::default(),
+            enabled: true,
+        }
+    }
+
+    /// A run with `parse`'s self share at `pct`% and the rest in `main`.
+    fn run(parse_pct: u64) -> ProfileFrames {
+        profile(&[
+            (&[("main", ""), ("parse", "")], parse_pct * 100),
+            (&[("main", "")], (100 - parse_pct) * 100),
+        ])
+    }
+
+    #[test]
+    fn growth_over_the_previous_runs_mean_is_flagged_in_points() {
+        let (set, errors) = RuleSet::compile([rule(5.0)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(set.history_runs(), Some(3));
+        // Previous runs at 10% and 14%: a mean of 12%.
+        let history = RunHistory::from_runs(&[run(10), run(14)], BTreeSet::new());
+        assert_eq!(history.self_share_pct["parse"], 12.0);
+        let check = |pct: u64| {
+            let data = run(pct);
+            let input = ProfileInput {
+                history: Some(&history),
+                ..ProfileInput::new("svc", &data)
+            };
+            set.evaluate(&input)
+        };
+        let flagged = check(18);
+        assert_eq!(flagged.len(), 1);
+        assert_eq!(flagged[0].share, 6.0, "18% against a 12% mean");
+        assert_eq!(flagged[0].samples_matched, 1800);
+        assert_eq!(flagged[0].detail["functions"][0]["function"], "parse");
+        assert_eq!(flagged[0].detail["runs_compared"], 2);
+        assert_eq!(check(17).len(), 1, "5 points reaches the threshold");
+        assert!(check(16).is_empty(), "4 points is under 5");
+        // Without history (not a scheduled run) nothing is compared.
+        let data = run(90);
+        assert!(set.evaluate(&ProfileInput::new("svc", &data)).is_empty());
+    }
+
+    #[test]
+    fn a_rule_first_hit_in_this_run_is_a_regression() {
+        let stack_rule = RuleDef {
+            id: "parse-heavy".into(),
+            kind: crate::stack_share::KIND.into(),
+            spec: json!({"function": "^parse$"}),
+            threshold_pct: 20.0,
+            ..rule(0.0)
+        };
+        let (set, _) = RuleSet::compile([rule(50.0), stack_rule]);
+        let data = run(25);
+        let quiet = RunHistory::from_runs(&[run(24)], BTreeSet::new());
+        let input = ProfileInput {
+            history: Some(&quiet),
+            ..ProfileInput::new("svc", &data)
+        };
+        let found: Vec<_> = set.evaluate(&input);
+        let ids: Vec<&str> = found.iter().map(|d| d.rule_id.as_str()).collect();
+        assert_eq!(ids, ["parse-heavy", "regression"]);
+        assert_eq!(found[1].detail["new_rules"], json!(["parse-heavy"]));
+        // Hit before as well: no regression (growth of 1 point is under 50).
+        let hit_before = RunHistory::from_runs(&[run(24)], ["parse-heavy".to_owned()].into());
+        let input = ProfileInput {
+            history: Some(&hit_before),
+            ..ProfileInput::new("svc", &data)
+        };
+        let ids: Vec<String> = set
+            .evaluate(&input)
+            .into_iter()
+            .map(|d| d.rule_id)
+            .collect();
+        assert_eq!(ids, ["parse-heavy"]);
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        for spec in [
+            json!({"previous_runs": 0}),
+            json!({"previous_runs": 51}),
+            json!({"min_share_pct": -1}),
+            json!({"window": 3}),
+        ] {
+            assert!(ShareRegression::from_spec(&spec).is_err(), "{spec}");
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Downsampling: old fine windows merged into coarse buckets, so long
+//! ranges read fewer rows (perfGenie keeps 10-minute aggregates the same
+//! way).
+//!
+//! Windows not merged yet that ended before a cutoff (so a run reads
+//! only what earlier runs left) are grouped per profile, agent,
+//! host, event, period and sampling frequency and per bucket of their start
+//! time (e.g. 10 minutes). Each group of two or more becomes one snapshot:
+//! the group's first row is kept, its window widened to the group's span,
+//! and the samples of all of them summed into it per (stack, thread), so
+//! every total a query computes stays exactly the same. Thread names are
+//! kept per thread (the latest name when a thread was renamed within the
+//! bucket), and `merged_windows` counts the agent windows a row holds.
+//!
+//! Each run merges `batch` groups per transaction; the rows are locked
+//! first, so a concurrent retention pass or a second downsampler cannot
+//! merge or delete them halfway. The kept row keeps its (agent, profile,
+//! sequence) key, the others' keys are freed: a copy of one of those old
+//! windows redelivered from Kafka would be stored again, so the cutoff
+//! must lie far beyond how long a message can stay uncommitted (minutes),
+//! which a cutoff in days does.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use crate::Result;
+
+/// What [`downsample`] merged.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Downsampled {
+    /// Coarse rows written (one per merged group).
+    pub buckets: u64,
+    /// Fine rows merged away (not counting the kept ones).
+    pub snapshots_merged: u64,
+}
+
+/// Merges the windows that ended before `cutoff` into `bucket`-long
+/// buckets, `batch` buckets per transaction.
+pub async fn downsample(
+    pool: &PgPool,
+    cutoff: DateTime<Utc>,
+    bucket: Duration,
+    batch: u32,
+) -> Result<Downsampled> {
+    let mut done = Downsampled::default();
+    let bucket_secs = bucket.as_secs_f64().max(1.0);
+    loop {
+        let mut tx = pool.begin().await?;
+        // Each group's ids, the row to keep first.
+        let groups: Vec<(Vec<i64>,)> = sqlx::query_as(
+            "select array_agg(id order by id)
+             from snapshots
+             where window_end < $1 and merged_windows = 1
+             group by profile_id, agent_id, host, event, period, frequency_hz,
+                      floor(extract(epoch from window_start) / $2)
+             having count(*) > 1
+             limit $3",
+        )
+        .bind(cutoff)
+        .bind(bucket_secs)
+        .bind(i64::from(batch))
+        .fetch_all(&mut *tx)
+        .await?;
+        if groups.is_empty() {
+            return Ok(done);
+        }
+        let (mut fine, mut keepers) = (Vec::new(), Vec::new());
+        for (ids,) in &groups {
+            for &id in ids {
+                fine.push(id);
+                keepers.push(ids[0]);
+            }
+        }
+        let locked: Vec<i64> =
+            sqlx::query_scalar("select id from snapshots where id = any($1) for update")
+                .bind(&fine)
+                .fetch_all(&mut *tx)
+                .await?;
+        if locked.len() != fine.len() {
+            // Some rows went (retention) between reading and locking: read
+            // the groups again.
+            tx.rollback().await?;
+            continue;
+        }
+        sqlx::query(
+            "with map as (select * from unnest($1::bigint[], $2::bigint[]) as m(fine, keeper)),
+             removed as (
+                 delete from samples s using map where s.snapshot_id = map.fine
+                 returning map.keeper, s.stack_id, s.tid, s.count
+             )
+             insert into samples (snapshot_id, stack_id, tid, count)
+             select keeper, stack_id, tid, sum(count)::bigint from removed
+             group by keeper, stack_id, tid",
+        )
+        .bind(&fine)
+        .bind(&keepers)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "with map as (select * from unnest($1::bigint[], $2::bigint[]) as m(fine, keeper)),
+             removed as (
+                 delete from snapshot_threads t using map where t.snapshot_id = map.fine
+                 returning map.keeper, map.fine, t.tid, t.name
+             )
+             insert into snapshot_threads (snapshot_id, tid, name)
+             select distinct on (keeper, tid) keeper, tid, name from removed
+             order by keeper, tid, fine desc",
+        )
+        .bind(&fine)
+        .bind(&keepers)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "with map as (select * from unnest($1::bigint[], $2::bigint[]) as m(fine, keeper)),
+             spans as (
+                 select m.keeper, min(n.window_start) as window_start,
+                        max(n.window_end) as window_end, sum(n.samples)::bigint as samples,
+                        sum(n.merged_windows)::int as merged_windows
+                 from map m join snapshots n on n.id = m.fine
+                 group by m.keeper
+             )
+             update snapshots n
+             set window_start = spans.window_start, window_end = spans.window_end,
+                 samples = spans.samples, merged_windows = spans.merged_windows
+             from spans where n.id = spans.keeper",
+        )
+        .bind(&fine)
+        .bind(&keepers)
+        .execute(&mut *tx)
+        .await?;
+        let merged_away: Vec<i64> = fine
+            .iter()
+            .zip(&keepers)
+            .filter(|(f, k)| f != k)
+            .map(|(f, _)| *f)
+            .collect();
+        sqlx::query("delete from snapshots where id = any($1)")
+            .bind(&merged_away)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        done.buckets += groups.len() as u64;
+        done.snapshots_merged += merged_away.len() as u64;
+        tracing::debug!(
+            buckets = groups.len(),
+            merged = merged_away.len(),
+            "windows downsampled"
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! Retention: expired windows and profiles deleted, then the frames and
+//! stacks nothing references any more.
+//!
+//! Everything runs in short transactions of at most `batch` rows, so no
+//! lock is held for long while ingest goes on. Only one process should run
+//! it at a time: callers hold [`RETENTION_LOCK_KEY`] (see [`try_lock`]).
+//!
+//! Stacks are protected by the `samples → stacks` foreign key: a stack is
+//! deleted only when no sample references it, and should an ingest insert
+//! a sample of it concurrently, one of the two statements fails on the
+//! foreign key (ingest then stores the batch again with its cache of
+//! stored ids cleared; collection skips that batch until its next run).
+//! Frames have no such key (a stack holds its frame ids as bytes), so they
+//! are collected mark and sweep: the mark reads every stack's frames, and
+//! each sweep batch, holding a `share` lock on `stacks` for a moment, also
+//! spares the frames of stacks written since the mark started.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::{Result, StoreError};
+
+/// Advisory lock key held by whoever runs retention and downsampling.
+pub const RETENTION_LOCK_KEY: i64 = 0x4f44_5052_4554_4e54;
+
+/// Takes the session advisory lock on `conn` when no one holds it; it is
+/// held until [`unlock`] or the connection closes.
+pub async fn try_lock(conn: &mut PgConnection) -> Result<bool> {
+    let (locked,): (bool,) = sqlx::query_as("select pg_try_advisory_lock($1)")
+        .bind(RETENTION_LOCK_KEY)
+        .fetch_one(conn)
+        .await?;
+    Ok(locked)
+}
+
+pub async fn unlock(conn: &mut PgConnection) -> Result<()> {
+    sqlx::query("select pg_advisory_unlock($1)")
+        .bind(RETENTION_LOCK_KEY)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// What [`delete_expired`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Expired {
+    pub snapshots: u64,
+    pub samples: u64,
+    pub profiles: u64,
+}
+
+/// Deletes every window that ended before `cutoff` (its samples and
+/// thread names with it), then the profiles that ended before `cutoff`
+/// and have no window left, with their detections, alert deliveries and
+/// events.
+pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) -> Result<Expired> {
+    let mut expired = Expired::default();
+    loop {
+        let (snapshots, samples): (i64, Option<i64>) = sqlx::query_as(
+            "with doomed as (
+                 select id from snapshots where window_end < $1 order by id limit $2
+                 for update skip locked
+             ), gone as (
+                 delete from snapshots n using doomed where n.id = doomed.id
+                 returning n.samples
+             )
+             select count(*), sum(samples)::bigint from gone",
+        )
+        .bind(cutoff)
+        .bind(i64::from(batch))
+        .fetch_one(pool)
+        .await?;
+        expired.snapshots += snapshots as u64;
+        expired.samples += samples.unwrap_or(0) as u64;
+        if snapshots < i64::from(batch) {
+            break;
+        }
+    }
+    loop {
+        let profiles: i64 = sqlx::query_scalar(
+            "with doomed as (
+                 select p.id from profiles p
+                 where p.status in ('finished', 'stopped', 'failed', 'expired')
+                   and coalesce(p.finished_at, p.updated_at) < $1
+                   and not exists (select 1 from snapshots n where n.profile_id = p.id)
+                 limit $2
+                 for update skip locked
+             ), gone as (
+                 delete from profiles p using doomed where p.id = doomed.id returning p.id
+             ), detections_gone as (
+                 delete from detections d using gone where d.profile_id = gone.id
+             ), deliveries_gone as (
+                 delete from alert_deliveries a using gone where a.profile_id = gone.id
+             ), events_gone as (
+                 delete from profile_events e using gone where e.profile_id = gone.id
+             )
+             select count(*) from gone",
+        )
+        .bind(cutoff)
+        .bind(i64::from(batch))
+        .fetch_one(pool)
+        .await?;
+        expired.profiles += profiles as u64;
+        if profiles < i64::from(batch) {
+            break;
+        }
+    }
+    Ok(expired)
+}
+
+/// What [`collect_garbage`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Collected {
+    pub stacks: u64,
+    pub frames: u64,
+    /// Stack batches skipped because an ingest referenced one of their
+    /// stacks meanwhile; they are looked at again next run.
+    pub stack_batches_skipped: u64,
+}
+
+/// Deletes the stacks no sample references, then the frames no stack
+/// references, `batch` rows at a time.
+pub async fn collect_garbage(pool: &PgPool, batch: u32) -> Result<Collected> {
+    let mut collected = Collected::default();
+    collect_stacks(pool, batch, &mut collected).await?;
+    collect_frames(pool, batch, &mut collected).await?;
+    Ok(collected)
+}
+
+async fn collect_stacks(pool: &PgPool, batch: u32, collected: &mut Collected) -> Result<()> {
+    let mut after = Uuid::nil();
+    loop {
+        let ids: Vec<Uuid> =
+            sqlx::query_scalar("select id from stacks where id > $1 order by id limit $2")
+                .bind(after)
+                .bind(i64::from(batch))
+                .fetch_all(pool)
+                .await?;
+        let Some(&last) = ids.last() else {
+            return Ok(());
+        };
+        after = last;
+        let deleted = sqlx::query(
+            "delete from stacks s where s.id = any($1)
+               and not exists (select 1 from samples x where x.stack_id = s.id)",
+        )
+        .bind(&ids)
+        .execute(pool)
+        .await;
+        match deleted {
+            Ok(done) => collected.stacks += done.rows_affected(),
+            Err(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => {
+                tracing::debug!(after = %last, "stack referenced by a concurrent ingest, batch skipped");
+                collected.stack_batches_skipped += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if ids.len() < batch as usize {
+            return Ok(());
+        }
+    }
+}
+
+async fn collect_frames(pool: &PgPool, batch: u32, collected: &mut Collected) -> Result<()> {
+    // The mark starts after every stack written before `marked_at` is
+    // committed: taking the share lock waits for the transactions that are
+    // writing stacks, and a stack written later gets a later `stored_at`.
+    let marked_at: DateTime<Utc> = {
+        let mut tx = pool.begin().await?;
+        sqlx::query("lock table stacks in share mode")
+            .execute(&mut *tx)
+            .await?;
+        let at = sqlx::query_scalar("select clock_timestamp()")
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        at
+    };
+    let mut referenced: HashSet<Uuid> = HashSet::new();
+    let mut after = Uuid::nil();
+    loop {
+        let rows: Vec<(Uuid, Vec<u8>)> =
+            sqlx::query_as("select id, frame_ids from stacks where id > $1 order by id limit $2")
+                .bind(after)
+                .bind(i64::from(batch))
+                .fetch_all(pool)
+                .await?;
+        let Some((last, _)) = rows.last() else { break };
+        after = *last;
+        for (_, bytes) in &rows {
+            referenced.extend(frame_ids(bytes)?);
+        }
+        if rows.len() < batch as usize {
+            break;
+        }
+    }
+
+    let mut after = Uuid::nil();
+    loop {
+        let ids: Vec<Uuid> =
+            sqlx::query_scalar("select id from frames where id > $1 order by id limit $2")
+                .bind(after)
+                .bind(i64::from(batch))
+                .fetch_all(pool)
+                .await?;
+        let Some(&last) = ids.last() else {
+            return Ok(());
+        };
+        after = last;
+        let mut candidates: Vec<Uuid> = ids
+            .iter()
+            .filter(|id| !referenced.contains(id))
+            .copied()
+            .collect();
+        if !candidates.is_empty() {
+            let mut tx = pool.begin().await?;
+            sqlx::query("lock table stacks in share mode")
+                .execute(&mut *tx)
+                .await?;
+            let recent: Vec<Vec<u8>> =
+                sqlx::query_scalar("select frame_ids from stacks where stored_at >= $1")
+                    .bind(marked_at)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let mut spared = HashSet::new();
+            for bytes in &recent {
+                spared.extend(frame_ids(bytes)?);
+            }
+            candidates.retain(|id| !spared.contains(id));
+            let deleted = sqlx::query("delete from frames where id = any($1)")
+                .bind(&candidates)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            collected.frames += deleted.rows_affected();
+        }
+        if ids.len() < batch as usize {
+            return Ok(());
+        }
+    }
+}
+
+fn frame_ids(bytes: &[u8]) -> Result<impl Iterator<Item = Uuid> + '_> {
+    if !bytes.len().is_multiple_of(16) {
+        return Err(StoreError::Corrupt(format!(
+            "stack frame list of {} bytes",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|c| Uuid::from_slice(c).expect("chunks are 16 bytes")))
+}
