@@ -52,6 +52,11 @@ async fn profiles_carry_labels_and_the_list_filters_by_them() {
         vec![prod.clone()]
     );
     assert!(ids(&list("labels=env:prod,release:v2").await).is_empty());
+    assert_eq!(
+        ids(&list("labels=env:%20prod%20,%20release:v1.2:rc").await),
+        vec![prod.clone()],
+        "spaces around keys and values are ignored"
+    );
     assert_eq!(ids(&list("").await).len(), 2);
 
     // The CLI sets and filters labels too.
@@ -84,6 +89,7 @@ async fn profiles_carry_labels_and_the_list_filters_by_them() {
         json!({"k".repeat(64): "v"}),
         json!({"env": "line\nbreak"}),
         json!({"env": "x".repeat(257)}),
+        json!({"env": " padded"}),
         json!({"env": 3}),
         json!(["env", "prod"]),
         Value::Object(too_many),

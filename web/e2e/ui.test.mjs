@@ -12,6 +12,37 @@ const SHOTS = new URL('../test-results/', import.meta.url).pathname;
 
 let browser;
 let admin; // one page signed in as admin, reused across tests in order
+let startedId; // the profile the start form started (labelled env=e2e, team=web)
+const RULE = 'e2e-demo-warm';
+
+/** A REST call from the page with its session's token. */
+function apiCall(page, method, path, body) {
+  return page.evaluate(
+    async ([method, path, body]) => {
+      const r = await fetch(path, {
+        method,
+        headers: {
+          authorization: `Bearer ${sessionStorage.getItem('odp.token')}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: r.status, body: await r.json().catch(() => null) };
+    },
+    [method, path, body],
+  );
+}
+
+/** Waits until `id`'s latest re-analysis in the rules table has finished;
+ *  returns [done, total]. */
+async function reanalysed(page, id) {
+  const cell = `#rules-table tr[data-rule="${id}"] td.reanalysis`;
+  await page.waitForSelector(`${cell}[data-status="finished"]`, { timeout: 120_000 });
+  const text = await page.textContent(cell);
+  const m = /re-analysed (\d+)\/(\d+) profiles/.exec(text);
+  assert.ok(m, text);
+  return [Number(m[1]), Number(m[2])];
+}
 
 before(async () => {
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], headless: true });
@@ -183,12 +214,52 @@ test('the start form profiles the demo workload', async () => {
   await admin.fill('#start-host', services.host_id);
   await admin.fill('#start-process_name', 'cpu-split');
   await admin.fill('#start-duration_secs', '3');
+  await admin.fill('#start-labels', 'env=e2e, team=web');
   await admin.click('#start-submit');
   await admin.waitForSelector('.start-form .notice.info');
   const id = /Started ([0-9a-f-]{36})/.exec(await admin.textContent('.start-form .notice.info'))[1];
   // The list refreshes itself while a profile is live.
   await admin.waitForSelector(`#profiles-table tr[data-profile="${id}"][data-status="finished"]`, { timeout: 120_000 });
   await admin.screenshot({ path: `${SHOTS}profiles-started.png`, fullPage: true });
+  startedId = id;
+});
+
+test('the profiles list shows labels as chips and filters by them', async () => {
+  const chips = await admin.$$eval(`#profiles-table tr[data-profile="${startedId}"] .chip`, (c) => c.map((x) => x.textContent));
+  assert.deepEqual(chips, ['env=e2e', 'team=web']);
+  // A profile labelled through the API as well: one label in common.
+  const other = await apiCall(admin, 'POST', '/api/v1/profiles', {
+    host: services.host_id,
+    process_name: 'cpu-split',
+    duration_secs: 1,
+    labels: { env: 'e2e', team: 'other' },
+  });
+  assert.ok(other.status === 201 || other.status === 202, JSON.stringify(other.body));
+  assert.deepEqual(other.body.labels, { env: 'e2e', team: 'other' });
+  const listed = async () => admin.$$eval('#profiles-table tbody tr', (rows) => rows.map((r) => r.dataset.profile));
+  await admin.fill('#filter-labels', 'team: web');
+  await admin.click('form.filters button[type=submit]');
+  await admin.waitForFunction(() => location.hash.includes('labels=team%3Aweb'));
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${startedId}"]`);
+  assert.deepEqual(await listed(), [startedId], 'only the profile labelled team=web');
+  assert.equal(await admin.inputValue('#filter-labels'), 'team:web');
+  await admin.screenshot({ path: `${SHOTS}profiles-labels.png`, fullPage: true });
+  // Both labels must match; env=e2e alone lists both; a chip filters on itself.
+  await admin.goto(`${BASE}/#/profiles?labels=env:e2e,team:other`);
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${other.body.id}"]`);
+  assert.deepEqual(await listed(), [other.body.id]);
+  await admin.click(`#profiles-table tr[data-profile="${other.body.id}"] .chip[data-label="env"]`);
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${startedId}"]`);
+  assert.deepEqual((await listed()).sort(), [startedId, other.body.id].sort());
+  await admin.goto(`${BASE}/#/profiles?labels=env:nope`);
+  await admin.waitForSelector('section.profiles .notice.info');
+  assert.match(await admin.textContent('section.profiles .notice.info'), /No profiles match/);
+  await admin.fill('#filter-labels', 'nonsense');
+  await admin.click('form.filters button[type=submit]');
+  await admin.waitForSelector('section.profiles .notice.error');
+  assert.match(await admin.textContent('section.profiles .notice.error'), /Labels filter: .*not key=value/);
+  await admin.goto(`${BASE}/#/profiles`);
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${other.body.id}"][data-status="finished"]`, { timeout: 120_000 });
 });
 
 test('the compare view renders a diff of two profiles', async (t) => {
@@ -252,6 +323,89 @@ test('admin creates and disables a schedule', async () => {
   await admin.screenshot({ path: `${SHOTS}schedules-admin.png`, fullPage: true });
 });
 
+test('admin creates a rule through the form and its re-analysis finishes', async () => {
+  await admin.goto(`${BASE}/#/rules`);
+  await admin.waitForSelector('#rule-create');
+  await admin.fill('#rule-id', RULE);
+  await admin.fill('#rule-title', 'demo_warm is warm');
+  await admin.fill('#rule-explanation', 'The demo spends time in demo_warm.');
+  await admin.fill('#rule-fix', 'Cool it down.');
+  await admin.fill('#rule-link', 'https://example.com/demo-warm');
+  await admin.fill('#rule-function', '^demo_warm$');
+  await admin.check('#rule-leaf_only');
+  await admin.fill('#rule-threshold_pct', '1');
+  await admin.click('#rule-create button[type=submit]');
+  await admin.waitForSelector('#rule-create-result .notice.info');
+  const row = admin.locator(`#rules-table tr[data-rule="${RULE}"]`);
+  await row.waitFor();
+  assert.equal(await row.getAttribute('data-enabled'), 'true');
+  assert.equal(await row.getAttribute('data-source'), 'user');
+  assert.match(await row.locator('td.spec').textContent(), /function ~ \/\^demo_warm\$\/, leaf only/);
+  const [done, total] = await reanalysed(admin, RULE);
+  assert.equal(done, total);
+  assert.ok(total >= 2, `the stored profiles were re-analysed (${done}/${total})`);
+  await admin.screenshot({ path: `${SHOTS}rules-created.png`, fullPage: true });
+  // The re-analysis found demo_warm in the demo profile: its issue shows
+  // the share of samples as a percentage.
+  const issues = await apiCall(admin, 'GET', `/api/v1/profiles/${startedId}/issues`);
+  const found = issues.body.issues.find((i) => i.rule_id === RULE);
+  assert.ok(found, `issues of ${startedId}: ${issues.body.issues.map((i) => i.rule_id)}`);
+  await admin.goto(`${BASE}/#/profiles/${startedId}`);
+  const item = admin.locator(`#issues li[data-rule="${RULE}"]`);
+  await item.waitFor();
+  const share = Number(/([\d.]+)% of samples/.exec(await item.textContent())[1]);
+  assert.ok(share > 1 && share < 100, `${share}% of samples`);
+  assert.ok(Math.abs(share - found.share) < 0.01, `${share} vs the API's ${found.share}`);
+});
+
+test('admin edits a threshold inline and disables the rule', async () => {
+  await admin.goto(`${BASE}/#/rules`);
+  const row = admin.locator(`#rules-table tr[data-rule="${RULE}"]`);
+  await reanalysed(admin, RULE);
+  await row.locator('form.threshold-edit input').fill('2.5');
+  await row.locator('form.threshold-edit button').click();
+  await admin.waitForSelector('#rules-message .notice.info');
+  assert.match(await admin.textContent('#rules-message'), /threshold is now 2\.5%/);
+  await reanalysed(admin, RULE);
+  assert.equal((await apiCall(admin, 'GET', `/api/v1/rules/${RULE}`)).body.threshold_pct, 2.5);
+  await row.locator('button.rule-toggle').click();
+  await admin.waitForSelector(`#rules-table tr[data-rule="${RULE}"][data-enabled="false"]`);
+  assert.equal(await row.locator('button.rule-toggle').textContent(), 'Enable');
+  await reanalysed(admin, RULE);
+  const rule = (await apiCall(admin, 'GET', `/api/v1/rules/${RULE}`)).body;
+  assert.equal(rule.enabled, false);
+  assert.equal(rule.reanalysis.status, 'finished');
+  const latest = (await apiCall(admin, 'GET', `/api/v1/rules/${RULE}/reanalysis`)).body;
+  assert.equal(latest.id, rule.reanalysis.id);
+  assert.equal(latest.profiles_done, latest.profiles_total);
+  // Still disabled after a reload.
+  await admin.reload();
+  await admin.waitForSelector(`#rules-table tr[data-rule="${RULE}"][data-enabled="false"]`);
+  await admin.screenshot({ path: `${SHOTS}rules-admin.png`, fullPage: true });
+});
+
+test("a bad regex shows the server's error", async () => {
+  await admin.goto(`${BASE}/#/rules`);
+  await admin.waitForSelector('#rule-create');
+  await admin.fill('#rule-id', 'e2e-bad-regex');
+  await admin.fill('#rule-title', 'bad');
+  await admin.fill('#rule-explanation', 'bad');
+  await admin.fill('#rule-fix', 'bad');
+  await admin.fill('#rule-link', 'https://example.com/');
+  await admin.fill('#rule-function', 'demo_(warm');
+  await admin.click('#rule-create button[type=submit]');
+  await admin.waitForSelector('#rule-create-result .notice.error');
+  const text = await admin.textContent('#rule-create-result .notice.error');
+  assert.match(text, /^Not created: .*invalid spec.*regex/s, text);
+  assert.equal(await admin.$('#rules-table tr[data-rule="e2e-bad-regex"]'), null);
+  await admin.screenshot({ path: `${SHOTS}rules-bad-regex.png`, fullPage: true });
+  // An id taken is the server's 409.
+  await admin.fill('#rule-id', RULE);
+  await admin.fill('#rule-function', 'demo_warm');
+  await admin.click('#rule-create button[type=submit]');
+  await admin.waitForFunction(() => /exists/.test(document.querySelector('#rule-create-result .notice.error')?.textContent ?? ''));
+});
+
 test('a viewer token does not see admin or profiler actions', async () => {
   const page = await newPage();
   await signIn(page, services.viewer_token);
@@ -267,6 +421,13 @@ test('a viewer token does not see admin or profiler actions', async () => {
   assert.equal(await page.$('#schedule-create'), null, 'no schedule form');
   assert.equal(await page.$('.schedule-actions'), null, 'no schedule edit buttons');
   await page.screenshot({ path: `${SHOTS}schedules-viewer.png`, fullPage: true });
+  await page.goto(`${BASE}/#/rules`);
+  await page.waitForSelector(`#rules-table tr[data-rule="${RULE}"] td.reanalysis[data-status="finished"]`);
+  assert.equal(await page.$('#rule-create'), null, 'no rule form');
+  assert.equal(await page.$('#rules-table form, #rules-table button, #rules-table input'), null, 'no rule edits');
+  assert.equal(await page.$('.rule-actions'), null);
+  assert.equal((await apiCall(page, 'PATCH', `/api/v1/rules/${RULE}`, { enabled: true })).status, 403, 'the server refuses too');
+  await page.screenshot({ path: `${SHOTS}rules-viewer.png`, fullPage: true });
   await page.context().close();
 });
 

@@ -88,6 +88,8 @@ export interface ProfileView {
   updated_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** Free-form `{key: value}` to find profiles by. */
+  labels?: Record<string, string>;
 }
 
 export interface TopFunction {
@@ -111,6 +113,9 @@ export interface Issue {
   samples_matched: number;
   samples_total: number;
   stacks: Array<{ stack_id: string; count: number; frames: string[] }>;
+  /** What the rule kind found beyond the share (a regression's grown
+   *  functions and new rules); null for stack-share rules. */
+  detail?: unknown;
 }
 
 export const LIVE_STATUSES = ['requested', 'dispatched', 'running'];

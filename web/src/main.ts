@@ -9,7 +9,8 @@ import { profilesView } from './views/profiles';
 import { profileView } from './views/profile';
 import { compareView } from './views/compare';
 import { aggregateView } from './views/aggregate';
-import { hostsView, rulesView } from './views/admin';
+import { hostsView } from './views/admin';
+import { rulesView } from './views/rules';
 import { schedulesView } from './views/schedules';
 
 type View = (route: Route, scope: ViewScope) => Promise<HTMLElement> | HTMLElement;

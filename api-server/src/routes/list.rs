@@ -122,14 +122,15 @@ impl ListQuery {
     }
 }
 
-/// `env:prod,team:checkout` into labels (values may hold `:`).
+/// `env:prod,team:checkout` into labels (values may hold `:`; spaces
+/// around keys and values are ignored).
 fn parse_labels(text: &str) -> Result<Labels, ApiError> {
     let mut labels = Labels::new();
     for pair in text.split(',') {
         let (key, value) = pair.split_once(':').ok_or_else(|| {
             ApiError::Unprocessable(format!("label filter {pair:?} is not key:value"))
         })?;
-        labels.insert(key.to_owned(), value.to_owned());
+        labels.insert(key.trim().to_owned(), value.trim().to_owned());
     }
     validate_labels(&labels)?;
     Ok(labels)

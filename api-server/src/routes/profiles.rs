@@ -137,7 +137,8 @@ impl StartRequest {
 pub const MAX_LABELS: usize = 16;
 
 /// Up to 16 labels; keys of 1 to 63 letters, digits, `.`, `-` or `_`,
-/// values of up to 256 characters without control characters.
+/// values of up to 256 characters without control characters or
+/// surrounding spaces (list filters trim them).
 pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
     if labels.len() > MAX_LABELS {
         return Err(ApiError::Unprocessable(format!(
@@ -154,9 +155,13 @@ pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
                 "label key {key:?} must be 1 to 63 letters, digits, `.`, `-` or `_`"
             )));
         }
-        if value.chars().count() > 256 || value.chars().any(char::is_control) {
+        if value.chars().count() > 256
+            || value.chars().any(char::is_control)
+            || value.trim() != value
+        {
             return Err(ApiError::Unprocessable(format!(
-                "label {key:?}: values are up to 256 characters without control characters"
+                "label {key:?}: values are up to 256 characters without control characters \
+                 or surrounding spaces"
             )));
         }
     }

@@ -1,4 +1,5 @@
-// Hosts (agents from heartbeats; admins may undeploy) and detection rules.
+// Hosts: agents from heartbeats; admins may undeploy them. (Detection
+// rules are in rules.ts.)
 
 import { get, post } from '../api';
 import { hasRole } from '../auth';
@@ -70,47 +71,5 @@ export async function hostsView(): Promise<HTMLElement> {
           ),
         )
       : notice('info', 'No agent has sent a heartbeat yet.'),
-  );
-}
-
-interface Rule {
-  id: string;
-  title: string;
-  explanation: string;
-  fix: string;
-  link: string;
-  kind: string;
-  threshold_pct: number;
-  enabled: boolean;
-  source: string;
-}
-
-export async function rulesView(): Promise<HTMLElement> {
-  const { rules } = await get<{ rules: Rule[] }>('/api/v1/rules');
-  return h(
-    'section',
-    {},
-    h('h2', {}, 'Detection rules'),
-    h(
-      'table',
-      { class: 'grid', id: 'rules-table' },
-      h('thead', {}, h('tr', {}, ...['rule', 'kind', 'threshold', 'enabled', 'source', 'fix'].map((t) => h('th', {}, t)))),
-      h(
-        'tbody',
-        {},
-        ...rules.map((r) =>
-          h(
-            'tr',
-            {},
-            h('td', { title: r.explanation }, r.link ? h('a', { href: r.link, target: '_blank', rel: 'noopener' }, r.title) : r.title),
-            h('td', {}, r.kind),
-            h('td', { class: 'num' }, `${r.threshold_pct}%`),
-            h('td', {}, r.enabled ? 'yes' : 'no'),
-            h('td', {}, r.source),
-            h('td', {}, r.fix),
-          ),
-        ),
-      ),
-    ),
   );
 }

@@ -3,6 +3,7 @@
 
 import { ApiError, get, type Issue, type TopFunction } from '../api';
 import { h, notice, pct, when } from '../format';
+import { growthPoints, regressionDetail, regressionSummary, type RegressionDetail } from '../rulefmt';
 
 type SortKey = 'function' | 'self_share' | 'total_share';
 
@@ -65,22 +66,64 @@ export function hotLeafTable(functions: TopFunction[], onPick: (fn: string | nul
   );
 }
 
+/** A regression's grown functions (self share now, the previous runs'
+ *  mean, growth in points) and the rules hit for the first time. */
+function regressionParts(d: RegressionDetail): Array<HTMLElement | null> {
+  return [
+    d.functions.length
+      ? h(
+          'table',
+          { class: 'grid regression-functions' },
+          h('thead', {}, h('tr', {}, ...['grown function', 'self share', 'previous mean', 'growth'].map((t) => h('th', {}, t)))),
+          h(
+            'tbody',
+            {},
+            ...d.functions.map((f) =>
+              h(
+                'tr',
+                { 'data-function': f.function },
+                h('td', { class: 'fn', title: f.function }, f.function),
+                h('td', { class: 'num' }, `${f.share_pct.toFixed(1)}%`),
+                h('td', { class: 'num' }, `${f.baseline_pct.toFixed(1)}%`),
+                h('td', { class: 'num' }, growthPoints(f.growth_points)),
+              ),
+            ),
+          ),
+        )
+      : null,
+    d.new_rules.length
+      ? h(
+          'p',
+          { class: 'new-rules' },
+          'New since the previous runs: ',
+          ...d.new_rules.map((id) => h('a', { class: 'chip', href: '#/rules', 'data-rule': id }, id)),
+        )
+      : null,
+  ];
+}
+
 export function issuesPanel(issues: Issue[]): HTMLElement {
   if (!issues.length) return notice('info', 'No known issue detected in this profile.');
   return h(
     'ul',
     { class: 'issues', id: 'issues' },
-    ...issues.map((i) =>
-      h(
+    ...issues.map((i) => {
+      // `share` is a percentage of samples, or for a regression its growth
+      // in points.
+      const regression = i.kind === 'share_regression' ? regressionDetail(i.detail) : null;
+      return h(
         'li',
-        { 'data-rule': i.rule_id },
+        { 'data-rule': i.rule_id, 'data-kind': i.kind },
         h('b', {}, i.title),
-        ` — ${pct(i.share, 2)} of samples (threshold ${i.threshold_pct}%)`,
+        regression
+          ? ` — ${regressionSummary(i.share, regression)} (threshold ${i.threshold_pct} points)`
+          : ` — ${i.share.toFixed(2)}% of samples (threshold ${i.threshold_pct}%)`,
+        ...(regression ? regressionParts(regression) : []),
         h('p', {}, i.explanation),
         h('p', {}, h('i', {}, 'Suggestion: '), i.fix),
         i.link ? h('a', { href: i.link, target: '_blank', rel: 'noopener' }, 'More') : null,
-      ),
-    ),
+      );
+    }),
   );
 }
 

@@ -9,7 +9,7 @@ import { h, notice, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { codeSearchUrl } from '../settings';
 import { hotLeafTable, issuesPanel, timelinePanel } from './panels';
-import { stopButton, targetText } from './profiles';
+import { labelChips, stopButton, targetText } from './profiles';
 import { searchBox } from './search';
 
 interface FlameResponse {
@@ -111,6 +111,8 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
         `${targetText(profile.target)} · `,
         h('span', { class: `status ${profile.status}`, id: 'profile-status' }, profile.status),
         ` · ${flame.samples} ${flame.event ?? 'samples'} in ${flame.snapshots} windows · ${profile.frequency_hz} Hz · started ${when(profile.started_at)} · id ${id}`,
+        profile.labels && Object.keys(profile.labels).length ? ' · ' : '',
+        labelChips(profile.labels),
       ),
       stopButton(profile, () => window.dispatchEvent(new HashChangeEvent('hashchange'))),
       h('a', { href: href('compare', { baseline: id }) }, 'Compare with…'),

@@ -4,6 +4,7 @@ import { get, LIVE_STATUSES, post, type ProfileView } from '../api';
 import { hasRole, mayProfile } from '../auth';
 import { h, localInputToIso, notice, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
+import { labelFilter, parseLabels, type Labels } from '../labels';
 
 interface ListResponse {
   profiles: ProfileView[];
@@ -43,7 +44,24 @@ export function stopButton(p: ProfileView, after: () => void): HTMLElement | nul
   );
 }
 
-function row(p: ProfileView, refresh: () => void): HTMLElement {
+/** Labels as chips; each links to the list filtered on it. */
+export function labelChips(labels: Labels | null | undefined, query: Record<string, string | undefined> = {}): HTMLElement {
+  return h(
+    'span',
+    { class: 'labels' },
+    ...Object.keys(labels ?? {})
+      .sort()
+      .map((k) =>
+        h(
+          'a',
+          { class: 'chip', 'data-label': k, href: href('profiles', { ...query, labels: `${k}:${labels![k]}` }), title: `only profiles labelled ${k}=${labels![k]}` },
+          `${k}=${labels![k]}`,
+        ),
+      ),
+  );
+}
+
+function row(p: ProfileView, refresh: () => void, query: Record<string, string | undefined>): HTMLElement {
   return h(
     'tr',
     { 'data-profile': p.id, 'data-status': p.status },
@@ -56,6 +74,7 @@ function row(p: ProfileView, refresh: () => void): HTMLElement {
     h('td', { class: 'num' }, `${p.duration_ms / 1000} s`),
     h('td', { class: 'num' }, `${p.frequency_hz} Hz`),
     h('td', {}, p.requested_by),
+    h('td', {}, labelChips(p.labels, query)),
     h('td', {}, stopButton(p, refresh)),
   );
 }
@@ -84,6 +103,13 @@ function startForm(onStarted: () => void): HTMLElement {
         if (val('frequency_hz')) body.frequency_hz = Number(val('frequency_hz'));
         if (val('window_secs')) body.window_secs = Number(val('window_secs'));
         try {
+          const labels = parseLabels(val('labels'));
+          if (Object.keys(labels).length) body.labels = labels;
+        } catch (err) {
+          result.replaceChildren(notice('error', `Labels: ${(err as Error).message}`));
+          return;
+        }
+        try {
           const p = await post<ProfileView>('/api/v1/profiles', body);
           result.replaceChildren(
             notice('info', `Started ${p.id} (${p.status}). `),
@@ -103,6 +129,7 @@ function startForm(onStarted: () => void): HTMLElement {
     h('label', {}, 'Duration (s) ', field('duration_secs', { type: 'number', min: 1, max: 3600, value: 10 })),
     h('label', {}, 'Frequency (Hz) ', field('frequency_hz', { type: 'number', min: 1, max: 10000, value: 99 })),
     h('label', {}, 'Window (s) ', field('window_secs', { type: 'number', min: 1, max: 300 })),
+    h('label', {}, 'Labels ', field('labels', { placeholder: 'env=prod, team=checkout', size: 28 })),
     h('button', { type: 'submit', id: 'start-submit' }, 'Start'),
     result,
   );
@@ -126,12 +153,20 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
         e.preventDefault();
         const d = new FormData(filters);
         const v = (k: string) => String(d.get(k) ?? '').trim() || undefined;
+        let labels: string | undefined;
+        try {
+          labels = labelFilter(v('labels') ?? '');
+        } catch (err) {
+          message.replaceChildren(notice('error', `Labels filter: ${(err as Error).message}`));
+          return;
+        }
         location.hash = href('profiles', {
           service: v('service'),
           host: v('host'),
           status: v('status'),
           since: v('since'),
           until: v('until'),
+          labels,
         });
       },
     },
@@ -140,6 +175,7 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
     h('label', {}, 'Status ', status),
     h('label', {}, 'Since (UTC) ', filter('since', { type: 'datetime-local' })),
     h('label', {}, 'Until (UTC) ', filter('until', { type: 'datetime-local' })),
+    h('label', {}, 'Labels ', filter('labels', { placeholder: 'env:prod,team:x', size: '20' })),
     h('button', { type: 'submit' }, 'Filter'),
   );
   const body = h('tbody', {});
@@ -151,11 +187,14 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
     status: q.get('status'),
     since: localInputToIso(q.get('since') ?? ''),
     until: localInputToIso(q.get('until') ?? ''),
+    labels: q.get('labels'),
     limit: 50,
     cursor,
   });
   let shown: ProfileView[] = [];
-  const draw = () => body.replaceChildren(...shown.map((p) => row(p, () => void refresh())));
+  const current: Record<string, string | undefined> = {};
+  for (const k of ['service', 'host', 'status', 'since', 'until']) current[k] = q.get(k) ?? undefined;
+  const draw = () => body.replaceChildren(...shown.map((p) => row(p, () => void refresh(), current)));
   const showMore = (cursor: string | null | undefined) =>
     more.replaceChildren(
       cursor
@@ -204,7 +243,7 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
         h(
           'tr',
           {},
-          ...['id', 'service', 'host', 'target', 'status', 'created', 'duration', 'frequency', 'requested by', ''].map(
+          ...['id', 'service', 'host', 'target', 'status', 'created', 'duration', 'frequency', 'requested by', 'labels', ''].map(
             (t) => h('th', {}, t),
           ),
         ),
