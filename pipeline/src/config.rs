@@ -115,9 +115,9 @@ pub struct Config {
     /// round trip (about 20 bytes each).
     #[arg(long, env = "ODP_PIPELINE_KNOWN_IDS", default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     pub known_ids_capacity: u64,
-    /// A running profile is evaluated by the detection rules at most this
-    /// often (windows in between wait for the next pass); a finished one at
-    /// once. 0 evaluates every batch.
+    /// A running profile is evaluated by the detection rules in the
+    /// background, this long after its first window and then at most this
+    /// often; a finished one at once. 0 evaluates every batch at once.
     #[arg(long, env = "ODP_PIPELINE_DETECT_INTERVAL_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub detect_interval_secs: u64,
     #[command(flatten)]

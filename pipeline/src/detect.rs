@@ -79,9 +79,9 @@ impl Detector {
         }
     }
 
-    /// Evaluates what a stored batch changed: the finished profiles, and
-    /// the running ones whose interval is up (the others are left to
-    /// [`Detector::run_deferred`]).
+    /// Evaluates what a stored batch changed: the finished profiles (the
+    /// running ones are left to [`Detector::run_deferred`], unless the
+    /// interval is zero).
     pub async fn evaluate_batch(&self, pool: &PgPool, windows: &[Uuid], finished: &[Uuid]) {
         let due = self.pacer().due_now(windows, finished, Instant::now());
         self.evaluate_all(pool, &due).await;

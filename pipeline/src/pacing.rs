@@ -2,11 +2,13 @@
 //!
 //! Evaluating reads the whole profile back from Postgres, so evaluating
 //! every profile a batch touched made ingest cost grow with the square of a
-//! profile's windows. Instead a running profile is evaluated at most once
-//! per interval: a window arriving sooner marks it due, and a background
-//! pass evaluates it when its interval is up. A profile that finished is
-//! evaluated at once, before its batch's offsets are committed, so its
-//! final detections never depend on the deferred pass.
+//! profile's windows, and a fleet of new profiles stalled ingest on their
+//! first evaluations. Instead a running profile is evaluated by a
+//! background pass, at most once per interval: its windows mark it
+//! pending, and it is evaluated an interval after it was first seen or
+//! last evaluated. A profile that finished is evaluated at once, before its
+//! batch's offsets are committed, so its final detections never depend on
+//! the background pass. A zero interval evaluates everything at once.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -17,7 +19,7 @@ use uuid::Uuid;
 #[derive(Debug)]
 pub(crate) struct Pacer {
     interval: Duration,
-    /// When each recently evaluated profile was last evaluated.
+    /// When each recent profile was last evaluated, or first seen.
     last: HashMap<Uuid, Instant>,
     /// Profiles with windows not evaluated yet.
     pending: HashSet<Uuid>,
@@ -33,9 +35,8 @@ impl Pacer {
         }
     }
 
-    /// Which of a batch's profiles to evaluate now: the finished ones and
-    /// the running ones not evaluated within the interval; the others are
-    /// left pending.
+    /// Which of a batch's profiles to evaluate now: the finished ones (all
+    /// of them with a zero interval); the others are left pending.
     pub(crate) fn due_now(
         &mut self,
         touched: &[Uuid],
@@ -48,7 +49,7 @@ impl Pacer {
                 continue;
             }
             let is_finished = finished.contains(&id);
-            if is_finished || self.is_due(id, now) {
+            if is_finished || self.interval.is_zero() {
                 self.pending.remove(&id);
                 if is_finished {
                     self.last.remove(&id);
@@ -57,6 +58,7 @@ impl Pacer {
                 }
                 due.push(id);
             } else {
+                self.last.entry(id).or_insert(now);
                 self.pending.insert(id);
             }
         }
@@ -109,15 +111,20 @@ mod tests {
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
         let mut pacer = Pacer::new(Duration::from_secs(10));
-        assert_eq!(pacer.due_now(&[id(1), id(2)], &[], at(0)), [id(1), id(2)]);
-        // More windows within the interval wait.
-        assert!(pacer.due_now(&[id(1)], &[], at(3)).is_empty());
+        // New profiles wait an interval: ingest never stalls on them.
+        assert!(pacer.due_now(&[id(1), id(2)], &[], at(0)).is_empty());
         assert!(pacer.take_due(at(9)).is_empty());
+        let mut due = pacer.take_due(at(10));
+        due.sort();
+        assert_eq!(due, [id(1), id(2)]);
+        // More windows within the interval wait.
+        assert!(pacer.due_now(&[id(1)], &[], at(13)).is_empty());
+        assert!(pacer.take_due(at(19)).is_empty());
         // The pending one is evaluated when its interval is up, once.
-        assert_eq!(pacer.take_due(at(10)), [id(1)]);
-        assert!(pacer.take_due(at(11)).is_empty());
+        assert_eq!(pacer.take_due(at(20)), [id(1)]);
+        assert!(pacer.take_due(at(21)).is_empty());
         // Nothing new for profile 2: no evaluation.
-        assert!(pacer.take_due(at(30)).is_empty());
+        assert!(pacer.take_due(at(40)).is_empty());
         assert_eq!(pacer.remembered(), 0, "old evaluations are forgotten");
     }
 
@@ -125,7 +132,6 @@ mod tests {
     fn finished_profiles_are_evaluated_at_once() {
         let start = Instant::now();
         let mut pacer = Pacer::new(Duration::from_secs(10));
-        assert_eq!(pacer.due_now(&[id(1)], &[], start), [id(1)]);
         assert!(pacer.due_now(&[id(1)], &[], start).is_empty());
         // Its last window and its finish in one batch: evaluated now, and
         // not again by the deferred pass.
