@@ -34,20 +34,52 @@ pub(crate) struct Cli {
     command: Command,
 }
 
+/// Which processes to profile: exactly one of these (the API checks the
+/// values, so the CLI only makes sure one is given).
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct TargetArgs {
+    /// One process by id.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Every process with this executable name (`/proc/PID/comm`).
+    #[arg(long)]
+    process_name: Option<String>,
+    /// Every process whose command line matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    cmdline: Option<String>,
+    /// Every process in this cgroup (or below), or in this container id.
+    #[arg(long, value_name = "PATH|ID")]
+    cgroup: Option<String>,
+}
+
+impl TargetArgs {
+    /// Sets the request field of the target given.
+    pub(crate) fn insert_into(self, request: &mut Value) {
+        let fields = [
+            ("pid", self.pid.map(Value::from)),
+            ("process_name", self.process_name.map(Value::from)),
+            ("cmdline", self.cmdline.map(Value::from)),
+            ("cgroup", self.cgroup.map(Value::from)),
+        ];
+        for (key, value) in fields {
+            if let Some(value) = value {
+                request[key] = value;
+            }
+        }
+    }
+}
+
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     /// Start profiling a process on a host.
     Start {
         #[arg(long)]
         host: String,
-        #[arg(
-            long,
-            conflicts_with = "process_name",
-            required_unless_present = "process_name"
-        )]
-        pid: Option<u32>,
-        #[arg(long)]
-        process_name: Option<String>,
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The service the processes make up (required with `--cmdline`
+        /// and `--cgroup`).
         #[arg(long)]
         service: Option<String>,
         #[arg(long, default_value_t = 30)]
@@ -114,8 +146,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Start {
             host,
-            pid,
-            process_name,
+            target,
             service,
             duration_secs,
             frequency_hz,
@@ -130,12 +161,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
                 "frequency_hz": frequency_hz,
                 "labels": labels,
             });
-            if let Some(pid) = pid {
-                request["pid"] = json!(pid);
-            }
-            if let Some(name) = process_name {
-                request["process_name"] = json!(name);
-            }
+            target.insert_into(&mut request);
             if let Some(service) = service {
                 request["service"] = json!(service);
             }
@@ -303,5 +329,38 @@ pub(crate) fn exit_code(error: &anyhow::Error) -> i32 {
         Some(409) => 5,
         Some(400 | 422) => 2,
         _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn start_target(args: &[&str]) -> Result<Value, clap::Error> {
+        let base = ["odpctl", "start", "--host", "h"];
+        let cli = Cli::try_parse_from(base.iter().chain(args))?;
+        let Command::Start { target, .. } = cli.command else {
+            panic!("not a start")
+        };
+        let mut request = json!({});
+        target.insert_into(&mut request);
+        Ok(request)
+    }
+
+    #[test]
+    fn start_takes_exactly_one_target() {
+        assert_eq!(
+            start_target(&["--cmdline", "java .*Main"]).unwrap(),
+            json!({"cmdline": "java .*Main"})
+        );
+        assert_eq!(
+            start_target(&["--cgroup", "/system.slice"]).unwrap(),
+            json!({"cgroup": "/system.slice"})
+        );
+        assert_eq!(start_target(&["--pid", "7"]).unwrap(), json!({"pid": 7}));
+        assert!(start_target(&[]).is_err());
+        assert!(start_target(&["--pid", "7", "--cmdline", "x"]).is_err());
     }
 }

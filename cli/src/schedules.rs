@@ -1,5 +1,6 @@
 //! `odpctl schedules`: profiling on a cron schedule.
 
+use crate::commands::TargetArgs;
 use odp_client::{ApiClient, Method};
 use serde_json::{json, Value};
 
@@ -20,14 +21,9 @@ pub(crate) enum ScheduleAction {
         name: String,
         #[arg(long)]
         host: String,
-        #[arg(
-            long,
-            conflicts_with = "process_name",
-            required_unless_present = "process_name"
-        )]
-        pid: Option<u32>,
-        #[arg(long)]
-        process_name: Option<String>,
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Required with `--cmdline` and `--cgroup`.
         #[arg(long)]
         service: Option<String>,
         /// 5 fields (`30 3 * * MON-FRI`: minute hour day month weekday,
@@ -72,8 +68,7 @@ pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::R
         ScheduleAction::Create {
             name,
             host,
-            pid,
-            process_name,
+            target,
             service,
             cron,
             timezone,
@@ -85,9 +80,8 @@ pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::R
                 "name": name, "host": host, "cron": cron, "timezone": timezone,
                 "duration_secs": duration_secs, "enabled": !disabled,
             });
+            target.insert_into(&mut body);
             for (key, value) in [
-                ("pid", pid.map(Value::from)),
-                ("process_name", process_name.map(Value::from)),
                 ("service", service.map(Value::from)),
                 ("frequency_hz", frequency_hz.map(Value::from)),
             ] {

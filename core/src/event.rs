@@ -50,6 +50,9 @@ pub enum AgentEventKind {
     ProfileFinished {
         profile_id: Uuid,
         reason: FinishReason,
+        /// Snapshots (and their samples) the broker had acknowledged when
+        /// the profile ended; windows the agent spooled during a broker
+        /// outage arrive later and are not counted here.
         snapshots: u64,
         samples: u64,
     },

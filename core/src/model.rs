@@ -192,6 +192,14 @@ pub enum Target {
     Pid(u32),
     /// Every process whose executable name (`/proc/PID/comm`) equals this.
     ProcessName(String),
+    /// Every process whose full command line (`/proc/PID/cmdline`, the
+    /// arguments joined by spaces) matches this regex, unanchored.
+    #[serde(rename = "cmdline")]
+    CommandLine(String),
+    /// Every process in this cgroup or below it (`/system.slice/x.scope`),
+    /// or in a container given by its id (64 hex digits or a prefix of at
+    /// least 12), found as a component of the cgroup path.
+    Cgroup(String),
     /// No process: samples uploaded from another tool's file, in this
     /// format (`pprof`, `folded`). Agents refuse such targets.
     Imported(String),
@@ -202,7 +210,93 @@ impl fmt::Display for Target {
         match self {
             Target::Pid(pid) => write!(f, "pid {pid}"),
             Target::ProcessName(name) => write!(f, "process {name:?}"),
+            Target::CommandLine(regex) => write!(f, "command line matching {regex:?}"),
+            Target::Cgroup(path) => write!(f, "cgroup {path}"),
             Target::Imported(format) => write!(f, "imported {format}"),
+        }
+    }
+}
+
+impl Target {
+    /// Checks the value a user gave, as the API does before storing a
+    /// request and the agent before running it: a pid is positive, a name
+    /// not empty, a command-line regex compiles within the size limits of
+    /// user patterns, a cgroup is a path or a container id.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Target::Pid(0) => Err("pid 0 is not a process".to_owned()),
+            Target::ProcessName(name) if name.is_empty() => Err("empty process name".to_owned()),
+            Target::CommandLine(pattern) => crate::filter::compile("cmdline", pattern)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Target::Cgroup(wanted) => CgroupTarget::parse(wanted).map(drop),
+            Target::Pid(_) | Target::ProcessName(_) | Target::Imported(_) => Ok(()),
+        }
+    }
+}
+
+/// Longest cgroup path accepted, in bytes (the kernel's `PATH_MAX`).
+pub const MAX_CGROUP_LEN: usize = 4096;
+/// Shortest container-id prefix accepted: Docker's short ids are 12 hex
+/// digits, and anything shorter matches unrelated containers too easily.
+pub const MIN_CONTAINER_ID: usize = 12;
+/// A full container id (Docker, containerd, CRI-O).
+pub const MAX_CONTAINER_ID: usize = 64;
+
+/// What a [`Target::Cgroup`] value designates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupTarget {
+    /// This cgroup and those below it.
+    Path(String),
+    /// A container: any cgroup with a path component containing this id.
+    ContainerId(String),
+}
+
+impl CgroupTarget {
+    /// A path starting with `/`, or 12 to 64 hex digits naming a
+    /// container. The error says what is accepted.
+    pub fn parse(wanted: &str) -> Result<Self, String> {
+        if wanted.starts_with('/') {
+            if wanted.len() > MAX_CGROUP_LEN {
+                return Err(format!("`cgroup` is longer than {MAX_CGROUP_LEN} bytes"));
+            }
+            if wanted.chars().any(char::is_control) || wanted.split('/').any(|c| c == "..") {
+                return Err("`cgroup` path has control characters or `..`".to_owned());
+            }
+            // `/a/b/` and `/a/b` are the same cgroup; `/` stays `/`.
+            let trimmed = wanted.trim_end_matches('/');
+            return Ok(CgroupTarget::Path(if trimmed.is_empty() {
+                "/".to_owned()
+            } else {
+                trimmed.to_owned()
+            }));
+        }
+        let is_id = (MIN_CONTAINER_ID..=MAX_CONTAINER_ID).contains(&wanted.len())
+            && wanted.bytes().all(|b| b.is_ascii_hexdigit());
+        if is_id {
+            Ok(CgroupTarget::ContainerId(wanted.to_ascii_lowercase()))
+        } else {
+            Err(format!(
+                "`cgroup` must be a path starting with `/` or a container id \
+                 ({MIN_CONTAINER_ID} to {MAX_CONTAINER_ID} hex digits)"
+            ))
+        }
+    }
+
+    /// Whether a process in this cgroup (one path of `/proc/PID/cgroup`)
+    /// is selected: a path takes the cgroup itself and its descendants
+    /// (`/a/b` selects `/a/b/c` but not `/a/bc`); a container id takes any
+    /// path with a component containing it (`docker-<id>.scope`,
+    /// `cri-containerd-<id>.scope`, a bare `<id>` under `/kubepods/...`).
+    pub fn matches(&self, path: &str) -> bool {
+        match self {
+            CgroupTarget::Path(wanted) if wanted == "/" => path.starts_with('/'),
+            CgroupTarget::Path(wanted) => path
+                .strip_prefix(wanted.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+            CgroupTarget::ContainerId(id) => path
+                .split('/')
+                .any(|component| component.to_ascii_lowercase().contains(id.as_str())),
         }
     }
 }
@@ -250,10 +344,51 @@ mod tests {
     }
 
     #[test]
+    fn targets_check_user_values() {
+        for ok in [
+            Target::Pid(1),
+            Target::ProcessName("demo".into()),
+            Target::CommandLine(r"java .*Main\b".into()),
+            Target::Cgroup("/system.slice/".into()),
+            Target::Cgroup("0123456789AB".into()),
+        ] {
+            assert_eq!(ok.check(), Ok(()), "{ok}");
+        }
+        for bad in [
+            Target::Pid(0),
+            Target::ProcessName(String::new()),
+            Target::CommandLine("(".into()),
+            Target::Cgroup("system.slice".into()),
+            Target::Cgroup("0123456789a".into()),
+            Target::Cgroup("/a/../b".into()),
+        ] {
+            assert!(bad.check().is_err(), "{bad}");
+        }
+        assert_eq!(
+            CgroupTarget::parse("/").unwrap(),
+            CgroupTarget::Path("/".into())
+        );
+    }
+
+    #[test]
     fn target_serializes_with_its_kind() {
         let json = serde_json::to_string(&Target::ProcessName("demo".into())).unwrap();
         assert_eq!(json, r#"{"by":"process_name","value":"demo"}"#);
         let back: Target = serde_json::from_str(r#"{"by":"pid","value":42}"#).unwrap();
         assert_eq!(back, Target::Pid(42));
+        // New kinds use the same tagged form; old rows keep decoding.
+        for (target, json) in [
+            (
+                Target::CommandLine("java .*Main".into()),
+                r#"{"by":"cmdline","value":"java .*Main"}"#,
+            ),
+            (
+                Target::Cgroup("/system.slice/x.scope".into()),
+                r#"{"by":"cgroup","value":"/system.slice/x.scope"}"#,
+            ),
+        ] {
+            assert_eq!(serde_json::to_string(&target).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Target>(json).unwrap(), target);
+        }
     }
 }

@@ -90,6 +90,8 @@ pub async fn run_until(
             .map_err(Error::PublicKey)?;
     info!(host = %config.host_id, agent_id = %config.agent_id, plugins = ?plugins.names(), "agent starting");
 
+    // Before any profile runs, so an earlier run's spool goes out first.
+    let resender = publisher.spawn_resender();
     let (heartbeat, running_rx) = watch::channel(Vec::new());
     let beats = tokio::spawn(heartbeats(
         publisher.clone(),
@@ -120,6 +122,9 @@ pub async fn run_until(
         Some(Ok(intake)) => agent.serve(&intake, &mut shutdown).await,
         Some(Err(e)) => {
             beats.abort();
+            if let Some(resender) = &resender {
+                resender.abort();
+            }
             return Err(e);
         }
         None => {}
@@ -128,6 +133,10 @@ pub async fn run_until(
     agent.stop_all();
     agent.reap_all().await;
     beats.abort();
+    // What is still spooled stays on disk for the next start.
+    if let Some(resender) = &resender {
+        resender.abort();
+    }
     // Snapshots and lifecycle events were already awaited by the profile
     // tasks; what may be left is a heartbeat, not worth a long wait.
     agent.publisher.flush(Duration::from_secs(2)).await;

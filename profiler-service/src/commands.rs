@@ -178,10 +178,10 @@ pub fn validate_start(start: &StartProfile) -> Result<(), String> {
         }
     }
     match &start.target {
-        Target::Pid(0) => Err("pid 0 is not a process".to_owned()),
-        Target::ProcessName(name) if name.is_empty() => Err("empty process name".to_owned()),
         Target::Imported(_) => Err("an imported profile has no process to sample".to_owned()),
-        _ => Ok(()),
+        // The API checked it too; checked again so a bad pattern from a
+        // command that skipped it fails here, not in every re-scan.
+        target => target.check(),
     }
 }
 

@@ -118,6 +118,14 @@ pub struct Args {
     /// `PATH`).
     #[arg(long, env = "ODP_JCMD", default_value = "jcmd")]
     pub jcmd: PathBuf,
+    /// Directory of the on-disk spool for snapshots the broker did not take
+    /// (default: `odp-spool/<host id>` in the temporary directory).
+    #[arg(long, env = "ODP_SPOOL_DIR")]
+    pub spool_dir: Option<PathBuf>,
+    /// Most bytes the spool holds; when full the oldest snapshots are
+    /// dropped (and counted). 0 turns the spool off.
+    #[arg(long, env = "ODP_SPOOL_MAX_BYTES", default_value_t = 256 << 20)]
+    pub spool_max_bytes: u64,
 }
 
 impl Args {
@@ -138,6 +146,14 @@ impl Args {
             overhead_budget: (self.overhead_budget != 0.0).then_some(self.overhead_budget),
         }
     }
+}
+
+/// Where snapshots wait while the broker is unreachable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolSettings {
+    pub dir: PathBuf,
+    /// 0: no spool, undelivered snapshots are lost (and counted).
+    pub max_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +185,7 @@ pub struct Config {
     pub exit_with_parent: bool,
     /// The external tools of the language plugins.
     pub plugins: PluginSettings,
+    pub spool: SpoolSettings,
 }
 
 impl Args {
@@ -188,6 +205,13 @@ impl Args {
                 source,
             }
         })?;
+        // Per host id: agents of several (test) hosts on one machine must
+        // not resend each other's snapshots.
+        let spool_dir = self.spool_dir.unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join("odp-spool")
+                .join(host_id.replace('/', "_"))
+        });
         let config = Config {
             kafka_bootstrap: self.kafka_bootstrap,
             kafka_options: odp_core::kafka_options::parse(&self.kafka_options)
@@ -211,6 +235,10 @@ impl Args {
                 py_spy: self.py_spy,
                 python_native: self.python_native,
                 jcmd: self.jcmd,
+            },
+            spool: SpoolSettings {
+                dir: spool_dir,
+                max_bytes: self.spool_max_bytes,
             },
         };
         config.validate()?;
@@ -306,6 +334,11 @@ mod tests {
         assert_eq!(config.command_public_key_pem, public);
         assert_eq!(config.cost, CostDefaults::default());
         assert!(config.cost_events, "cost reports are published by default");
+        assert_eq!(config.spool.max_bytes, 256 << 20);
+        assert!(config
+            .spool
+            .dir
+            .ends_with(format!("odp-spool/{}", config.host_id)));
         fs::remove_file(path).unwrap();
     }
 

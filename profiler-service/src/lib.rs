@@ -18,7 +18,9 @@
 //! - [`plugin`]: the [`plugin::Plugin`] trait, language detection and the
 //!   `native` (perf_event), `python` (py-spy) and `jvm` (JFR) plugins;
 //! - [`window`], [`targets`], [`publish`]: window bookkeeping, `/proc`
-//!   discovery and the Kafka producer.
+//!   discovery and the Kafka producer;
+//! - [`spool`]: the bounded on-disk FIFO of snapshots the broker did not
+//!   take, resent in order once it is back.
 
 pub mod agent;
 pub mod commands;
@@ -30,6 +32,7 @@ pub mod plugin;
 pub mod profile;
 pub mod publish;
 pub mod runner;
+pub mod spool;
 pub mod targets;
 pub mod window;
 

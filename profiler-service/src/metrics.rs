@@ -23,6 +23,10 @@ pub struct AgentMetrics {
     pub(crate) publish_failures: Counter,
     commands: Family<OutcomeLabels, Counter>,
     pub(crate) running_profiles: Gauge,
+    pub(crate) snapshots_spooled: Counter,
+    pub(crate) spool_dropped: Counter,
+    pub(crate) spool_snapshots: Gauge,
+    pub(crate) spool_bytes: Gauge,
 }
 
 impl AgentMetrics {
@@ -58,6 +62,26 @@ impl AgentMetrics {
             "odp_agent_running_profiles",
             "Profiles running now",
             metrics.running_profiles.clone(),
+        );
+        r.register(
+            "odp_agent_snapshots_spooled",
+            "Snapshots written to the on-disk spool because the broker did not take them",
+            metrics.snapshots_spooled.clone(),
+        );
+        r.register(
+            "odp_agent_spool_dropped",
+            "Snapshots lost to the spool: oldest dropped when full, too large for it, or not writable",
+            metrics.spool_dropped.clone(),
+        );
+        r.register(
+            "odp_agent_spool_snapshots",
+            "Snapshots waiting in the spool",
+            metrics.spool_snapshots.clone(),
+        );
+        r.register(
+            "odp_agent_spool_bytes",
+            "Bytes waiting in the spool",
+            metrics.spool_bytes.clone(),
         );
         Arc::new(metrics)
     }

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::plugin::Plugins;
-use crate::publish::Publisher;
+use crate::publish::{Publisher, Sent};
 use crate::runner::{self, ProfileSpec, RunnerEvent};
 use crate::targets::ProcFs;
 
@@ -79,6 +79,7 @@ async fn publish(
     let profile_id = spec.profile_id;
     let mut snapshots = 0;
     let mut samples = 0;
+    let mut spooled = 0u64;
     let mut outcome = None;
     while let Some(event) = rx.recv().await {
         match event {
@@ -100,10 +101,14 @@ async fn publish(
                     .await;
             }
             RunnerEvent::Window(snapshot) => match publisher.snapshot(&snapshot).await {
-                Ok(()) => {
+                // The counts in `profile_finished` are what the broker had
+                // acknowledged when the profile ended; spooled windows are
+                // sent later (or dropped and counted if the spool fills).
+                Ok(Sent::Acknowledged) => {
                     snapshots += 1;
                     samples += snapshot.total_samples();
                 }
+                Ok(Sent::Spooled) => spooled += 1,
                 Err(e) => warn!(profile_id = %profile_id, sequence = snapshot.sequence,
                     error = %e, "snapshot not delivered"),
             },
@@ -130,6 +135,9 @@ async fn publish(
         error!(profile_id = %profile_id, "sampling thread ended without a result");
         Outcome::Failed("sampling thread ended unexpectedly".to_owned())
     });
+    if spooled > 0 {
+        warn!(profile_id = %profile_id, spooled, "profile ended with spooled snapshots not yet delivered");
+    }
     let kind = match &outcome {
         Outcome::Finished {
             reason,

@@ -5,25 +5,72 @@
 //! One idempotent, LZ4-compressing producer is shared by all profiles; every
 //! send awaits its delivery report so counts in `profile_finished` are what
 //! the broker acknowledged.
+//!
+//! A snapshot the broker does not take (delivery failed or timed out after
+//! `message.timeout.ms`) goes to the on-disk [`Spool`], and so does every
+//! snapshot while the spool is not empty: that keeps each profile's windows
+//! in order, since a profile publishes one window at a time and the spool is
+//! FIFO. [`Publisher::spawn_resender`] sends the spool's files oldest first,
+//! deleting each only once acknowledged (at least once: a resend cut short
+//! by a shutdown may be delivered twice).
 
-use std::sync::Arc;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use odp_core::cost::CostEventKind;
 use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::Snapshot;
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::ClientConfig;
-use tracing::{debug, warn};
+use tokio::sync::Notify;
+use tracing::{debug, info, warn};
 
 use crate::config::{Config, Topics};
+use crate::error::Error;
 use crate::metrics::AgentMetrics;
+use crate::spool::{Finished, Spool};
 use crate::window::unix_ms;
 
 /// How long a send may wait for room in the local queue.
 const QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause after a failed resend, doubled up to the maximum while the broker
+/// stays away (each attempt already waits up to `message.timeout.ms`).
+const RESEND_BACKOFF: Duration = Duration::from_millis(500);
+const RESEND_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// What became of a snapshot handed to [`Publisher::snapshot`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// The broker acknowledged it.
+    Acknowledged,
+    /// Written to the spool, to be resent; not acknowledged yet.
+    Spooled,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// Not delivered and there is no spool.
+    #[error("kafka: {0}")]
+    Kafka(#[from] KafkaError),
+    #[error("cannot spool snapshot: {0}")]
+    Spool(#[source] io::Error),
+    #[error("snapshot of {0} bytes is larger than the whole spool; dropped")]
+    TooLarge(usize),
+}
+
+/// The spool shared by the publishing side and the resender.
+struct Shared {
+    spool: Mutex<Spool>,
+    /// Spooled files, readable without the lock (which may be held over
+    /// file I/O) for the per-snapshot "is there a backlog" check.
+    pending: AtomicUsize,
+    /// Wakes the resender when something is spooled.
+    wake: Notify,
+}
 
 /// Where an unusable command came from, for the dead-letter headers.
 #[derive(Debug, Clone, Copy)]
@@ -40,11 +87,25 @@ pub struct Publisher {
     host: String,
     agent_id: String,
     metrics: Arc<AgentMetrics>,
+    spool: Option<Arc<Shared>>,
 }
 
 impl Publisher {
-    pub fn new(config: &Config, metrics: Arc<AgentMetrics>) -> Result<Self, KafkaError> {
+    /// Creates the producer and opens the spool (indexing the files an
+    /// earlier run left, which [`Self::spawn_resender`] sends first).
+    pub fn new(config: &Config, metrics: Arc<AgentMetrics>) -> Result<Self, Error> {
         let mut client = ClientConfig::new();
+        // Defaults an operator may override with --kafka-option (a shorter
+        // message.timeout.ms spools sooner when the broker is gone).
+        client
+            .set("compression.type", "lz4")
+            // Give up on a message after a minute rather than librdkafka's
+            // five: a profile's end (and shutdown) must not hang on a broker
+            // that is gone; its snapshots go to the spool instead.
+            .set("message.timeout.ms", "60000")
+            // A busy 10 s window of a large process can pass the 1 MB
+            // default; the broker's own limit still applies.
+            .set("message.max.bytes", "16777216");
         for (key, value) in &config.kafka_options {
             client.set(key, value);
         }
@@ -52,31 +113,64 @@ impl Publisher {
             .set("bootstrap.servers", &config.kafka_bootstrap)
             .set("client.id", format!("odp-agent-{}", config.agent_id))
             .set("enable.idempotence", "true")
-            .set("compression.type", "lz4")
-            // Give up on a message after a minute rather than librdkafka's
-            // five: a profile's end (and shutdown) must not hang on a broker
-            // that is gone.
-            .set("message.timeout.ms", "60000")
-            // A busy 10 s window of a large process can pass the 1 MB
-            // default; the broker's own limit still applies.
-            .set("message.max.bytes", "16777216")
             .create()?;
+        let spool = match config.spool.max_bytes {
+            0 => None,
+            max_bytes => {
+                let dir = &config.spool.dir;
+                let spool = Spool::open(dir, max_bytes)
+                    .map_err(|e| Error::Config(format!("--spool-dir {}: {e}", dir.display())))?;
+                if !spool.is_empty() {
+                    info!(dir = %dir.display(), snapshots = spool.len(), bytes = spool.bytes(),
+                        "spooled snapshots from an earlier run will be resent first");
+                }
+                metrics.spool_snapshots.set(spool.len() as i64);
+                metrics.spool_bytes.set(spool.bytes() as i64);
+                Some(Arc::new(Shared {
+                    pending: AtomicUsize::new(spool.len()),
+                    spool: Mutex::new(spool),
+                    wake: Notify::new(),
+                }))
+            }
+        };
         Ok(Publisher {
             producer,
             topics: config.topics.clone(),
             host: config.host_id.clone(),
             agent_id: config.agent_id.clone(),
             metrics,
+            spool,
         })
     }
 
-    /// Publishes one window, keyed by its profile id.
-    pub async fn snapshot(&self, snapshot: &Snapshot) -> Result<(), KafkaError> {
-        let key = snapshot.profile_id.to_string();
+    /// Publishes one window, keyed by its profile id, or spools it when the
+    /// broker does not take it or older snapshots are still spooled.
+    pub async fn snapshot(&self, snapshot: &Snapshot) -> Result<Sent, SnapshotError> {
         let payload = snapshot.encode();
+        let backlog = self
+            .spool
+            .as_ref()
+            .is_some_and(|s| s.pending.load(Ordering::Acquire) > 0);
+        if backlog {
+            return self.spool(snapshot, payload).await;
+        }
+        match self.send_stacks(snapshot, &payload).await {
+            Ok(()) => Ok(Sent::Acknowledged),
+            Err(e) if self.spool.is_some() && !permanent(&e) => {
+                warn!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
+                    error = %e, "snapshot not delivered, spooling it");
+                self.spool(snapshot, payload).await
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Sends encoded snapshot bytes and awaits the acknowledgement.
+    async fn send_stacks(&self, snapshot: &Snapshot, payload: &[u8]) -> Result<(), KafkaError> {
+        let key = snapshot.profile_id.to_string();
         let record = FutureRecord::to(&self.topics.stacks)
             .key(&key)
-            .payload(&payload);
+            .payload(payload);
         let delivery = self
             .producer
             .send(record, QUEUE_TIMEOUT)
@@ -94,6 +188,128 @@ impl Publisher {
             bytes = payload.len(), partition = delivery.partition, offset = delivery.offset,
             "snapshot delivered");
         Ok(())
+    }
+
+    async fn spool(&self, snapshot: &Snapshot, payload: Vec<u8>) -> Result<Sent, SnapshotError> {
+        let shared = self.spool.clone().expect("only called with a spool");
+        let len = payload.len();
+        let pushed = self
+            .with_spool(move |spool| spool.push(&payload))
+            .await
+            .map_err(|e| {
+                // Lost: counted with the spool's drops, never silently.
+                self.metrics.spool_dropped.inc();
+                SnapshotError::Spool(e)
+            })?;
+        if pushed.dropped > 0 {
+            self.metrics.spool_dropped.inc_by(pushed.dropped);
+            warn!(
+                dropped = pushed.dropped,
+                "spool full: oldest spooled snapshots dropped"
+            );
+        }
+        if pushed.rejected {
+            self.metrics.spool_dropped.inc();
+            warn!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence, bytes = len,
+                "snapshot larger than the whole spool dropped");
+            return Err(SnapshotError::TooLarge(len));
+        }
+        self.metrics.snapshots_spooled.inc();
+        debug!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
+            bytes = len, "snapshot spooled");
+        shared.wake.notify_one();
+        Ok(Sent::Spooled)
+    }
+
+    /// Runs a spool operation off the async threads, then refreshes the
+    /// pending count and the gauges.
+    async fn with_spool<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Spool) -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
+        let shared = self.spool.clone().expect("only called with a spool");
+        let metrics = self.metrics.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut spool = shared.spool.lock().unwrap_or_else(|e| e.into_inner());
+            let result = op(&mut spool);
+            shared.pending.store(spool.len(), Ordering::Release);
+            metrics.spool_snapshots.set(spool.len() as i64);
+            metrics.spool_bytes.set(spool.bytes() as i64);
+            result
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+
+    /// Starts the task that resends spooled snapshots oldest first (those of
+    /// an earlier run included); `None` without a spool.
+    pub fn spawn_resender(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let shared = self.spool.clone()?;
+        let publisher = self.clone();
+        Some(tokio::spawn(async move {
+            let mut backoff = RESEND_BACKOFF;
+            loop {
+                match publisher.resend_one().await {
+                    Ok(true) => backoff = RESEND_BACKOFF,
+                    Ok(false) if shared.pending.load(Ordering::Acquire) == 0 => {
+                        shared.wake.notified().await;
+                    }
+                    Ok(false) | Err(_) => {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(RESEND_BACKOFF_MAX);
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Sends the oldest spooled snapshot: `Ok(true)` when the spool moved
+    /// on (delivered or discarded), `Ok(false)` when there was nothing to
+    /// send or it must be retried.
+    async fn resend_one(&self) -> io::Result<bool> {
+        let Some((seq, payload)) = self.with_spool(Spool::begin).await? else {
+            return Ok(false);
+        };
+        let snapshot = match Snapshot::decode(&payload) {
+            Ok(snapshot) => snapshot,
+            Err(e) => {
+                // Cannot happen with rename-into-place unless the disk lies;
+                // counted with the drops so it is not silent either.
+                self.with_spool(move |spool| spool.discard(seq)).await?;
+                self.metrics.spool_dropped.inc();
+                warn!(seq, error = %e, "undecodable spool file dropped");
+                return Ok(true);
+            }
+        };
+        let delivered = self.send_stacks(&snapshot, &payload).await;
+        let ok = delivered.is_ok();
+        let finished = self.with_spool(move |spool| spool.finish(seq, ok)).await?;
+        match (finished, delivered) {
+            (Finished::Delivered, _) => {
+                debug!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
+                    "spooled snapshot resent");
+                Ok(true)
+            }
+            (Finished::Dropped, _) => {
+                self.metrics.spool_dropped.inc();
+                warn!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
+                    "spool full: oldest spooled snapshot dropped");
+                Ok(true)
+            }
+            (Finished::Kept, Err(e)) if permanent(&e) => {
+                // Retrying would block every snapshot queued behind it.
+                self.with_spool(move |spool| spool.discard(seq)).await?;
+                self.metrics.spool_dropped.inc();
+                warn!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
+                    error = %e, "spooled snapshot refused by the broker, dropped");
+                Ok(true)
+            }
+            (Finished::Kept, Err(e)) => {
+                debug!(error = %e, "resend failed, broker still unreachable");
+                Ok(false)
+            }
+            (Finished::Kept, Ok(())) => Ok(false),
+        }
     }
 
     /// Publishes an event about this agent, keyed by host id.
@@ -190,6 +406,23 @@ impl Publisher {
             Err(e) => warn!(error = %e, "producer flush task failed"),
         }
     }
+}
+
+/// Refusals that resending cannot change: such a snapshot is not spooled
+/// (it would stay first in line forever, holding back the rest).
+fn permanent(e: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::InvalidMessage
+                | C::InvalidMessageSize
+                | C::MessageSizeTooLarge
+                | C::InvalidRecord
+                | C::TopicAuthorizationFailed
+                | C::ClusterAuthorizationFailed
+        )
+    )
 }
 
 fn event_name(kind: &AgentEventKind) -> &'static str {

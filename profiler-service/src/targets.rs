@@ -4,12 +4,21 @@
 //! Everything goes through [`ProcFs`] so tests can point it at a fake tree.
 //! Parsers are tolerant: a process can vanish between two reads, so a file
 //! that is gone or malformed means "no such process", never a panic.
+//!
+//! Broad targets (a command-line regex, a cgroup) never designate the agent
+//! itself or its descendants (py-spy, jcmd): a regex like `java` would
+//! otherwise match `jcmd`, and a cgroup the agent shares with its target
+//! would make it sample itself. The matching rules live in [`matching`].
+
+mod matching;
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use odp_core::Target;
+
+pub use matching::{parse_cgroup_paths, CgroupTarget, CmdlineSelector};
 
 /// The kernel truncates `comm` to 15 bytes (TASK_COMM_LEN - 1).
 const COMM_MAX: usize = 15;
@@ -18,18 +27,35 @@ const COMM_MAX: usize = 15;
 #[derive(Debug, Clone)]
 pub struct ProcFs {
     root: PathBuf,
+    /// The agent's pid: it and its descendants are left out of broad
+    /// targets. `None` for a fake tree unless a test sets one.
+    agent: Option<u32>,
 }
 
 impl Default for ProcFs {
     fn default() -> Self {
-        ProcFs::at("/proc")
+        ProcFs::at("/proc").excluding(Some(std::process::id()))
     }
 }
+
+/// How far up the parent chain a process is checked for being the agent's
+/// descendant; deeper trees (and pid loops in a broken fake tree) stop here.
+const MAX_ANCESTRY: usize = 64;
 
 impl ProcFs {
     /// A procfs rooted somewhere else (tests use a temporary tree).
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        ProcFs { root: root.into() }
+        ProcFs {
+            root: root.into(),
+            agent: None,
+        }
+    }
+
+    /// Leaves this process and its descendants out of command-line and
+    /// cgroup targets.
+    pub fn excluding(mut self, agent: Option<u32>) -> Self {
+        self.agent = agent;
+        self
     }
 
     fn pid_dir(&self, pid: u32) -> PathBuf {
@@ -46,18 +72,80 @@ impl ProcFs {
                 Vec::new()
             }),
             Target::ProcessName(name) => {
-                let mut pids: Vec<u32> = numeric_entries(&self.root)?
-                    .into_iter()
-                    .filter(|&pid| {
-                        self.comm(pid).is_some_and(|comm| comm_matches(&comm, name))
-                            && self.is_alive(pid)
-                    })
-                    .collect();
-                pids.sort_unstable();
-                Ok(pids)
+                self.scan(|pid| self.comm(pid).is_some_and(|comm| comm_matches(&comm, name)))
+            }
+            Target::CommandLine(pattern) => {
+                // Compiled per scan (once a second at most): validated by
+                // the API and the agent's command check, so an error here
+                // only comes from a command that skipped both.
+                let selector = CmdlineSelector::new(pattern)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                self.scan(|pid| {
+                    self.cmdline(pid)
+                        .is_some_and(|line| selector.matches(&line))
+                        && !self.is_agent_or_descendant(pid)
+                })
+            }
+            Target::Cgroup(wanted) => {
+                let selector = CgroupTarget::parse(wanted)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                self.scan(|pid| {
+                    self.cgroup_paths(pid)
+                        .is_some_and(|paths| paths.iter().any(|p| selector.matches(p)))
+                        && !self.is_agent_or_descendant(pid)
+                })
             }
             Target::Imported(_) => Ok(Vec::new()),
         }
+    }
+
+    /// Every live process the predicate accepts, sorted.
+    fn scan(&self, mut wanted: impl FnMut(u32) -> bool) -> io::Result<Vec<u32>> {
+        let mut pids: Vec<u32> = numeric_entries(&self.root)?
+            .into_iter()
+            .filter(|&pid| wanted(pid) && self.is_alive(pid))
+            .collect();
+        pids.sort_unstable();
+        Ok(pids)
+    }
+
+    /// The command line (`/proc/PID/cmdline`): its NUL-separated arguments
+    /// joined by spaces. `None` when unreadable or empty (kernel threads
+    /// have none, so a regex like `.*` never selects them).
+    pub fn cmdline(&self, pid: u32) -> Option<String> {
+        let raw = fs::read(self.pid_dir(pid).join("cmdline")).ok()?;
+        let line = join_cmdline(&raw);
+        (!line.is_empty()).then_some(line)
+    }
+
+    /// The cgroup paths of a process (`/proc/PID/cgroup`), one per
+    /// hierarchy.
+    pub fn cgroup_paths(&self, pid: u32) -> Option<Vec<String>> {
+        let text = fs::read_to_string(self.pid_dir(pid).join("cgroup")).ok()?;
+        Some(parse_cgroup_paths(&text))
+    }
+
+    /// The parent pid (`/proc/PID/stat`, the field after the state).
+    pub fn ppid(&self, pid: u32) -> Option<u32> {
+        let stat = fs::read_to_string(self.pid_dir(pid).join("stat")).ok()?;
+        parse_stat_ppid(&stat)
+    }
+
+    fn is_agent_or_descendant(&self, pid: u32) -> bool {
+        let Some(agent) = self.agent else {
+            return false;
+        };
+        let mut current = pid;
+        for _ in 0..MAX_ANCESTRY {
+            if current == agent {
+                return true;
+            }
+            match self.ppid(current) {
+                Some(parent) if parent != 0 && parent != current => current = parent,
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// Whether the process exists and is not a zombie: a zombie has no
@@ -162,6 +250,20 @@ fn parse_decimal(s: &str) -> Option<u32> {
 pub fn parse_stat_state(stat: &str) -> Option<char> {
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_ascii_whitespace().next()?.chars().next()
+}
+
+/// The parent pid of `/proc/PID/stat`, the field after the state.
+pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// `/proc/PID/cmdline` as one line: arguments are NUL-terminated, so the
+/// trailing NUL is dropped and the others become spaces. Invalid UTF-8 is
+/// replaced rather than refused (a regex can still match the rest).
+pub fn join_cmdline(raw: &[u8]) -> String {
+    let raw = raw.strip_suffix(b"\0").unwrap_or(raw);
+    String::from_utf8_lossy(raw).replace('\0', " ")
 }
 
 /// One file-backed executable mapping of `/proc/PID/maps`.

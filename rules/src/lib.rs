@@ -140,16 +140,16 @@ fn check(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
 
 /// The service a profile belongs to, what per-service thresholds are keyed
 /// by: the service recorded with the request if any, else the target's
-/// process name, else (profiled by pid) the host.
+/// process name, else (profiled by pid, command line or cgroup, which name
+/// no single program) the host.
 pub fn service_of(identity: &ProfileIdentity) -> String {
     if let Some(service) = &identity.service {
         return service.clone();
     }
     match &identity.target {
         Some(Target::ProcessName(name)) => name.clone(),
-        Some(Target::Pid(_) | Target::Imported(_)) | None => {
-            identity.host.clone().unwrap_or_default()
-        }
+        Some(Target::Pid(_) | Target::CommandLine(_) | Target::Cgroup(_) | Target::Imported(_))
+        | None => identity.host.clone().unwrap_or_default(),
     }
 }
 

@@ -115,6 +115,33 @@ async fn bad_requests_get_clear_4xx_errors() {
         ),
         (&client, start(json!([1, 2, 3])), 422),
     ];
+    // Command-line and cgroup targets: exactly one target, a regex that
+    // compiles, a cgroup path or container id, and a service to file under.
+    let schedule = |body: Value| (Method::POST, "/api/v1/schedules".to_owned(), Some(body));
+    let mut cases = cases;
+    for body in [
+        json!({"cmdline": "java (", "service": "s"}),
+        json!({"cmdline": "", "service": "s"}),
+        json!({"cmdline": "a".repeat(1001), "service": "s"}),
+        json!({"cmdline": r"(\w{500}){500}", "service": "s"}),
+        json!({"cmdline": "java", "pid": 1, "service": "s"}),
+        json!({"cmdline": "java", "cgroup": "/a", "service": "s"}),
+        json!({"cmdline": "java"}),
+        json!({"cgroup": "/system.slice"}),
+        json!({"cgroup": "system.slice", "service": "s"}),
+        json!({"cgroup": "abc123", "service": "s"}),
+        json!({"cgroup": "/a/../b", "service": "s"}),
+        json!({"cgroup": 7, "service": "s"}),
+    ] {
+        let mut start_body = body.clone();
+        start_body["host"] = json!(host);
+        start_body["duration_secs"] = json!(5);
+        cases.push((&client, start(start_body.clone()), 422));
+        let mut schedule_body = start_body;
+        schedule_body["name"] = json!("bad-target");
+        schedule_body["cron"] = json!("0 3 * * *");
+        cases.push((&client, schedule(schedule_body), 422));
+    }
     for (who, (method, path, body), want) in cases {
         let reply = who
             .request(method.clone(), &path, body.as_ref())
@@ -132,6 +159,18 @@ async fn bad_requests_get_clear_4xx_errors() {
             reply.text
         );
     }
+
+    // A regex that does not compile says why.
+    let reply = client
+        .request(
+            Method::POST,
+            "/api/v1/profiles",
+            Some(&json!({"host": host, "cmdline": "java (", "service": "s", "duration_secs": 5})),
+        )
+        .await
+        .unwrap();
+    let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("unclosed group"), "{}", reply.text);
 
     // Malformed JSON and a missing content type are 400s.
     let raw = h.platform.http();

@@ -23,6 +23,11 @@ pub enum Target {
     Pid(u32),
     /// Every process whose executable name equals this.
     ProcessName(String),
+    /// Every process whose command line matches this regex.
+    #[serde(rename = "cmdline")]
+    CommandLine(String),
+    /// Every process in this cgroup or below, or in this container.
+    Cgroup(String),
     /// Samples uploaded from another tool's file in this format.
     Imported(String),
 }

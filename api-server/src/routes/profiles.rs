@@ -29,15 +29,17 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(stop))
 }
 
-/// `POST /api/v1/profiles`: profile a process on a host, given by `pid`
-/// or `process_name` (exactly one).
+/// `POST /api/v1/profiles`: profile processes on a host, given by exactly
+/// one of `pid`, `process_name`, `cmdline` or `cgroup`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
     #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub host: String,
     /// The service the target belongs to; defaults to `process_name`, or
-    /// the host when profiling by pid. Token `services` patterns apply to it.
+    /// the host when profiling by pid. Required with `cmdline` and `cgroup`,
+    /// which name no program to default to. Token `services` patterns
+    /// apply to it.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub service: Option<String>,
@@ -48,6 +50,16 @@ pub struct StartRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 255)]
     pub process_name: Option<String>,
+    /// A regex (unanchored) over the full command line, arguments joined
+    /// by spaces: every matching process is profiled.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 1000)]
+    pub cmdline: Option<String>,
+    /// A cgroup path (`/system.slice/x.service`; processes in it and below
+    /// it) or a container id (12 to 64 hex digits).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 4096)]
+    pub cgroup: Option<String>,
     #[schema(minimum = 1, maximum = 3600)]
     pub duration_secs: u64,
     /// Samples per second; 99 when absent.
@@ -79,22 +91,7 @@ impl StartRequest {
     pub fn validate(self) -> Result<ValidStart, ApiError> {
         let invalid = |m: String| Err(ApiError::Unprocessable(m));
         validate_host(&self.host)?;
-        let target = match (self.pid, self.process_name) {
-            (Some(_), Some(_)) => {
-                return invalid("give either `pid` or `process_name`, not both".into())
-            }
-            (None, None) => return invalid("missing target: give `pid` or `process_name`".into()),
-            (Some(0), None) => return invalid("`pid` must be positive".into()),
-            (Some(pid), None) => Target::Pid(pid),
-            (None, Some(name)) => {
-                if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) {
-                    return invalid(
-                        "`process_name` must be 1 to 255 characters without `/`".into(),
-                    );
-                }
-                Target::ProcessName(name)
-            }
-        };
+        let target = self.target()?;
         if !(1..=MAX_DURATION_SECS).contains(&self.duration_secs) {
             return invalid(format!(
                 "`duration_secs` must be between 1 and {MAX_DURATION_SECS}"
@@ -119,6 +116,13 @@ impl StartRequest {
             None => match &target {
                 Target::ProcessName(name) => name.clone(),
                 Target::Pid(_) | Target::Imported(_) => self.host.clone(),
+                // Many programs may match: the caller says which service
+                // they make up rather than the API guessing from a pattern.
+                Target::CommandLine(_) | Target::Cgroup(_) => {
+                    return invalid(
+                        "`service` is required when profiling by `cmdline` or `cgroup`".into(),
+                    )
+                }
             },
         };
         validate_labels(&self.labels)?;
@@ -131,6 +135,34 @@ impl StartRequest {
             frequency_hz,
             window_secs: self.window_secs,
         })
+    }
+
+    /// The one target field given, checked.
+    fn target(&self) -> Result<Target, ApiError> {
+        let invalid = |m: String| Err(ApiError::Unprocessable(m));
+        let given = [
+            self.pid.map(Target::Pid),
+            self.process_name.clone().map(Target::ProcessName),
+            self.cmdline.clone().map(Target::CommandLine),
+            self.cgroup.clone().map(Target::Cgroup),
+        ];
+        let mut given = given.into_iter().flatten();
+        let (Some(target), None) = (given.next(), given.next()) else {
+            return invalid(
+                "give exactly one target: `pid`, `process_name`, `cmdline` or `cgroup`".into(),
+            );
+        };
+        match &target {
+            Target::Pid(0) => return invalid("`pid` must be positive".into()),
+            Target::ProcessName(name)
+                if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) =>
+            {
+                return invalid("`process_name` must be 1 to 255 characters without `/`".into())
+            }
+            _ => {}
+        }
+        target.check().map_err(ApiError::Unprocessable)?;
+        Ok(target)
     }
 }
 
@@ -472,6 +504,36 @@ mod tests {
     }
 
     #[test]
+    fn accepts_a_cmdline_regex_or_a_cgroup_with_a_service() {
+        let v = request(
+            serde_json::json!({"host": "h", "cmdline": "java .*checkout",
+            "service": "checkout", "duration_secs": 1}),
+        )
+        .unwrap();
+        assert_eq!(v.target, Target::CommandLine("java .*checkout".into()));
+        for cgroup in ["/system.slice/docker-abc.scope", "4f1d2c3b4a5e"] {
+            let v = request(serde_json::json!({"host": "h", "cgroup": cgroup,
+                "service": "s", "duration_secs": 1}))
+            .unwrap();
+            assert_eq!(v.target, Target::Cgroup(cgroup.into()));
+        }
+    }
+
+    #[test]
+    fn explains_a_regex_that_does_not_compile() {
+        let err = request(serde_json::json!({"host": "h", "cmdline": "java (",
+            "service": "s", "duration_secs": 1}))
+        .unwrap_err();
+        let ApiError::Unprocessable(message) = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            message.contains("cmdline") && message.contains("unclosed"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn refuses_out_of_range_and_ambiguous_requests() {
         for bad in [
             serde_json::json!({"host": "h", "duration_secs": 10}),
@@ -486,6 +548,15 @@ mod tests {
             serde_json::json!({"host": "h", "process_name": "a/b", "duration_secs": 5}),
             serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "window_secs": 0}),
             serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "service": "a b"}),
+            serde_json::json!({"host": "h", "pid": 1, "cmdline": "x", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "x", "cgroup": "/a", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "x", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "/a", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "a".repeat(1001), "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "system.slice", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "abc123", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "/a/../b", "service": "s", "duration_secs": 5}),
         ] {
             assert!(
                 matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))),

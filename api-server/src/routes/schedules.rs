@@ -29,8 +29,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(describe, update, remove))
 }
 
-/// `POST /api/v1/schedules`: the target as for a start (`pid` or
-/// `process_name`), and when to profile it.
+/// `POST /api/v1/schedules`: the target as for a start (one of `pid`,
+/// `process_name`, `cmdline` or `cgroup`), and when to profile it.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateScheduleRequest {
@@ -47,6 +47,14 @@ pub struct CreateScheduleRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 255)]
     pub process_name: Option<String>,
+    /// A regex over the full command line (see the start request).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 1000)]
+    pub cmdline: Option<String>,
+    /// A cgroup path or container id (see the start request).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 4096)]
+    pub cgroup: Option<String>,
     #[schema(minimum = 1, maximum = 3600)]
     pub duration_secs: u64,
     #[serde(default)]
@@ -152,6 +160,8 @@ impl CreateScheduleRequest {
             service: self.service,
             pid: self.pid,
             process_name: self.process_name,
+            cmdline: self.cmdline,
+            cgroup: self.cgroup,
             duration_secs: self.duration_secs,
             frequency_hz: self.frequency_hz,
             window_secs: self.window_secs,
@@ -394,6 +404,15 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(disabled.next_run_at, None);
+        let by_cgroup = create(serde_json::json!({
+            "name": "pods", "host": "h1", "cgroup": "/kubepods/burstable", "service": "k",
+            "duration_secs": 30, "cron": "0 3 * * *"
+        }))
+        .unwrap();
+        assert_eq!(
+            by_cgroup.target,
+            Target::Cgroup("/kubepods/burstable".into())
+        );
     }
 
     #[test]
@@ -413,6 +432,8 @@ mod tests {
             ("duration_secs", serde_json::json!(0)),
             ("frequency_hz", serde_json::json!(20_000)),
             ("host", serde_json::json!("")),
+            // A second target besides `process_name`.
+            ("cmdline", serde_json::json!("demo")),
         ] {
             let mut body = base.clone();
             body[field] = value.clone();

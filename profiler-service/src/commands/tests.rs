@@ -232,4 +232,8 @@ fn validates_start_parameters() {
     assert!(with(&|s| s.target = Target::ProcessName(String::new())).is_err());
     assert!(with(&|s| s.target = Target::Pid(1)).is_ok());
     assert!(with(&|s| s.target = Target::Imported("pprof".into())).is_err());
+    assert!(with(&|s| s.target = Target::CommandLine("java .*Main".into())).is_ok());
+    assert!(with(&|s| s.target = Target::CommandLine("(".into())).is_err());
+    assert!(with(&|s| s.target = Target::Cgroup("/system.slice".into())).is_ok());
+    assert!(with(&|s| s.target = Target::Cgroup("system.slice".into())).is_err());
 }

@@ -31,6 +31,16 @@ impl FakeProc {
         }
     }
 
+    /// Writes a file of a process's directory (`cmdline`, `cgroup`...).
+    fn file(&self, pid: u32, name: &str, content: &[u8]) {
+        fs::write(self.root.join(pid.to_string()).join(name), content).unwrap();
+    }
+
+    /// Re-parents a process (the `stat` field after the state).
+    fn parent(&self, pid: u32, ppid: u32) {
+        self.file(pid, "stat", format!("{pid} (x) S {ppid} 0 0").as_bytes());
+    }
+
     fn procfs(&self) -> ProcFs {
         ProcFs::at(&self.root)
     }
@@ -135,4 +145,135 @@ zz-yy r-xp 0 0 0 /bad/range
     );
     assert_eq!(find_mapping(&maps, 0x1), None);
     assert_eq!(find_mapping(&maps, u64::MAX), None);
+}
+
+/// A cgroup v2-only host (systemd, a Docker container).
+const CGROUP_V2: &str = "0::/system.slice/docker-4f1d2c3b4a5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8.scope\n";
+/// A hybrid host: v1 hierarchies plus the empty v2 one, a Kubernetes pod.
+const CGROUP_V1: &str = "\
+12:memory:/kubepods/burstable/pod1234/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+11:cpu,cpuacct:/kubepods/burstable/pod1234/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+1:name=systemd:/kubepods/burstable/pod1234/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+0::/
+garbage line
+x:cpu:/not-a-hierarchy
+";
+
+#[test]
+fn parses_cgroup_v1_and_v2_lines() {
+    assert_eq!(
+        parse_cgroup_paths(CGROUP_V2),
+        vec!["/system.slice/docker-4f1d2c3b4a5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8.scope"]
+    );
+    let v1 = parse_cgroup_paths(CGROUP_V1);
+    assert_eq!(v1.len(), 2, "{v1:?}");
+    assert_eq!(v1[1], "/");
+    assert!(v1[0].starts_with("/kubepods/burstable/pod1234/0123"));
+    assert_eq!(
+        parse_cgroup_paths("0::/a/b (deleted)\n0::/a/b\n"),
+        vec!["/a/b"]
+    );
+    assert!(parse_cgroup_paths("").is_empty());
+}
+
+#[test]
+fn cgroup_selectors_take_a_subtree_or_a_container() {
+    let path = |p: &str| CgroupTarget::parse(p).unwrap();
+    assert!(path("/a/b").matches("/a/b"));
+    assert!(path("/a/b/").matches("/a/b/c"));
+    assert!(!path("/a/b").matches("/a/bc"));
+    assert!(!path("/a/b").matches("/a"));
+    assert!(path("/").matches("/anything"));
+    let v2 = &parse_cgroup_paths(CGROUP_V2)[0];
+    assert!(path("/system.slice").matches(v2));
+    // A short id (as `docker ps` shows) and a full one, any case.
+    assert!(path("4f1d2c3b4a5e").matches(v2));
+    assert!(path("4F1D2C3B4A5E6F708192A3B4C5D6E7F8091A2B3C4D5E6F708192A3B4C5D6E7F8").matches(v2));
+    let pod = &parse_cgroup_paths(CGROUP_V1)[0];
+    assert!(path("0123456789abcdef").matches(pod));
+    assert!(!path("4f1d2c3b4a5e").matches(pod));
+
+    for bad in [
+        "",
+        "abc",
+        "system.slice",
+        "4f1d2c3b4a5",
+        "/a/../b",
+        "/a\nb",
+        &"a".repeat(65),
+    ] {
+        assert!(CgroupTarget::parse(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+#[test]
+fn command_lines_join_arguments_and_match_unanchored() {
+    assert_eq!(
+        join_cmdline(b"java\0-jar\0app.jar\0--name=checkout\0"),
+        "java -jar app.jar --name=checkout"
+    );
+    assert_eq!(join_cmdline(b""), "");
+    let selector = CmdlineSelector::new(r"app\.jar .*checkout").unwrap();
+    assert!(selector.matches("java -jar app.jar --name=checkout"));
+    assert!(!selector.matches("java -jar app.jar --name=cart"));
+    assert!(CmdlineSelector::new("(").is_err());
+    assert!(CmdlineSelector::new("").is_err());
+    assert!(CmdlineSelector::new(&"a".repeat(1001)).is_err());
+    // Counted repetition blows the compiled-size limit, not the CPU.
+    assert!(CmdlineSelector::new(r"(\w{500}){500}").is_err());
+}
+
+#[test]
+fn resolves_by_cmdline_and_cgroup_leaving_out_the_agent_tree() {
+    let proc = FakeProc::new();
+    for pid in [10, 11, 12, 13, 20, 21] {
+        proc.process(pid, "java", 'R', &[pid]);
+    }
+    proc.process(14, "kworker", 'R', &[14]);
+    proc.file(10, "cmdline", b"java\0-jar\0checkout.jar\0");
+    proc.file(11, "cmdline", b"java\0-jar\0checkout.jar\0--worker\0");
+    proc.file(12, "cmdline", b"java\0-jar\0cart.jar\0");
+    proc.file(13, "cmdline", b"java\0-jar\0checkout.jar\0");
+    proc.process(13, "java", 'Z', &[]);
+    proc.file(13, "cmdline", b"java\0-jar\0checkout.jar\0");
+    // 20 is the agent; 21 its helper, whose command line names the target.
+    proc.file(20, "cmdline", b"odp-profiler-service\0");
+    proc.file(21, "cmdline", b"jcmd\0checkout.jar\0JFR.start\0");
+    proc.parent(21, 20);
+    for pid in [10, 11] {
+        proc.file(pid, "cgroup", CGROUP_V2.as_bytes());
+    }
+    proc.file(12, "cgroup", CGROUP_V1.as_bytes());
+    for pid in [20, 21] {
+        proc.file(pid, "cgroup", CGROUP_V2.as_bytes());
+    }
+
+    let procfs = proc.procfs().excluding(Some(20));
+    let cmdline = |re: &str| procfs.resolve(&Target::CommandLine(re.into())).unwrap();
+    assert_eq!(cmdline("checkout"), vec![10, 11]);
+    assert_eq!(cmdline("^java -jar c"), vec![10, 11, 12]);
+    // Kernel threads have no command line, so even `.*` skips them.
+    assert_eq!(cmdline(".*"), vec![10, 11, 12]);
+    assert!(procfs.resolve(&Target::CommandLine("(".into())).is_err());
+    // Without the exclusion (a fake tree has no agent) the helper shows up.
+    assert_eq!(
+        proc.procfs()
+            .resolve(&Target::CommandLine("checkout".into()))
+            .unwrap(),
+        vec![10, 11, 21]
+    );
+
+    let cgroup = |c: &str| procfs.resolve(&Target::Cgroup(c.into())).unwrap();
+    assert_eq!(cgroup("/system.slice"), vec![10, 11]);
+    assert_eq!(cgroup("4f1d2c3b4a5e"), vec![10, 11]);
+    assert_eq!(cgroup("/kubepods/burstable"), vec![12]);
+    assert_eq!(cgroup("/"), vec![10, 11, 12]);
+    assert!(cgroup("/nope").is_empty());
+    assert!(procfs.resolve(&Target::Cgroup("nope".into())).is_err());
+}
+
+#[test]
+fn parent_pid_comes_after_the_state() {
+    assert_eq!(parse_stat_ppid("42 (a) b) S 7 42 42"), Some(7));
+    assert_eq!(parse_stat_ppid("42 (x) R"), None);
 }

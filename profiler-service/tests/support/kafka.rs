@@ -60,6 +60,11 @@ impl Broker {
             .and_then(|l| l.local_addr())
             .expect("pick a free port")
             .port();
+        Broker::start_on(port)
+    }
+
+    /// A broker on `port`, e.g. one clients were already pointed at.
+    pub fn start_on(port: u16) -> Broker {
         let url = format!("tcp://127.0.0.1:{port}");
         let child = Command::new(tansu_binary())
             .arg("broker")

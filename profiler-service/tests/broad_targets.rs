@@ -1,0 +1,142 @@
+//! Live profiles of targets that designate processes by what they run
+//! (a command-line regex) or where they run (a cgroup), through the real
+//! runner and native plugin.
+//!
+//! The agent leaves itself and its descendants out of such targets, and
+//! here the test binary plays the agent, so the workloads it should find
+//! are started detached (`sh -c '... &'`, re-parented away from us); one
+//! started as a plain child checks the exclusion.
+//!
+//! Needs perf_event access to another process, as `sampling.rs` does.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use odp_core::event::FinishReason;
+use odp_core::{Language, Target};
+use odp_profiler_service::cost::CostSettings;
+use odp_profiler_service::plugin::Plugins;
+use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::targets::{parse_cgroup_paths, ProcFs};
+use uuid::Uuid;
+
+mod support;
+
+/// A burner started detached from the test process, killed on drop (it
+/// also exits by itself after its `seconds`, should a test abort).
+struct Detached(u32);
+
+impl Detached {
+    fn start(binary: &Path, seconds: u32) -> Self {
+        let script = format!("'{}' {seconds} >/dev/null 2>&1 & echo $!", binary.display());
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("run sh");
+        let pid = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("sh prints the detached pid");
+        // Let the loader finish so samples land in the burner's own code.
+        std::thread::sleep(Duration::from_millis(200));
+        Detached(pid)
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
+}
+
+/// Runs a native profile and returns the pids it started on, the pids it
+/// saw samples from, and how it ended.
+fn profile(target: Target, duration: Duration) -> (Vec<u32>, Vec<u32>, FinishReason) {
+    let spec = ProfileSpec {
+        profile_id: Uuid::new_v4(),
+        host: "test-host".into(),
+        agent_id: "test-agent".into(),
+        target,
+        duration,
+        frequency_hz: 199,
+        window: Duration::from_secs(1),
+        cost: CostSettings::default(),
+        // A cgroup may hold other programs (Python tools...): the burner is
+        // native whatever the majority is.
+        plugin: Some(Language::Native),
+        event: None,
+    };
+    let (_stop_tx, stop_rx) = mpsc::channel();
+    let (mut started, mut sampled, mut finished) = (None, Vec::new(), None);
+    runner::run(
+        &Plugins::default(),
+        &ProcFs::default(),
+        &spec,
+        &stop_rx,
+        |event| {
+            match event {
+                RunnerEvent::Started { pids, .. } => started = Some(pids),
+                RunnerEvent::Window(s) => sampled.extend(s.stacks.iter().map(|st| st.tid)),
+                RunnerEvent::Cost(_) => {}
+                RunnerEvent::Finished(reason) => finished = Some(reason),
+                RunnerEvent::Failed(e) => panic!("profile failed: {e}"),
+            }
+            true
+        },
+    );
+    sampled.sort_unstable();
+    sampled.dedup();
+    (
+        started.expect("the profile must report its start"),
+        sampled,
+        finished.expect("the profile must report its end"),
+    )
+}
+
+#[test]
+fn profiles_every_process_whose_command_line_matches() {
+    let binary = support::build_burner("burn-bycmdline");
+    let a = Detached::start(&binary, 20);
+    let b = Detached::start(&binary, 20);
+    // Same command line, but a child of the "agent": left out.
+    let own = support::start_burner(&binary, 20);
+
+    let (pids, sampled, reason) = profile(
+        Target::CommandLine(r"/burn-bycmdline 20$".into()),
+        Duration::from_secs(2),
+    );
+    let mut expected = vec![a.0, b.0];
+    expected.sort_unstable();
+    assert_eq!(pids, expected, "own child {}", own.id());
+    assert_eq!(reason, FinishReason::DurationElapsed);
+    assert!(
+        sampled.contains(&a.0) && sampled.contains(&b.0) && !sampled.contains(&own.id()),
+        "{sampled:?}"
+    );
+}
+
+#[test]
+fn profiles_every_process_of_a_cgroup() {
+    let binary = support::build_burner("burn-bycgroup");
+    let child = Detached::start(&binary, 20);
+    let text = std::fs::read_to_string(format!("/proc/{}/cgroup", child.0)).unwrap();
+    // The most specific of its hierarchies' paths selects the fewest
+    // bystanders; they are profiled too, which is what a cgroup means.
+    let path = parse_cgroup_paths(&text)
+        .into_iter()
+        .max_by_key(String::len)
+        .expect("a cgroup path");
+
+    let (pids, sampled, reason) = profile(Target::Cgroup(path.clone()), Duration::from_secs(2));
+    assert!(pids.contains(&child.0), "{path}: {pids:?}");
+    assert!(
+        !pids.contains(&std::process::id()),
+        "the agent profiled itself"
+    );
+    assert!(sampled.contains(&child.0), "{sampled:?}");
+    assert_eq!(reason, FinishReason::DurationElapsed);
+}
