@@ -9,6 +9,7 @@
 //! bearer token.
 
 pub mod auth;
+mod body_limit;
 pub mod config;
 pub mod control;
 pub mod cron_schedule;
@@ -59,6 +60,9 @@ pub struct AppState {
     pub exposition: Arc<odp_metrics::Metrics>,
 }
 
+/// Largest request body outside uploads.
+const MAX_BODY_BYTES: u64 = 1 << 20;
+
 pub fn app(state: AppState) -> Router {
     let (bounded, uploads, document) = route_parts();
     let document = openapi::document_json(&document);
@@ -70,7 +74,10 @@ pub fn app(state: AppState) -> Router {
             axum::http::StatusCode::GATEWAY_TIMEOUT,
             Duration::from_secs(60),
         ))
-        .layer(RequestBodyLimitLayer::new(1 << 20))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES as usize))
+        .layer(axum::middleware::from_fn(|request, next| {
+            body_limit::refuse_declared_oversize(MAX_BODY_BYTES, request, next)
+        }))
         // After the 1 MiB limit, which must not apply to uploads.
         .merge(uploads)
         .layer(Extension(openapi::DocumentJson(document.into())))

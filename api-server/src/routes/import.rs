@@ -41,6 +41,9 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(import))
         .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES))
+        .layer(axum::middleware::from_fn(|request, next| {
+            crate::body_limit::refuse_declared_oversize(MAX_IMPORT_BYTES as u64, request, next)
+        }))
         .layer(TraceLayer::new_for_http())
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,
