@@ -10,12 +10,13 @@
 //! minutes; `ODP_FLEET_SECS` and `ODP_FLEET_AGENTS` change the run). Needs
 //! Tansu and Postgres like the tests. Prints, asserts nothing.
 
-use std::process::{Child, Command};
+mod common;
+
 use std::time::{Duration, Instant};
 
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
-use odp_devstack::{Stack, StackOptions, Topics, TANSU_KAFKA_OPTIONS};
+use odp_devstack::{ServiceProcess, Stack, StackOptions, Topics};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;
@@ -43,7 +44,7 @@ async fn main() {
         .expect("start the stack (is tansu installed?)");
     let pool = stack.connect().await.unwrap();
     let profiles = running_profiles(&pool, agents).await;
-    let mut worker = spawn_worker(&stack);
+    let worker = common::spawn_worker(&stack, "fleet");
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", stack.kafka_bootstrap())
         .set("linger.ms", "5")
@@ -96,8 +97,7 @@ async fn main() {
     }
     let final_sample = report(&pool, &worker, started, sent).await;
     summarize(&samples, final_sample.1, sent, drain_started.elapsed());
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
 }
 
 /// Profile rows for the agents, running, as the api-server would have made
@@ -117,21 +117,6 @@ async fn running_profiles(pool: &PgPool, agents: usize) -> Vec<Uuid> {
     .await
     .unwrap();
     profiles
-}
-
-fn spawn_worker(stack: &Stack) -> Child {
-    let topics = stack.topics();
-    Command::new(env!("CARGO_BIN_EXE_odp-pipeline"))
-        .env("ODP_KAFKA_BOOTSTRAP", stack.kafka_bootstrap())
-        .env("ODP_DATABASE_URL", stack.database_url())
-        .env("ODP_PIPELINE_GROUP", "fleet")
-        .env("ODP_TOPIC_STACKS", &topics.stacks)
-        .env("ODP_TOPIC_EVENTS", &topics.events)
-        .env("ODP_TOPIC_DEAD_LETTER", &topics.dead_letter)
-        .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
-        .env("RUST_LOG", "warn")
-        .spawn()
-        .expect("start odp-pipeline")
 }
 
 async fn send(producer: FutureProducer, topic: String, profile: Uuid, agent: usize, window: u32) {
@@ -182,9 +167,9 @@ async fn stored(pool: &PgPool) -> i64 {
 }
 
 /// The worker's resident memory in KiB, from /proc.
-fn rss_kib(worker: &Child) -> u64 {
+fn rss_kib(worker: &ServiceProcess) -> u64 {
     let status =
-        std::fs::read_to_string(format!("/proc/{}/status", worker.id())).unwrap_or_default();
+        std::fs::read_to_string(format!("/proc/{}/status", worker.pid())).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -194,7 +179,12 @@ fn rss_kib(worker: &Child) -> u64 {
 }
 
 /// Prints and returns (sent, stored, rss KiB) now.
-async fn report(pool: &PgPool, worker: &Child, started: Instant, sent: u64) -> (u64, i64, u64) {
+async fn report(
+    pool: &PgPool,
+    worker: &ServiceProcess,
+    started: Instant,
+    sent: u64,
+) -> (u64, i64, u64) {
     let stored = stored(pool).await;
     let rss = rss_kib(worker);
     println!(

@@ -4,10 +4,12 @@
 //!    exactly the rows it wrote into tables of the same shape (goal ≥ 0.7×);
 //! 2. two workers versus one on the four partitions of the stacks topic.
 //!
-//! Workers run in this process (`odp_pipeline::run`), so they are built
-//! with the bench's optimizations. Run by hand:
+//! Workers run as their own processes (the release `odp-pipeline`
+//! binary), as in production. Run by hand:
 //! `cargo bench -p odp-pipeline --bench ingest` (a few minutes; needs
 //! Tansu and Postgres like the tests). Prints ratios, asserts nothing.
+
+mod common;
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +17,6 @@ use futures::StreamExt as _;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
 use odp_devstack::{Stack, StackOptions, Topics};
-use odp_pipeline::Config;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;
@@ -111,17 +112,9 @@ async fn ingest_run(
     // A group per run, reading from the start: each run sees only its own
     // profiles stored, the other runs' snapshots are duplicates or absent.
     let launched = Instant::now();
-    let mut stops = Vec::new();
-    for _ in 0..workers {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let config = worker_config(stack, &format!("bench-{group}"));
-        stops.push((
-            stop,
-            tokio::spawn(odp_pipeline::run(config, async {
-                let _ = stopped.await;
-            })),
-        ));
-    }
+    let workers: Vec<_> = (0..workers)
+        .map(|_| common::spawn_worker(stack, &format!("bench-{group}")))
+        .collect();
     let want = (PROFILES * WINDOWS) as i64;
     // Timed from the first stored snapshot: joining the group and loading
     // the rules are start-up, not ingest.
@@ -146,36 +139,8 @@ async fn ingest_run(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let seconds = started.expect("stored").elapsed().as_secs_f64();
-    for (stop, worker) in stops {
-        let _ = stop.send(());
-        worker.await.unwrap().unwrap();
-    }
+    drop(workers);
     Run { profiles, seconds }
-}
-
-fn worker_config(stack: &Stack, group: &str) -> Config {
-    let topics = stack.topics();
-    Config {
-        kafka_bootstrap: stack.kafka_bootstrap().to_owned(),
-        database_url: stack.database_url().to_owned(),
-        group_id: group.to_owned(),
-        topics: odp_pipeline::Topics {
-            stacks: topics.stacks.clone(),
-            events: topics.events.clone(),
-            dead_letter: topics.dead_letter.clone(),
-        },
-        batch_max: 500,
-        batch_wait_ms: 100,
-        queued_batches: 4,
-        drain_timeout_secs: 20,
-        rebalance_flush_secs: 20,
-        known_ids_capacity: 500_000,
-        detect_interval_secs: 10,
-        alerts: Default::default(),
-        retention: Default::default(),
-        metrics_listen: None,
-        kafka_options: Vec::new(),
-    }
 }
 
 /// A window of `profile`: 60 of 600 distinct stacks (rotating with the
