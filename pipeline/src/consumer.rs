@@ -6,10 +6,11 @@
 //! turns librdkafka's statistics into the consumer-lag gauges.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::{ClientContext, Statistics};
 
 use crate::metrics::PipelineMetrics;
@@ -74,6 +75,8 @@ pub(crate) struct WorkerContext {
     pub(crate) in_flight: Arc<InFlight>,
     /// How long a revocation waits for in-flight work.
     pub(crate) flush_timeout: Duration,
+    /// Whether polling is paused for backpressure (see `poll.rs`).
+    pub(crate) paused: Arc<AtomicBool>,
 }
 
 impl ClientContext for WorkerContext {
@@ -115,9 +118,23 @@ impl ConsumerContext for WorkerContext {
         }
     }
 
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    // librdkafka keeps a partition's pause flag when the partition is
+    // revoked, so one paused for backpressure, taken away and later given
+    // back would never be fetched again (the resume only covers what is
+    // assigned at that moment). Every assigned partition is therefore set
+    // to the poller's current state.
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(assigned) = rebalance {
-            tracing::info!(partitions = assigned.count(), "partitions assigned");
+            let paused = self.paused.load(Ordering::SeqCst);
+            let applied = if paused {
+                consumer.pause(assigned)
+            } else {
+                consumer.resume(assigned)
+            };
+            if let Err(e) = applied {
+                tracing::warn!(error = %e, paused, "setting assigned partitions' pause state failed");
+            }
+            tracing::info!(partitions = assigned.count(), paused, "partitions assigned");
         }
     }
 }

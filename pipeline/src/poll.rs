@@ -5,6 +5,7 @@
 //! while still polling, so rebalance callbacks keep being served and the
 //! worker keeps its place in the group.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,9 @@ pub(crate) struct Poller {
     pub(crate) batch_wait: Duration,
     pub(crate) in_flight: Arc<InFlight>,
     pub(crate) metrics: Arc<PipelineMetrics>,
+    /// Shared with the consumer context, which applies it to partitions
+    /// assigned while paused.
+    pub(crate) paused: Arc<AtomicBool>,
 }
 
 /// The partitions of a batch's messages, one entry per message.
@@ -118,6 +122,7 @@ impl Poller {
     }
 
     fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
         let result = self.consumer.assignment().and_then(|assigned| {
             if paused {
                 self.consumer.pause(&assigned)

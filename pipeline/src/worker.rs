@@ -65,6 +65,7 @@ pub async fn run(
         odp_metrics::spawn(listen, Arc::new(odp_metrics::Metrics::new(registry))).await?;
     }
     let in_flight = Arc::new(InFlight::default());
+    let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut client = ClientConfig::new();
     for (key, value) in
         odp_core::kafka_options::parse(&config.kafka_options).map_err(PipelineError::Config)?
@@ -84,6 +85,7 @@ pub async fn run(
                 metrics: metrics.clone(),
                 in_flight: in_flight.clone(),
                 flush_timeout: Duration::from_secs(config.rebalance_flush_secs),
+                paused: paused.clone(),
             })?,
     );
     consumer.subscribe(&[&config.topics.stacks, &config.topics.events])?;
@@ -107,6 +109,7 @@ pub async fn run(
         batch_wait: config.batch_wait(),
         in_flight: in_flight.clone(),
         metrics: metrics.clone(),
+        paused,
     };
     let polling = tokio::spawn(poller.run(batches, stopping.clone()));
     let sinks = Sinks {
