@@ -43,28 +43,23 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    // Whether a picked port can still be bound later depends on what else
+    // the machine does meanwhile (other tests connect out through the same
+    // ephemeral range); every stack test binds its picked ports for real.
     #[test]
-    fn picked_ports_are_distinct_and_bindable() {
+    fn picked_ports_are_distinct_and_nonzero() {
         let ports = pick_free_ports(8).unwrap();
         assert_eq!(ports.len(), 8);
         assert_eq!(ports.iter().collect::<HashSet<_>>().len(), 8);
-        let mut rebound = 0;
-        for port in ports {
-            assert_ne!(port, 0);
-            // Released on return, so we can bind it ourselves, unless
-            // another process on this busy machine took it since: the race
-            // `pick_free_ports` accepts.
-            match TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
-                Ok(listener) => {
-                    assert!(port_accepts(port));
-                    drop(listener);
-                    rebound += 1;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {}
-                Err(e) => panic!("binding {port}: {e}"),
-            }
-        }
-        assert!(rebound > 0, "no picked port could be bound again");
+        assert!(ports.iter().all(|&port| port != 0));
+        assert!(pick_free_ports(0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_listening_port_accepts_connections() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(port_accepts(port));
     }
 
     #[test]
