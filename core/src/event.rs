@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use crate::cost::CostEventKind;
 use crate::model::{EventKind, Language};
+use crate::runtime::RuntimeInfo;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentEvent {
@@ -46,6 +47,10 @@ pub enum AgentEventKind {
         /// (`3.11`, `17.0.15`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime_version: Option<String>,
+        /// Flags, libraries and build id of the target (of its first
+        /// process when a target has several).
+        #[serde(default, skip_serializing_if = "RuntimeInfo::is_empty")]
+        runtime: RuntimeInfo,
     },
     ProfileFinished {
         profile_id: Uuid,
@@ -110,6 +115,10 @@ mod tests {
                 pids: vec![1],
                 language: Some(Language::Python),
                 runtime_version: Some("3.11".into()),
+                runtime: RuntimeInfo {
+                    flags: vec!["-O".into()],
+                    ..RuntimeInfo::default()
+                },
             },
         };
         let json: serde_json::Value = serde_json::from_slice(&event.to_json()).unwrap();
@@ -120,15 +129,18 @@ mod tests {
         let mut old = json.clone();
         old.as_object_mut().unwrap().remove("language");
         old.as_object_mut().unwrap().remove("runtime_version");
+        old.as_object_mut().unwrap().remove("runtime");
         let decoded = AgentEvent::from_json(&serde_json::to_vec(&old).unwrap()).unwrap();
         assert!(matches!(
             decoded.kind,
             AgentEventKind::ProfileStarted {
                 language: None,
                 runtime_version: None,
+                ref runtime,
                 ..
-            }
+            } if runtime.is_empty()
         ));
+        assert_eq!(json["runtime"]["flags"][0], "-O");
         assert_eq!(json["host"], "h");
         assert_eq!(AgentEvent::from_json(&event.to_json()).unwrap(), event);
         assert_eq!(event.profile_id(), Some(Uuid::nil()));

@@ -9,7 +9,8 @@
 //! - [`command`]: the signed commands on `odp.commands`, and their verifier;
 //! - [`cost`]: per-profile cost-control options of a start command and
 //!   the agent's reports of what it adjusted;
-//! - [`event`]: lifecycle and heartbeat messages on `odp.events`;
+//! - [`event`]: lifecycle and heartbeat messages on `odp.events`, with
+//!   [`runtime`]: what an agent learned about a target's runtime;
 //! - [`folded`], [`flamegraph`] and [`stats`]: what queries turn stored
 //!   stacks into; [`filter`], [`merge`] and [`diff`]: how they select,
 //!   aggregate across instances and compare them;
@@ -35,6 +36,7 @@ pub mod merge;
 pub mod model;
 pub mod partition;
 pub mod pprof;
+pub mod runtime;
 pub mod snapshot;
 pub mod speedscope;
 pub mod stats;

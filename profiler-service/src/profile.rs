@@ -97,6 +97,7 @@ async fn publish(
                         pids,
                         language: Some(runtime.language),
                         runtime_version: runtime.version,
+                        runtime: Default::default(),
                     })
                     .await;
             }
