@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use odp_store::runtime::{profile_runtime, ProfileRuntime};
 use odp_store::{AlertSubject, StoreError};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -141,7 +142,31 @@ impl Detector {
         profile_id: Uuid,
     ) -> Result<usize, DetectError> {
         let rules = self.rules(pool).await;
-        evaluate_with(pool, profile_id, &rules, Alerting::On).await
+        let runtime = self.runtime(pool, profile_id, &rules).await?;
+        evaluate_on(pool, profile_id, &rules, runtime.as_deref(), Alerting::On).await
+    }
+
+    /// The profile's runtime if a rule reads it: a running profile's, once
+    /// reported, is kept by the pacer between its evaluations, since it
+    /// does not change while the profile runs.
+    async fn runtime(
+        &self,
+        pool: &PgPool,
+        profile_id: Uuid,
+        rules: &RuleSet,
+    ) -> Result<Option<Arc<ProfileRuntime>>, StoreError> {
+        if !rules.reads_runtime() {
+            return Ok(None);
+        }
+        let cached = self.pacer().runtime(profile_id);
+        if cached.is_some() {
+            return Ok(cached);
+        }
+        let loaded = profile_runtime(pool, profile_id).await?.map(Arc::new);
+        if let Some(runtime) = &loaded {
+            self.pacer().remember_runtime(profile_id, runtime.clone());
+        }
+        Ok(loaded)
     }
 
     /// The rules as last loaded, for a re-analysis that just reloaded them.
@@ -187,6 +212,22 @@ pub async fn evaluate_with(
     rules: &RuleSet,
     alerting: Alerting,
 ) -> Result<usize, DetectError> {
+    let runtime = if rules.reads_runtime() {
+        profile_runtime(pool, profile_id).await?
+    } else {
+        None
+    };
+    evaluate_on(pool, profile_id, rules, runtime.as_ref(), alerting).await
+}
+
+/// [`evaluate_with`] given the profile's runtime (if a rule reads it).
+async fn evaluate_on(
+    pool: &PgPool,
+    profile_id: Uuid,
+    rules: &RuleSet,
+    runtime: Option<&ProfileRuntime>,
+    alerting: Alerting,
+) -> Result<usize, DetectError> {
     let identity = odp_store::profile_identity(pool, profile_id).await?;
     let service = service_of(&identity);
     let data = odp_store::profile_frames(pool, profile_id).await?;
@@ -197,6 +238,7 @@ pub async fn evaluate_with(
     };
     let found = rules.evaluate(&ProfileInput {
         history: history.as_ref(),
+        runtime,
         ..ProfileInput::new(&service, &data)
     });
     let subject = (alerting == Alerting::On).then(|| AlertSubject {

@@ -10,6 +10,18 @@
 //! reason before its offset is committed: nothing is lost, nothing blocks
 //! the partition.
 //!
+//! Polling and processing are apart (`poll.rs`): batches wait in a bounded
+//! queue, and when it is full polling pauses the assigned partitions
+//! (`odp_pipeline_polling_paused` reads 1) while it keeps polling, so the
+//! worker keeps its place in the group. librdkafka keeps a partition's
+//! pause flag across its revocation, so every rebalance sets the assigned
+//! partitions to the poller's current state (`consumer.rs`).
+//!
+//! A batch's samples and thread names, by far most of its rows, go to
+//! Postgres as binary `COPY`; their references to snapshots and stacks are
+//! checked once per statement rather than per row (migration 0012), which
+//! was most of the time a batch spent in Postgres.
+//!
 //! After a batch is stored, and before its offsets are committed, the
 //! profiles it touched (and those it reports finished) are run through the
 //! detection rules ([`rules`], [`detect`]); their findings are upserted, so

@@ -33,6 +33,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) commit_failures: Counter,
     pub(crate) known_skipped: Counter,
     pub(crate) queue_paused: Counter,
+    pub(crate) polling_paused: Gauge,
     consumer_lag: Family<PartitionLabels, Gauge>,
 }
 
@@ -49,6 +50,7 @@ impl PipelineMetrics {
             commit_failures: Counter::default(),
             known_skipped: Counter::default(),
             queue_paused: Counter::default(),
+            polling_paused: Gauge::default(),
             consumer_lag: Family::default(),
         };
         let r = registry;
@@ -101,6 +103,11 @@ impl PipelineMetrics {
             "odp_pipeline_backpressure_pauses",
             "Times polling paused because processing fell behind",
             metrics.queue_paused.clone(),
+        );
+        r.register(
+            "odp_pipeline_polling_paused",
+            "1 while polling is paused because processing fell behind",
+            metrics.polling_paused.clone(),
         );
         r.register(
             "odp_pipeline_consumer_lag",

@@ -9,10 +9,17 @@
 //! last evaluated. A profile that finished is evaluated at once, before its
 //! batch's offsets are committed, so its final detections never depend on
 //! the background pass. A zero interval evaluates everything at once.
+//!
+//! The pacer also keeps the runtime each running profile's agent reported,
+//! which rules on library versions and runtime options read at every
+//! evaluation and which does not change while the profile runs; it is
+//! forgotten with the profile.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
+use odp_store::runtime::ProfileRuntime;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -23,6 +30,8 @@ pub(crate) struct Pacer {
     last: HashMap<Uuid, Instant>,
     /// Profiles with windows not evaluated yet.
     pending: HashSet<Uuid>,
+    /// The reported runtime of profiles in `last`.
+    runtimes: HashMap<Uuid, Arc<ProfileRuntime>>,
 }
 
 impl Pacer {
@@ -32,6 +41,7 @@ impl Pacer {
             interval,
             last: HashMap::new(),
             pending: HashSet::new(),
+            runtimes: HashMap::new(),
         }
     }
 
@@ -53,6 +63,7 @@ impl Pacer {
                 self.pending.remove(&id);
                 if is_finished {
                     self.last.remove(&id);
+                    self.runtimes.remove(&id);
                 } else {
                     self.last.insert(id, now);
                 }
@@ -83,7 +94,22 @@ impl Pacer {
         let pending = &self.pending;
         self.last
             .retain(|id, at| now.duration_since(*at) < interval || pending.contains(id));
+        let last = &self.last;
+        self.runtimes.retain(|id, _| last.contains_key(id));
         due
+    }
+
+    /// The runtime remembered for a running profile.
+    pub(crate) fn runtime(&self, id: Uuid) -> Option<Arc<ProfileRuntime>> {
+        self.runtimes.get(&id).cloned()
+    }
+
+    /// Remembers a profile's runtime while the profile is paced (running);
+    /// any other profile's is not kept.
+    pub(crate) fn remember_runtime(&mut self, id: Uuid, runtime: Arc<ProfileRuntime>) {
+        if self.last.contains_key(&id) {
+            self.runtimes.insert(id, runtime);
+        }
     }
 
     fn is_due(&self, id: Uuid, now: Instant) -> bool {
@@ -94,7 +120,7 @@ impl Pacer {
 
     #[cfg(test)]
     fn remembered(&self) -> usize {
-        self.last.len() + self.pending.len()
+        self.last.len() + self.pending.len() + self.runtimes.len()
     }
 }
 
@@ -137,6 +163,31 @@ mod tests {
         // not again by the deferred pass.
         assert_eq!(pacer.due_now(&[id(1)], &[id(1)], start), [id(1)]);
         assert!(pacer.take_due(start + Duration::from_secs(60)).is_empty());
+        assert_eq!(pacer.remembered(), 0);
+    }
+
+    #[test]
+    fn runtimes_are_kept_while_their_profile_runs() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let runtime = Arc::new(ProfileRuntime::default());
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        pacer.remember_runtime(id(1), runtime.clone());
+        assert!(pacer.runtime(id(1)).is_none(), "not a running profile");
+        pacer.due_now(&[id(1), id(2)], &[], at(0));
+        assert_eq!(pacer.take_due(at(10)).len(), 2);
+        pacer.remember_runtime(id(1), runtime.clone());
+        pacer.remember_runtime(id(2), runtime.clone());
+        // Kept across evaluations while windows keep coming...
+        pacer.due_now(&[id(1), id(2)], &[], at(12));
+        assert_eq!(pacer.take_due(at(20)).len(), 2);
+        assert!(pacer.runtime(id(1)).is_some());
+        // ...until the profile finishes, or goes quiet and is forgotten.
+        pacer.due_now(&[], &[id(1)], at(21));
+        assert!(pacer.runtime(id(1)).is_none());
+        assert!(pacer.runtime(id(2)).is_some());
+        pacer.take_due(at(40));
+        assert!(pacer.runtime(id(2)).is_none());
         assert_eq!(pacer.remembered(), 0);
     }
 

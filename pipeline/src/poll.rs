@@ -123,6 +123,7 @@ impl Poller {
 
     fn set_paused(&self, paused: bool) {
         self.paused.store(paused, Ordering::SeqCst);
+        self.metrics.polling_paused.set(i64::from(paused));
         let result = self.consumer.assignment().and_then(|assigned| {
             if paused {
                 self.consumer.pause(&assigned)

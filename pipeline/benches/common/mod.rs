@@ -16,7 +16,12 @@ pub(crate) fn spawn_worker(stack: &Stack, group: &str) -> ServiceProcess {
         .env("ODP_TOPIC_EVENTS", &topics.events)
         .env("ODP_TOPIC_DEAD_LETTER", &topics.dead_letter)
         .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
-        .env("RUST_LOG", "warn")
+        // Set `ODP_BENCH_WORKER_LOG=info` to see each batch's timing in
+        // the worker's log (in the temp directory, named after the group).
+        .env(
+            "RUST_LOG",
+            std::env::var("ODP_BENCH_WORKER_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .spawn()
         .expect("start odp-pipeline")
 }

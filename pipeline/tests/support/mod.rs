@@ -3,6 +3,7 @@
 // Each test binary uses only some of it.
 #![allow(dead_code)]
 
+pub(crate) mod fleet;
 pub(crate) mod smtp_sink;
 
 use std::time::Duration;
@@ -108,4 +109,41 @@ pub(crate) async fn add_catch_all_channel(pool: &PgPool) {
     .execute(pool)
     .await
     .unwrap();
+}
+
+/// The `profile_started` event an agent on `h-1` sends for a profile whose
+/// runtime reports these flags and libraries, as (kind, name, version).
+pub(crate) fn profile_started(
+    profile_id: Uuid,
+    language: odp_core::Language,
+    runtime_version: &str,
+    flags: &[&str],
+    libraries: &[(odp_core::runtime::LibraryKind, &str, &str)],
+) -> odp_core::event::AgentEvent {
+    use odp_core::runtime::{Library, RuntimeInfo};
+    odp_core::event::AgentEvent {
+        host: "h-1".into(),
+        agent_id: "agent".into(),
+        at_ms: 1_700_000_000_000,
+        kind: odp_core::event::AgentEventKind::ProfileStarted {
+            profile_id,
+            event: EventKind::CpuClock,
+            frequency_hz: 99,
+            pids: vec![7],
+            language: Some(language),
+            runtime_version: Some(runtime_version.into()),
+            runtime: RuntimeInfo {
+                flags: flags.iter().map(|f| f.to_string()).collect(),
+                libraries: libraries
+                    .iter()
+                    .map(|(kind, name, version)| Library {
+                        kind: *kind,
+                        name: name.to_string(),
+                        version: Some(version.to_string()),
+                    })
+                    .collect(),
+                ..RuntimeInfo::default()
+            },
+        },
+    }
 }
