@@ -4,6 +4,8 @@
 
 mod support;
 
+use odp_core::runtime::LibraryKind;
+use odp_core::Language;
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::detect::Detector;
 use odp_pipeline::reanalysis::run_next;
@@ -222,6 +224,60 @@ async fn a_job_left_by_a_stopped_worker_resumes_from_its_cursor() {
             done.profiles_done
         ),
         ("finished", Some(60), 60)
+    );
+
+    pool.close().await;
+    stack.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_library_rule_flags_past_profiles_by_their_reported_runtime() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let detector = Detector::start(&pool).await.unwrap();
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    support::add_catch_all_channel(&pool).await;
+
+    // Past profiles: two on an old jackson-databind, one on a fixed one,
+    // one whose agent reported no runtime.
+    let mut old = Vec::new();
+    for version in ["2.9.10.8", "2.9.10.8", "2.15.2", ""] {
+        let id = store_profile(&pool, "svc", 5).await;
+        if version.is_empty() {
+            continue;
+        }
+        let libraries = [(LibraryKind::Jar, "jackson-databind", version)];
+        let started = support::profile_started(id, Language::Jvm, "17.0.15", &[], &libraries);
+        odp_store::record_agent_event(&pool, &started)
+            .await
+            .unwrap();
+        if version.starts_with("2.9.") {
+            old.push(id);
+        }
+    }
+    old.sort();
+    let rule = RuleDef {
+        id: "jackson-old".into(),
+        kind: "library_version".into(),
+        spec: serde_json::json!({
+            "library": "^jackson-databind$", "kind": "jar", "versions": "<2.10"
+        }),
+        ..hot_rule(0.0, true)
+    };
+    odp_store::create_user_rule(&pool, &rule, "alice")
+        .await
+        .unwrap()
+        .expect("a new rule");
+    assert!(run_next(&pool, &detector, &stopped).await.unwrap());
+    assert_eq!(flagged(&pool, "jackson-old").await, old);
+    let issues = odp_store::profile_issues(&pool, old[0]).await.unwrap();
+    let issue = issues.iter().find(|i| i.rule_id == "jackson-old").unwrap();
+    assert_eq!((issue.share, issue.threshold_pct), (100.0, 0.0));
+    assert_eq!(issue.detail["libraries"][0]["version"], "2.9.10.8");
+    assert_eq!(
+        support::count(&pool, "select count(*) from alert_deliveries").await,
+        0,
+        "no alerts on history"
     );
 
     pool.close().await;

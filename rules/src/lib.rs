@@ -10,19 +10,28 @@
 //! - `share_regression` ([`share_regression`]): a scheduled profile that
 //!   finished, against its schedule's previous runs: a function whose self
 //!   share grew by the threshold in points, or a rule newly hit;
-//! - `library_version` and `runtime_option` (not implemented yet): they
-//!   will read the agent-reported metadata of [`ProfileInput`] once agents
-//!   report it, and report a match as evidence covering all samples, so a
-//!   threshold of 0 flags any use.
+//! - `library_version` ([`library_version`]): the profile's runtime
+//!   loads a library (regex on its name, optionally of one kind) whose
+//!   version is in a range ([`version`]);
+//! - `runtime_option` ([`runtime_option`]): the runtime runs with a flag
+//!   matching a pattern and/or its version is in a range.
+//!
+//! The last two read the agent-reported runtime of [`ProfileInput`] and
+//! report a match as evidence covering all samples, so a threshold of 0
+//! flags any use; a profile whose agent reported no runtime never matches.
 
 use std::fmt;
 
 use odp_core::Target;
+use odp_store::runtime::ProfileRuntime;
 use odp_store::{Detection, ProfileFrames, ProfileIdentity, RuleDef, StackHit};
 
+pub mod library_version;
+pub mod runtime_option;
 pub mod seed;
 pub mod share_regression;
 pub mod stack_share;
+pub mod version;
 
 pub use share_regression::RunHistory;
 
@@ -41,8 +50,9 @@ pub struct ProfileInput<'a> {
     /// Rules the other kinds flagged, for kinds that
     /// [look at them](RuleKind::reads_findings).
     pub flagged: &'a [String],
-    // Agent-reported metadata (library versions, runtime options) goes
-    // here when agents report it.
+    /// What the agent reported of the runtime (language, version, flags,
+    /// libraries), for kinds that [read it](RuleKind::reads_runtime).
+    pub runtime: Option<&'a ProfileRuntime>,
 }
 
 impl<'a> ProfileInput<'a> {
@@ -52,6 +62,7 @@ impl<'a> ProfileInput<'a> {
             data,
             history: None,
             flagged: &[],
+            runtime: None,
         }
     }
 }
@@ -86,6 +97,12 @@ pub trait RuleKind: Send + Sync + fmt::Debug {
     fn history_runs(&self) -> Option<usize> {
         None
     }
+
+    /// Whether the kind reads [`ProfileInput::runtime`], which then has to
+    /// be loaded.
+    fn reads_runtime(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +127,12 @@ fn compile_kind(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
         )),
         share_regression::KIND => Ok(Box::new(
             share_regression::ShareRegression::from_spec(&def.spec).map_err(invalid)?,
+        )),
+        library_version::KIND => Ok(Box::new(
+            library_version::LibraryVersion::from_spec(&def.spec).map_err(invalid)?,
+        )),
+        runtime_option::KIND => Ok(Box::new(
+            runtime_option::RuntimeOption::from_spec(&def.spec).map_err(invalid)?,
         )),
         other => Err(RuleError::UnknownKind {
             id: def.id.clone(),
@@ -218,6 +241,12 @@ impl RuleSet {
             .filter_map(|r| r.kind.history_runs())
             .max()
     }
+
+    /// Whether any enabled rule reads the profile's runtime: when none
+    /// does, it need not be loaded.
+    pub fn reads_runtime(&self) -> bool {
+        self.rules.iter().any(|r| r.kind.reads_runtime())
+    }
 }
 
 impl CompiledRule {
@@ -243,6 +272,28 @@ impl CompiledRule {
             stacks: evidence.stacks,
             detail: evidence.detail,
         })
+    }
+}
+
+/// Bound on compiled pattern size: rules are admin input.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// Compiles a spec's pattern, naming the field in the error.
+pub(crate) fn regex(field: &str, pattern: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| format!("{field}: {e}"))
+}
+
+/// Evidence of a match on the whole profile (its runtime, not some of its
+/// stacks): every sample counts, so any threshold flags it.
+pub(crate) fn whole_profile(profile: &ProfileInput<'_>, detail: serde_json::Value) -> Evidence {
+    Evidence {
+        matched: profile.data.samples,
+        total: profile.data.samples,
+        detail,
+        ..Evidence::default()
     }
 }
 
@@ -335,6 +386,28 @@ mod tests {
         ]);
         assert_eq!(set.len(), 1);
         assert_eq!(errors.len(), 3, "{errors:?}");
+    }
+
+    #[test]
+    fn runtime_kinds_validate_and_load_the_runtime_only_when_enabled() {
+        let mut library = def("lib", serde_json::json!({"library": "^log4j$"}), 0.0);
+        library.kind = library_version::KIND.into();
+        let mut option = def("opt", serde_json::json!({"flag": "^-Xint$"}), 0.0);
+        option.kind = runtime_option::KIND.into();
+        assert!(validate(&library).is_ok() && validate(&option).is_ok());
+        let (set, _) = RuleSet::compile([library.clone(), option.clone()]);
+        assert!(set.reads_runtime());
+        library.enabled = false;
+        option.enabled = false;
+        let stacks = def("s", serde_json::json!({"function": "x"}), 1.0);
+        let (set, _) = RuleSet::compile([library.clone(), option, stacks]);
+        assert!(!set.reads_runtime(), "disabled rules need no runtime");
+        library.spec = serde_json::json!({"library": "^log4j$", "versions": "1.2"});
+        assert_eq!(
+            validate(&library).unwrap_err().to_string(),
+            "rule lib: invalid spec: versions: comparator `1.2` needs an operator: \
+             <, <=, >, >=, = or !="
+        );
     }
 
     #[test]

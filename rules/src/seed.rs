@@ -17,6 +17,8 @@ pub fn seed_rules() -> Result<Vec<RuleDef>, serde_json::Error> {
 mod tests {
     use super::*;
     use crate::{profile, ProfileInput, RuleSet};
+    use odp_store::runtime::ProfileRuntime;
+    use odp_store::Detection;
 
     /// A frame each seed rule must recognise, as the plugins report it.
     const EXAMPLES: &[(&str, &str, &str)] = &[
@@ -114,6 +116,106 @@ mod tests {
             let under = flag(&set, (function, module), at_threshold - 1);
             assert!(!under.contains(&id.to_string()), "{id} must not fire");
         }
+    }
+
+    /// For each seed rule on the runtime: one that it flags and one that
+    /// it does not (for these kinds, being under the threshold), as the
+    /// `profile_started` event reports them.
+    fn runtime_examples() -> Vec<(&'static str, serde_json::Value, serde_json::Value)> {
+        use serde_json::json;
+        let runtime = |language: &str, version: &str, runtime: serde_json::Value| {
+            json!({
+                "language": language,
+                "runtime_version": version,
+                "runtime": runtime,
+            })
+        };
+        let jars = |jars| runtime("jvm", "17.0.15", json!({ "libraries": jars }));
+        let wheels = |wheels| runtime("python", "3.12.1", json!({ "libraries": wheels }));
+        let flags = |language, flags| runtime(language, "1", json!({ "flags": flags }));
+        let python = |version| runtime("python", version, json!({}));
+        vec![
+            (
+                "jvm-log4j1-library",
+                jars(json!([{"kind": "jar", "name": "log4j", "version": "1.2.17"}])),
+                jars(json!([
+                    {"kind": "jar", "name": "log4j-1.2-api", "version": "2.17.1"},
+                    {"kind": "jar", "name": "log4j-core", "version": "2.17.1"},
+                ])),
+            ),
+            (
+                "jvm-log4shell",
+                jars(json!([{"kind": "jar", "name": "log4j-core", "version": "2.14.1"}])),
+                jars(json!([{"kind": "jar", "name": "log4j-core", "version": "2.12.2"}])),
+            ),
+            (
+                "jvm-jit-limited",
+                flags("jvm", json!(["-XX:TieredStopAtLevel=1"])),
+                flags("jvm", json!(["-XX:TieredStopAtLevel=4", "-Xss1m"])),
+            ),
+            (
+                "jvm-serial-gc",
+                flags("jvm", json!(["-Xmx512m", "-XX:+UseSerialGC"])),
+                flags("jvm", json!(["-XX:-UseSerialGC", "-XX:+UseG1GC"])),
+            ),
+            (
+                "py-runtime-before-3-11",
+                python("3.10.12"),
+                python("3.11.4"),
+            ),
+            (
+                "py-dev-mode",
+                flags("python", json!(["PYTHONMALLOC=debug"])),
+                flags("python", json!(["-X importtime", "PYTHONMALLOC=malloc"])),
+            ),
+            (
+                "py-tracemalloc",
+                flags("python", json!(["PYTHONTRACEMALLOC=25"])),
+                flags("python", json!(["PYTHONTRACEMALLOC=0"])),
+            ),
+            (
+                "py-pydantic-v1",
+                wheels(json!([{"kind": "python", "name": "pydantic", "version": "1.10.13"}])),
+                wheels(json!([{"kind": "python", "name": "pydantic", "version": "2.5.3"}])),
+            ),
+        ]
+    }
+
+    /// The detections in a profile of 1000 samples run on `runtime`.
+    fn evaluate_on(set: &RuleSet, runtime: Option<&ProfileRuntime>) -> Vec<Detection> {
+        let data = profile(&[(&[("main", "/app")], 1000)]);
+        set.evaluate(&ProfileInput {
+            runtime,
+            ..ProfileInput::new("svc", &data)
+        })
+    }
+
+    #[test]
+    fn every_runtime_seed_rule_fires_on_its_runtime_and_not_on_others() {
+        let rules = seed_rules().unwrap();
+        let (set, _) = RuleSet::compile(rules.clone());
+        let kinds = [crate::library_version::KIND, crate::runtime_option::KIND];
+        let ids: Vec<&str> = rules
+            .iter()
+            .filter(|r| kinds.contains(&r.kind.as_str()))
+            .map(|r| r.id.as_str())
+            .collect();
+        let examples = runtime_examples();
+        let names: Vec<&str> = examples.iter().map(|e| e.0).collect();
+        assert_eq!(ids, names, "every runtime seed rule has examples here");
+        for (id, flagged, quiet) in examples {
+            let runtime = |json| serde_json::from_value::<ProfileRuntime>(json).unwrap();
+            let found = evaluate_on(&set, Some(&runtime(flagged)))
+                .into_iter()
+                .find(|d| d.rule_id == id)
+                .unwrap_or_else(|| panic!("{id} must fire"));
+            assert_eq!((found.share, found.samples_matched), (100.0, 1000), "{id}");
+            assert!(!found.detail.is_null(), "{id} says what matched");
+            let others = evaluate_on(&set, Some(&runtime(quiet)));
+            assert!(others.iter().all(|d| d.rule_id != id), "{id} must not fire");
+        }
+        assert!(evaluate_on(&set, None).is_empty(), "no runtime reported");
+        assert!(evaluate_on(&set, Some(&ProfileRuntime::default())).is_empty());
     }
 
     #[test]

@@ -6,13 +6,10 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::{top_stacks, Evidence, ProfileInput, RuleKind};
+use crate::{regex, top_stacks, Evidence, ProfileInput, RuleKind};
 use odp_store::StackHit;
 
 pub const KIND: &str = "stack_share";
-
-/// Bound on compiled pattern size: rules are admin input.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,19 +28,16 @@ pub struct StackShare {
     leaf_only: bool,
 }
 
-fn regex(pattern: &str) -> Result<Regex, String> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| e.to_string())
-}
-
 impl StackShare {
     pub fn from_spec(spec: &serde_json::Value) -> Result<Self, String> {
         let spec = Spec::deserialize(spec).map_err(|e| e.to_string())?;
         Ok(StackShare {
-            function: regex(&spec.function)?,
-            module: spec.module.as_deref().map(regex).transpose()?,
+            function: regex("function", &spec.function)?,
+            module: spec
+                .module
+                .as_deref()
+                .map(|m| regex("module", m))
+                .transpose()?,
             leaf_only: spec.leaf_only,
         })
     }
