@@ -27,7 +27,7 @@ use crate::config::{Config, MAX_WINDOW, MIN_WINDOW};
 use crate::error::{Error, Result};
 
 /// Highest sampling frequency a command may ask for, per thread.
-pub const MAX_FREQUENCY_HZ: u32 = 10_000;
+pub use odp_core::cost::MAX_FREQUENCY_HZ;
 /// Longest profile a command may ask for.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Profiles running at once on one host, to bound the agent's overhead.

@@ -88,6 +88,7 @@ async fn publish(
                 frequency_hz,
                 pids,
                 runtime,
+                runtime_info,
             } => {
                 publisher
                     .event_or_warn(AgentEventKind::ProfileStarted {
@@ -97,7 +98,7 @@ async fn publish(
                         pids,
                         language: Some(runtime.language),
                         runtime_version: runtime.version,
-                        runtime: Default::default(),
+                        runtime: runtime_info,
                     })
                     .await;
             }

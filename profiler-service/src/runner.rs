@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use odp_core::cost::CostEventKind;
 use odp_core::event::FinishReason;
+use odp_core::runtime::RuntimeInfo;
 use odp_core::snapshot::SnapshotHeader;
 use odp_core::{EventKind, Language, Snapshot, Target};
 use tracing::{debug, info, warn};
@@ -63,6 +64,8 @@ pub enum RunnerEvent {
         pids: Vec<u32>,
         /// The plugin's runtime, and its version when known.
         runtime: Runtime,
+        /// What the target runs with: flags, libraries, executable.
+        runtime_info: RuntimeInfo,
     },
     Window(Box<Snapshot>),
     /// What cost control did, after the window it concerns.
@@ -112,6 +115,9 @@ pub fn run(
             return;
         }
     };
+    // Read before the session opens, so that a JVM's flags are its own and
+    // not those the profile's JFR recording turns on (`+FlightRecorder`).
+    let runtime_info = plugins.runtime_info(runtime.language, &pids);
     let start = Instant::now();
     let mut control = Control::new(spec.profile_id, spec.frequency_hz, spec.cost.clone(), start);
     let mut session = match plugin.open(&pids, control.frequency()) {
@@ -123,15 +129,20 @@ pub fn run(
         }
     };
     info!(profile_id = %id, plugin = plugin.name(), version = ?runtime.version,
-        event = %session.event(), pids = ?session.pids(), "profile started");
+        event = %session.event(), pids = ?session.pids(),
+        flags = runtime_info.flags.len(), libraries = runtime_info.libraries.len(),
+        "profile started");
     if !emit(RunnerEvent::Started {
         event: session.event(),
         frequency_hz: control.frequency(),
         pids: session.pids(),
         runtime,
+        runtime_info,
     }) {
         return;
     }
+    // A session measuring only at the end has no window to cut before.
+    let at_end = session.sends_at_end();
 
     // The profile's time runs from when sampling started: opening may take
     // seconds (a JVM initialising its flight recorder).
@@ -174,7 +185,7 @@ pub fn run(
         if clock.expired(now) {
             break FinishReason::DurationElapsed;
         }
-        if clock.window_due(now) {
+        if clock.window_due(now) && !at_end {
             let closed = close_window(
                 session.as_mut(),
                 &mut sink,
@@ -198,6 +209,11 @@ pub fn run(
     // belongs to the last window.
     match session.finish(&mut sink) {
         Ok(stats) => lost += stats.lost,
+        Err(e) if at_end => {
+            warn!(profile_id = %id, error = %e, "profile failed at its end");
+            emit(RunnerEvent::Failed(e.to_string()));
+            return;
+        }
         Err(e) => debug!(profile_id = %id, error = %e, "final drain failed"),
     }
     if publish_final(sink.samples(), clock.sequence()) {

@@ -1,8 +1,9 @@
 //! The agent binary profiling the Python and Java test programs at once
 //! through a real Kafka-compatible broker (Tansu): each start is sampled by
 //! the plugin the agent detects, its start event names the runtime, its
-//! snapshots rank the known hot function first, and a plugin forced onto
-//! the wrong process fails only its own profile.
+//! snapshots rank the known hot function first, a heap-bytes start on the
+//! JVM yields one class histogram, and a plugin forced onto the wrong
+//! process fails only its own profile.
 //!
 //! Needs the `tansu` binary, py-spy and a JDK; fails with a message
 //! otherwise.
@@ -14,6 +15,7 @@ use std::time::Duration;
 use odp_core::command::{CommandAction, StartProfile, UndeployMode};
 use odp_core::cost::StartOptions;
 use odp_core::event::{AgentEventKind, FinishReason};
+use odp_core::runtime::LibraryKind;
 use odp_core::{EventKind, Language, Target};
 use uuid::Uuid;
 
@@ -52,6 +54,17 @@ async fn agent_profiles_python_and_java_with_their_plugins() {
         &h.command(CommandAction::Start(start(java_profile, java.id()))),
     )
     .await;
+    // The JVM's live heap by class, asked for with the start's options.
+    let heap_profile = Uuid::new_v4();
+    let heap = StartOptions {
+        event: Some(EventKind::HeapBytes),
+        ..StartOptions::default()
+    };
+    h.send(
+        &h.host,
+        &h.command_with_options(CommandAction::Start(start(heap_profile, java.id())), &heap),
+    )
+    .await;
     // The JVM plugin forced onto the Python process: refused, alone.
     let forced = StartOptions {
         plugin: Some(Language::Jvm),
@@ -77,6 +90,7 @@ async fn agent_profiles_python_and_java_with_their_plugins() {
             event,
             language: got,
             runtime_version,
+            runtime,
             ..
         } = started
         else {
@@ -84,6 +98,24 @@ async fn agent_profiles_python_and_java_with_their_plugins() {
         };
         assert_eq!((event, got), (EventKind::CpuClock, Some(language)));
         assert!(runtime_version.is_some(), "{language}: no version");
+        // What the target runs with travels in the event: the JVM's own
+        // flags; the distributions of the interpreter's prefix (the test
+        // Python is a plain interpreter, whose site-packages hold pip).
+        assert!(
+            runtime
+                .executable
+                .as_ref()
+                .is_some_and(|e| e.build_id.is_some()),
+            "{language}"
+        );
+        let wanted = match language {
+            Language::Jvm => runtime.flags.iter().any(|f| f.starts_with("-XX:")),
+            _ => runtime
+                .libraries
+                .iter()
+                .any(|l| l.kind == LibraryKind::Python && l.name == "pip"),
+        };
+        assert!(wanted, "{language}: {runtime:?}");
     }
     let failed = h
         .wait_event(|k| matches!(k, AgentEventKind::ProfileFailed { profile_id, .. } if *profile_id == wrong_plugin))
@@ -116,6 +148,30 @@ async fn agent_profiles_python_and_java_with_their_plugins() {
         assert!(all.iter().all(|s| s.event == EventKind::CpuClock));
         assert_eq!(first_of(&ranked, &[hot, cold]), Some(hot), "{ranked:?}");
     }
+
+    // The heap: one snapshot at the end, in bytes per class.
+    let finished = h
+        .wait_event(|k| matches!(k, AgentEventKind::ProfileFinished { profile_id, .. } if *profile_id == heap_profile))
+        .await;
+    assert!(
+        matches!(
+            finished,
+            AgentEventKind::ProfileFinished {
+                reason: FinishReason::DurationElapsed,
+                snapshots: 1,
+                ..
+            }
+        ),
+        "{finished:?}"
+    );
+    let all = h.wait_snapshots(heap_profile, 1).await;
+    let (ranked, bytes) = ranked_functions(&all);
+    eprintln!(
+        "heap: {bytes} bytes, top {:?}",
+        &ranked[..ranked.len().min(5)]
+    );
+    assert_eq!(all[0].event, EventKind::HeapBytes);
+    assert!(ranked.iter().any(|(class, _)| class == "java.lang.String"));
 
     h.send(
         &h.host,

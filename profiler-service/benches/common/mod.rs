@@ -1,15 +1,16 @@
-//! Shared by the cost-control benchmarks: the C workload and a profile run
-//! through the real runner.
+//! Shared by the agent's benchmarks: the C workloads, a profile run through
+//! the real runner, and the bookkeeping of CPU time and repeated rounds.
 
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
 
 use odp_core::cost::CostEventKind;
 use odp_core::{Snapshot, Target};
+use odp_profiler_service::cost::budget::thread_cpu_time;
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
 use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
@@ -18,7 +19,19 @@ use uuid::Uuid;
 
 /// Compiles tests/data/workload.c.
 pub fn build_workload(name: &str) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workload.c");
+    build_c("tests/data/workload.c", name)
+}
+
+/// Compiles benches/data/tree.c, the fixed-work call tree.
+pub fn build_tree(name: &str) -> PathBuf {
+    build_c("benches/data/tree.c", name)
+}
+
+/// Compiles a C file of this crate with frame pointers (the kernel's
+/// unwinder needs them) and without debug info (so `perf script` has no
+/// DWARF to read that the agent does not read either).
+fn build_c(source: &str, name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let status = Command::new("cc")
         .args(["-O2", "-pthread", "-fno-omit-frame-pointer"])
@@ -60,6 +73,83 @@ pub fn profile(
     frequency_hz: u32,
     cost: CostSettings,
 ) -> (Vec<Snapshot>, Vec<CostEventKind>) {
+    let (_stop, stop_rx) = mpsc::channel();
+    let (mut snapshots, mut reports) = (Vec::new(), Vec::new());
+    run_profile(
+        pid,
+        duration,
+        window,
+        frequency_hz,
+        cost,
+        &stop_rx,
+        |e| match e {
+            RunnerEvent::Window(s) => snapshots.push(*s),
+            RunnerEvent::Cost(k) => reports.push(k),
+            _ => {}
+        },
+    );
+    (snapshots, reports)
+}
+
+/// What a profile cost the thread that ran it.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentCost {
+    pub cpu: Duration,
+    pub wall: Duration,
+    pub samples: u64,
+    /// Bytes of the snapshots as the agent publishes them.
+    pub encoded_bytes: usize,
+    /// CPU over wall time after the first window closed: without the
+    /// one-off loading of the target's symbol tables (kallsyms, though, is
+    /// loaded at the first kernel frame, which may come later).
+    pub steady_share: Option<f64>,
+}
+
+/// Profiles `pid` with the real native plugin until `stop` fires, on the
+/// calling thread, encoding each window as the agent does before
+/// publishing; returns that thread's CPU time (all of the per-sample work).
+pub fn profile_cost(
+    pid: u32,
+    window: Duration,
+    frequency_hz: u32,
+    stop: &Receiver<()>,
+) -> AgentCost {
+    let cpu_start = thread_cpu_time().expect("thread CPU time from /proc");
+    let start = Instant::now();
+    let (mut samples, mut encoded_bytes, mut first_window) = (0, 0, None);
+    let duration = Duration::from_secs(3600);
+    let on_event = |e| {
+        if let RunnerEvent::Window(s) = e {
+            samples += s.total_samples();
+            encoded_bytes += s.encode().len();
+            first_window.get_or_insert_with(|| (thread_cpu_time(), Instant::now()));
+        }
+    };
+    let cost = CostSettings::default();
+    run_profile(pid, duration, window, frequency_hz, cost, stop, on_event);
+    let cpu_end = thread_cpu_time().expect("thread CPU time from /proc");
+    let steady_share = first_window.and_then(|(cpu, at)| {
+        let (cpu, wall) = (cpu?, at.elapsed().as_secs_f64());
+        (wall > 0.5).then(|| (cpu_end - cpu).as_secs_f64() / wall)
+    });
+    AgentCost {
+        cpu: cpu_end - cpu_start,
+        wall: start.elapsed(),
+        samples,
+        encoded_bytes,
+        steady_share,
+    }
+}
+
+fn run_profile(
+    pid: u32,
+    duration: Duration,
+    window: Duration,
+    frequency_hz: u32,
+    cost: CostSettings,
+    stop: &Receiver<()>,
+    mut on_event: impl FnMut(RunnerEvent),
+) {
     let spec = ProfileSpec {
         profile_id: Uuid::new_v4(),
         host: "bench".into(),
@@ -72,27 +162,65 @@ pub fn profile(
         plugin: None,
         event: None,
     };
-    let (_stop, stop_rx) = mpsc::channel();
-    let (mut snapshots, mut reports) = (Vec::new(), Vec::new());
-    runner::run(
-        &Plugins::default(),
-        &ProcFs::default(),
-        &spec,
-        &stop_rx,
-        |e| {
-            match e {
-                RunnerEvent::Window(s) => snapshots.push(*s),
-                RunnerEvent::Cost(k) => reports.push(k),
-                RunnerEvent::Failed(e) => panic!("profile failed: {e}"),
-                _ => {}
-            }
-            true
-        },
-    );
-    (snapshots, reports)
+    runner::run(&Plugins::default(), &ProcFs::default(), &spec, stop, |e| {
+        if let RunnerEvent::Failed(e) = e {
+            panic!("profile failed: {e} (needs perf_event access, like the live tests)");
+        }
+        on_event(e);
+        true
+    });
 }
 
 /// Leaf (self) samples per function of one window.
 pub fn leaves(s: &Snapshot) -> std::collections::HashMap<String, u64> {
     odp_profiler_service::cost::control::leaf_counts(s)
+}
+
+/// CPU time of this process's children that have been waited for (with
+/// theirs), from `/proc/self/stat` (`cutime` + `cstime`, fields 16 and 17):
+/// the difference around a child's life is its CPU time, to 10 ms.
+pub fn reaped_children_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    let rest = &stat[stat.rfind(')').expect("a stat line") + 1..];
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(13)
+        .take(2)
+        .map(|v| v.parse::<u64>().expect("numeric stat field"))
+        .sum();
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis(ticks * 10)
+}
+
+/// Rounds to repeat, from `ODP_BENCH_ROUNDS` or `default`.
+pub fn rounds(default: usize) -> usize {
+    std::env::var("ODP_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// Exits with `hint` unless `tool` is an executable on `PATH`.
+pub fn require_tool(tool: &str, hint: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let found = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(tool))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    });
+    if !found {
+        eprintln!("{tool} is not on PATH: {hint}");
+        std::process::exit(2);
+    }
 }

@@ -24,9 +24,7 @@ pub mod fsp;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use odp_core::cost::{AdjustReason, DutyCycle, FdaSettings, StartOptions};
-
-use crate::commands::MAX_FREQUENCY_HZ;
+use odp_core::cost::{check_share, AdjustReason, DutyCycle, FdaSettings, StartOptions};
 
 pub use self::budget::Budget;
 pub use self::fda::{Fda, FdaParams};
@@ -65,14 +63,6 @@ pub struct CostSettings {
     pub overhead_budget: Option<f64>,
 }
 
-fn share_in(name: &str, value: f64, top: f64) -> Result<f64, String> {
-    if value > 0.0 && value <= top {
-        Ok(value)
-    } else {
-        Err(format!("{name} {value} is outside (0, {top}]"))
-    }
-}
-
 impl CostDefaults {
     /// Checks the flags themselves (against a nominal 99 Hz profile).
     pub fn validate(&self) -> Result<(), String> {
@@ -86,7 +76,7 @@ impl CostDefaults {
         frequency_hz: u32,
         options: &StartOptions,
     ) -> Result<CostSettings, String> {
-        let fsp = share_in(
+        let fsp = check_share(
             "fsp_share",
             options.fsp_share.unwrap_or(self.fsp_share),
             1.0,
@@ -97,15 +87,10 @@ impl CostDefaults {
         };
         let duty_cycle = options.duty_cycle.or(self.duty_cycle);
         if let Some(d) = duty_cycle {
-            if d.on_ms == 0 || d.on_ms > d.period_ms {
-                return Err(format!(
-                    "duty cycle on {} ms of every {} ms: need 0 < on <= period",
-                    d.on_ms, d.period_ms
-                ));
-            }
+            d.check()?;
         }
         let budget = match options.overhead_budget.or(self.overhead_budget) {
-            Some(b) => Some(share_in("overhead_budget", b, 1.0)?),
+            Some(b) => Some(check_share("overhead_budget", b, 1.0)?),
             None => None,
         };
         Ok(CostSettings {
@@ -119,25 +104,7 @@ impl CostDefaults {
 
 impl FdaParams {
     fn resolve(s: &FdaSettings, frequency_hz: u32) -> Result<Self, String> {
-        share_in("fda.theta", s.theta, 1.0)?;
-        if !(s.lambda > 0.0 && s.lambda < 1.0) {
-            return Err(format!("fda.lambda {} is outside (0, 1)", s.lambda));
-        }
-        if s.stable_windows == 0 || s.top_n == 0 {
-            return Err("fda.stable_windows and fda.top_n must be at least 1".to_owned());
-        }
-        let max_hz = s.max_hz.unwrap_or(frequency_hz);
-        // The default floor never exceeds a low requested frequency.
-        let min_hz = if s.max_hz.is_none() {
-            s.min_hz.min(max_hz)
-        } else {
-            s.min_hz
-        };
-        if min_hz == 0 || min_hz > max_hz || max_hz > MAX_FREQUENCY_HZ {
-            return Err(format!(
-                "fda bounds {min_hz}..={max_hz} Hz: need 1 <= min <= max <= {MAX_FREQUENCY_HZ}"
-            ));
-        }
+        let (min_hz, max_hz) = s.bounds(frequency_hz)?;
         Ok(FdaParams {
             theta: s.theta,
             lambda: s.lambda,

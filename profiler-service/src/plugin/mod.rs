@@ -8,7 +8,8 @@
 //!
 //! One module per plugin: [`native`] (perf_event), [`python`] (py-spy) and
 //! [`jvm`] (JFR over the attach socket). [`detect`] tells a target's
-//! runtime from `/proc`, and [`Plugins`] maps each runtime to its plugin.
+//! runtime from `/proc`, [`runtime_info`] what it runs with (flags,
+//! libraries, build id), and [`Plugins`] maps each runtime to its plugin.
 //! Every profile runs its session on its own thread, so a plugin that
 //! fails (or panics) ends only its own profile.
 
@@ -16,6 +17,7 @@ pub mod detect;
 pub mod jvm;
 pub mod native;
 pub mod python;
+pub mod runtime_info;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -68,6 +70,14 @@ pub trait Session {
         Duration::ZERO
     }
 
+    /// Whether the session measures only when the profile ends (a JVM's
+    /// heap histogram): the runner then cuts no window while it runs and
+    /// publishes the one `finish` fills, failing the profile if `finish`
+    /// fails, since that window is the whole result.
+    fn sends_at_end(&self) -> bool {
+        false
+    }
+
     /// The profile ends: moves everything still buffered into the window.
     /// Plugins whose tool writes its samples only when it stops (py-spy,
     /// JFR) stop it here; the others just poll.
@@ -84,13 +94,16 @@ pub struct Plugins {
     python: Arc<dyn Plugin>,
     jvm: Arc<dyn Plugin>,
     jvm_alloc: Arc<dyn Plugin>,
+    jvm_heap: Arc<dyn Plugin>,
+    runtime_info: runtime_info::Collector,
 }
 
 impl Plugins {
     /// The standard plugins, reading `/proc` through `procfs`.
     pub fn standard(procfs: ProcFs, settings: PluginSettings) -> Self {
-        let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd);
+        let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd.clone());
         Plugins {
+            runtime_info: runtime_info::Collector::new(procfs.clone(), settings.jcmd),
             native: Arc::new(native::NativePlugin::new(procfs.clone())),
             python: Arc::new(python::PythonPlugin::new(
                 procfs,
@@ -98,7 +111,8 @@ impl Plugins {
                 settings.python_native,
             )),
             jvm: Arc::new(jvm.clone()),
-            jvm_alloc: Arc::new(jvm.allocations()),
+            jvm_alloc: Arc::new(jvm.clone().allocations()),
+            jvm_heap: Arc::new(jvm.heap()),
         }
     }
 
@@ -121,11 +135,18 @@ impl Plugins {
         match (language, event) {
             (_, None | Some(EventKind::Cycles | EventKind::CpuClock)) => Ok(self.get(language)),
             (Language::Jvm, Some(EventKind::AllocBytes)) => Ok(&*self.jvm_alloc),
+            (Language::Jvm, Some(EventKind::HeapBytes)) => Ok(&*self.jvm_heap),
             (_, Some(event)) => Err(format!(
-                "the {language} plugin cannot measure {event} (jvm measures alloc-bytes; \
-                 every plugin measures CPU)"
+                "the {language} plugin cannot measure {event}; {}",
+                Language::MEASURES
             )),
         }
+    }
+
+    /// What a target's processes run (flags, libraries, executable), for
+    /// a profile of `language`; see [`runtime_info`].
+    pub fn runtime_info(&self, language: Language, pids: &[u32]) -> odp_core::runtime::RuntimeInfo {
+        self.runtime_info.collect(language, pids)
     }
 
     /// The plugin names, as heartbeats report them.
@@ -271,6 +292,9 @@ mod tests {
         }
         assert!(plugins
             .for_event(Language::Jvm, Some(EventKind::AllocBytes))
+            .is_ok());
+        assert!(plugins
+            .for_event(Language::Jvm, Some(EventKind::HeapBytes))
             .is_ok());
         let refused = plugins
             .for_event(Language::Python, Some(EventKind::AllocBytes))

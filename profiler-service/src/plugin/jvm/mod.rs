@@ -14,8 +14,11 @@
 //! running Java code, at most a few threads per period, so a sample stands
 //! for one period of on-CPU Java time: the event is `cpu-clock`.
 //! Allocation samples weigh the bytes they stand for: `alloc-bytes`.
+//! `heap-bytes` is no JFR recording but one class histogram taken when the
+//! profile ends ([`heap`]).
 
 pub mod attach;
+pub mod heap;
 pub mod jfr;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -45,7 +48,16 @@ const MAX_AGE: &str = "2m";
 pub struct JvmPlugin {
     procfs: ProcFs,
     jcmd: PathBuf,
-    event: SampleEvent,
+    measure: Measure,
+}
+
+/// What a JVM session measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Measure {
+    /// A JFR sample event, read every [`DUMP_INTERVAL`].
+    Samples(SampleEvent),
+    /// The live heap by class, once at the end ([`heap`]).
+    Heap,
 }
 
 impl JvmPlugin {
@@ -55,13 +67,20 @@ impl JvmPlugin {
         JvmPlugin {
             procfs,
             jcmd,
-            event: SampleEvent::Execution,
+            measure: Measure::Samples(SampleEvent::Execution),
         }
     }
 
     /// The same plugin sampling allocations instead (bytes).
     pub fn allocations(mut self) -> Self {
-        self.event = SampleEvent::Allocation;
+        self.measure = Measure::Samples(SampleEvent::Allocation);
+        self
+    }
+
+    /// The same plugin measuring the live heap by class (bytes), once when
+    /// the profile ends.
+    pub fn heap(mut self) -> Self {
+        self.measure = Measure::Heap;
         self
     }
 }
@@ -72,10 +91,18 @@ impl Plugin for JvmPlugin {
     }
 
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
+        let event = match self.measure {
+            Measure::Samples(event) => event,
+            Measure::Heap => {
+                let session =
+                    heap::HeapSession::open(self.procfs.clone(), self.jcmd.clone(), pids)?;
+                return Ok(Box::new(session));
+            }
+        };
         let mut session = JvmSession {
             procfs: self.procfs.clone(),
             jcmd: self.jcmd.clone(),
-            event: self.event,
+            event,
             // Unique per session so concurrent profiles of one JVM do not
             // touch each other's recordings.
             name: format!("odp-{}", uuid::Uuid::new_v4().simple()),
@@ -95,16 +122,18 @@ impl Plugin for JvmPlugin {
             }
         }
         if session.targets.values().all(|t| t.running_hz.is_none()) {
-            return Err(match refused {
-                Some((pid, message)) => PluginError::ToolFailed {
-                    tool: "JFR",
-                    pid,
-                    message,
-                },
-                None => PluginError::NothingAttached(pids.to_vec()),
-            });
+            return Err(attach_failure("JFR", refused, pids));
         }
         Ok(Box::new(session))
+    }
+}
+
+/// Why a session attached to none of its JVMs: the last refusal (pid and
+/// message) when one refused, else that there was nothing to attach.
+fn attach_failure(tool: &'static str, refusal: Option<(u32, String)>, pids: &[u32]) -> PluginError {
+    match refusal {
+        Some((pid, message)) => PluginError::ToolFailed { tool, pid, message },
+        None => PluginError::NothingAttached(pids.to_vec()),
     }
 }
 

@@ -6,6 +6,11 @@
 //! only needs ptrace-level access to the target. Threads started after the
 //! profile starts are picked up by the caller re-scanning `/proc/PID/task`.
 //!
+//! Each sample also carries the user registers and a copy of the top of
+//! the user stack (x86-64), for the DWARF unwinder in `unwind.rs`; a thread
+//! whose event cannot be opened that way (no stack dumps on this kernel,
+//! or the bigger buffer refused) is sampled with the call chain alone.
+//!
 //! Why polling instead of `poll(2)` on the fds: waiting on many fds needs
 //! `unsafe` libc calls, while draining every buffer every few tens of
 //! milliseconds is cheap and bounded by the buffer size chosen from the
@@ -15,7 +20,7 @@ use std::collections::HashMap;
 use std::io;
 
 use odp_core::EventKind;
-use perf_event::data::Record as PerfRecord;
+use perf_event::data::{Record as PerfRecord, SampleRegsAbi};
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
 use tracing::{debug, warn};
@@ -34,6 +39,31 @@ const BYTES_PER_SAMPLE: usize = 512;
 const MIN_BUFFER: usize = 16 << 10;
 const MAX_BUFFER: usize = 256 << 10;
 
+/// Bytes of user stack copied per sample. The kernel reserves all of it in
+/// every record whatever the stack's depth, so it is the main cost of a
+/// sample; 16 KiB holds the frames of all but very deep (or
+/// stack-array-heavy) call chains, and the unwinder stops where the copy
+/// ends, keeping the frames found so far.
+pub const STACK_BYTES: u32 = 16 << 10;
+/// With stack copies a sample is mostly the copy; at 999 Hz a 50 ms drain
+/// interval needs about 900 KiB.
+const MAX_STACK_BUFFER: usize = 1 << 20;
+/// Whether stack copies are requested: the unwinder knows x86-64 only.
+const STACK_COPIES: bool = cfg!(target_arch = "x86_64");
+/// `PERF_REG_X86_BP`, `_SP` and `_IP`: the registers framehop needs.
+const REG_BP: u32 = 6;
+const REG_SP: u32 = 7;
+const REG_IP: u32 = 8;
+const USER_REGS_MASK: u64 = 1 << REG_BP | 1 << REG_SP | 1 << REG_IP;
+
+/// The user registers of a sample, as DWARF unwinding starts from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserRegs {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+}
+
 /// One sample, addresses leaf first as the kernel gives them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RawSample {
@@ -41,6 +71,28 @@ pub struct RawSample {
     pub tid: u32,
     pub kernel: Vec<u64>,
     pub user: Vec<u64>,
+    /// The user registers, when the event records them and the sample
+    /// interrupted a thread with a user context.
+    pub regs: Option<UserRegs>,
+    /// The user stack from `regs.sp` up (empty without a copy).
+    pub stack: Vec<u8>,
+}
+
+/// Picks ip, sp and bp out of a sample's registers, which the kernel
+/// writes in the order of their bits in the mask.
+pub fn user_regs(mask: u64, values: &[u64]) -> Option<UserRegs> {
+    let value = |reg: u32| {
+        if mask & (1 << reg) == 0 {
+            return None;
+        }
+        let rank = (mask & ((1 << reg) - 1)).count_ones() as usize;
+        values.get(rank).copied()
+    };
+    Some(UserRegs {
+        ip: value(REG_IP)?,
+        sp: value(REG_SP)?,
+        bp: value(REG_BP)?,
+    })
 }
 
 /// Splits a kernel call chain into its kernel and user parts, dropping
@@ -74,10 +126,17 @@ pub fn split_callchain(chain: &[u64], kernel: &mut Vec<u64>, user: &mut Vec<u64>
 }
 
 /// Ring buffer bytes for one thread: about 100 ms of samples, so a drain
-/// every 50 ms has room to spare.
-pub fn buffer_bytes(frequency_hz: u32) -> usize {
-    let want = (frequency_hz as usize).saturating_mul(BYTES_PER_SAMPLE) / 10;
-    want.clamp(MIN_BUFFER, MAX_BUFFER).next_power_of_two()
+/// every 50 ms has room to spare. With stack copies the floor is room for
+/// a few samples: a record bigger than the buffer would never fit.
+pub fn buffer_bytes(frequency_hz: u32, stack_copies: bool) -> usize {
+    let (per_sample, min, max) = if stack_copies {
+        let per_sample = BYTES_PER_SAMPLE + STACK_BYTES as usize;
+        (per_sample, 4 * per_sample, MAX_STACK_BUFFER)
+    } else {
+        (BYTES_PER_SAMPLE, MIN_BUFFER, MAX_BUFFER)
+    };
+    let want = (frequency_hz as usize).saturating_mul(per_sample) / 10;
+    want.clamp(min, max).next_power_of_two()
 }
 
 /// What `perf_event_open` is asked for.
@@ -110,21 +169,48 @@ pub enum OpenError {
     },
 }
 
-fn open(choice: EventChoice, tid: u32, frequency_hz: u32) -> io::Result<Sampler> {
+/// Opens one thread's event, with stack copies when `stacks` asks for them
+/// and the kernel grants them, else with the call chain alone.
+fn open(choice: EventChoice, tid: u32, frequency_hz: u32, stacks: bool) -> io::Result<Sampler> {
+    if stacks && STACK_COPIES {
+        match open_with(choice, tid, frequency_hz, true) {
+            Ok(sampler) => return Ok(sampler),
+            Err(e) if is_gone(&e) => return Err(e),
+            Err(e) => debug!(tid, error = %e, "no user stack copies, frame pointers only"),
+        }
+    }
+    open_with(choice, tid, frequency_hz, false)
+}
+
+fn open_with(
+    choice: EventChoice,
+    tid: u32,
+    frequency_hz: u32,
+    stacks: bool,
+) -> io::Result<Sampler> {
     let mut builder = match choice.event {
         EventKind::Cycles => Builder::new(Hardware::CPU_CYCLES),
         _ => Builder::new(Software::CPU_CLOCK),
     };
     let pid = i32::try_from(tid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    let mut flags = SampleFlag::CALLCHAIN | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD;
+    if stacks {
+        flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
+        builder
+            .sample_regs_user(USER_REGS_MASK)
+            .sample_stack_user(STACK_BYTES);
+    }
     builder
         .observe_pid(pid)
         .any_cpu()
         .sample_frequency(u64::from(frequency_hz))
-        .sample(SampleFlag::CALLCHAIN | SampleFlag::TID | SampleFlag::TIME | SampleFlag::PERIOD)
+        .sample(flags)
         .exclude_kernel(!choice.kernel)
         .exclude_hv(true)
         .enabled(false);
-    let mut sampler = builder.build()?.sampled(buffer_bytes(frequency_hz))?;
+    let mut sampler = builder
+        .build()?
+        .sampled(buffer_bytes(frequency_hz, stacks))?;
     // Enabled only once the buffer is mapped so no early sample is dropped.
     sampler.enable()?;
     Ok(sampler)
@@ -141,14 +227,18 @@ fn is_gone(e: &io::Error) -> bool {
 /// Opens the first event of a profile, choosing what the machine supports:
 /// hardware cycles first, the software CPU clock when there is no PMU, and
 /// user-only call chains when kernel sampling is denied.
-pub fn probe(tid: u32, frequency_hz: u32) -> Result<(EventChoice, Sampler), OpenError> {
+pub fn probe(
+    tid: u32,
+    frequency_hz: u32,
+    stacks: bool,
+) -> Result<(EventChoice, Sampler), OpenError> {
     let mut last_denied = None;
     for kernel in [true, false] {
         let cycles = EventChoice {
             event: EventKind::Cycles,
             kernel,
         };
-        let cycles_err = match open(cycles, tid, frequency_hz) {
+        let cycles_err = match open(cycles, tid, frequency_hz, stacks) {
             Ok(sampler) => return Ok((cycles, sampler)),
             Err(e) if is_gone(&e) => return Err(OpenError::Gone { tid }),
             Err(e) => e,
@@ -158,7 +248,7 @@ pub fn probe(tid: u32, frequency_hz: u32) -> Result<(EventChoice, Sampler), Open
             event: EventKind::CpuClock,
             kernel,
         };
-        match open(clock, tid, frequency_hz) {
+        match open(clock, tid, frequency_hz, stacks) {
             Ok(sampler) => return Ok((clock, sampler)),
             Err(e) if is_gone(&e) => return Err(OpenError::Gone { tid }),
             Err(e) if is_denied(&e) => {
@@ -200,6 +290,8 @@ pub struct DrainStats {
 /// The events of one profile, one per sampled thread, all of the same kind.
 pub struct PerfSet {
     choice: EventChoice,
+    /// Whether user stack copies are asked for.
+    stacks: bool,
     frequency_hz: u32,
     /// Whether sampling is switched off (duty cycle); new threads are
     /// attached switched off too.
@@ -210,13 +302,15 @@ pub struct PerfSet {
 }
 
 impl PerfSet {
-    /// Opens the first thread, which decides the event for the whole set.
-    pub fn new(pid: u32, tid: u32, frequency_hz: u32) -> Result<Self, OpenError> {
-        let (choice, sampler) = probe(tid, frequency_hz)?;
+    /// Opens the first thread, which decides the event for the whole set;
+    /// `stacks` asks for user stack copies (for DWARF unwinding).
+    pub fn new(pid: u32, tid: u32, frequency_hz: u32, stacks: bool) -> Result<Self, OpenError> {
+        let (choice, sampler) = probe(tid, frequency_hz, stacks)?;
         let mut threads = HashMap::new();
         threads.insert(tid, ThreadEvent { pid, sampler });
         Ok(PerfSet {
             choice,
+            stacks,
             frequency_hz,
             paused: false,
             threads,
@@ -251,7 +345,7 @@ impl PerfSet {
         if self.is_attached(tid) {
             return Ok(());
         }
-        let sampler = open(self.choice, tid, self.frequency_hz).map_err(|source| {
+        let sampler = open(self.choice, tid, self.frequency_hz, self.stacks).map_err(|source| {
             if is_gone(&source) {
                 OpenError::Gone { tid }
             } else if is_denied(&source) {
@@ -290,7 +384,7 @@ impl PerfSet {
         let mut kept_old = 0;
         let mut gone = Vec::new();
         for (&tid, thread) in &mut self.threads {
-            match open(self.choice, tid, frequency_hz) {
+            match open(self.choice, tid, frequency_hz, self.stacks) {
                 Ok(mut sampler) => {
                     if self.paused {
                         let _ = sampler.disable();
@@ -349,6 +443,14 @@ impl PerfSet {
                         };
                         if let Some(chain) = sample.callchain() {
                             split_callchain(chain, &mut raw.kernel, &mut raw.user);
+                        }
+                        // ABI "none" means no user context (a kernel thread).
+                        raw.regs = sample
+                            .regs_user()
+                            .filter(|r| r.abi != SampleRegsAbi::NONE)
+                            .and_then(|r| user_regs(r.mask, &r.regs));
+                        if let Some(stack) = sample.stack_user() {
+                            raw.stack.extend_from_slice(stack);
                         }
                         if let Some(period) = sample.period() {
                             self.period_sum = self.period_sum.saturating_add(period);

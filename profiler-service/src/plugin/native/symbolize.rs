@@ -3,19 +3,21 @@
 //!
 //! User addresses are resolved from the ELF symbol tables of the files the
 //! process maps (`Source::Process` reads `/proc/PID/maps`), kernel ones from
-//! `/proc/kallsyms`. An address nothing resolves becomes `[unknown]` with
-//! the module it falls in, so a flame graph still says *where* it was.
+//! `/proc/kallsyms` read once per agent ([`super::kallsyms`]), JIT code's from the process's perf map
+//! (`/tmp/perf-PID.map`, see [`super::perfmap`]). An address nothing
+//! resolves becomes `[unknown]` with the module it falls in, so a flame
+//! graph still says *where* it was.
 
 use std::collections::HashMap;
-use std::fs;
-use std::io::{BufRead, BufReader};
 
-use blazesym::symbolize::source::{Kernel, Process, Source};
+use blazesym::symbolize::source::{Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-use blazesym::{MaybeDefault, Pid};
+use blazesym::Pid;
 use odp_core::Frame;
 use tracing::debug;
 
+use super::kallsyms;
+use super::perfmap::{PerfMaps, JIT_MODULE};
 use crate::targets::{self, find_mapping, Mapping, ProcFs};
 
 pub const UNKNOWN: &str = "[unknown]";
@@ -28,30 +30,38 @@ pub struct Symbols {
     user: HashMap<(u32, u64), Frame>,
     kernel: HashMap<u64, Frame>,
     maps: HashMap<u32, Vec<Mapping>>,
-    /// False when kallsyms hides addresses (kptr_restrict): every kernel
-    /// frame is then `[kernel]`.
-    kallsyms_usable: bool,
+    perf_maps: PerfMaps,
+}
+
+fn symbolizer() -> Symbolizer {
+    Symbolizer::builder()
+        .enable_code_info(false)
+        .enable_inlined_fns(false)
+        .enable_demangling(true)
+        .build()
 }
 
 impl Symbols {
     pub fn new(procfs: ProcFs) -> Self {
-        let symbolizer = Symbolizer::builder()
-            .enable_code_info(false)
-            .enable_inlined_fns(false)
-            .enable_demangling(true)
-            .build();
         Symbols {
-            symbolizer,
-            procfs,
+            symbolizer: symbolizer(),
+            procfs: procfs.clone(),
             user: HashMap::new(),
             kernel: HashMap::new(),
             maps: HashMap::new(),
-            kallsyms_usable: kallsyms_usable(),
+            perf_maps: PerfMaps::new(procfs.clone()),
         }
     }
 
     /// Resolves the addresses of one process not yet cached, in one batch.
     pub fn resolve_user(&mut self, pid: u32, addrs: &[u64]) {
+        if self.perf_maps.refresh(pid) {
+            // A JIT named more code: what was unknown may have a name now,
+            // and reused JIT memory may hold other code than before.
+            self.user.retain(|&(p, _), frame| {
+                p != pid || (frame.function != UNKNOWN && frame.module != JIT_MODULE)
+            });
+        }
         let mut missing: Vec<u64> = addrs
             .iter()
             .copied()
@@ -62,7 +72,23 @@ impl Symbols {
         }
         missing.sort_unstable();
         missing.dedup();
-        let source = Source::Process(Process::new(Pid::from(pid)));
+        let perf_maps = &self.perf_maps;
+        let user = &mut self.user;
+        missing.retain(|&addr| match perf_maps.lookup(pid, addr) {
+            Some(name) => {
+                let frame = Frame::function(name).with_module(JIT_MODULE);
+                user.insert((pid, addr), frame);
+                false
+            }
+            None => true,
+        });
+        if missing.is_empty() {
+            return;
+        }
+        let mut process = Process::new(Pid::from(pid));
+        // Perf maps are read by `PerfMaps`, which follows their growth.
+        process.perf_map = false;
+        let source = Source::Process(process);
         let results = match self.symbolizer.symbolize(&source, Input::AbsAddr(&missing)) {
             Ok(results) => results,
             Err(e) => {
@@ -104,28 +130,9 @@ impl Symbols {
         }
         missing.sort_unstable();
         missing.dedup();
-        let results = if self.kallsyms_usable {
-            let source = Source::Kernel(Kernel {
-                // kallsyms is always there; a vmlinux search costs disk I/O
-                // for debug info this build does not read anyway.
-                vmlinux: MaybeDefault::None,
-                debug_syms: false,
-                ..Kernel::default()
-            });
-            self.symbolizer
-                .symbolize(&source, Input::AbsAddr(&missing))
-                .unwrap_or_else(|e| {
-                    debug!(error = %e, "kernel symbolization failed");
-                    Vec::new()
-                })
-        } else {
-            Vec::new()
-        };
-        for (i, &addr) in missing.iter().enumerate() {
-            let function = match results.get(i) {
-                Some(Symbolized::Sym(sym)) => sym.name.as_ref(),
-                _ => KERNEL,
-            };
+        let table = kallsyms::shared();
+        for addr in missing {
+            let function = table.and_then(|t| t.lookup(addr)).unwrap_or(KERNEL);
             self.kernel
                 .insert(addr, Frame::function(function).with_module(KERNEL));
         }
@@ -152,6 +159,7 @@ impl Symbols {
     pub fn forget(&mut self, pid: u32) {
         self.user.retain(|&(p, _), _| p != pid);
         self.maps.remove(&pid);
+        self.perf_maps.forget(pid);
     }
 }
 
@@ -176,22 +184,4 @@ fn module_of(
         .unwrap_or_default();
     cache.insert(pid, maps);
     name
-}
-
-/// Whether `/proc/kallsyms` shows real addresses (it shows zeros to readers
-/// without the right under `kernel.kptr_restrict`).
-fn kallsyms_usable() -> bool {
-    let Ok(file) = fs::File::open("/proc/kallsyms") else {
-        return false;
-    };
-    // The file is megabytes long; the first lines tell.
-    BufReader::new(file)
-        .lines()
-        .take(16)
-        .map_while(Result::ok)
-        .any(|line| {
-            line.split_ascii_whitespace()
-                .next()
-                .is_some_and(|addr| u64::from_str_radix(addr, 16).is_ok_and(|a| a != 0))
-        })
 }
