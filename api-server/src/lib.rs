@@ -104,6 +104,7 @@ fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenAp
         .merge(routes::timeline::router())
         .merge(routes::schedules::router())
         .merge(routes::rules::router())
+        .merge(routes::channels::router())
         .routes(routes!(health))
         .routes(routes!(openapi::openapi_json))
         .split_for_parts();

@@ -61,7 +61,7 @@ pub struct ChannelRow {
     pub email_to: Vec<String>,
 }
 
-const CHANNEL_COLUMNS: &str =
+pub(crate) const CHANNEL_COLUMNS: &str =
     "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
 
 /// Creates a webhook channel; a taken name is a [`StoreError::Conflict`].

@@ -40,6 +40,7 @@ use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
         (name = "control", description = "Hosts, agent deploys and control requests"),
         (name = "schedules", description = "Cron schedules of profiles"),
         (name = "rules", description = "Common-issue detection rules and their re-analysis of past profiles"),
+        (name = "channels", description = "Alert channels (webhooks, email) and the log of their deliveries"),
         (name = "platform", description = "Health, metrics and this document"),
     ),
 )]

@@ -1,0 +1,548 @@
+//! Alert channels: where the pipeline announces new detections (a signed
+//! webhook, or email through an SMTP relay), and the log of what it sent
+//! to each. Admins only, reads included: channels name internal systems
+//! and people. A webhook's secret is written, rotated, and never shown.
+
+mod checks;
+
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use odp_store::{ChannelPatch, ChannelRow, DeliveryFilter, DeliveryRow};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::auth::{Caller, Role};
+use crate::error::ApiError;
+use crate::extract::{AppJson, AppPath, AppQuery};
+use crate::openapi::{schemas, CommonErrors, NotFound};
+use crate::routes::list::MAX_PAGE;
+use crate::routes::profiles::validate_name;
+use crate::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(describe, update, remove))
+        .routes(routes!(deliveries))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelKind {
+    /// POSTs each alert as JSON signed with the secret (`X-ODP-Signature`).
+    Webhook,
+    /// Mails each alert as plain text through an SMTP relay.
+    Email,
+}
+
+/// `POST /api/v1/channels`: a webhook or an email channel, told apart by
+/// `kind`.
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+// Documents the body only: `create` reads `kind` first and then parses
+// that kind's body, so an error names the bad field of the kind given.
+#[allow(dead_code)]
+pub enum CreateChannelRequest {
+    Webhook(CreateWebhookRequest),
+    Email(CreateEmailRequest),
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookKind {
+    Webhook,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EmailKind {
+    Email,
+}
+
+/// A webhook: alerts POSTed as JSON, signed with `secret`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWebhookRequest {
+    pub kind: WebhookKind,
+    /// Unique among channels.
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
+    pub name: String,
+    /// The http(s) URL alerts are POSTed to; no credentials in it.
+    #[schema(min_length = 1, max_length = 2000, pattern = "^https?://")]
+    pub url: String,
+    /// The HMAC-SHA256 key of `X-ODP-Signature`. Never returned.
+    #[schema(min_length = 16, max_length = 512, write_only)]
+    pub secret: String,
+    /// Glob over the services whose alerts go here (`*` any run of
+    /// characters, `?` one); all services when absent.
+    #[serde(default = "all_services")]
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._*?-]+$")]
+    pub service_pattern: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+}
+
+/// An email channel: alerts mailed as plain text through an SMTP relay.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEmailRequest {
+    pub kind: EmailKind,
+    /// Unique among channels.
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
+    pub name: String,
+    /// The relay, `smtp://host[:port]` (port 25 by default).
+    #[schema(min_length = 1, max_length = 2000, pattern = "^smtp://")]
+    pub smtp_url: String,
+    /// The sender's address, `local@domain`.
+    #[schema(min_length = 3, max_length = 254, pattern = "^[^@\\s]+@[^@\\s]+$")]
+    pub from: String,
+    /// The recipients' addresses, `local@domain`.
+    #[schema(min_items = 1, max_items = 50)]
+    pub to: Vec<String>,
+    /// Glob over the services whose alerts go here (`*` any run of
+    /// characters, `?` one); all services when absent.
+    #[serde(default = "all_services")]
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._*?-]+$")]
+    pub service_pattern: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+}
+
+fn all_services() -> String {
+    "*".into()
+}
+
+fn enabled() -> bool {
+    true
+}
+
+/// `PATCH /api/v1/channels/{id}`: absent fields stay as they are; each
+/// field must suit the channel's kind.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateChannelRequest {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// A new glob over the services whose alerts go here.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._*?-]+$")]
+    pub service_pattern: Option<String>,
+    /// Webhook: a new URL.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 2000, pattern = "^https?://")]
+    pub url: Option<String>,
+    /// Webhook: a new secret (rotation); deliveries sent from now on are
+    /// signed with it.
+    #[serde(default)]
+    #[schema(min_length = 16, max_length = 512, write_only)]
+    pub secret: Option<String>,
+    /// Email: a new relay.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 2000, pattern = "^smtp://")]
+    pub smtp_url: Option<String>,
+    /// Email: a new sender address.
+    #[serde(default)]
+    #[schema(min_length = 3, max_length = 254, pattern = "^[^@\\s]+@[^@\\s]+$")]
+    pub from: Option<String>,
+    /// Email: replaces every recipient.
+    #[serde(default)]
+    #[schema(min_items = 1, max_items = 50)]
+    pub to: Option<Vec<String>>,
+}
+
+/// A channel as the API shows it: everything but the webhook's secret.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Channel)]
+pub struct ChannelView {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: ChannelKind,
+    /// The webhook's URL; `null` for email.
+    pub url: Option<String>,
+    /// The email channel's relay; `null` for webhooks.
+    pub smtp_url: Option<String>,
+    pub from: Option<String>,
+    pub to: Vec<String>,
+    pub service_pattern: String,
+    pub enabled: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl ChannelView {
+    fn of(row: ChannelRow) -> Result<ChannelView, ApiError> {
+        let kind = match row.kind.as_str() {
+            "webhook" => ChannelKind::Webhook,
+            "email" => ChannelKind::Email,
+            other => {
+                return Err(ApiError::Internal(format!(
+                    "channel {} has unknown kind {other:?}",
+                    row.id
+                )))
+            }
+        };
+        let (url, smtp_url) = match kind {
+            ChannelKind::Webhook => (Some(row.url), None),
+            ChannelKind::Email => (None, Some(row.url)),
+        };
+        Ok(ChannelView {
+            id: row.id,
+            name: row.name,
+            kind,
+            url,
+            smtp_url,
+            from: row.email_from,
+            to: row.email_to,
+            service_pattern: row.service_pattern,
+            enabled: row.enabled,
+            created_at: row.created_at,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ChannelList)]
+struct ChannelsResponse {
+    channels: Vec<ChannelView>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum DeliveryStatus {
+    Pending,
+    Delivered,
+    Failed,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct DeliveriesQuery {
+    /// Only deliveries in this state.
+    #[param(inline)]
+    status: Option<DeliveryStatus>,
+    /// Page size; 50 when absent.
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
+    /// The previous page's `next_before`: deliveries queued before it.
+    before: Option<Uuid>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DeliveriesPage)]
+struct DeliveriesResponse {
+    #[schema(value_type = Vec<schemas::Delivery>)]
+    deliveries: Vec<DeliveryRow>,
+    /// Pass as `before` for the next page; `null` on the last page.
+    next_before: Option<Uuid>,
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::Unprocessable(message.into())
+}
+
+/// A field given for the other kind of channel.
+fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ApiError> {
+    match fields.iter().find(|(_, given)| *given) {
+        Some((field, _)) => Err(invalid(format!(
+            "`{field}` is not a field of {} channels",
+            match kind {
+                ChannelKind::Webhook => "webhook",
+                ChannelKind::Email => "email",
+            }
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Create a webhook or email channel (admin).
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels",
+    operation_id = "create_channel",
+    tag = "channels",
+    request_body = CreateChannelRequest,
+    responses(
+        (status = 201, description = "Created", body = ChannelView,
+            links(
+                ("describe" = (operation_id = "describe_channel", parameters(("id" = "$response.body#/id")))),
+                ("update" = (operation_id = "update_channel", parameters(("id" = "$response.body#/id")))),
+                ("delete" = (operation_id = "delete_channel", parameters(("id" = "$response.body#/id")))),
+                ("deliveries" = (operation_id = "channel_deliveries", parameters(("id" = "$response.body#/id")))),
+            ),
+        ),
+        (status = 409, description = "A channel of that name exists", body = crate::openapi::ErrorBody),
+        CommonErrors,
+    ),
+)]
+async fn create(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppJson(body): AppJson<serde_json::Value>,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let row = match body.get("kind").and_then(serde_json::Value::as_str) {
+        Some("webhook") => create_webhook(&state, parse(body)?).await?,
+        Some("email") => create_email(&state, parse(body)?).await?,
+        _ => return Err(invalid("`kind` must be \"webhook\" or \"email\"")),
+    };
+    tracing::info!(channel = %row.id, name = %row.name, kind = %row.kind, by = %caller.subject, "alert channel created");
+    Ok((StatusCode::CREATED, Json(ChannelView::of(row)?)))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, ApiError> {
+    serde_json::from_value(body).map_err(|e| invalid(format!("invalid request body: {e}")))
+}
+
+async fn create_webhook(
+    state: &AppState,
+    request: CreateWebhookRequest,
+) -> Result<ChannelRow, ApiError> {
+    validate_name("name", &request.name)?;
+    checks::service_pattern(&request.service_pattern)?;
+    checks::webhook_url(&request.url)?;
+    checks::secret(&request.secret)?;
+    let channel = odp_store::NewChannel {
+        name: request.name,
+        url: request.url,
+        secret: request.secret,
+        service_pattern: request.service_pattern,
+        enabled: request.enabled,
+    };
+    Ok(odp_store::create_channel(&state.pool, &channel).await?)
+}
+
+async fn create_email(
+    state: &AppState,
+    request: CreateEmailRequest,
+) -> Result<ChannelRow, ApiError> {
+    validate_name("name", &request.name)?;
+    checks::service_pattern(&request.service_pattern)?;
+    checks::smtp_url(&request.smtp_url)?;
+    checks::email_address("from", &request.from)?;
+    checks::recipients(&request.to)?;
+    let channel = odp_store::NewEmailChannel {
+        name: request.name,
+        smtp_url: request.smtp_url,
+        from: request.from,
+        to: request.to,
+        service_pattern: request.service_pattern,
+        enabled: request.enabled,
+    };
+    Ok(odp_store::create_email_channel(&state.pool, &channel).await?)
+}
+
+/// Every channel, by name (admin).
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels",
+    operation_id = "list_channels",
+    tag = "channels",
+    responses(
+        (status = 200, description = "The channels", body = ChannelsResponse),
+        CommonErrors,
+    ),
+)]
+async fn list(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+) -> Result<Json<ChannelsResponse>, ApiError> {
+    caller.require(Role::Admin)?;
+    let channels = odp_store::list_channels(&state.pool)
+        .await?
+        .into_iter()
+        .map(ChannelView::of)
+        .collect::<Result<_, _>>()?;
+    Ok(Json(ChannelsResponse { channels }))
+}
+
+/// One channel (admin).
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels/{id}",
+    operation_id = "describe_channel",
+    tag = "channels",
+    params(("id" = Uuid, Path, description = "Channel id")),
+    responses(
+        (status = 200, description = "The channel", body = ChannelView),
+        NotFound,
+        CommonErrors,
+    ),
+)]
+async fn describe(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<ChannelView>, ApiError> {
+    caller.require(Role::Admin)?;
+    Ok(Json(ChannelView::of(load(&state, id).await?)?))
+}
+
+/// Change a channel (admin): enable or disable it, its services, its
+/// address, its webhook secret or its recipients.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/channels/{id}",
+    operation_id = "update_channel",
+    tag = "channels",
+    params(("id" = Uuid, Path, description = "Channel id")),
+    request_body = UpdateChannelRequest,
+    responses(
+        (status = 200, description = "The changed channel", body = ChannelView),
+        NotFound,
+        CommonErrors,
+    ),
+)]
+async fn update(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+    AppJson(request): AppJson<UpdateChannelRequest>,
+) -> Result<Json<ChannelView>, ApiError> {
+    caller.require(Role::Admin)?;
+    let kind = ChannelView::of(load(&state, id).await?)?.kind;
+    if let Some(pattern) = &request.service_pattern {
+        checks::service_pattern(pattern)?;
+    }
+    let url = match kind {
+        ChannelKind::Webhook => {
+            not_for(
+                kind,
+                &[
+                    ("smtp_url", request.smtp_url.is_some()),
+                    ("from", request.from.is_some()),
+                    ("to", request.to.is_some()),
+                ],
+            )?;
+            request
+                .url
+                .as_deref()
+                .map(checks::webhook_url)
+                .transpose()?;
+            request.secret.as_deref().map(checks::secret).transpose()?;
+            request.url
+        }
+        ChannelKind::Email => {
+            not_for(
+                kind,
+                &[
+                    ("url", request.url.is_some()),
+                    ("secret", request.secret.is_some()),
+                ],
+            )?;
+            request
+                .smtp_url
+                .as_deref()
+                .map(checks::smtp_url)
+                .transpose()?;
+            if let Some(from) = &request.from {
+                checks::email_address("from", from)?;
+            }
+            request.to.as_deref().map(checks::recipients).transpose()?;
+            request.smtp_url
+        }
+    };
+    let patch = ChannelPatch {
+        enabled: request.enabled,
+        service_pattern: request.service_pattern,
+        url,
+        secret: request.secret,
+        email_from: request.from,
+        email_to: request.to,
+    };
+    let row = odp_store::update_channel(&state.pool, id, &patch)
+        .await?
+        .ok_or_else(|| no_channel(id))?;
+    tracing::info!(channel = %id, by = %caller.subject, secret_rotated = patch.secret.is_some(), "alert channel changed");
+    Ok(Json(ChannelView::of(row)?))
+}
+
+/// Delete a channel with its deliveries, pending ones included (admin).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/channels/{id}",
+    operation_id = "delete_channel",
+    tag = "channels",
+    params(("id" = Uuid, Path, description = "Channel id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        NotFound,
+        CommonErrors,
+    ),
+)]
+async fn remove(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin)?;
+    if !odp_store::delete_channel(&state.pool, id).await? {
+        return Err(no_channel(id));
+    }
+    tracing::info!(channel = %id, by = %caller.subject, "alert channel deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The channel's deliveries, newest first, with every attempt (admin).
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels/{id}/deliveries",
+    operation_id = "channel_deliveries",
+    tag = "channels",
+    params(("id" = Uuid, Path, description = "Channel id"), DeliveriesQuery),
+    responses(
+        (status = 200, description = "One page of deliveries", body = DeliveriesResponse),
+        NotFound,
+        CommonErrors,
+    ),
+)]
+async fn deliveries(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+    AppQuery(query): AppQuery<DeliveriesQuery>,
+) -> Result<Json<DeliveriesResponse>, ApiError> {
+    caller.require(Role::Admin)?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(invalid(format!("`limit` must be between 1 and {MAX_PAGE}")));
+    }
+    load(&state, id).await?;
+    let filter = DeliveryFilter {
+        channel_id: id,
+        status: query.status.map(|s| {
+            match s {
+                DeliveryStatus::Pending => "pending",
+                DeliveryStatus::Delivered => "delivered",
+                DeliveryStatus::Failed => "failed",
+            }
+            .to_owned()
+        }),
+        before: query.before,
+        limit,
+    };
+    let deliveries = odp_store::channel_deliveries(&state.pool, &filter)
+        .await?
+        .ok_or_else(|| invalid("`before` is not a delivery of this channel"))?;
+    let next_before = (deliveries.len() as i64 == limit)
+        .then(|| deliveries.last().map(|d| d.id))
+        .flatten();
+    Ok(Json(DeliveriesResponse {
+        deliveries,
+        next_before,
+    }))
+}
+
+async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ApiError> {
+    odp_store::get_channel(&state.pool, id)
+        .await?
+        .ok_or_else(|| no_channel(id))
+}
+
+fn no_channel(id: Uuid) -> ApiError {
+    ApiError::NotFound(format!("no channel {id}"))
+}
