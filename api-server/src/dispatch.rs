@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::command::{Command, CommandAction, CommandSigner};
+use odp_core::cost::StartOptions;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use uuid::Uuid;
@@ -54,6 +55,18 @@ impl Dispatcher {
     /// Signs `action` for `host` and waits until the broker has it.
     /// Returns the command's id.
     pub async fn send(&self, host: &str, action: CommandAction) -> Result<Uuid, ApiError> {
+        self.send_with_options(host, action, &StartOptions::default())
+            .await
+    }
+
+    /// [`send`](Self::send) for a start carrying plugin, event and cost
+    /// options (ignored for other actions).
+    pub async fn send_with_options(
+        &self,
+        host: &str,
+        action: CommandAction,
+        options: &StartOptions,
+    ) -> Result<Uuid, ApiError> {
         let kind = match &action {
             CommandAction::Start(_) => "start",
             CommandAction::Stop { .. } => "stop",
@@ -69,7 +82,7 @@ impl Dispatcher {
         };
         let token = self
             .signer
-            .sign(&command)
+            .sign_with_options(&command, options)
             .map_err(|e| ApiError::Internal(e.to_string()))?;
         let record = FutureRecord::to(&self.topic).key(host).payload(&token);
         self.producer

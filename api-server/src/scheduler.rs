@@ -167,6 +167,7 @@ async fn start_profile(
         frequency_hz: schedule.frequency_hz as u32,
         window_secs: schedule.window_secs.map(|s| s as u64),
         labels: [("schedule".to_owned(), schedule.name.clone())].into(),
+        options: schedule.options.clone(),
     };
     let requested_by = format!("schedule:{}", schedule.id);
     match create_and_dispatch(state, start, &requested_by, None).await {

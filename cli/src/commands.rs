@@ -92,6 +92,8 @@ enum Command {
         /// A label to find the profile by, `key=value` (repeatable).
         #[arg(long = "label", value_parser = parse_label)]
         labels: Vec<(String, String)>,
+        #[command(flatten)]
+        options: crate::options::StartOptionArgs,
     },
     /// Stop a running profile (its last partial window is kept).
     Stop { id: String },
@@ -129,6 +131,12 @@ enum Command {
         #[command(subcommand)]
         action: crate::rules::RuleAction,
     },
+    /// Alert channels (admin): list, show, create-webhook, create-email,
+    /// enable, disable, delete, deliveries.
+    Channels {
+        #[command(subcommand)]
+        action: crate::channels::ChannelAction,
+    },
     #[command(flatten)]
     Files(crate::files::FileCommand),
     #[command(flatten)]
@@ -152,6 +160,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
             frequency_hz,
             wait,
             labels,
+            options,
         } => {
             let labels: serde_json::Map<String, Value> =
                 labels.into_iter().map(|(k, v)| (k, json!(v))).collect();
@@ -162,6 +171,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
                 "labels": labels,
             });
             target.insert_into(&mut request);
+            options.insert_into(&mut request);
             if let Some(service) = service {
                 request["service"] = json!(service);
             }
@@ -198,6 +208,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Admin(command) => crate::admin::run(&client, command).await?,
         Command::Schedules { action } => crate::schedules::run(&client, action).await?,
         Command::Rules { action } => crate::rules::run(&client, action).await?,
+        Command::Channels { action } => crate::channels::run(&client, action).await?,
         Command::Files(command) => crate::files::run(&client, command).await?,
         Command::Compare(command) => crate::compare::run(&client, command).await?,
     }

@@ -5,9 +5,11 @@
 //! profile of the target exists); 6 the profile ended failed or expired.
 
 mod admin;
+mod channels;
 mod commands;
 mod compare;
 mod files;
+mod options;
 mod rules;
 mod schedules;
 

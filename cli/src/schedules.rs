@@ -4,6 +4,8 @@ use crate::commands::TargetArgs;
 use odp_client::{ApiClient, Method};
 use serde_json::{json, Value};
 
+// Parsed once per run: the size of the biggest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ScheduleAction {
     /// List the schedules.
@@ -40,6 +42,8 @@ pub(crate) enum ScheduleAction {
         /// Create it disabled.
         #[arg(long)]
         disabled: bool,
+        #[command(flatten)]
+        options: crate::options::StartOptionArgs,
     },
     /// Enable a schedule (admin); it next fires at its next occurrence.
     Enable { id: String },
@@ -75,12 +79,14 @@ pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::R
             duration_secs,
             frequency_hz,
             disabled,
+            options,
         } => {
             let mut body = json!({
                 "name": name, "host": host, "cron": cron, "timezone": timezone,
                 "duration_secs": duration_secs, "enabled": !disabled,
             });
             target.insert_into(&mut body);
+            options.insert_into(&mut body);
             for (key, value) in [
                 ("service", service.map(Value::from)),
                 ("frequency_hz", frequency_hz.map(Value::from)),

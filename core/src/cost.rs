@@ -95,6 +95,86 @@ pub struct DutyCycle {
     pub period_ms: u64,
 }
 
+/// The highest sampling frequency a profile may ask for.
+pub const MAX_FREQUENCY_HZ: u32 = 10_000;
+
+/// `value` when it lies in (0, `top`], else why not.
+pub fn check_share(name: &str, value: f64, top: f64) -> Result<f64, String> {
+    if value > 0.0 && value <= top {
+        Ok(value)
+    } else {
+        Err(format!("{name} {value} is outside (0, {top}]"))
+    }
+}
+
+impl StartOptions {
+    /// Checks the options of a profile asking for `frequency_hz`, as both
+    /// the API (before dispatching) and the agent (on receipt) do.
+    pub fn check(&self, frequency_hz: u32) -> Result<(), String> {
+        if let Some(share) = self.fsp_share {
+            check_share("fsp_share", share, 1.0)?;
+        }
+        if let Some(budget) = self.overhead_budget {
+            check_share("overhead_budget", budget, 1.0)?;
+        }
+        if let Some(duty) = &self.duty_cycle {
+            duty.check()?;
+        }
+        if let Some(fda) = self.fda.as_ref().filter(|f| f.enabled) {
+            fda.bounds(frequency_hz)?;
+        }
+        match (self.plugin, self.event) {
+            (Some(plugin), Some(event)) if !plugin.measures(event) => Err(format!(
+                "the {plugin} plugin cannot measure {event}; {}",
+                Language::MEASURES
+            )),
+            (None, Some(event)) if !Language::ALL.iter().any(|l| l.measures(event)) => Err(
+                format!("no plugin measures {event}; {}", Language::MEASURES),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl FdaSettings {
+    /// The frequency bounds for a profile asking for `frequency_hz`, after
+    /// checking every parameter.
+    pub fn bounds(&self, frequency_hz: u32) -> Result<(u32, u32), String> {
+        check_share("fda.theta", self.theta, 1.0)?;
+        if !(self.lambda > 0.0 && self.lambda < 1.0) {
+            return Err(format!("fda.lambda {} is outside (0, 1)", self.lambda));
+        }
+        if self.stable_windows == 0 || self.top_n == 0 {
+            return Err("fda.stable_windows and fda.top_n must be at least 1".to_owned());
+        }
+        let max_hz = self.max_hz.unwrap_or(frequency_hz);
+        // The default floor never exceeds a low requested frequency.
+        let min_hz = if self.max_hz.is_none() {
+            self.min_hz.min(max_hz)
+        } else {
+            self.min_hz
+        };
+        if min_hz == 0 || min_hz > max_hz || max_hz > MAX_FREQUENCY_HZ {
+            return Err(format!(
+                "fda bounds {min_hz}..={max_hz} Hz: need 1 <= min <= max <= {MAX_FREQUENCY_HZ}"
+            ));
+        }
+        Ok((min_hz, max_hz))
+    }
+}
+
+impl DutyCycle {
+    pub fn check(&self) -> Result<(), String> {
+        if self.on_ms == 0 || self.on_ms > self.period_ms {
+            return Err(format!(
+                "duty cycle on {} ms of every {} ms: need 0 < on <= period",
+                self.on_ms, self.period_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Why a profile's sampling frequency changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -206,6 +286,79 @@ mod tests {
         let token = signer.sign(&other).unwrap();
         let (got, got_options) = verifier.verify_with_options(&token, 150).unwrap();
         assert_eq!((got, got_options), (other, StartOptions::default()));
+    }
+
+    #[test]
+    fn options_are_checked_against_the_frequency_and_the_plugin() {
+        let ok = StartOptions {
+            fsp_share: Some(1.0),
+            fda: Some(FdaSettings::default()),
+            duty_cycle: Some(DutyCycle {
+                on_ms: 1000,
+                period_ms: 1000,
+            }),
+            overhead_budget: Some(0.01),
+            plugin: Some(Language::Jvm),
+            event: Some(EventKind::HeapBytes),
+        };
+        assert_eq!(ok.check(99), Ok(()));
+        let bad = |options: StartOptions| options.check(99).unwrap_err();
+        assert!(bad(StartOptions {
+            fsp_share: Some(0.0),
+            ..ok.clone()
+        })
+        .contains("fsp_share"));
+        assert!(bad(StartOptions {
+            overhead_budget: Some(1.5),
+            ..ok.clone()
+        })
+        .contains("overhead_budget"));
+        assert!(bad(StartOptions {
+            duty_cycle: Some(DutyCycle {
+                on_ms: 2000,
+                period_ms: 1000
+            }),
+            ..ok.clone()
+        })
+        .contains("duty cycle"));
+        let fda = |f: FdaSettings| StartOptions {
+            fda: Some(f),
+            ..ok.clone()
+        };
+        assert!(bad(fda(FdaSettings {
+            lambda: 1.0,
+            ..FdaSettings::default()
+        }))
+        .contains("lambda"));
+        assert!(bad(fda(FdaSettings {
+            min_hz: 200,
+            max_hz: Some(100),
+            ..FdaSettings::default()
+        }))
+        .contains("bounds"));
+        // A disabled FDA's parameters do not matter.
+        assert_eq!(
+            fda(FdaSettings {
+                enabled: false,
+                lambda: 7.0,
+                ..FdaSettings::default()
+            })
+            .check(99),
+            Ok(())
+        );
+        // The default floor (19 Hz) follows a lower requested frequency.
+        assert_eq!(FdaSettings::default().bounds(5), Ok((5, 5)));
+        assert!(bad(StartOptions {
+            plugin: Some(Language::Python),
+            ..ok.clone()
+        })
+        .contains("python plugin cannot measure heap-bytes"));
+        assert!(bad(StartOptions {
+            plugin: None,
+            event: Some(EventKind::Wall),
+            ..ok.clone()
+        })
+        .contains("no plugin measures wall"));
     }
 
     #[test]

@@ -163,6 +163,22 @@ impl Language {
     }
 }
 
+impl Language {
+    /// What [`Language::measures`] allows, for error messages.
+    pub const MEASURES: &'static str =
+        "every plugin measures cpu-clock (cycles where a PMU exists), jvm also alloc-bytes and \
+         heap-bytes";
+
+    /// Whether this runtime's plugin can measure `event`.
+    pub fn measures(self, event: EventKind) -> bool {
+        match event {
+            EventKind::Cycles | EventKind::CpuClock => true,
+            EventKind::AllocBytes | EventKind::HeapBytes => self == Language::Jvm,
+            EventKind::Wall => false,
+        }
+    }
+}
+
 impl fmt::Display for Language {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

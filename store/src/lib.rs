@@ -1,13 +1,16 @@
 //! ODP's Postgres repository, shared by the api-server and the pipeline.
 //!
 //! Only `migrations/` changes the schema; this crate applies it at start-up
-//! with `sqlx::migrate!`. Writes that carry many rows (ingest) go as
-//! `UNNEST` arrays in one statement per table, inside one transaction per
-//! batch, so a batch is stored whole or not at all.
+//! with `sqlx::migrate!`. Ingest writes each batch in one transaction, so
+//! it is stored whole or not at all: snapshot headers, frames and stacks as
+//! `UNNEST` arrays (`on conflict do nothing`, so redelivery is harmless),
+//! samples and thread names, which belong to snapshots inserted in the same
+//! transaction and cannot conflict, as binary `COPY`.
 
 mod agents;
 mod aggregate;
 mod alerts;
+mod channels;
 mod detections;
 pub mod downsample;
 mod imports;
@@ -18,6 +21,7 @@ mod reanalysis;
 mod requests;
 pub mod retention;
 mod rules;
+pub mod runtime;
 mod schedules;
 
 use sqlx::postgres::PgPoolOptions;
@@ -33,6 +37,10 @@ pub use alerts::{
     claim_due_deliveries, create_channel, create_email_channel, list_channels, record_attempt,
     AttemptOutcome, ChannelRow, DueDelivery, NewChannel, NewEmailChannel,
 };
+pub use channels::{
+    channel_deliveries, delete_channel, get_channel, update_channel, AttemptRow, ChannelPatch,
+    DeliveryFilter, DeliveryRow,
+};
 pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
     AlertSubject, Detection, Issue, IssueStack, ProfileIdentity, StackHit,
@@ -40,7 +48,7 @@ pub use detections::{
 pub use imports::import_profile;
 pub use ingest::{store_snapshots, store_snapshots_cached, IngestOutcome, StoredIds};
 pub use profiles::{
-    Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
+    mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
 };
 pub use query::{
     profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,

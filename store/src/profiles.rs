@@ -4,7 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use odp_core::Target;
+use odp_core::cost::StartOptions;
+use odp_core::{EventKind, Target};
 use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
@@ -103,6 +104,22 @@ pub struct NewProfile {
     pub frequency_hz: i32,
     pub requested_by: String,
     pub labels: Labels,
+    /// `cpu`, `alloc` or `heap` (see [`mode_of`]): one live profile per
+    /// (host, mode, target).
+    pub mode: String,
+    pub options: StartOptions,
+}
+
+/// The mode of a profile measuring `event`: profiles of different modes
+/// of one target may run at the same time (a CPU and an allocation
+/// profile), two of the same mode may not.
+pub fn mode_of(event: Option<EventKind>) -> &'static str {
+    match event {
+        None | Some(EventKind::Cycles | EventKind::CpuClock) => "cpu",
+        Some(EventKind::Wall) => "wall",
+        Some(EventKind::AllocBytes) => "alloc",
+        Some(EventKind::HeapBytes) => "heap",
+    }
 }
 
 /// A profile's labels: sorted, so they print and compare the same way.
@@ -154,6 +171,9 @@ pub struct ProfileRow {
     pub finished_at: Option<DateTime<Utc>>,
     #[sqlx(json)]
     pub labels: Labels,
+    /// The plugin, event and cost control the start asked for.
+    #[sqlx(json)]
+    pub options: StartOptions,
 }
 
 impl ProfileRow {
@@ -178,8 +198,8 @@ impl Profiles {
     pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {
         let inserted = sqlx::query_as::<_, ProfileRow>(
             "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
-                                   requested_by, idempotency_key, labels)
-             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8, $9)
+                                   requested_by, idempotency_key, labels, mode, options)
+             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8, $9, $10, $11)
              returning *",
         )
         .bind(p.id)
@@ -191,6 +211,8 @@ impl Profiles {
         .bind(&p.requested_by)
         .bind(&p.idempotency_key)
         .bind(Json(&p.labels))
+        .bind(&p.mode)
+        .bind(Json(&p.options))
         .fetch_one(&self.pool)
         .await;
         let violated = match &inserted {
@@ -214,11 +236,12 @@ impl Profiles {
             Some("profiles_one_live_per_target") => {
                 let row = sqlx::query_as::<_, ProfileRow>(
                     "select * from profiles
-                     where host = $1 and mode = 'cpu' and target = $2
+                     where host = $1 and mode = $3 and target = $2
                        and status in ('requested', 'dispatched', 'running')",
                 )
                 .bind(&p.host)
                 .bind(Json(&p.target))
+                .bind(&p.mode)
                 .fetch_optional(&self.pool)
                 .await?;
                 match row {

@@ -6,6 +6,7 @@
 //! schedulers never fire one occurrence twice.
 
 use chrono::{DateTime, Utc};
+use odp_core::cost::StartOptions;
 use odp_core::Target;
 use serde::Serialize;
 use sqlx::types::Json;
@@ -33,6 +34,9 @@ pub struct NewSchedule {
     pub enabled: bool,
     pub created_by: String,
     pub next_run_at: Option<DateTime<Utc>>,
+    /// See [`crate::profiles::mode_of`].
+    pub mode: String,
+    pub options: StartOptions,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -55,6 +59,9 @@ pub struct ScheduleRow {
     pub updated_at: DateTime<Utc>,
     pub next_run_at: Option<DateTime<Utc>>,
     pub last_run_at: Option<DateTime<Utc>>,
+    /// The plugin, event and cost control of every run.
+    #[sqlx(json)]
+    pub options: StartOptions,
 }
 
 /// A change to a schedule; `None` fields stay as they are. The caller
@@ -123,8 +130,9 @@ impl Schedules {
     pub async fn create(&self, s: &NewSchedule) -> Result<ScheduleRow> {
         let row = sqlx::query_as::<_, ScheduleRow>(
             "insert into schedules (id, name, service, host, target, duration_secs, frequency_hz,
-                                    window_secs, cron, timezone, enabled, created_by, next_run_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                    window_secs, cron, timezone, enabled, created_by, next_run_at,
+                                    mode, options)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
              returning *",
         )
         .bind(s.id)
@@ -140,6 +148,8 @@ impl Schedules {
         .bind(s.enabled)
         .bind(&s.created_by)
         .bind(s.next_run_at)
+        .bind(&s.mode)
+        .bind(Json(&s.options))
         .fetch_one(&self.pool)
         .await;
         match row {

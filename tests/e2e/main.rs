@@ -5,6 +5,7 @@
 
 mod aggregate;
 mod api;
+mod channels;
 mod cli;
 mod commands;
 mod common;
@@ -17,6 +18,7 @@ mod identity;
 mod labels;
 mod metrics;
 mod openapi;
+mod options;
 mod profile;
 mod rules;
 mod schedules;

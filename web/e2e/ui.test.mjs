@@ -108,6 +108,11 @@ test('the flame graph shows demo_hot as the widest child of main', async () => {
   // The timeline shows each window with the frequency it was sampled at.
   await admin.waitForSelector('#timeline .tl-bar');
   assert.match(await admin.textContent('#timeline'), /\d+ Hz/);
+  // What the agent found the demo runs: native code, its executable, libc.
+  assert.match(await admin.textContent('#runtime summary'), /Runtime: native/);
+  await admin.click('#runtime summary');
+  assert.match(await admin.textContent('#runtime'), /cpu-split/);
+  assert.match(await admin.textContent('#runtime .libraries'), /libc/);
   await admin.screenshot({ path: `${SHOTS}profile.png`, fullPage: true });
 });
 
@@ -207,6 +212,20 @@ test('the exclude filter on a service aggregate drops matching stacks', async ()
   assert.ok(names.includes('demo_warm') && !names.includes('demo_hot'), names.join(','));
   assert.equal(await admin.inputValue('#agg-exclude'), 'demo_hot');
   await admin.screenshot({ path: `${SHOTS}aggregate-exclude.png`, fullPage: true });
+});
+
+test("the start form sends plugin and event, and shows the server's refusal of a bad pair", async () => {
+  await admin.goto(`${BASE}/#/profiles`);
+  await admin.fill('#start-host', services.host_id);
+  await admin.fill('#start-process_name', 'cpu-split');
+  await admin.selectOption('#start-plugin', 'python');
+  await admin.selectOption('#start-event', 'heap-bytes');
+  await admin.click('#start-submit');
+  await admin.waitForSelector('.start-form .notice.error');
+  assert.match(await admin.textContent('.start-form .notice.error'), /python plugin cannot measure heap-bytes/);
+  // The form stays as it was left; the next test starts a CPU profile.
+  await admin.selectOption('#start-plugin', '');
+  await admin.selectOption('#start-event', '');
 });
 
 test('the start form profiles the demo workload', async () => {

@@ -90,6 +90,27 @@ export interface ProfileView {
   finished_at: string | null;
   /** Free-form `{key: value}` to find profiles by. */
   labels?: Record<string, string>;
+  /** Plugin, event and cost control the start asked for. */
+  options?: Record<string, unknown>;
+  /** What the agent reported about the target (profile detail only). */
+  runtime?: ProfileRuntime | null;
+}
+
+export interface RuntimeLibrary {
+  kind: 'jar' | 'python' | 'shared' | string;
+  name: string;
+  version?: string;
+}
+
+export interface ProfileRuntime {
+  language: string | null;
+  runtime_version: string | null;
+  runtime: {
+    flags?: string[];
+    libraries?: RuntimeLibrary[];
+    libraries_truncated?: boolean;
+    executable?: { path: string; build_id?: string };
+  };
 }
 
 export interface TopFunction {
@@ -114,7 +135,8 @@ export interface Issue {
   samples_total: number;
   stacks: Array<{ stack_id: string; count: number; frames: string[] }>;
   /** What the rule kind found beyond the share (a regression's grown
-   *  functions and new rules); null for stack-share rules. */
+   *  functions and new rules, the libraries or flags a runtime rule
+   *  matched); null for stack-share rules. */
   detail?: unknown;
 }
 

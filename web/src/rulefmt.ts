@@ -70,6 +70,17 @@ export function specText(kind: string, spec: Record<string, unknown> | null | un
     if (s.min_share_pct !== undefined) parts.push(`functions ≥ ${s.min_share_pct}%`);
     return parts.join(', ') || 'vs previous runs';
   }
+  if (kind === 'library_version') {
+    const parts = [`${s.kind ? `${String(s.kind)} ` : ''}library ~ /${String(s.library ?? '')}/`];
+    if (s.versions) parts.push(`versions ${String(s.versions)}`);
+    return parts.join(', ');
+  }
+  if (kind === 'runtime_option') {
+    const parts = s.language ? [String(s.language)] : [];
+    if (s.flag) parts.push(`flag ~ /${String(s.flag)}/`);
+    if (s.version) parts.push(`version ${String(s.version)}`);
+    return parts.join(', ');
+  }
   return JSON.stringify(s);
 }
 
@@ -134,3 +145,29 @@ export function regressionSummary(share: number, d: RegressionDetail): string {
 }
 
 export { points as growthPoints };
+
+interface RuntimeLibrary {
+  kind?: string;
+  name?: string;
+  version?: string;
+}
+
+/** What a `library_version` or `runtime_option` detection matched, in a
+ *  line ("jar log4j 1.2.17", "jvm 17.0.2, flags -Xint"), or null for other
+ *  kinds' details. */
+export function runtimeMatchText(kind: string, detail: unknown): string | null {
+  const d = (detail ?? {}) as Record<string, unknown>;
+  if (kind === 'library_version') {
+    const libs = Array.isArray(d.libraries) ? (d.libraries as RuntimeLibrary[]) : [];
+    const names = libs.map((l) => [l.kind, l.name, l.version ?? '(version unknown)'].filter(Boolean).join(' '));
+    const more = typeof d.libraries_matched === 'number' ? ` (${d.libraries_matched} in all)` : '';
+    return names.length ? `uses ${names.join(', ')}${more}` : null;
+  }
+  if (kind === 'runtime_option') {
+    const parts = [];
+    if (d.language || d.runtime_version) parts.push([d.language, d.runtime_version].filter(Boolean).join(' '));
+    if (Array.isArray(d.flags) && d.flags.length) parts.push(`flags ${d.flags.map(String).join(' ')}`);
+    return parts.length ? `runs ${parts.join(', ')}` : null;
+  }
+  return null;
+}

@@ -5,11 +5,14 @@ import {
   reanalysisText,
   regressionDetail,
   regressionSummary,
+  runtimeMatchText,
   serviceThresholdsText,
   specText,
   stackShareBody,
   type Reanalysis,
 } from '../src/rulefmt';
+import { executableText, librariesByKind, optionsText, runtimeTitle } from '../src/runtimefmt';
+import type { ProfileRuntime } from '../src/api';
 
 const job = (over: Partial<Reanalysis>): Reanalysis => ({
   id: 'j',
@@ -116,5 +119,74 @@ describe('regression detail', () => {
     expect(regressionSummary(0, { runs_compared: 1, functions: [], new_rules: ['x'] })).toBe(
       'grew +0.0 points vs mean of 1 previous run',
     );
+  });
+});
+
+describe('runtime rules', () => {
+  it('word library and runtime-option specs', () => {
+    expect(specText('library_version', { library: '^log4j-core$', kind: 'jar', versions: '>=2.0-beta9, <2.15.0' })).toBe(
+      'jar library ~ /^log4j-core$/, versions >=2.0-beta9, <2.15.0',
+    );
+    expect(specText('runtime_option', { language: 'python', version: '<3.11' })).toBe('python, version <3.11');
+    expect(specText('runtime_option', { flag: '^-Xint$' })).toBe('flag ~ /^-Xint$/');
+  });
+
+  it('say what a detection matched instead of a share that is always 100%', () => {
+    expect(
+      runtimeMatchText('library_version', {
+        libraries: [
+          { kind: 'jar', name: 'log4j', version: '1.2.17' },
+          { kind: 'python', name: 'pydantic' },
+        ],
+        libraries_matched: 25,
+      }),
+    ).toBe('uses jar log4j 1.2.17, python pydantic (version unknown) (25 in all)');
+    expect(runtimeMatchText('runtime_option', { language: 'jvm', runtime_version: '17.0.2', flags: ['-Xint'] })).toBe(
+      'runs jvm 17.0.2, flags -Xint',
+    );
+    expect(runtimeMatchText('runtime_option', { language: 'python', runtime_version: '3.9' })).toBe('runs python 3.9');
+    expect(runtimeMatchText('stack_share', null)).toBeNull();
+    expect(runtimeMatchText('library_version', {})).toBeNull();
+  });
+});
+
+describe('profile runtime', () => {
+  const runtime: ProfileRuntime = {
+    language: 'jvm',
+    runtime_version: '17.0.15',
+    runtime: {
+      flags: ['-XX:+UseSerialGC'],
+      libraries: [
+        { kind: 'shared', name: 'libc', version: '6' },
+        { kind: 'jar', name: 'log4j', version: '1.2.17' },
+        { kind: 'jar', name: 'guava' },
+      ],
+      executable: { path: '/usr/bin/java', build_id: '9c81348976100179b98a' },
+    },
+  };
+
+  it('names the runtime, its executable and its libraries by kind', () => {
+    expect(runtimeTitle(runtime)).toBe('jvm 17.0.15');
+    expect(runtimeTitle({ ...runtime, runtime_version: null })).toBe('jvm');
+    expect(runtimeTitle(null)).toBeNull();
+    expect(executableText(runtime)).toBe('/usr/bin/java (build id 9c8134897610…)');
+    expect(librariesByKind(runtime)).toEqual([
+      ['jar', ['guava', 'log4j 1.2.17']],
+      ['shared', ['libc 6']],
+    ]);
+  });
+
+  it('words the start options', () => {
+    expect(optionsText({})).toBe('agent defaults');
+    expect(
+      optionsText({
+        plugin: 'native',
+        event: 'alloc-bytes',
+        fsp_share: 1,
+        fda: { enabled: false },
+        duty_cycle: { on_ms: 2000, period_ms: 10000 },
+        overhead_budget: 0.5,
+      }),
+    ).toBe('plugin native · alloc-bytes · FSP off · FDA off · on 2 s of every 10 s · budget 50% of a core');
   });
 });

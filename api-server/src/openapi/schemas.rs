@@ -63,6 +63,17 @@ pub struct Profile {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub labels: BTreeMap<String, String>,
+    /// The plugin, event and cost control the start asked for (the start
+    /// request's `options`, as the agent received them); `{}` for the
+    /// agent's defaults.
+    #[schema(value_type = Object)]
+    pub options: serde_json::Value,
+    /// What the agent reported about the target once it started:
+    /// `language`, `runtime_version` and `runtime` (`flags`, `libraries`
+    /// of kind jar, python or shared with name and version, `executable`
+    /// with path and build id). Only on `GET /api/v1/profiles/{id}`.
+    #[schema(value_type = Option<Object>)]
+    pub runtime: Option<serde_json::Value>,
     pub links: ProfileLinks,
 }
 
@@ -113,6 +124,9 @@ pub struct Schedule {
     pub updated_at: DateTime<Utc>,
     pub next_run_at: Option<DateTime<Utc>>,
     pub last_run_at: Option<DateTime<Utc>>,
+    /// Plugin, event and cost control of every run (see `Profile`).
+    #[schema(value_type = Object)]
+    pub options: serde_json::Value,
 }
 
 /// A schedule with its latest runs, newest first.
@@ -190,6 +204,44 @@ pub struct Rule {
     pub source: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// One alert to a channel (`odp_store::DeliveryRow`) and how sending it
+/// went.
+#[derive(Serialize, ToSchema)]
+pub struct Delivery {
+    pub id: Uuid,
+    pub profile_id: Uuid,
+    pub rule_id: String,
+    pub rule_title: String,
+    pub service: String,
+    pub host: String,
+    /// Matched samples, percent of the profile's samples.
+    pub share: f64,
+    pub threshold_pct: f64,
+    pub detected_at: DateTime<Utc>,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub attempts: i32,
+    /// When a pending delivery is next tried; `null` once it ended.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Every attempt, first first.
+    pub attempt_log: Vec<DeliveryAttempt>,
+}
+
+/// One try at sending a delivery (`odp_store::AttemptRow`).
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryAttempt {
+    pub attempt: i32,
+    pub attempted_at: DateTime<Utc>,
+    /// The HTTP status (webhook) or SMTP reply code (email), when the
+    /// server answered.
+    pub status_code: Option<i32>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    pub success: bool,
 }
 
 /// One window of a profile on one host.
@@ -313,8 +365,13 @@ mod tests {
             started_at: None,
             finished_at: None,
             labels: Default::default(),
+            options: Default::default(),
         };
-        assert_eq!(keys(ProfileView::from(profile)), documented_keys("Profile"));
+        let view = ProfileView {
+            runtime: Some(Default::default()),
+            ..ProfileView::from(profile)
+        };
+        assert_eq!(keys(view), documented_keys("Profile"));
         let request = RequestRow {
             id: Uuid::nil(),
             kind: "stop".into(),
@@ -347,6 +404,7 @@ mod tests {
             updated_at: now,
             next_run_at: None,
             last_run_at: None,
+            options: Default::default(),
         };
         assert_eq!(keys(schedule), documented_keys("Schedule"));
         let rule = odp_store::RuleRow {
@@ -367,6 +425,32 @@ mod tests {
             updated_at: now,
         };
         assert_eq!(keys(rule), documented_keys("Rule"));
+        let attempt = odp_store::AttemptRow {
+            attempt: 1,
+            attempted_at: now,
+            status_code: Some(200),
+            error: None,
+            success: true,
+        };
+        assert_eq!(keys(&attempt), documented_keys("DeliveryAttempt"));
+        let delivery = odp_store::DeliveryRow {
+            id: Uuid::nil(),
+            profile_id: Uuid::nil(),
+            rule_id: "r".into(),
+            rule_title: "t".into(),
+            service: "s".into(),
+            host: "h".into(),
+            share: 1.0,
+            threshold_pct: 1.0,
+            detected_at: now,
+            status: "delivered".into(),
+            attempts: 1,
+            next_attempt_at: None,
+            created_at: now,
+            finished_at: Some(now),
+            attempt_log: vec![attempt],
+        };
+        assert_eq!(keys(delivery), documented_keys("Delivery"));
         let node = odp_core::flamegraph::build(&[]);
         assert_eq!(keys(node), documented_keys("FlameNode"));
     }

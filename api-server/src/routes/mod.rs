@@ -1,13 +1,16 @@
 pub mod aggregate;
+pub mod channels;
 pub mod diff;
 pub mod flamegraph;
 pub mod hosts;
 pub mod import;
 pub mod issues;
 pub mod list;
+pub mod names;
 pub mod profiles;
 pub mod render;
 pub mod requests;
 pub mod rules;
 pub mod schedules;
+pub mod start_options;
 pub mod timeline;

@@ -4,8 +4,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_core::command::{CommandAction, StartProfile};
+use odp_core::cost::StartOptions;
 use odp_core::Target;
-use odp_store::{Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind};
+use odp_store::runtime::{profile_runtime, ProfileRuntime};
+use odp_store::{
+    mode_of, Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -16,10 +20,12 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{schemas, CommonErrors, ErrorBody, NotFound};
+pub(crate) use crate::routes::names::{validate_labels, validate_name};
+use crate::routes::start_options::ProfileOptions;
 use crate::AppState;
 
 pub const MAX_DURATION_SECS: u64 = 3600;
-pub const MAX_FREQUENCY_HZ: u32 = 10_000;
+pub use odp_core::cost::MAX_FREQUENCY_HZ;
 pub const DEFAULT_FREQUENCY_HZ: u32 = 99;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -73,6 +79,9 @@ pub struct StartRequest {
     /// Free-form labels to find the profile by (`{"env": "prod"}`).
     #[serde(default)]
     pub labels: Labels,
+    /// Plugin, event and cost control; the agent's defaults when absent.
+    #[serde(default)]
+    pub options: Option<ProfileOptions>,
 }
 
 /// A start request that passed validation.
@@ -85,12 +94,13 @@ pub struct ValidStart {
     pub frequency_hz: u32,
     pub window_secs: Option<u64>,
     pub labels: Labels,
+    pub options: StartOptions,
 }
 
 impl StartRequest {
     pub fn validate(self) -> Result<ValidStart, ApiError> {
         let invalid = |m: String| Err(ApiError::Unprocessable(m));
-        validate_host(&self.host)?;
+        validate_name("host", &self.host)?;
         let target = self.target()?;
         if !(1..=MAX_DURATION_SECS).contains(&self.duration_secs) {
             return invalid(format!(
@@ -126,7 +136,9 @@ impl StartRequest {
             },
         };
         validate_labels(&self.labels)?;
+        let options = self.options.unwrap_or_default().validate(frequency_hz)?;
         Ok(ValidStart {
+            options,
             labels: self.labels,
             service,
             host: self.host,
@@ -166,61 +178,6 @@ impl StartRequest {
     }
 }
 
-pub const MAX_LABELS: usize = 16;
-
-/// Up to 16 labels; keys of 1 to 63 letters, digits, `.`, `-` or `_`,
-/// values of up to 256 characters without control characters or
-/// surrounding spaces (list filters trim them).
-pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
-    if labels.len() > MAX_LABELS {
-        return Err(ApiError::Unprocessable(format!(
-            "at most {MAX_LABELS} labels"
-        )));
-    }
-    for (key, value) in labels {
-        let key_ok = (1..=63).contains(&key.len())
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-        if !key_ok {
-            return Err(ApiError::Unprocessable(format!(
-                "label key {key:?} must be 1 to 63 letters, digits, `.`, `-` or `_`"
-            )));
-        }
-        if value.chars().count() > 256
-            || value.chars().any(char::is_control)
-            || value.trim() != value
-        {
-            return Err(ApiError::Unprocessable(format!(
-                "label {key:?}: values are up to 256 characters without control characters \
-                 or surrounding spaces"
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn validate_host(host: &str) -> Result<(), ApiError> {
-    validate_name("host", host)
-}
-
-/// Hosts and services: 1 to 253 characters of letters, digits, `.`, `-`
-/// or `_` (what host names and service names are made of).
-pub(crate) fn validate_name(what: &str, value: &str) -> Result<(), ApiError> {
-    let ok = !value.is_empty()
-        && value.len() <= 253
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::Unprocessable(format!(
-            "`{what}` must be 1 to 253 characters of letters, digits, `.`, `-` or `_`"
-        )))
-    }
-}
-
 /// The `Idempotency-Key` header, if any: 1 to 200 visible ASCII characters.
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(value) = headers.get("idempotency-key") else {
@@ -241,6 +198,9 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 pub struct ProfileView {
     #[serde(flatten)]
     pub profile: ProfileRow,
+    /// What the agent reported about the target; only in `describe`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ProfileRuntime>,
     pub links: Links,
 }
 
@@ -268,6 +228,7 @@ impl From<ProfileRow> for ProfileView {
                 this: base,
             },
             profile,
+            runtime: None,
         }
     }
 }
@@ -337,6 +298,8 @@ pub(crate) async fn create_and_dispatch(
             frequency_hz: valid.frequency_hz as i32,
             requested_by: requested_by.to_owned(),
             labels: valid.labels.clone(),
+            mode: mode_of(valid.options.event).to_owned(),
+            options: valid.options.clone(),
         })
         .await?;
     match inserted {
@@ -351,7 +314,11 @@ pub(crate) async fn create_and_dispatch(
         frequency_hz: valid.frequency_hz,
         window_ms: valid.window_secs.map(|s| s * 1000),
     });
-    if let Err(e) = state.dispatcher.send(&valid.host, action).await {
+    let sent = state
+        .dispatcher
+        .send_with_options(&valid.host, action, &valid.options)
+        .await;
+    if let Err(e) = sent {
         state
             .profiles
             .transition(
@@ -462,7 +429,12 @@ async fn describe(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<ProfileView>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(ProfileView::from(load(&state, id).await?)))
+    let profile = load(&state, id).await?;
+    let runtime = profile_runtime(&state.pool, id).await?;
+    Ok(Json(ProfileView {
+        runtime,
+        ..ProfileView::from(profile)
+    }))
 }
 
 pub(crate) async fn load(state: &AppState, id: Uuid) -> Result<ProfileRow, ApiError> {

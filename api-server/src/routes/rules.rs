@@ -51,7 +51,8 @@ pub struct RuleBody {
     /// An http(s) link to read more.
     #[schema(min_length = 1, max_length = 2000)]
     pub link: String,
-    /// `stack_share` or `share_regression` (see rules/README.md).
+    /// `stack_share`, `share_regression`, `library_version` or
+    /// `runtime_option` (see rules/README.md).
     pub kind: String,
     /// The kind's parameters, e.g. `{"function": "regex", "leaf_only": true}`.
     #[schema(value_type = Object)]

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use odp_store::{NewSchedule, SchedulePatch, ScheduleRow, ScheduleRunRow, Schedules};
+use odp_store::{mode_of, NewSchedule, SchedulePatch, ScheduleRow, ScheduleRunRow, Schedules};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -18,6 +18,7 @@ use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::profiles::{validate_name, StartRequest, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
+use crate::routes::start_options::ProfileOptions;
 use crate::AppState;
 
 /// How many runs `GET /api/v1/schedules/{id}` shows, newest first.
@@ -71,6 +72,9 @@ pub struct CreateScheduleRequest {
     pub timezone: String,
     #[serde(default = "enabled")]
     pub enabled: bool,
+    /// Plugin, event and cost control of every run (see the start request).
+    #[serde(default)]
+    pub options: Option<ProfileOptions>,
 }
 
 fn utc() -> String {
@@ -167,6 +171,7 @@ impl CreateScheduleRequest {
             window_secs: self.window_secs,
             // Each run is labelled with the schedule's name when it fires.
             labels: Default::default(),
+            options: self.options,
         }
         .validate()?;
         let spec = CronSchedule::parse(&self.cron, &self.timezone, false).map_err(unprocessable)?;
@@ -184,6 +189,8 @@ impl CreateScheduleRequest {
             timezone: self.timezone,
             enabled: self.enabled,
             created_by: created_by.to_owned(),
+            mode: mode_of(start.options.event).to_owned(),
+            options: start.options,
         })
     }
 }
@@ -208,6 +215,11 @@ impl UpdateScheduleRequest {
                     "`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"
                 )));
             }
+            // FDA's bounds are checked against the frequency.
+            current
+                .options
+                .check(f)
+                .map_err(|e| unprocessable(format!("options: {e}")))?;
         }
         let cron = self
             .cron

@@ -1,9 +1,10 @@
-// Panels beside a flame graph: the hot-leaf table, detected issues and the
-// timeline of samples per window.
+// Panels beside a flame graph: the hot-leaf table, detected issues, the
+// timeline of samples per window and the target's runtime.
 
-import { ApiError, get, type Issue, type TopFunction } from '../api';
+import { ApiError, get, type Issue, type ProfileView, type TopFunction } from '../api';
 import { h, notice, pct, when } from '../format';
-import { growthPoints, regressionDetail, regressionSummary, type RegressionDetail } from '../rulefmt';
+import { growthPoints, regressionDetail, regressionSummary, runtimeMatchText, type RegressionDetail } from '../rulefmt';
+import { executableText, librariesByKind, optionsText, runtimeTitle } from '../runtimefmt';
 
 type SortKey = 'function' | 'self_share' | 'total_share';
 
@@ -111,13 +112,18 @@ export function issuesPanel(issues: Issue[]): HTMLElement {
       // `share` is a percentage of samples, or for a regression its growth
       // in points.
       const regression = i.kind === 'share_regression' ? regressionDetail(i.detail) : null;
+      // Library and runtime rules match the whole profile: what they found
+      // says more than a share that is always 100%.
+      const runtime = runtimeMatchText(i.kind, i.detail);
       return h(
         'li',
         { 'data-rule': i.rule_id, 'data-kind': i.kind },
         h('b', {}, i.title),
         regression
           ? ` — ${regressionSummary(i.share, regression)} (threshold ${i.threshold_pct} points)`
-          : ` — ${i.share.toFixed(2)}% of samples (threshold ${i.threshold_pct}%)`,
+          : runtime
+            ? ` — ${runtime}`
+            : ` — ${i.share.toFixed(2)}% of samples (threshold ${i.threshold_pct}%)`,
         ...(regression ? regressionParts(regression) : []),
         h('p', {}, i.explanation),
         h('p', {}, h('i', {}, 'Suggestion: '), i.fix),
@@ -163,5 +169,31 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
         h('div', { class: 'tl-label' }, `${w.frequency_hz} Hz`),
       ),
     ),
+  );
+}
+
+/** What the start asked for and what the agent found the target runs:
+ *  runtime and version, executable and build id, flags, libraries (folded,
+ *  there may be hundreds). */
+export function runtimePanel(profile: ProfileView): HTMLElement {
+  const r = profile.runtime;
+  const title = runtimeTitle(r);
+  const flags = r?.runtime?.flags ?? [];
+  const groups = librariesByKind(r);
+  const count = groups.reduce((n, [, libs]) => n + libs.length, 0);
+  return h(
+    'details',
+    { class: 'runtime', id: 'runtime' },
+    h('summary', {}, title ? `Runtime: ${title}` : 'Runtime: not reported yet', ` · options: ${optionsText(profile.options)}`),
+    executableText(r) ? h('p', {}, h('i', {}, 'Executable: '), executableText(r)!) : null,
+    flags.length ? h('p', { class: 'flags' }, h('i', {}, 'Flags: '), h('code', {}, flags.join(' '))) : null,
+    count
+      ? h(
+          'div',
+          { class: 'libraries' },
+          h('i', {}, `Libraries (${count}${r?.runtime?.libraries_truncated ? ', cut at the agent\'s limit' : ''}):`),
+          ...groups.map(([kind, libs]) => h('p', {}, h('b', {}, `${kind}: `), libs.join(', '))),
+        )
+      : null,
   );
 }

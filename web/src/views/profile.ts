@@ -8,7 +8,7 @@ import { flatten, type FlameNode } from '../flame/layout';
 import { h, notice, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { codeSearchUrl } from '../settings';
-import { hotLeafTable, issuesPanel, timelinePanel } from './panels';
+import { hotLeafTable, issuesPanel, runtimePanel, timelinePanel } from './panels';
 import { labelChips, stopButton, targetText } from './profiles';
 import { searchBox } from './search';
 
@@ -118,6 +118,7 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
       h('a', { href: href('compare', { baseline: id }) }, 'Compare with…'),
       ' ',
       h('button', { onclick: () => void downloadSvg(id) }, 'Download SVG'),
+      runtimePanel(profile),
     ),
     filterForm,
     searchBox(graph),

@@ -82,6 +82,8 @@ function row(p: ProfileView, refresh: () => void, query: Record<string, string |
 function startForm(onStarted: () => void): HTMLElement {
   const field = (name: string, attrs: Record<string, string | number> = {}) =>
     h('input', { name, id: `start-${name}`, ...attrs });
+  const choice = (name: string, options: Array<[string, string]>) =>
+    h('select', { name, id: `start-${name}` }, ...options.map(([value, text]) => h('option', { value }, text)));
   const hostInput = field('host', { required: 'required', list: 'known-hosts' });
   const hosts = h('datalist', { id: 'known-hosts' });
   void get<{ agents: Array<{ host: string; live: boolean }> }>('/api/v1/hosts')
@@ -102,6 +104,10 @@ function startForm(onStarted: () => void): HTMLElement {
         if (val('process_name')) body.process_name = val('process_name');
         if (val('frequency_hz')) body.frequency_hz = Number(val('frequency_hz'));
         if (val('window_secs')) body.window_secs = Number(val('window_secs'));
+        const options: Record<string, string> = {};
+        if (val('plugin')) options.plugin = val('plugin');
+        if (val('event')) options.event = val('event');
+        if (Object.keys(options).length) body.options = options;
         try {
           const labels = parseLabels(val('labels'));
           if (Object.keys(labels).length) body.labels = labels;
@@ -130,6 +136,17 @@ function startForm(onStarted: () => void): HTMLElement {
     h('label', {}, 'Frequency (Hz) ', field('frequency_hz', { type: 'number', min: 1, max: 10000, value: 99 })),
     h('label', {}, 'Window (s) ', field('window_secs', { type: 'number', min: 1, max: 300 })),
     h('label', {}, 'Labels ', field('labels', { placeholder: 'env=prod, team=checkout', size: 28 })),
+    h('label', {}, 'Plugin ', choice('plugin', [['', 'detect'], ['native', 'native'], ['python', 'python'], ['jvm', 'jvm']])),
+    h(
+      'label',
+      {},
+      'Measure ',
+      choice('event', [
+        ['', 'CPU'],
+        ['alloc-bytes', 'allocations (JVM)'],
+        ['heap-bytes', 'heap at the end (JVM)'],
+      ]),
+    ),
     h('button', { type: 'submit', id: 'start-submit' }, 'Start'),
     result,
   );
