@@ -6,6 +6,10 @@
  *       PERIOD_MS (default 100), spin SPIN_US (default 300) in idle_tick and
  *       sleep again (the idle daemons FSP prunes). Threads are named busy-N
  *       and idle-N.
+ *   workload pool SECONDS BUSY IDLE SPIN_US PERIOD_MS
+ *       The same, but the idle threads wake into busy_work too: a thread
+ *       pool whose few hot workers and many rarely woken ones run the same
+ *       code, the services Atys measured FSP's error on.
  *   workload phases SECONDS PHASE_MS
  *       One thread whose hot functions change every PHASE_MS: phase A
  *       splits 75/25 between phase_a_main and phase_a_side, phase B 75/25
@@ -32,6 +36,7 @@
 volatile uint64_t sink;
 static double deadline;
 static double idle_spin_s = 0.0003;
+static int idle_runs_busy_work = 0;
 static long idle_period_ns = 100L * 1000 * 1000;
 
 /* Called last by every burner so none is a leaf (see burn.c). */
@@ -80,7 +85,7 @@ static void *idle(void *arg)
     while (now() < deadline) {
         double until = now() + idle_spin_s;
         while (now() < until)
-            s = idle_tick(s);
+            s = idle_runs_busy_work ? busy_work(s) : idle_tick(s);
         nanosleep(&pause, NULL);
     }
     return NULL;
@@ -134,7 +139,8 @@ static int phases(double phase_s)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: workload threads SECONDS BUSY IDLE | phases SECONDS PHASE_MS\n");
+        fprintf(stderr, "usage: workload threads SECONDS BUSY IDLE | pool SECONDS BUSY IDLE SPIN_US PERIOD_MS | "
+                        "phases SECONDS PHASE_MS\n");
         return 2;
     }
     deadline = now() + atof(argv[2]);
@@ -143,6 +149,12 @@ int main(int argc, char **argv)
             idle_spin_s = atof(argv[5]) / 1e6;
             idle_period_ns = atol(argv[6]) * 1000L * 1000L;
         }
+        return threads(atoi(argv[3]), atoi(argv[4]));
+    }
+    if (strcmp(argv[1], "pool") == 0 && argc == 7) {
+        idle_runs_busy_work = 1;
+        idle_spin_s = atof(argv[5]) / 1e6;
+        idle_period_ns = atol(argv[6]) * 1000L * 1000L;
         return threads(atoi(argv[3]), atoi(argv[4]));
     }
     if (strcmp(argv[1], "phases") == 0 && argc == 4)
