@@ -10,9 +10,9 @@
 //!
 //! Timed, in alternating rounds (medians printed):
 //! - the agent: those chains, cycled up to the count in the perf.data, go
-//!   through the native plugin's path after the ring buffer: split into
-//!   kernel and user parts, symbolized by the agent's caches (`Symbols`,
-//!   against the live workload), interned per window (`WindowSink`) in
+//!   through the native plugin's own code after the ring buffer
+//!   (`plugin::native::add_samples`): symbolized by the agent's caches
+//!   (`Symbols`, against the live workload), interned per window (`WindowSink`) in
 //!   polls of 50 samples (one busy thread at 999 Hz drained every 50 ms),
 //!   cut into 10 s windows of 9,990 samples with the agent's default cost
 //!   control (FSP 0.99, 1 % budget) and encoded for publishing. Its CPU
@@ -33,12 +33,13 @@ use std::time::{Duration, Instant};
 
 use odp_core::cost::StartOptions;
 use odp_core::snapshot::SnapshotHeader;
-use odp_core::{EventKind, Frame};
+use odp_core::EventKind;
 use odp_profiler_service::cost::budget::thread_cpu_time;
 use odp_profiler_service::cost::control::Control;
 use odp_profiler_service::cost::CostDefaults;
-use odp_profiler_service::plugin::native::perf::split_callchain;
-use odp_profiler_service::plugin::native::symbolize::{Symbols, UNKNOWN};
+use odp_profiler_service::plugin::native::add_samples;
+use odp_profiler_service::plugin::native::perf::{split_callchain, RawSample};
+use odp_profiler_service::plugin::native::symbolize::Symbols;
 use odp_profiler_service::plugin::WindowSink;
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
@@ -53,14 +54,6 @@ const RECORD_PERIOD_NS: u64 = 10_000;
 const HZ: u32 = 999;
 const POLL_SAMPLES: usize = 50;
 const WINDOW_SAMPLES: u64 = 9_990;
-
-/// One recorded sample, addresses leaf first.
-struct Chain {
-    pid: u32,
-    tid: u32,
-    kernel: Vec<u64>,
-    user: Vec<u64>,
-}
 
 /// Records `pid` for `seconds` into `out`.
 fn record(pid: u32, seconds: f64, out: &Path) {
@@ -93,7 +86,7 @@ fn count_samples(data: &Path) -> u64 {
 /// -D`'s dump (the only output with absolute addresses): a
 /// `PERF_RECORD_SAMPLE(...): PID/TID: ...` line, then `... chain: nr:N`
 /// and N lines `..... i: ADDRESS`.
-fn read_chains(data: &Path, limit: usize) -> Vec<Chain> {
+fn read_chains(data: &Path, limit: usize) -> Vec<RawSample> {
     let mut dump = Command::new("perf")
         .args(["script", "-D", "-i"])
         .arg(data)
@@ -114,11 +107,12 @@ fn read_chains(data: &Path, limit: usize) -> Vec<Chain> {
                 if let Some((pid, tid)) = ids.take() {
                     let (mut kernel, mut user) = (Vec::new(), Vec::new());
                     split_callchain(&addrs, &mut kernel, &mut user);
-                    chains.push(Chain {
+                    chains.push(RawSample {
                         pid,
                         tid,
                         kernel,
                         user,
+                        ..RawSample::default()
                     });
                 }
                 addrs.clear();
@@ -141,56 +135,6 @@ fn read_chains(data: &Path, limit: usize) -> Vec<Chain> {
     chains
 }
 
-/// The address to symbolize for the `i`-th frame of a leaf-first chain,
-/// as the native plugin does: return addresses point after the call, one
-/// byte back is inside it.
-fn lookup_addr(i: usize, addr: u64) -> u64 {
-    if i == 0 {
-        addr
-    } else {
-        addr.saturating_sub(1)
-    }
-}
-
-/// One poll's worth of samples into the window, the native plugin's
-/// `poll` after draining: symbolize each new address once, batched per
-/// process, then intern frames and add one stack per sample.
-fn poll(
-    symbols: &mut Symbols,
-    sink: &mut WindowSink,
-    batch: &[&Chain],
-    names: &HashMap<u32, String>,
-) {
-    let mut user: HashMap<u32, Vec<u64>> = HashMap::new();
-    let mut kernel = Vec::new();
-    for s in batch {
-        let addrs = user.entry(s.pid).or_default();
-        addrs.extend(s.user.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
-        kernel.extend(s.kernel.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
-    }
-    for (pid, addrs) in &user {
-        symbols.resolve_user(*pid, addrs);
-    }
-    symbols.resolve_kernel(&kernel);
-    let symbols = &*symbols;
-    for s in batch {
-        let mut stack = Vec::with_capacity(s.user.len() + s.kernel.len());
-        for (i, &a) in s.user.iter().enumerate().rev() {
-            let addr = lookup_addr(i, a);
-            stack.push(sink.frame((s.pid, addr), || symbols.user_frame(s.pid, addr)));
-        }
-        for (i, &a) in s.kernel.iter().enumerate().rev() {
-            let addr = lookup_addr(i, a);
-            stack.push(sink.frame((0, addr), || symbols.kernel_frame(addr)));
-        }
-        if stack.is_empty() {
-            stack.push(sink.frame((0, 0), || Frame::function(UNKNOWN)));
-        }
-        sink.name_thread(s.tid, || names.get(&s.tid).cloned());
-        sink.add_stack(stack, s.tid, 1);
-    }
-}
-
 /// What one agent pass produced.
 struct AgentPass {
     cpu: Duration,
@@ -202,7 +146,7 @@ struct AgentPass {
 
 /// `total` samples cycled from `chains` through the agent's path, with
 /// cold symbol caches as a new profile has.
-fn agent_pass(chains: &[Chain], total: u64, names: &HashMap<u32, String>) -> AgentPass {
+fn agent_pass(chains: &[RawSample], total: u64, names: &HashMap<u32, String>) -> AgentPass {
     let cost = CostDefaults::default()
         .resolve(HZ, &StartOptions::default())
         .expect("the default cost settings");
@@ -216,8 +160,8 @@ fn agent_pass(chains: &[Chain], total: u64, names: &HashMap<u32, String>) -> Age
     let mut next = chains.iter().cycle();
     while fed < total {
         let n = (total - fed).min(POLL_SAMPLES as u64);
-        let batch: Vec<&Chain> = next.by_ref().take(n as usize).collect();
-        poll(&mut symbols, &mut sink, &batch, names);
+        let batch: Vec<&RawSample> = next.by_ref().take(n as usize).collect();
+        add_samples(&mut symbols, &mut sink, &batch, names);
         fed += n;
         if sink.samples() >= WINDOW_SAMPLES || fed == total {
             let start_ms = windows as i64 * 10_000;

@@ -281,6 +281,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn plugins_measure_exactly_what_the_api_accepts() {
+        // The API checks starts with `Language::measures`; an event it lets
+        // through must find a plugin here, and one it refuses must not.
+        let plugins = Plugins::default();
+        for language in Language::ALL {
+            for event in EventKind::ALL {
+                assert_eq!(
+                    plugins.for_event(language, Some(event)).is_ok(),
+                    language.measures(event),
+                    "{language} {event}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn each_runtime_and_event_finds_its_plugin_or_says_why_not() {
         let plugins = Plugins::default();
         assert_eq!(plugins.names(), ["native", "python", "jvm"]);

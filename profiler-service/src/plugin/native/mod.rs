@@ -27,6 +27,7 @@ pub mod perfmap;
 pub mod symbolize;
 pub mod unwind;
 
+use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use odp_core::{EventKind, Frame};
@@ -141,6 +142,48 @@ fn lookup_addr(i: usize, addr: u64) -> u64 {
     }
 }
 
+/// Adds drained samples to the window: every new address symbolized once,
+/// batched per process, then one stack of interned frames per sample.
+/// Public so the aggregation bench times exactly this.
+pub fn add_samples<S: Borrow<RawSample>>(
+    symbols: &mut Symbols,
+    sink: &mut WindowSink,
+    samples: &[S],
+    thread_names: &HashMap<u32, String>,
+) {
+    let mut user: HashMap<u32, Vec<u64>> = HashMap::new();
+    let mut kernel = Vec::new();
+    for s in samples.iter().map(Borrow::borrow) {
+        let addrs = user.entry(s.pid).or_default();
+        addrs.extend(s.user.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
+        kernel.extend(s.kernel.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
+    }
+    for (pid, addrs) in &user {
+        symbols.resolve_user(*pid, addrs);
+    }
+    symbols.resolve_kernel(&kernel);
+
+    let symbols = &*symbols;
+    for s in samples.iter().map(Borrow::borrow) {
+        let mut stack = Vec::with_capacity(s.user.len() + s.kernel.len());
+        for (i, &a) in s.user.iter().enumerate().rev() {
+            let addr = lookup_addr(i, a);
+            stack.push(sink.frame((s.pid, addr), || symbols.user_frame(s.pid, addr)));
+        }
+        for (i, &a) in s.kernel.iter().enumerate().rev() {
+            let addr = lookup_addr(i, a);
+            // pid 0 is the idle task, never a target: a free key space.
+            stack.push(sink.frame((0, addr), || symbols.kernel_frame(addr)));
+        }
+        if stack.is_empty() {
+            // No call chain at all; still counted, so shares stay true.
+            stack.push(sink.frame((0, 0), || Frame::function(UNKNOWN)));
+        }
+        sink.name_thread(s.tid, || thread_names.get(&s.tid).cloned());
+        sink.add_stack(stack, s.tid, 1);
+    }
+}
+
 impl NativeSession {
     /// Replaces each sample's frame-pointer user chain by the DWARF-unwound
     /// one, unless that found fewer frames (a truncated stack copy, or JIT
@@ -192,40 +235,7 @@ impl Session for NativeSession {
 
         self.unwind_user_stacks(&mut raw);
 
-        // Symbolize every new address once, batched per process.
-        let mut user: HashMap<u32, Vec<u64>> = HashMap::new();
-        let mut kernel = Vec::new();
-        for s in &raw {
-            let addrs = user.entry(s.pid).or_default();
-            addrs.extend(s.user.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
-            kernel.extend(s.kernel.iter().enumerate().map(|(i, &a)| lookup_addr(i, a)));
-        }
-        for (pid, addrs) in &user {
-            self.symbols.resolve_user(*pid, addrs);
-        }
-        self.symbols.resolve_kernel(&kernel);
-
-        for s in &raw {
-            let mut stack = Vec::with_capacity(s.user.len() + s.kernel.len());
-            for (i, &a) in s.user.iter().enumerate().rev() {
-                let addr = lookup_addr(i, a);
-                let symbols = &self.symbols;
-                stack.push(sink.frame((s.pid, addr), || symbols.user_frame(s.pid, addr)));
-            }
-            for (i, &a) in s.kernel.iter().enumerate().rev() {
-                let addr = lookup_addr(i, a);
-                let symbols = &self.symbols;
-                // pid 0 is the idle task, never a target: a free key space.
-                stack.push(sink.frame((0, addr), || symbols.kernel_frame(addr)));
-            }
-            if stack.is_empty() {
-                // No call chain at all; still counted, so shares stay true.
-                stack.push(sink.frame((0, 0), || Frame::function(UNKNOWN)));
-            }
-            let names = &self.thread_names;
-            sink.name_thread(s.tid, || names.get(&s.tid).cloned());
-            sink.add_stack(stack, s.tid, 1);
-        }
+        add_samples(&mut self.symbols, sink, &raw, &self.thread_names);
         self.raw = raw;
         Ok(PollStats {
             samples: drained.samples,
