@@ -14,6 +14,7 @@ let browser;
 let admin; // one page signed in as admin, reused across tests in order
 let startedId; // the profile the start form started (labelled env=e2e, team=web)
 const RULE = 'e2e-demo-warm';
+const CHANNEL = 'e2e-hook';
 
 /** A REST call from the page with its session's token. */
 function apiCall(page, method, path, body) {
@@ -456,4 +457,90 @@ test('admin deletes the schedule', async () => {
   await row.locator('button:has-text("Delete")').click();
   await admin.waitForSelector('section.schedules .notice.info');
   await row.waitFor({ state: 'detached' });
+});
+
+test('admin creates a webhook channel, sees a bad URL refused, disables it, reads its delivery log and deletes it', async () => {
+  // Deletes are confirmed; the schedule test already accepts dialogs.
+  if (!admin.listenerCount('dialog')) admin.on('dialog', (d) => void d.accept());
+  await admin.goto(`${BASE}/#/profiles`);
+  await admin.click('header a[data-nav="channels"]');
+  await admin.waitForSelector('#channel-create');
+  const listed = () => admin.$(`#channels-table tr[data-channel="${CHANNEL}"]`);
+  // A URL the browser takes but the server does not: its 422 shows under
+  // the form and marks the field. A pattern no service matches keeps the
+  // delivery log empty.
+  await admin.fill('#channel-name', CHANNEL);
+  await admin.fill('#channel-url', 'ftp://127.0.0.1:9/hook');
+  await admin.fill('#channel-secret', 'e2e-secret-0123456789');
+  await admin.fill('#channel-service_pattern', 'e2e-no-such-service-*');
+  await admin.click('#channel-create-submit');
+  await admin.waitForSelector('#channel-create-result .notice.error');
+  const refusal = await admin.textContent('#channel-create-result .notice.error');
+  assert.match(refusal, /^Not created: `url` must be an http or https URL with a host/, refusal);
+  assert.equal(await admin.getAttribute('#channel-url', 'aria-invalid'), 'true');
+  assert.equal(await listed(), null);
+  await admin.screenshot({ path: `${SHOTS}channels-bad-url.png`, fullPage: true });
+  await admin.fill('#channel-url', 'http://127.0.0.1:9/hook');
+  await admin.click('#channel-create-submit');
+  await admin.waitForSelector('#channel-create-result .notice.info');
+  const row = admin.locator(`#channels-table tr[data-channel="${CHANNEL}"]`);
+  await row.waitFor();
+  assert.equal(await row.getAttribute('data-kind'), 'webhook');
+  assert.equal(await row.getAttribute('data-enabled'), 'true');
+  assert.match(await row.textContent(), /http:\/\/127\.0\.0\.1:9\/hook.*e2e-no-such-service-\*/s);
+  assert.equal(await admin.getAttribute('#channel-url', 'aria-invalid'), null, 'the mark goes once accepted');
+  const id = await row.getAttribute('data-id');
+  const created = await apiCall(admin, 'GET', `/api/v1/channels/${id}`);
+  assert.equal(created.body.url, 'http://127.0.0.1:9/hook');
+  assert.ok(!('secret' in created.body) && !(await admin.textContent('main')).includes('e2e-secret'), 'the secret is never shown');
+  // A taken name is the server's 409, shown the same way.
+  await admin.fill('#channel-name', CHANNEL);
+  await admin.fill('#channel-url', 'http://127.0.0.1:9/other');
+  await admin.fill('#channel-secret', 'e2e-secret-0123456789');
+  await admin.click('#channel-create-submit');
+  await admin.waitForFunction(() => /already exists/.test(document.querySelector('#channel-create-result .notice.error')?.textContent ?? ''));
+  await admin.screenshot({ path: `${SHOTS}channels.png`, fullPage: true });
+  // Disable it from the list.
+  await row.locator('button.channel-toggle').click();
+  await admin.waitForSelector(`#channels-table tr[data-channel="${CHANNEL}"][data-enabled="false"]`);
+  assert.equal(await row.locator('button.channel-toggle').textContent(), 'Enable');
+  assert.equal((await apiCall(admin, 'GET', `/api/v1/channels/${id}`)).body.enabled, false);
+  // Its page: what it is, the (empty) delivery log, and an edit.
+  await row.locator('a:has-text("Deliveries")').click();
+  await admin.waitForSelector('#channel-summary[data-enabled="false"]');
+  assert.equal(new URL(admin.url()).hash, `#/channels/${id}`);
+  assert.match(await admin.textContent('#channel-summary'), /http:\/\/127\.0\.0\.1:9\/hook/);
+  await admin.waitForSelector('#deliveries .notice.info');
+  assert.match(await admin.textContent('#deliveries'), /No deliveries yet/);
+  assert.deepEqual((await apiCall(admin, 'GET', `/api/v1/channels/${id}/deliveries`)).body.deliveries, []);
+  await admin.fill('#edit-service_pattern', 'e2e-none-?');
+  await admin.click('#channel-edit-submit');
+  await admin.waitForSelector('#channel-edit-result .notice.info');
+  assert.match(await admin.textContent('#channel-summary'), /e2e-none-\?/);
+  assert.equal((await apiCall(admin, 'GET', `/api/v1/channels/${id}`)).body.service_pattern, 'e2e-none-?');
+  await admin.fill('#edit-url', 'http://user:pw@127.0.0.1:9/hook');
+  await admin.click('#channel-edit-submit');
+  await admin.waitForSelector('#channel-edit-result .notice.error');
+  assert.match(await admin.textContent('#channel-edit-result'), /^Not saved: `url` must be/);
+  await admin.screenshot({ path: `${SHOTS}channel.png`, fullPage: true });
+  // Delete it from the list (confirmed).
+  await admin.click('a:has-text("← Channels")');
+  await row.locator('button.channel-delete').click();
+  await admin.waitForSelector('#channels-message .notice.info');
+  assert.match(await admin.textContent('#channels-message'), new RegExp(`${CHANNEL} deleted`));
+  assert.equal(await listed(), null);
+  assert.equal((await apiCall(admin, 'GET', `/api/v1/channels/${id}`)).status, 404);
+});
+
+test('a viewer has no channels page, and the server refuses it too', async () => {
+  const page = await newPage();
+  await signIn(page, services.viewer_token);
+  assert.equal(await page.$('header a[data-nav="channels"]'), null, 'no Channels link');
+  await page.goto(`${BASE}/#/channels`);
+  await page.waitForSelector('section.channels .notice.error');
+  assert.match(await page.textContent('section.channels .notice.error'), /admins only/);
+  assert.equal(await page.$('#channel-create, #channels-table'), null);
+  assert.equal((await apiCall(page, 'GET', '/api/v1/channels')).status, 403);
+  await page.screenshot({ path: `${SHOTS}channels-viewer.png`, fullPage: true });
+  await page.context().close();
 });

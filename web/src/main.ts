@@ -12,6 +12,8 @@ import { aggregateView } from './views/aggregate';
 import { hostsView } from './views/admin';
 import { rulesView } from './views/rules';
 import { schedulesView } from './views/schedules';
+import { channelsView } from './views/channels';
+import { channelView } from './views/channel';
 
 type View = (route: Route, scope: ViewScope) => Promise<HTMLElement> | HTMLElement;
 
@@ -94,6 +96,7 @@ const views: Record<string, View> = {
   hosts: hostsView,
   rules: rulesView,
   schedules: schedulesView,
+  channels: (route, s) => (route.path[1] ? channelView(route.path[1], route, s) : channelsView(route, s)),
   settings: settingsView,
 };
 
@@ -111,6 +114,7 @@ function nav(active: string): HTMLElement {
     link('hosts', 'Hosts'),
     link('rules', 'Rules'),
     link('schedules', 'Schedules'),
+    hasRole('admin') && link('channels', 'Channels'),
     link('settings', 'Settings'),
     h('span', { class: 'spacer' }),
     c && h('span', { class: 'who', id: 'who' }, `${c.sub} (${c.role})`),
