@@ -2,10 +2,15 @@
 //! change in phases (tests/data/workload.c `phases`): both profiles sample
 //! the same process at the same time, so they see the same phases.
 //!
-//! Reports the samples each took and the mean absolute error of the four
-//! phase functions' leaf shares per window against the known truth (phase
-//! A: 75 % phase_a_main, 25 % phase_a_side; phase B likewise), weighted by
-//! how much of each window each phase covered.
+//! Reports the samples each took and the mean absolute error (MAE) of the
+//! four phase functions' leaf shares against the known truth (phase A: 75 %
+//! phase_a_main, 25 % phase_a_side; phase B likewise):
+//! - over the whole profile, each window's counts weighted by its period as
+//!   the read side merges them (`odp_store::weighting`), Atys' measure and
+//!   the goal's (≤ 0.2× the samples at ≤ 1.2× the error);
+//! - per window, weighted by how much of it each phase covered: what one
+//!   window shows, where fewer samples must mean more noise;
+//! - over the whole profile from raw counts, the bias weighting removes.
 //!
 //! Run by hand: `cargo bench -p odp-profiler-service --bench fda` (about
 //! 95 s; needs perf_event access like the live tests).
@@ -48,40 +53,75 @@ fn truth(start_ms: i64, end_ms: i64, phase0_ms: i64) -> [f64; 4] {
     [0.75 * a, 0.25 * a, 0.75 * b, 0.25 * b]
 }
 
-/// (samples, mean absolute error per window, mean frequency).
-fn score(snapshots: &[Snapshot], phase0_ms: i64) -> (u64, f64, f64) {
+/// How well one profile's windows estimate the phase functions' shares.
+struct Score {
+    samples: u64,
+    mean_hz: f64,
+    /// Mean over windows of each window's MAE: what one window shows.
+    window_mae: f64,
+    /// MAE of the whole profile's shares, each window's counts weighted by
+    /// its period (time per sample), as Atys measures FDA: what the
+    /// profile's flame graph shows.
+    profile_mae: f64,
+    /// The same from raw counts, as if windows at different frequencies
+    /// were simply added: the bias period weighting avoids.
+    profile_mae_unweighted: f64,
+    /// The whole profile's period-weighted shares of the four functions.
+    profile_shares: [f64; 4],
+}
+
+fn mae(estimate: &[f64; 4], total: f64, expected: [f64; 4]) -> f64 {
+    estimate
+        .iter()
+        .zip(expected)
+        .map(|(&c, e)| (c / total - e).abs())
+        .sum::<f64>()
+        / 4.0
+}
+
+fn phase_counts(snapshot: &Snapshot) -> [f64; 4] {
+    let leaves = common::leaves(snapshot);
+    FUNCTIONS.map(|f| leaves.get(f).copied().unwrap_or(0) as f64)
+}
+
+fn score(snapshots: &[Snapshot], phase0_ms: i64) -> Score {
     let mut errors = Vec::new();
-    let mut samples = 0;
+    let (mut weighted, mut unweighted) = ([0.0; 4], [0.0; 4]);
     for s in snapshots {
-        samples += s.total_samples();
-        let leaves = common::leaves(s);
-        let counts: Vec<u64> = FUNCTIONS
-            .iter()
-            .map(|f| leaves.get(*f).copied().unwrap_or(0))
-            .collect();
-        let total: u64 = counts.iter().sum();
-        if total == 0 || s.window_end_ms - s.window_start_ms < 500 {
+        let counts = phase_counts(s);
+        for i in 0..4 {
+            weighted[i] += counts[i] * s.period as f64;
+            unweighted[i] += counts[i];
+        }
+        let total: f64 = counts.iter().sum();
+        if total == 0.0 || s.window_end_ms - s.window_start_ms < 500 {
             continue;
         }
-        let expected = truth(s.window_start_ms, s.window_end_ms, phase0_ms);
-        let mae = counts
-            .iter()
-            .zip(expected)
-            .map(|(&c, e)| (c as f64 / total as f64 - e).abs())
-            .sum::<f64>()
-            / 4.0;
-        errors.push(mae);
+        errors.push(mae(
+            &counts,
+            total,
+            truth(s.window_start_ms, s.window_end_ms, phase0_ms),
+        ));
     }
-    let mean_hz = snapshots
-        .iter()
-        .map(|s| f64::from(s.frequency_hz))
-        .sum::<f64>()
-        / snapshots.len().max(1) as f64;
-    (
-        samples,
-        errors.iter().sum::<f64>() / errors.len().max(1) as f64,
-        mean_hz,
-    )
+    let (start, end) = match (snapshots.first(), snapshots.last()) {
+        (Some(first), Some(last)) => (first.window_start_ms, last.window_end_ms),
+        _ => (0, 0),
+    };
+    let whole = truth(start, end, phase0_ms);
+    let total = |v: &[f64; 4]| v.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+    let weighted_total = total(&weighted);
+    Score {
+        samples: snapshots.iter().map(Snapshot::total_samples).sum(),
+        mean_hz: snapshots
+            .iter()
+            .map(|s| f64::from(s.frequency_hz))
+            .sum::<f64>()
+            / snapshots.len().max(1) as f64,
+        window_mae: errors.iter().sum::<f64>() / errors.len().max(1) as f64,
+        profile_mae: mae(&weighted, weighted_total, whole),
+        profile_mae_unweighted: mae(&unweighted, total(&unweighted), whole),
+        profile_shares: weighted.map(|w| w / weighted_total),
+    }
 }
 
 fn main() {
@@ -124,23 +164,32 @@ fn main() {
         (fixed.join().unwrap(), adaptive.join().unwrap())
     });
 
-    let (fixed_samples, fixed_mae, fixed_hz) = score(&fixed, phase0_ms);
-    let (fda_samples, fda_mae, fda_hz) = score(&adaptive, phase0_ms);
+    let fixed = score(&fixed, phase0_ms);
     let trajectory: Vec<u32> = adaptive.iter().map(|s| s.frequency_hz).collect();
+    let fda = score(&adaptive, phase0_ms);
     println!("FDA frequency per 1 s window: {trajectory:?}");
-    let fixed_name = format!("fixed {FIXED_HZ} Hz");
     println!(
-        "{:<14} {:>9} {:>10}   MAE of phase-function shares",
-        "", "samples", "mean Hz"
+        "{:<14} {:>9} {:>9}   {:>8} {:>8} {:>10}   (MAE of the phase functions' shares)",
+        "", "samples", "mean Hz", "profile", "window", "unweighted"
     );
-    println!("{fixed_name:<14} {fixed_samples:>9} {fixed_hz:>10.1}   {fixed_mae:.4}");
+    for (name, s) in [
+        (format!("fixed {FIXED_HZ} Hz"), &fixed),
+        ("FDA".into(), &fda),
+    ] {
+        println!(
+            "{name:<14} {:>9} {:>9.1}   {:>8.4} {:>8.4} {:>10.4}",
+            s.samples, s.mean_hz, s.profile_mae, s.window_mae, s.profile_mae_unweighted
+        );
+    }
+    let ratio = |a: f64, b: f64| a / b.max(f64::MIN_POSITIVE);
     println!(
-        "{:<14} {fda_samples:>9} {fda_hz:>10.1}   {fda_mae:.4}",
-        "FDA"
+        "ratios FDA/fixed: samples {:.3}, profile MAE {:.3} (goal <= 0.2x samples at <= 1.2x), window MAE {:.3}",
+        fda.samples as f64 / fixed.samples.max(1) as f64,
+        ratio(fda.profile_mae, fixed.profile_mae),
+        ratio(fda.window_mae, fixed.window_mae),
     );
     println!(
-        "ratios FDA/fixed: samples {:.3}, MAE {:.3}",
-        fda_samples as f64 / fixed_samples.max(1) as f64,
-        fda_mae / fixed_mae.max(f64::MIN_POSITIVE)
+        "MAE of FDA's profile shares against the fixed run's: {:.4}",
+        mae(&fda.profile_shares, 1.0, fixed.profile_shares)
     );
 }

@@ -18,7 +18,8 @@ use serde::Serialize;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use crate::query::{checked_count, resolve_stacks};
+use crate::query::resolve_stacks;
+use crate::weighting::{weighted_counts, MergedCount, MERGED_COUNT_COLUMNS};
 use crate::Result;
 
 /// A service's samples over `[since, until)`: every snapshot of its
@@ -193,13 +194,13 @@ async fn scoped_stacks(pool: &PgPool, selection: &Selection<'_>) -> Result<Scope
         Some(filter) => Some(matching_thread_names(pool, selection, &event, filter).await?),
         None => None,
     };
-    let counts: Vec<(String, Uuid, i64)> = match &thread_names {
+    let rows: Vec<(String, Uuid, i64, f64, i64, i64)> = match &thread_names {
         Some(names) if names.is_empty() => Vec::new(),
         _ => {
-            let mut qb = QueryBuilder::new(
-                "select n.host, s.stack_id, sum(s.count)::bigint
-                 from samples s join snapshots n on n.id = s.snapshot_id where",
-            );
+            let mut qb = QueryBuilder::new(format!(
+                "select n.host, s.stack_id, {MERGED_COUNT_COLUMNS}
+                 from samples s join snapshots n on n.id = s.snapshot_id where"
+            ));
             selection.push_conditions(&mut qb);
             qb.push(" and n.event = ").push_bind(event.clone());
             if let Some(names) = &thread_names {
@@ -215,14 +216,15 @@ async fn scoped_stacks(pool: &PgPool, selection: &Selection<'_>) -> Result<Scope
         }
     };
 
-    let mut stack_ids: Vec<Uuid> = counts.iter().map(|c| c.1).collect();
+    let merged: Vec<MergedCount> = rows.iter().map(|r| (r.2, r.3, r.4, r.5).into()).collect();
+    let counts = weighted_counts(&merged)?;
+    let mut stack_ids: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
     stack_ids.sort_unstable();
     stack_ids.dedup();
     let resolved = resolve_stacks(pool, &stack_ids).await?;
     let names = resolved.display_names();
     let mut samples = 0u64;
-    for (host, stack_id, count) in counts {
-        let count = checked_count(stack_id, count)?;
+    for ((host, stack_id, ..), count) in rows.into_iter().zip(counts) {
         let frames = resolved
             .frames_of(stack_id)?
             .iter()

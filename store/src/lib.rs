@@ -23,6 +23,7 @@ pub mod retention;
 mod rules;
 pub mod runtime;
 mod schedules;
+mod weighting;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::weighting::{weighted_counts, MergedCount, MERGED_COUNT_COLUMNS};
 use crate::{Result, StoreError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -83,23 +84,24 @@ pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFr
     .bind(profile_id)
     .fetch_one(pool)
     .await?;
-    let counts: Vec<(Uuid, i64)> = sqlx::query_as(
-        "select s.stack_id, sum(s.count)::bigint
+    let rows: Vec<(Uuid, i64, f64, i64, i64)> = sqlx::query_as(&format!(
+        "select s.stack_id, {MERGED_COUNT_COLUMNS}
          from samples s join snapshots n on n.id = s.snapshot_id
          where n.profile_id = $1 and n.event = $2
-         group by s.stack_id",
-    )
+         group by s.stack_id"
+    ))
     .bind(profile_id)
     .bind(&event)
     .fetch_all(pool)
     .await?;
-    let stack_ids: Vec<Uuid> = counts.iter().map(|(id, _)| *id).collect();
+    let stack_ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+    let merged: Vec<MergedCount> = rows.iter().map(|r| (r.1, r.2, r.3, r.4).into()).collect();
+    let counts = weighted_counts(&merged)?;
     let resolved = resolve_stacks(pool, &stack_ids).await?;
     let mut stacks = Vec::with_capacity(counts.len());
     let mut samples = 0u64;
-    for (stack_id, count) in counts {
+    for (stack_id, count) in stack_ids.into_iter().zip(counts) {
         let frames = resolved.frames_of(stack_id)?.to_vec();
-        let count = checked_count(stack_id, count)?;
         samples += count;
         stacks.push(StackSamples {
             stack_id,
@@ -178,11 +180,6 @@ pub(crate) async fn resolve_stacks(pool: &PgPool, stack_ids: &[Uuid]) -> Result<
         })
         .collect::<Result<HashMap<Uuid, Vec<u32>>>>()?;
     Ok(ResolvedStacks { frames, by_stack })
-}
-
-pub(crate) fn checked_count(stack_id: Uuid, count: i64) -> Result<u64> {
-    u64::try_from(count)
-        .map_err(|_| StoreError::Corrupt(format!("negative count for stack {stack_id}")))
 }
 
 /// The frame ids of each stack, root first.

@@ -3,8 +3,14 @@
 //! After each window the shares of its hottest leaf functions are compared
 //! with the previous window's by Jensen-Shannon divergence (base 2, so in
 //! [0, 1]). Above θ the hot spots moved and the next window samples at f/λ;
-//! after K windows in a row at or below θ they hold still and it samples at
-//! f·λ; always within [min, max].
+//! once K windows in a row are at or below θ they hold still, and every
+//! further stable window samples at f·λ; always within [min, max].
+//!
+//! The stable run is not restarted by lowering, as Algorithm 1 reads ("D ≤ θ
+//! in more than K consecutive windows"): K windows of evidence buy the
+//! right to keep descending while nothing moves. Restarting it after every
+//! step would need K·log(f_min/f_max)/log(λ) stable windows (90 at the
+//! defaults) to reach the floor, longer than most services hold still.
 //!
 //! The compared distribution is the union of both windows' top-N leaf
 //! functions plus one "everything else" bucket, each as a share of all the
@@ -156,9 +162,8 @@ impl Fda {
                 }
             }
             Some(_) => {
-                self.stable += 1;
+                self.stable = self.stable.saturating_add(1);
                 if self.stable >= p.stable_windows {
-                    self.stable = 0;
                     let down = (f64::from(self.hz) * p.lambda).floor() as u32;
                     let next = down.clamp(p.min_hz, p.max_hz);
                     if next != self.hz {
@@ -233,7 +238,7 @@ mod tests {
     }
 
     #[test]
-    fn raises_on_a_phase_change_and_lowers_after_k_stable_windows() {
+    fn raises_on_a_phase_change_and_lowers_each_window_after_k_stable_ones() {
         let mut fda = Fda::new(params(), 500);
         let steady = counts(&[("f", 300), ("g", 100)]);
         // The first window has nothing to compare with.
@@ -247,18 +252,26 @@ mod tests {
         let step = fda.observe(&steady);
         assert_eq!(step.reason, Some(AdjustReason::HotspotsStable));
         assert_eq!(fda.frequency(), 400); // 500 · 0.8
-                                          // The count restarts after lowering.
+                                          // Still stable: every further window lowers it again.
         fda.observe(&steady);
+        assert_eq!(fda.frequency(), 320);
         fda.observe(&steady);
-        assert_eq!(fda.frequency(), 400);
-        // Phase change: up by 1/λ, and the stable count restarts.
+        assert_eq!(fda.frequency(), 256);
+        // Phase change: up by 1/λ, and the stable run restarts.
         let step = fda.observe(&counts(&[("h", 380), ("f", 20)]));
         assert_eq!(step.reason, Some(AdjustReason::HotspotsChanged));
-        assert_eq!(fda.frequency(), 500);
+        assert_eq!(fda.frequency(), 320);
+        // K = 3 stable windows again before the next step down.
+        let phase_b = counts(&[("h", 380), ("f", 20)]);
+        fda.observe(&phase_b);
+        fda.observe(&phase_b);
+        assert_eq!(fda.frequency(), 320);
+        fda.observe(&phase_b);
+        assert_eq!(fda.frequency(), 256);
         // Empty windows are skipped entirely.
         let idle = fda.observe(&HashMap::new());
         assert_eq!((idle.divergence, idle.reason), (None, None));
-        assert_eq!(fda.frequency(), 500);
+        assert_eq!(fda.frequency(), 256);
     }
 
     #[test]
