@@ -204,7 +204,8 @@ pub enum CostEventKind {
         sequence: u64,
         /// The frequency the window was sampled at.
         frequency_hz: u32,
-        /// Samples kept in the snapshot.
+        /// Samples of the threads kept (the snapshot's total less
+        /// `samples_pruned`, which it holds as one `[pruned threads]` stack).
         samples: u64,
         /// Threads kept in the snapshot.
         threads: u32,

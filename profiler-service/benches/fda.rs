@@ -3,8 +3,10 @@
 //! the same process at the same time, so they see the same phases.
 //!
 //! Reports the samples each took and the mean absolute error (MAE) of the
-//! four phase functions' leaf shares against the known truth (phase A: 75 %
-//! phase_a_main, 25 % phase_a_side; phase B likewise):
+//! four phase functions' leaf shares against the truth: the CPU time the
+//! workload measured itself in each phase (as Atys instruments its
+//! benchmarks), split 75/25 between the phase's two functions as their work
+//! is (phase A: phase_a_main and phase_a_side; phase B likewise):
 //! - over the whole profile, each window's counts weighted by its period as
 //!   the read side merges them (`odp_store::weighting`), Atys' measure and
 //!   the goal's (≤ 0.2× the samples at ≤ 1.2× the error);
@@ -34,23 +36,50 @@ const FUNCTIONS: [&str; 4] = [
     "phase_b_side",
 ];
 
-/// Expected shares of the four functions over [start, end).
-fn truth(start_ms: i64, end_ms: i64, phase0_ms: i64) -> [f64; 4] {
-    let (mut a, mut b) = (0i64, 0i64);
-    let mut t = start_ms.max(phase0_ms);
-    while t < end_ms {
-        let phase = (t - phase0_ms) / PHASE_MS;
-        let phase_end = (phase0_ms + (phase + 1) * PHASE_MS).min(end_ms);
-        if phase % 2 == 0 {
-            a += phase_end - t;
-        } else {
-            b += phase_end - t;
-        }
-        t = phase_end;
+/// The workload's own account of its CPU time per phase: (wall ms,
+/// cumulative ns in phase A, in phase B), every 100 ms.
+struct CpuLog(Vec<(i64, f64, f64)>);
+
+impl CpuLog {
+    /// Reads the workload's `cpu` lines until it exits.
+    fn collect(stdout: impl BufRead + Send + 'static) -> std::thread::JoinHandle<CpuLog> {
+        std::thread::spawn(move || {
+            let mut log = Vec::new();
+            for line in stdout.lines().map_while(Result::ok) {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                if let ["cpu", at, a, b] = fields[..] {
+                    if let (Ok(at), Ok(a), Ok(b)) = (at.parse(), a.parse(), b.parse()) {
+                        log.push((at, a, b));
+                    }
+                }
+            }
+            CpuLog(log)
+        })
     }
-    let total = (a + b).max(1) as f64;
-    let (a, b) = (a as f64 / total, b as f64 / total);
-    [0.75 * a, 0.25 * a, 0.75 * b, 0.25 * b]
+
+    /// Cumulative CPU per phase at `ms`, interpolated between reports.
+    fn at(&self, ms: i64) -> (f64, f64) {
+        let i = self.0.partition_point(|r| r.0 <= ms);
+        match (i.checked_sub(1).map(|j| self.0[j]), self.0.get(i)) {
+            (Some(lo), Some(hi)) => {
+                let f = (ms - lo.0) as f64 / (hi.0 - lo.0).max(1) as f64;
+                (lo.1 + f * (hi.1 - lo.1), lo.2 + f * (hi.2 - lo.2))
+            }
+            (Some(lo), None) => (lo.1, lo.2),
+            (None, _) => (0.0, 0.0),
+        }
+    }
+
+    /// The four functions' true shares over [start, end): each phase's CPU
+    /// time, split 75/25 as its two functions' work is.
+    fn truth(&self, start_ms: i64, end_ms: i64) -> [f64; 4] {
+        let (a0, b0) = self.at(start_ms);
+        let (a1, b1) = self.at(end_ms);
+        let (a, b) = ((a1 - a0).max(0.0), (b1 - b0).max(0.0));
+        let total = (a + b).max(f64::MIN_POSITIVE);
+        let (a, b) = (a / total, b / total);
+        [0.75 * a, 0.25 * a, 0.75 * b, 0.25 * b]
+    }
 }
 
 /// How well one profile's windows estimate the phase functions' shares.
@@ -84,7 +113,7 @@ fn phase_counts(snapshot: &Snapshot) -> [f64; 4] {
     FUNCTIONS.map(|f| leaves.get(f).copied().unwrap_or(0) as f64)
 }
 
-fn score(snapshots: &[Snapshot], phase0_ms: i64) -> Score {
+fn score(snapshots: &[Snapshot], cpu: &CpuLog) -> Score {
     let mut errors = Vec::new();
     let (mut weighted, mut unweighted) = ([0.0; 4], [0.0; 4]);
     for s in snapshots {
@@ -100,14 +129,14 @@ fn score(snapshots: &[Snapshot], phase0_ms: i64) -> Score {
         errors.push(mae(
             &counts,
             total,
-            truth(s.window_start_ms, s.window_end_ms, phase0_ms),
+            cpu.truth(s.window_start_ms, s.window_end_ms),
         ));
     }
     let (start, end) = match (snapshots.first(), snapshots.last()) {
         (Some(first), Some(last)) => (first.window_start_ms, last.window_end_ms),
         _ => (0, 0),
     };
-    let whole = truth(start, end, phase0_ms);
+    let whole = cpu.truth(start, end);
     let total = |v: &[f64; 4]| v.iter().sum::<f64>().max(f64::MIN_POSITIVE);
     let weighted_total = total(&weighted);
     Score {
@@ -132,15 +161,14 @@ fn main() {
         .spawn()
         .expect("start the workload");
     let mut child = common::Killed(child);
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let phase0_ms: i64 = line
-        .trim()
-        .strip_prefix("start_ms ")
-        .and_then(|v| v.parse().ok())
-        .expect("the workload prints its start");
+    stdout.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("start_ms "),
+        "the workload prints its start: {line:?}"
+    );
+    let cpu_log = CpuLog::collect(stdout);
     let pid = child.0.id();
 
     let duration = Duration::from_secs(SECONDS);
@@ -164,9 +192,11 @@ fn main() {
         (fixed.join().unwrap(), adaptive.join().unwrap())
     });
 
-    let fixed = score(&fixed, phase0_ms);
+    drop(child);
+    let cpu = cpu_log.join().expect("read the workload's CPU log");
+    let fixed = score(&fixed, &cpu);
     let trajectory: Vec<u32> = adaptive.iter().map(|s| s.frequency_hz).collect();
-    let fda = score(&adaptive, phase0_ms);
+    let fda = score(&adaptive, &cpu);
     println!("FDA frequency per 1 s window: {trajectory:?}");
     println!(
         "{:<14} {:>9} {:>9}   {:>8} {:>8} {:>10}   (MAE of the phase functions' shares)",

@@ -5,7 +5,10 @@
 //!
 //! Reports the aggregation time (snapshot stacks to a merged flame graph,
 //! as queries do), the encoded bytes, and the mean absolute percentage
-//! error of the top-50 leaf functions' shares, pruned versus not.
+//! error of the top-50 leaf functions' shares, pruned versus not. Pruned
+//! windows keep their total (the pruned samples are one `[pruned threads]`
+//! stack), so these shares are Atys' measure too: each function's samples,
+//! its execution time, against the unpruned profile's.
 //!
 //! Run by hand: `cargo bench -p odp-profiler-service --bench fsp` (about
 //! 20 s; needs perf_event access like the live tests).

@@ -161,7 +161,7 @@ fn fsp_prunes_idle_threads() {
             panic!("window stats expected first, got {r:?}");
         };
         assert_eq!(sequence, s.sequence);
-        assert_eq!(samples, s.total_samples());
+        assert_eq!(samples + samples_pruned, s.total_samples());
         eprintln!(
             "window {sequence}: kept {threads} threads / {samples} samples, \
              pruned {threads_pruned} threads / {samples_pruned} samples"
@@ -169,7 +169,8 @@ fn fsp_prunes_idle_threads() {
         // What P99 drops is at most 1 % of the window's samples.
         assert!(samples_pruned as f64 <= 0.01 * (samples + samples_pruned) as f64);
         pruned_threads += threads_pruned;
-        // The busy threads always stay; pruned ones leave no trace.
+        // The busy threads always stay; pruned ones leave only their count,
+        // one stack on thread 0.
         let names: Vec<&str> = s.threads.iter().map(|t| t.name.as_str()).collect();
         if samples > 100 {
             assert!(
@@ -177,7 +178,25 @@ fn fsp_prunes_idle_threads() {
                 "{names:?}"
             );
         }
-        let tids: std::collections::HashSet<u32> = s.stacks.iter().map(|st| st.tid).collect();
+        let pruned: Vec<_> = s
+            .stacks
+            .iter()
+            .filter(|st| {
+                s.stack_frames(st)
+                    .any(|f| f.function == odp_profiler_service::cost::fsp::PRUNED_FRAME)
+            })
+            .collect();
+        if samples_pruned > 0 {
+            assert!(matches!(pruned[..], [p] if p.tid == 0 && p.count == samples_pruned));
+        } else {
+            assert!(pruned.is_empty());
+        }
+        let tids: std::collections::HashSet<u32> = s
+            .stacks
+            .iter()
+            .filter(|st| !pruned.contains(st))
+            .map(|st| st.tid)
+            .collect();
         assert_eq!(tids.len() as u32, threads);
         assert!(s.threads.iter().all(|t| tids.contains(&t.tid)));
         assert_eq!(&Snapshot::decode(&s.encode()).unwrap(), s);

@@ -105,7 +105,7 @@ impl Control {
                 profile_id: self.profile_id,
                 sequence: snapshot.sequence,
                 frequency_hz: window_hz,
-                samples: snapshot.total_samples(),
+                samples: snapshot.total_samples() - pruned.samples_pruned,
                 threads: pruned.threads_kept,
                 threads_pruned: pruned.threads_pruned,
                 samples_pruned: pruned.samples_pruned,
@@ -179,7 +179,8 @@ mod tests {
         assert!(control.active());
         let mut first = window(0, &[("hot", 1, 95), ("idle", 2, 5)]);
         let out = control.close_window(&mut first, t0, Duration::ZERO);
-        assert_eq!(first.total_samples(), 95);
+        // Pruned samples stay counted, in one `[pruned threads]` stack.
+        assert_eq!(first.total_samples(), 100);
         assert_eq!(out.next_hz, None);
         assert!(matches!(
             out.events[..],

@@ -5,10 +5,20 @@
 //! In busy services most threads are idle daemons whose few samples add
 //! distinct stacks (cost in every later aggregation) and little to the hot
 //! spots; P99 (share 0.99) keeps the threads that carry 99 % of the samples.
+//!
+//! What is dropped stays counted: one stack, [`PRUNED_FRAME`] on thread 0,
+//! holds the pruned samples. The window keeps its total, so every kept
+//! function keeps its true share instead of growing by the pruned share
+//! (1 % at P99, the whole of the error for functions the pruned threads
+//! never ran), and the flame graph shows how much was pruned.
 
 use std::collections::{HashMap, HashSet};
 
-use odp_core::Snapshot;
+use odp_core::snapshot::StackCount;
+use odp_core::{Frame, Snapshot};
+
+/// The one frame of the stack that stands for a window's pruned samples.
+pub const PRUNED_FRAME: &str = "[pruned threads]";
 
 /// What pruning removed from one window.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +57,8 @@ pub fn thread_counts(snapshot: &Snapshot) -> HashMap<u32, u64> {
 }
 
 /// Drops the stacks of all but the busiest threads up to `share`, then the
-/// frames and thread names nothing refers to any more.
+/// frames and thread names nothing refers to any more, and counts what it
+/// dropped in one [`PRUNED_FRAME`] stack.
 pub fn prune(snapshot: &mut Snapshot, share: f64) -> PruneStats {
     let counts = thread_counts(snapshot);
     let kept = select(&counts, share);
@@ -66,7 +77,18 @@ pub fn prune(snapshot: &mut Snapshot, share: f64) -> PruneStats {
     }
     snapshot.stacks.retain(|s| kept.contains(&s.tid));
     snapshot.threads.retain(|t| kept.contains(&t.tid));
+    drop_unused_frames(snapshot);
+    snapshot.frames.push(Frame::function(PRUNED_FRAME));
+    snapshot.stacks.push(StackCount {
+        frames: vec![(snapshot.frames.len() - 1) as u32],
+        tid: 0,
+        count: samples_pruned,
+    });
+    stats
+}
 
+/// Removes the frames no stack uses, renumbering the rest in order.
+fn drop_unused_frames(snapshot: &mut Snapshot) {
     // Renumber the frames still in use, keeping their order.
     let mut used = vec![false; snapshot.frames.len()];
     for stack in &snapshot.stacks {
@@ -93,7 +115,6 @@ pub fn prune(snapshot: &mut Snapshot, share: f64) -> PruneStats {
             *i = remap[*i as usize];
         }
     }
-    stats
 }
 
 #[cfg(test)]
@@ -157,11 +178,12 @@ mod tests {
                 samples_pruned: 3
             }
         );
-        assert_eq!(snapshot.total_samples(), 97);
-        assert!(snapshot.stacks.iter().all(|s| s.tid == 10));
+        // The total is kept: the pruned samples are one stack on thread 0.
+        assert_eq!(snapshot.total_samples(), 100);
+        assert!(snapshot.stacks.iter().all(|s| s.tid == 10 || s.tid == 0));
         assert_eq!(snapshot.threads.len(), 1);
         // The idle frame is gone and indexes still resolve.
-        assert_eq!(snapshot.frames.len(), 2);
+        assert_eq!(snapshot.frames.len(), 3);
         let names: Vec<Vec<&str>> = snapshot
             .stacks
             .iter()
@@ -172,7 +194,11 @@ mod tests {
                     .collect()
             })
             .collect();
-        assert_eq!(names, vec![vec!["main"], vec!["main", "hot"]]);
+        assert_eq!(
+            names,
+            vec![vec!["main"], vec!["main", "hot"], vec![PRUNED_FRAME]]
+        );
+        assert_eq!(snapshot.stacks[2].count, 3);
         // Still a valid snapshot on the wire.
         assert_eq!(Snapshot::decode(&snapshot.encode()).unwrap(), snapshot);
 
