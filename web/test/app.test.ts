@@ -51,3 +51,14 @@ describe('urls', () => {
     );
   });
 });
+
+describe('timeline bars', () => {
+  it('compare windows sampled at different rates by time', async () => {
+    const { timelineWeight } = await import('../src/views/panels');
+    // 999 samples at 999 Hz and 19 samples at 19 Hz are both one second.
+    expect(timelineWeight({ samples: 999, frequency_hz: 999 })).toBeCloseTo(1);
+    expect(timelineWeight({ samples: 19, frequency_hz: 19 })).toBeCloseTo(1);
+    // Without a frequency (allocation bytes) the count is the measure.
+    expect(timelineWeight({ samples: 4096, frequency_hz: 0 })).toBe(4096);
+  });
+});

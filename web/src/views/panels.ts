@@ -142,8 +142,15 @@ interface TimelineWindow {
   frequency_hz: number;
 }
 
-/** Bars of samples per window, labelled with the frequency used (FDA may
- *  change it between windows). Says so when the server has no timeline. */
+/** A window's bar height: samples stand for 1/f s each at f Hz, so windows
+ *  FDA sampled at different rates compare by time, not by raw count. */
+export function timelineWeight(w: { samples: number; frequency_hz: number }): number {
+  return w.frequency_hz > 0 ? w.samples / w.frequency_hz : w.samples;
+}
+
+/** Bars per window, as time sampled (FDA may change the frequency between
+ *  windows), labelled with the frequency used. Says so when the server has
+ *  no timeline. */
 export async function timelinePanel(profileId: string): Promise<HTMLElement> {
   let windows: TimelineWindow[];
   try {
@@ -154,7 +161,7 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
     return notice('error', (err as Error).message);
   }
   if (!windows.length) return notice('info', 'No windows stored yet.');
-  const max = Math.max(...windows.map((w) => w.samples), 1);
+  const max = Math.max(...windows.map(timelineWeight), Number.MIN_VALUE);
   return h(
     'div',
     { class: 'timeline', id: 'timeline' },
@@ -163,9 +170,11 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
         'div',
         {
           class: 'tl-bar',
-          title: `${w.host} ${when(w.window_start)} – ${when(w.window_end)}: ${w.samples} ${w.event} samples at ${w.frequency_hz} Hz`,
+          title:
+            `${w.host} ${when(w.window_start)} – ${when(w.window_end)}: ${w.samples} ${w.event} samples at ${w.frequency_hz} Hz` +
+            (w.frequency_hz > 0 ? ` (${timelineWeight(w).toFixed(2)} s sampled)` : ''),
         },
-        h('div', { class: 'tl-fill', style: `height:${Math.max(2, (w.samples / max) * 80)}px` }),
+        h('div', { class: 'tl-fill', style: `height:${Math.max(2, (timelineWeight(w) / max) * 80)}px` }),
         h('div', { class: 'tl-label' }, `${w.frequency_hz} Hz`),
       ),
     ),
