@@ -58,6 +58,44 @@ pub(crate) fn decode(messages: Vec<RawMessage>, stacks_topic: &str, events_topic
     out
 }
 
+/// A batch taken off the queue and decoded: what processing stores and
+/// then commits.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// Each message's partition, as the poller counted it in flight.
+    pub(crate) partitions: Vec<(String, i32)>,
+    /// Each message's position, to commit once the batch is stored.
+    pub(crate) positions: Vec<(String, i32, i64)>,
+    pub(crate) decoded: Decoded,
+    pub(crate) touched: ToEvaluate,
+}
+
+/// Decodes a batch and notes where its messages came from. Pure CPU work,
+/// so the worker runs it on a blocking thread while the previous batch is
+/// being stored.
+pub(crate) fn prepare(
+    messages: Vec<RawMessage>,
+    stacks_topic: &str,
+    events_topic: &str,
+) -> Prepared {
+    let positions: Vec<(String, i32, i64)> = messages
+        .iter()
+        .map(|m| (m.topic.clone(), m.partition, m.offset))
+        .collect();
+    let partitions = positions
+        .iter()
+        .map(|(topic, partition, _)| (topic.clone(), *partition))
+        .collect();
+    let decoded = decode(messages, stacks_topic, events_topic);
+    let touched = profiles_to_evaluate(&decoded);
+    Prepared {
+        partitions,
+        positions,
+        decoded,
+        touched,
+    }
+}
+
 /// The profiles whose detections a batch may change.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct ToEvaluate {

@@ -100,7 +100,8 @@ pub struct Config {
     #[arg(long, env = "ODP_PIPELINE_BATCH_WAIT_MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub batch_wait_ms: u64,
     /// Batches polled ahead of processing; when they are all waiting,
-    /// polling pauses (backpressure).
+    /// polling pauses (backpressure). One more is taken off the queue to be
+    /// decoded while the batch before it is stored.
     #[arg(long, env = "ODP_PIPELINE_QUEUED_BATCHES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub queued_batches: u32,
     /// On SIGTERM, how long queued batches may take to be stored and

@@ -11,11 +11,11 @@ use rdkafka::producer::FutureProducer;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use sqlx::PgPool;
 
-use crate::batch::{self, RawMessage, Rejected};
+use crate::batch::{self, Prepared, RawMessage, Rejected};
 use crate::consumer::{InFlight, WorkerContext};
 use crate::detect::{DetectError, Detector};
 use crate::metrics::PipelineMetrics;
-use crate::poll::{partitions_of, KafkaConsumer, Poller};
+use crate::poll::{KafkaConsumer, Poller};
 use crate::{alerts, dead_letter, retention, Config, PipelineError};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -147,6 +147,11 @@ pub async fn run(
 /// Processes batches as the poller queues them. On shutdown the poller
 /// ends and drops its sender, so `recv` yields the batches still queued
 /// and then `None`: that is the drain, cut short after the drain timeout.
+///
+/// While a batch is stored, the next one, if already queued, is taken and
+/// decoded on a blocking thread, so decoding does not wait for Postgres
+/// nor Postgres for decoding. It stays counted in flight until processed,
+/// as if still queued; the queue thereby holds one batch more.
 async fn process_queued(
     sinks: &Sinks<'_>,
     config: &Config,
@@ -159,13 +164,29 @@ async fn process_queued(
         tokio::time::sleep(drain_timeout).await;
     };
     tokio::pin!(give_up);
+    let mut ahead = None;
     loop {
-        let batch = tokio::select! {
-            batch = queued.recv() => batch,
-            _ = &mut give_up => None,
+        let decoding = match ahead.take() {
+            Some(decoding) => decoding,
+            None => {
+                let messages = tokio::select! {
+                    batch = queued.recv() => batch,
+                    _ = &mut give_up => None,
+                };
+                let Some(messages) = messages else {
+                    return Ok(());
+                };
+                decode_apart(config, messages)
+            }
         };
-        let Some(batch) = batch else { return Ok(()) };
-        let partitions = partitions_of(&batch);
+        let mut batch = match decoding.await {
+            Ok(batch) => batch,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        if let Ok(next) = queued.try_recv() {
+            ahead = Some(decode_apart(config, next));
+        }
+        let partitions = std::mem::take(&mut batch.partitions);
         let result = tokio::select! {
             result = process(sinks, config, batch) => Some(result),
             _ = &mut give_up => None,
@@ -182,6 +203,12 @@ async fn process_queued(
     }
 }
 
+/// Decodes `messages` on a blocking thread.
+fn decode_apart(config: &Config, messages: Vec<RawMessage>) -> tokio::task::JoinHandle<Prepared> {
+    let topics = config.topics.clone();
+    tokio::task::spawn_blocking(move || batch::prepare(messages, &topics.stacks, &topics.events))
+}
+
 /// Where a batch's work goes.
 struct Sinks<'a> {
     pool: &'a PgPool,
@@ -194,11 +221,7 @@ struct Sinks<'a> {
     stored_ids: &'a tokio::sync::Mutex<odp_store::StoredIds>,
 }
 
-async fn process(
-    sinks: &Sinks<'_>,
-    config: &Config,
-    messages: Vec<RawMessage>,
-) -> Result<(), PipelineError> {
+async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<(), PipelineError> {
     let Sinks {
         pool,
         producer,
@@ -207,19 +230,20 @@ async fn process(
         ..
     } = *sinks;
     let started = Instant::now();
-    for message in &messages {
-        metrics.consumed(&message.topic);
+    let Prepared {
+        positions,
+        mut decoded,
+        touched,
+        ..
+    } = batch;
+    for (topic, ..) in &positions {
+        metrics.consumed(topic);
     }
-    let positions: Vec<(String, i32, i64)> = messages
-        .iter()
-        .map(|m| (m.topic.clone(), m.partition, m.offset))
-        .collect();
-    let mut decoded = batch::decode(messages, &config.topics.stacks, &config.topics.events);
-    let touched = batch::profiles_to_evaluate(&decoded);
 
     let snapshots: Vec<&Snapshot> = decoded.snapshots.iter().map(|(_, s)| s).collect();
     let stored = store(sinks, &snapshots).await;
     drop(snapshots);
+    let stored_at = started.elapsed();
     match stored {
         Ok(outcome) => tracing::info!(
             stored = outcome.stored,
@@ -266,7 +290,16 @@ async fn process(
         retry_dead_letter(producer, &config.topics.dead_letter, rejected).await;
         metrics.dead_letters.inc();
     }
+    let committing_at = started.elapsed();
     commit(consumer, metrics, &positions)?;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    tracing::debug!(
+        messages = positions.len(),
+        store_ms = ms(stored_at),
+        after_ms = ms(committing_at - stored_at),
+        commit_ms = ms(started.elapsed() - committing_at),
+        "batch processed"
+    );
     metrics
         .batch_seconds
         .observe(started.elapsed().as_secs_f64());

@@ -184,3 +184,95 @@ async fn a_stack_deleted_during_an_insert_is_kept_or_the_insert_refused() {
     assert_eq!(count(&pool, dangling).await, 0);
     assert_eq!(count(&pool, "select count(*) from samples").await, 2);
 }
+
+/// Inserts a snapshot header row on `conn` and returns its id.
+async fn header(conn: &mut sqlx::PgConnection) -> i64 {
+    sqlx::query_scalar(
+        "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
+                                event, period, frequency_hz, samples)
+         values ($1, 'a', 0, 'h', now(), now(), 'cpu-clock', 1, 99, 1) returning id",
+    )
+    .bind(Uuid::new_v4())
+    .fetch_one(conn)
+    .await
+    .unwrap()
+}
+
+/// Whether snapshot `id` is locked or deleted: `xmax` is 0 until then.
+async fn locked(conn: &mut sqlx::PgConnection, id: i64) -> bool {
+    sqlx::query_scalar("select xmax <> '0'::xid from snapshots where id = $1")
+        .bind(id)
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+/// Migration 0014: the checks do not lock rows their own transaction
+/// inserted (nobody else can see them), but such rows must still exist,
+/// and rows of other transactions are locked as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_the_checking_transaction_are_referenced_without_a_lock() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let sample = "insert into samples (snapshot_id, stack_id, tid, count) values ($1, $2, 1, 1)";
+
+    let committed_stack = bare_stack(&pool).await;
+    let mut tx = pool.begin().await.unwrap();
+    let own = header(&mut tx).await;
+    let own_stack = Uuid::new_v4();
+    sqlx::query("insert into stacks (id, frame_ids) values ($1, decode(repeat('00', 16), 'hex'))")
+        .bind(own_stack)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    for stack_id in [own_stack, committed_stack] {
+        sqlx::query(sample)
+            .bind(own)
+            .bind(stack_id)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    sqlx::query("insert into snapshot_threads values ($1, 1, 't')")
+        .bind(own)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert!(
+        !locked(&mut tx, own).await,
+        "the own snapshot is not locked"
+    );
+    let stack_locked: i64 =
+        sqlx::query_scalar("select count(*) from stacks where id = $1 and xmax <> '0'::xid")
+            .bind(committed_stack)
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+    assert_eq!(stack_locked, 1, "a committed stack is locked");
+    tx.commit().await.unwrap();
+
+    // Committed, the snapshot is another transaction's row: locked.
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("insert into snapshot_threads values ($1, 2, 'u')")
+        .bind(own)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert!(locked(&mut tx, own).await);
+    tx.rollback().await.unwrap();
+
+    // A row the transaction inserted and deleted is missing.
+    let mut tx = pool.begin().await.unwrap();
+    let gone = header(&mut tx).await;
+    sqlx::query("delete from snapshots where id = $1")
+        .bind(gone)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let refused = sqlx::query(sample)
+        .bind(gone)
+        .bind(committed_stack)
+        .execute(&mut *tx)
+        .await;
+    assert!(is_foreign_key_violation(refused));
+}
