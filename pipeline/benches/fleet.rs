@@ -44,7 +44,7 @@ async fn main() {
         .expect("start the stack (is tansu installed?)");
     let pool = stack.connect().await.unwrap();
     let profiles = running_profiles(&pool, agents).await;
-    let worker = common::spawn_worker(&stack, "fleet");
+    let worker = common::spawn_worker(&stack, "fleet", stack.database_url());
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", stack.kafka_bootstrap())
         .set("linger.ms", "5")

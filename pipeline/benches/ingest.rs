@@ -3,7 +3,10 @@
 //! 1. one worker (Kafka → decode → store → commit) versus a raw `COPY` of
 //!    exactly the rows it wrote into tables of the same shape (goal ≥ 0.7×),
 //!    the median of five rounds;
-//! 2. two workers versus one on the four partitions of the stacks topic.
+//! 2. two workers versus one on the four partitions of the stacks topic,
+//!    with Postgres on loopback and again behind a proxy that delays each
+//!    packet by 1 ms each way (Postgres on another host, where a worker
+//!    waits on round trips that a second worker overlaps).
 //!
 //! Workers run as their own processes (the release `odp-pipeline`
 //! binary), as in production. Run by hand:
@@ -11,6 +14,8 @@
 //! Tansu and Postgres like the tests). Prints ratios, asserts nothing.
 
 mod common;
+#[path = "common/latency.rs"]
+mod latency;
 
 use std::time::{Duration, Instant};
 
@@ -70,7 +75,8 @@ async fn main() {
     let mut ratios = Vec::new();
     let mut one_rates = Vec::new();
     for round in 1..=ROUNDS {
-        let one = ingest_run(&stack, &pool, &producer, 1, &format!("one-{round}")).await;
+        let group = format!("one-{round}");
+        let one = ingest_run(&stack, &pool, &producer, 1, &group, stack.database_url()).await;
         let rows = rows_written(&pool, &one.profiles).await;
         // The worker is timed from its first stored batch on, so that
         // batch's rows are not counted either.
@@ -93,17 +99,58 @@ async fn main() {
         median(&mut ratios)
     );
 
-    let two = ingest_run(&stack, &pool, &producer, 2, "two").await;
-    let two_rows = rows_written(&pool, &two.profiles).await - two.rows_before;
-    let two_rate = two_rows as f64 / two.seconds;
-    println!(
-        "2 workers: {two_rows} rows in {:.2} s = {two_rate:.0} rows/s",
-        two.seconds
-    );
+    let local = stack.database_url().to_owned();
+    let two_rate = timed_rate(&stack, &pool, &producer, 2, "two", &local).await;
     println!(
         "ratio 2 workers/1 worker throughput = {:.2}x",
         two_rate / median(&mut one_rates)
     );
+
+    let (upstream, _) = authority(&local);
+    let proxy = latency::LatencyProxy::start(
+        upstream.parse().expect("Postgres at host:port"),
+        Duration::from_millis(1),
+    )
+    .await;
+    let remote = local.replacen(upstream, &proxy.addr.to_string(), 1);
+    println!("Postgres behind a proxy adding 1 ms each way:");
+    let (mut one_remote, mut two_remote) = (Vec::new(), Vec::new());
+    for round in 1..=2 {
+        let group = format!("one-remote-{round}");
+        one_remote.push(timed_rate(&stack, &pool, &producer, 1, &group, &remote).await);
+        let group = format!("two-remote-{round}");
+        two_remote.push(timed_rate(&stack, &pool, &producer, 2, &group, &remote).await);
+    }
+    println!(
+        "ratio 2 workers/1 worker throughput, 1 ms away = {:.2}x",
+        median(&mut two_remote) / median(&mut one_remote)
+    );
+}
+
+/// Rows per second of one run of `workers` workers writing to
+/// `database_url`, printed.
+async fn timed_rate(
+    stack: &Stack,
+    pool: &PgPool,
+    producer: &FutureProducer,
+    workers: usize,
+    group: &str,
+    database_url: &str,
+) -> f64 {
+    let run = ingest_run(stack, pool, producer, workers, group, database_url).await;
+    let rows = rows_written(pool, &run.profiles).await - run.rows_before;
+    let rate = rows as f64 / run.seconds;
+    println!(
+        "{workers} worker(s): {rows} rows in {:.2} s = {rate:.0} rows/s",
+        run.seconds
+    );
+    rate
+}
+
+/// The `host:port` of a `postgres://user@host:port/db` URL, and the rest.
+fn authority(url: &str) -> (&str, &str) {
+    let after_user = url.split_once('@').map_or(url, |(_, rest)| rest);
+    after_user.split_once('/').unwrap_or((after_user, ""))
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -127,6 +174,7 @@ async fn ingest_run(
     producer: &FutureProducer,
     workers: usize,
     group: &str,
+    database_url: &str,
 ) -> Run {
     // Each run starts from empty tables, as its baseline does: tables grown
     // by the earlier runs would make every later run slower.
@@ -157,7 +205,7 @@ async fn ingest_run(
     }
     let launched = Instant::now();
     let workers: Vec<_> = (0..workers)
-        .map(|_| common::spawn_worker(stack, &group))
+        .map(|_| common::spawn_worker(stack, &group, database_url))
         .collect();
     // Timed from the first stored snapshot: joining the group and loading
     // the rules are start-up, not ingest. The rows stored by then are

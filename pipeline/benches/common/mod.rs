@@ -4,13 +4,13 @@
 
 use odp_devstack::{ServiceProcess, Stack, TANSU_KAFKA_OPTIONS};
 
-/// A worker of consumer group `group` on the stack's topics; dropping it
-/// stops it (SIGTERM, then SIGKILL).
-pub(crate) fn spawn_worker(stack: &Stack, group: &str) -> ServiceProcess {
+/// A worker of consumer group `group` on the stack's topics, writing to the
+/// Postgres at `database_url`; dropping it stops it (SIGTERM, then SIGKILL).
+pub(crate) fn spawn_worker(stack: &Stack, group: &str, database_url: &str) -> ServiceProcess {
     let topics = stack.topics();
     ServiceProcess::builder(group, env!("CARGO_BIN_EXE_odp-pipeline"))
         .env("ODP_KAFKA_BOOTSTRAP", stack.kafka_bootstrap())
-        .env("ODP_DATABASE_URL", stack.database_url())
+        .env("ODP_DATABASE_URL", database_url)
         .env("ODP_PIPELINE_GROUP", group)
         .env("ODP_TOPIC_STACKS", &topics.stacks)
         .env("ODP_TOPIC_EVENTS", &topics.events)
