@@ -14,6 +14,9 @@
 //!   window shows, where fewer samples must mean more noise;
 //! - over the whole profile from raw counts, the bias weighting removes.
 //!
+//! A third profile at a fixed rate near FDA's mean shows what the same
+//! sample budget buys spent evenly.
+//!
 //! Run by hand: `cargo bench -p odp-profiler-service --bench fda` (about
 //! 95 s; needs perf_event access like the live tests).
 
@@ -29,6 +32,9 @@ mod common;
 const SECONDS: u64 = 90;
 const PHASE_MS: i64 = 15_000;
 const FIXED_HZ: u32 = 999;
+/// A fixed rate near FDA's mean on this workload (135–156 Hz): what the
+/// same sample budget buys spent evenly.
+const BUDGET_HZ: u32 = 149;
 const FUNCTIONS: [&str; 4] = [
     "phase_a_main",
     "phase_a_side",
@@ -185,11 +191,19 @@ fn main() {
         ..CostSettings::default()
     };
     eprintln!("profiling for {SECONDS} s: FDA and a fixed {FIXED_HZ} Hz side by side ...");
-    let (fixed, adaptive) = std::thread::scope(|scope| {
-        let fixed = scope
-            .spawn(|| common::profile(pid, duration, window, FIXED_HZ, CostSettings::default()).0);
+    let (fixed, adaptive, budget) = std::thread::scope(|scope| {
+        let at = |hz| {
+            scope.spawn(move || {
+                common::profile(pid, duration, window, hz, CostSettings::default()).0
+            })
+        };
+        let (fixed, budget) = (at(FIXED_HZ), at(BUDGET_HZ));
         let adaptive = scope.spawn(|| common::profile(pid, duration, window, FIXED_HZ, fda).0);
-        (fixed.join().unwrap(), adaptive.join().unwrap())
+        (
+            fixed.join().unwrap(),
+            adaptive.join().unwrap(),
+            budget.join().unwrap(),
+        )
     });
 
     drop(child);
@@ -197,6 +211,7 @@ fn main() {
     let fixed = score(&fixed, &cpu);
     let trajectory: Vec<u32> = adaptive.iter().map(|s| s.frequency_hz).collect();
     let fda = score(&adaptive, &cpu);
+    let budget = score(&budget, &cpu);
     println!("FDA frequency per 1 s window: {trajectory:?}");
     println!(
         "{:<14} {:>9} {:>9}   {:>8} {:>8} {:>10}   (MAE of the phase functions' shares)",
@@ -205,6 +220,7 @@ fn main() {
     for (name, s) in [
         (format!("fixed {FIXED_HZ} Hz"), &fixed),
         ("FDA".into(), &fda),
+        (format!("fixed {BUDGET_HZ} Hz"), &budget),
     ] {
         println!(
             "{name:<14} {:>9} {:>9.1}   {:>8.4} {:>8.4} {:>10.4}",
@@ -221,5 +237,11 @@ fn main() {
     println!(
         "MAE of FDA's profile shares against the fixed run's: {:.4}",
         mae(&fda.profile_shares, 1.0, fixed.profile_shares)
+    );
+    println!(
+        "ratios FDA/fixed {BUDGET_HZ} Hz (about the same samples): samples {:.3}, profile MAE {:.3}, window MAE {:.3}",
+        fda.samples as f64 / budget.samples.max(1) as f64,
+        ratio(fda.profile_mae, budget.profile_mae),
+        ratio(fda.window_mae, budget.window_mae),
     );
 }
