@@ -77,12 +77,9 @@ async fn main() {
     for round in 1..=ROUNDS {
         let group = format!("one-{round}");
         let one = ingest_run(&stack, &pool, &producer, 1, &group, stack.database_url()).await;
-        let rows = rows_written(&pool, &one.profiles).await;
-        // The worker is timed from its first stored batch on, so that
-        // batch's rows are not counted either.
-        let timed_rows = rows - one.rows_before;
+        let (rows, timed_rows) = (one.rows, one.timed_rows());
         let copy_secs = copy_baseline(&pool, &one.profiles).await;
-        let rows_per_sec = timed_rows as f64 / one.seconds;
+        let rows_per_sec = one.rate();
         let copy_rows_per_sec = rows as f64 / copy_secs;
         let ratio = rows_per_sec / copy_rows_per_sec;
         println!(
@@ -100,7 +97,9 @@ async fn main() {
     );
 
     let local = stack.database_url().to_owned();
-    let two_rate = timed_rate(&stack, &pool, &producer, 2, "two", &local).await;
+    let two_rate = ingest_run(&stack, &pool, &producer, 2, "two", &local)
+        .await
+        .report(2);
     println!(
         "ratio 2 workers/1 worker throughput = {:.2}x",
         two_rate / median(&mut one_rates)
@@ -117,34 +116,16 @@ async fn main() {
     let (mut one_remote, mut two_remote) = (Vec::new(), Vec::new());
     for round in 1..=2 {
         let group = format!("one-remote-{round}");
-        one_remote.push(timed_rate(&stack, &pool, &producer, 1, &group, &remote).await);
+        let one = ingest_run(&stack, &pool, &producer, 1, &group, &remote).await;
+        one_remote.push(one.report(1));
         let group = format!("two-remote-{round}");
-        two_remote.push(timed_rate(&stack, &pool, &producer, 2, &group, &remote).await);
+        let two = ingest_run(&stack, &pool, &producer, 2, &group, &remote).await;
+        two_remote.push(two.report(2));
     }
     println!(
         "ratio 2 workers/1 worker throughput, 1 ms away = {:.2}x",
         median(&mut two_remote) / median(&mut one_remote)
     );
-}
-
-/// Rows per second of one run of `workers` workers writing to
-/// `database_url`, printed.
-async fn timed_rate(
-    stack: &Stack,
-    pool: &PgPool,
-    producer: &FutureProducer,
-    workers: usize,
-    group: &str,
-    database_url: &str,
-) -> f64 {
-    let run = ingest_run(stack, pool, producer, workers, group, database_url).await;
-    let rows = rows_written(pool, &run.profiles).await - run.rows_before;
-    let rate = rows as f64 / run.seconds;
-    println!(
-        "{workers} worker(s): {rows} rows in {:.2} s = {rate:.0} rows/s",
-        run.seconds
-    );
-    rate
 }
 
 /// The `host:port` of a `postgres://user@host:port/db` URL, and the rest.
@@ -163,6 +144,31 @@ struct Run {
     seconds: f64,
     /// Rows of `profiles` already stored when the clock started.
     rows_before: i64,
+    /// Rows of `profiles` stored in all.
+    rows: i64,
+}
+
+impl Run {
+    /// The rows stored on the clock: it starts at the first stored batch,
+    /// so that batch's rows are not counted either.
+    fn timed_rows(&self) -> i64 {
+        self.rows - self.rows_before
+    }
+
+    fn rate(&self) -> f64 {
+        self.timed_rows() as f64 / self.seconds
+    }
+
+    /// Prints the run's rate and returns it.
+    fn report(&self, workers: usize) -> f64 {
+        println!(
+            "{workers} worker(s): {} rows in {:.2} s = {:.0} rows/s",
+            self.timed_rows(),
+            self.seconds,
+            self.rate()
+        );
+        self.rate()
+    }
 }
 
 /// Publishes the workload first, then times `workers` workers of a fresh
@@ -250,10 +256,12 @@ async fn ingest_run(
             .await
             .unwrap();
     assert_eq!(stored, (PROFILES * WINDOWS) as i64, "every window stored");
+    let rows = rows_written(pool, &profiles).await;
     Run {
         profiles,
         seconds,
         rows_before,
+        rows,
     }
 }
 
