@@ -67,6 +67,10 @@ pub struct ServeConfig {
     pub kafka_bootstrap: String,
     #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
     pub topic_commands: String,
+    /// Topic of the agents' heartbeats, followed to tell whether a host's
+    /// agent is live before the pipeline has stored them.
+    #[arg(long, env = "ODP_TOPIC_EVENTS", default_value = "odp.events")]
+    pub topic_events: String,
     /// Extra librdkafka setting for the Kafka clients, `key=value`
     /// (repeat it, or comma-separate in the environment): e.g.
     /// `security.protocol=SASL_SSL`.

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::deploy::{DeployOptions, Deployer};
 use crate::error::ApiError;
+use crate::heartbeats::HeartbeatTracker;
 
 /// `undeploy mode=drain` may wait for the longest profile (1 h) to end.
 const DRAIN_DEADLINE_SECS: i64 = 2 * 3600;
@@ -24,6 +25,8 @@ pub struct Control {
     pool: PgPool,
     deployer: Option<Arc<dyn Deployer>>,
     deadlines: RequestDeadlines,
+    /// Heartbeats heard straight from Kafka, ahead of the pipeline.
+    heartbeats: Option<Arc<HeartbeatTracker>>,
 }
 
 /// What a deploy request came to at once.
@@ -49,7 +52,16 @@ impl Control {
                 command_secs,
                 drain_secs: DRAIN_DEADLINE_SECS,
             },
+            heartbeats: None,
         })
+    }
+
+    /// Also counts heartbeats `tracker` heard as liveness.
+    pub fn with_heartbeats(self, tracker: Arc<HeartbeatTracker>) -> Self {
+        Control {
+            heartbeats: Some(tracker),
+            ..self
+        }
     }
 
     /// How recent a heartbeat must be for its agent to count as live.
@@ -61,9 +73,16 @@ impl Control {
         self.deployer.as_ref().map(|d| d.name())
     }
 
+    /// Whether `host`'s agent heartbeated recently: as heard on Kafka by
+    /// this server, or as stored by the pipeline (which may lag, and which
+    /// a server that just started has not heard yet).
     pub async fn host_is_live(&self, host: &str) -> Result<bool, ApiError> {
         let within = self.deadlines.live_within_secs;
-        Ok(odp_store::host_is_live(&self.pool, host, within).await?)
+        let heard = self
+            .heartbeats
+            .as_ref()
+            .is_some_and(|tracker| tracker.heard_within(host, Duration::from_secs(within as u64)));
+        Ok(heard || odp_store::host_is_live(&self.pool, host, within).await?)
     }
 
     /// Deploys an agent to `host` unless one is live there already.

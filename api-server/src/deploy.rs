@@ -6,13 +6,16 @@
 //! Either way the deploy is done only when the host's heartbeat arrives;
 //! `control` waits for that.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt as _;
+use tokio::sync::Mutex;
 
 /// How long a deploy command may run before it is killed.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
@@ -100,17 +103,28 @@ impl DeployOptions {
                     binary,
                     args: self.local_agent_args.clone(),
                     log_dir,
+                    running: Arc::default(),
                 })))
             }
         }
     }
 }
 
+/// The agent's exit code when another agent already serves its host id
+/// (`odp_profiler_service::host_lock::EXIT_HOST_TAKEN`).
+const AGENT_EXIT_HOST_TAKEN: i32 = 3;
+
 /// Spawns `odp-profiler-service --host-id HOST ARGS…` on this machine.
+/// Deploying to a host that has an agent is a no-op: one this deployer
+/// started and that still runs is not started again, and any other (by
+/// hand, by another api-server) makes the new agent exit at once with
+/// [`AGENT_EXIT_HOST_TAKEN`], since the agent holds a per-host lock.
 struct LocalDeployer {
     binary: PathBuf,
     args: Vec<String>,
     log_dir: PathBuf,
+    /// The agents this deployer started and that still run, by host.
+    running: Arc<Mutex<HashMap<String, u32>>>,
 }
 
 impl Deployer for LocalDeployer {
@@ -120,6 +134,13 @@ impl Deployer for LocalDeployer {
 
     fn deploy<'a>(&'a self, host: &'a str) -> DeployFuture<'a> {
         Box::pin(async move {
+            // Held across the spawn, so two deploys of one host racing in
+            // this server start one agent.
+            let mut running = self.running.lock().await;
+            if let Some(pid) = running.get(host) {
+                tracing::info!(host, pid, "the agent this deployer started still runs");
+                return Ok(());
+            }
             let log_path = self.log_dir.join(format!("agent-{host}.log"));
             let log = std::fs::File::create(&log_path)
                 .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
@@ -138,17 +159,30 @@ impl Deployer for LocalDeployer {
             // rather than after the heartbeat timeout.
             if let Ok(status) = tokio::time::timeout(EARLY_EXIT_WINDOW, child.wait()).await {
                 let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                if matches!(&status, Ok(s) if s.code() == Some(AGENT_EXIT_HOST_TAKEN)) {
+                    tracing::info!(
+                        host,
+                        "an agent already serves the host: {}",
+                        tail(&log, 300)
+                    );
+                    return Ok(());
+                }
                 return Err(format!(
                     "the agent exited at once ({}): {}",
                     status.map_or_else(|e| e.to_string(), |s| s.to_string()),
                     tail(&log, 600)
                 ));
             }
-            tracing::info!(host, pid = child.id(), log = %log_path.display(), "local agent started");
-            // Reap it when it exits (undeploy), so it leaves no zombie.
+            let pid = child.id().unwrap_or(0);
+            tracing::info!(host, pid, log = %log_path.display(), "local agent started");
+            running.insert(host.to_owned(), pid);
+            // Reap it when it exits (undeploy), so it leaves no zombie, and
+            // let the host be deployed again.
+            let (running, host) = (self.running.clone(), host.to_owned());
             tokio::spawn(async move {
                 let status = child.wait().await;
-                tracing::info!(?status, "local agent exited");
+                running.lock().await.remove(&host);
+                tracing::info!(%host, ?status, "local agent exited");
             });
             Ok(())
         })
@@ -285,6 +319,7 @@ mod tests {
             binary: "/bin/sh".into(),
             args: vec!["-c".into(), "echo bad flag; exit 2".into()],
             log_dir: dir.clone(),
+            running: Arc::default(),
         };
         // `sh --host-id h -c …` fails on the unknown option.
         let error = deployer.deploy("h").await.unwrap_err();
@@ -292,9 +327,45 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    #[test]
-    fn tails_cut_on_character_boundaries() {
-        assert_eq!(tail("  héllo  ", 6), "llo");
-        assert_eq!(tail("abc", 10), "abc");
+    /// A stand-in agent: an executable script, run as `SCRIPT --host-id HOST`.
+    fn script_deployer(dir: &std::path::Path, script: &str) -> LocalDeployer {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = dir.join("agent.sh");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        LocalDeployer {
+            binary: path,
+            args: Vec::new(),
+            log_dir: dir.to_owned(),
+            running: Arc::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_refused_for_a_served_host_is_a_successful_deploy() {
+        let dir = tempfile::tempdir().unwrap();
+        let deployer = script_deployer(dir.path(), "#!/bin/sh\necho host taken >&2\nexit 3\n");
+        assert_eq!(deployer.deploy("h").await, Ok(()));
+        assert!(deployer.running.lock().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn racing_deploys_of_one_host_start_one_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        let script = format!(
+            "#!/bin/sh\necho started >> {}\nexec sleep 30\n",
+            starts.display()
+        );
+        let deployer = script_deployer(dir.path(), &script);
+        let (a, b) = tokio::join!(deployer.deploy("h"), deployer.deploy("h"));
+        assert_eq!((a, b), (Ok(()), Ok(())));
+        assert_eq!(deployer.deploy("h").await, Ok(()));
+        let lines = std::fs::read_to_string(&starts).unwrap();
+        assert_eq!(lines.lines().count(), 1, "{lines}");
+        let pid = *deployer.running.lock().await.get("h").unwrap();
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
     }
 }

@@ -17,6 +17,7 @@ pub mod deploy;
 pub mod dispatch;
 pub mod error;
 mod extract;
+pub mod heartbeats;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
@@ -45,6 +46,7 @@ use crate::auth::Authenticator;
 use crate::control::Control;
 use crate::dispatch::Dispatcher;
 use crate::error::ApiError;
+use crate::heartbeats::HeartbeatTracker;
 use crate::metrics::ApiMetrics;
 
 #[derive(Clone)]
@@ -164,12 +166,17 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
     let pool = odp_store::connect_and_migrate(&config.database_url).await?;
     let command_secs = config.start_ack_timeout_secs as i64;
-    let control =
-        Control::new(pool.clone(), &config.deploy, command_secs).map_err(ServeError::Config)?;
-    let mut registry = odp_metrics::Registry::default();
-    let metrics = ApiMetrics::register(&mut registry);
     let kafka_options =
         odp_core::kafka_options::parse(&config.kafka_options).map_err(ServeError::Config)?;
+    let heartbeats = HeartbeatTracker::spawn(
+        heartbeats::consumer_config(&config.kafka_bootstrap, &kafka_options),
+        config.topic_events.clone(),
+    );
+    let control = Control::new(pool.clone(), &config.deploy, command_secs)
+        .map_err(ServeError::Config)?
+        .with_heartbeats(heartbeats);
+    let mut registry = odp_metrics::Registry::default();
+    let metrics = ApiMetrics::register(&mut registry);
     let dispatcher = Dispatcher::new(
         &config.kafka_bootstrap,
         &kafka_options,

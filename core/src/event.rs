@@ -33,6 +33,15 @@ pub enum AgentEventKind {
         version: String,
         running_profiles: Vec<Uuid>,
         plugins: Vec<String>,
+        /// The machine the agent runs on (`/etc/machine-id`), so agents of
+        /// one host id on different machines can tell each other apart;
+        /// absent from older agents.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine_id: Option<String>,
+        /// When the agent started (unix ms): of two agents claiming one
+        /// host, the earlier one keeps it ([`crate::liveness`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_at_ms: Option<i64>,
     },
     ProfileStarted {
         profile_id: Uuid,

@@ -10,7 +10,8 @@
 //! - [`cost`]: per-profile cost-control options of a start command and
 //!   the agent's reports of what it adjusted;
 //! - [`event`]: lifecycle and heartbeat messages on `odp.events`, with
-//!   [`runtime`]: what an agent learned about a target's runtime;
+//!   [`runtime`]: what an agent learned about a target's runtime, and
+//!   [`liveness`]: which of several agents claiming one host keeps it;
 //! - [`folded`], [`flamegraph`] and [`stats`]: what queries turn stored
 //!   stacks into; [`filter`], [`merge`] and [`diff`]: how they select,
 //!   aggregate across instances and compare them;
@@ -32,6 +33,7 @@ pub mod flamegraph;
 pub mod folded;
 pub mod hash;
 pub mod kafka_options;
+pub mod liveness;
 pub mod merge;
 pub mod model;
 pub mod partition;

@@ -62,6 +62,23 @@ pub fn build_demo(out_dir: &Path) -> Result<PathBuf> {
     ))
 }
 
+/// The CPU time (user + system, seconds) process `pid` has used so far,
+/// from `/proc/PID/stat`; `None` once it is gone. One agent sampling the
+/// single-threaded demo at F Hz takes about F samples per CPU second.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; what follows the
+    // last `)` is plain: state, ppid, ... with utime and stime the 12th
+    // and 13th fields after it.
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / USER_HZ)
+}
+
+/// The unit of `/proc` CPU times: 100 on every Linux ABI ODP runs on
+/// (x86_64, aarch64).
+const USER_HZ: f64 = 100.0;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +96,14 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
+        let mut spinner = Command::new(&binary)
+            .args(["--seconds", "0.3"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let used = cpu_seconds(spinner.id()).unwrap();
+        assert!(used > 0.0 && used < 0.4, "{used} s of CPU in 0.25 s");
+        spinner.wait().unwrap();
         let bad = Command::new(&binary).arg("--nope").status().unwrap();
         assert_eq!(bad.code(), Some(2));
         let image = std::fs::read(&binary).unwrap();

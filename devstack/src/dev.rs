@@ -33,7 +33,7 @@ impl UpOutcome {
 }
 
 /// Starts the stack in `state_dir` in the background, unless it already runs.
-/// Postgres data survives `down`/`up`; the broker's topics do not (in-memory).
+/// Postgres data and the broker's records (SQLite) survive `down`/`up`.
 pub async fn up(state_dir: &Path) -> Result<UpOutcome> {
     if let Some(status) = status(state_dir)? {
         if status.is_healthy() {

@@ -1,6 +1,6 @@
 //! The Kafka side of the stack: topic names, the Tansu broker, topic creation.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -9,7 +9,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{kafka_error, DevError, Result};
+use crate::error::{kafka_error, DevError, IoContext, Result};
 use crate::ports::port_accepts;
 use crate::process::{wait_for, ServiceProcess};
 
@@ -89,14 +89,38 @@ impl Topics {
 /// Kafka needs none of this.
 pub const TANSU_KAFKA_OPTIONS: &str = "batch.num.messages=1";
 
-/// Starts `tansu broker` on 127.0.0.1:`port` with in-memory storage.
+/// Where the broker keeps its topics, group offsets and producer state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BrokerStorage {
+    /// Tansu's SQLite engine in this directory: what the broker
+    /// acknowledged survives its restart, like Apache Kafka's log.
+    Durable(PathBuf),
+    /// In memory: a restart loses every record and committed offset.
+    Memory,
+}
+
+impl BrokerStorage {
+    /// `--storage-engine` and the directory the broker runs in (the SQLite
+    /// engine resolves its file against it).
+    fn engine_and_dir(&self, log_dir: &Path) -> (String, PathBuf) {
+        match self {
+            BrokerStorage::Durable(dir) => ("sqlite://tansu.db".to_owned(), dir.clone()),
+            BrokerStorage::Memory => ("memory://tansu/".to_owned(), log_dir.to_owned()),
+        }
+    }
+}
+
+/// Starts `tansu broker` on 127.0.0.1:`port`.
 pub(crate) fn spawn_tansu(
     tansu: &Path,
     port: u16,
+    storage: &BrokerStorage,
     log_dir: &Path,
     detach: bool,
 ) -> Result<ServiceProcess> {
     let url = format!("tcp://127.0.0.1:{port}");
+    let (engine, dir) = storage.engine_and_dir(log_dir);
+    std::fs::create_dir_all(&dir).io_context(|| format!("creating {}", dir.display()))?;
     ServiceProcess::builder("tansu", tansu)
         .args([
             "broker",
@@ -105,14 +129,14 @@ pub(crate) fn spawn_tansu(
             "--advertised-listener-url",
             &url,
         ])
-        .args(["--storage-engine", "memory://tansu/"])
+        .args(["--storage-engine", &engine])
         // Tansu reads these from the environment too; keep a stray export
         // (e.g. a developer's real broker settings) from redirecting it.
         .env_remove("CLUSTER_ID")
         .env_remove("SCHEMA_REGISTRY")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .log_dir(log_dir)
-        .current_dir(log_dir)
+        .current_dir(dir)
         .own_process_group(detach)
         .spawn()
 }

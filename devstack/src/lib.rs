@@ -25,7 +25,7 @@ mod state;
 mod sys;
 mod tools;
 
-pub use demo::{build_demo, demo_source, DEMO_CFLAGS};
+pub use demo::{build_demo, cpu_seconds, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
 pub use kafka::{create_topics, fetch_metadata, TopicSpec, Topics, TANSU_KAFKA_OPTIONS};

@@ -117,6 +117,7 @@ impl Platform {
             .args(["--database-url", &stack.database_url])
             .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
             .args(["--topic-commands", &stack.topics.commands])
+            .args(["--topic-events", &stack.topics.events])
             .arg("--command-signing-key")
             .arg(&signing_key)
             .arg("--tls-cert")

@@ -124,12 +124,13 @@ impl ServiceBuilder {
             .io_context(|| format!("spawning {} ({})", self.name, self.program.display()))?;
         tracing::debug!(name = %self.name, pid = child.id(), log = %log_path.display(), "spawned");
         Ok(ServiceProcess {
-            name: self.name,
+            name: self.name.clone(),
             child,
             log_path,
             stop_timeout: self.stop_timeout,
             exit_status: None,
             detached: false,
+            builder: self,
         })
     }
 }
@@ -146,6 +147,8 @@ pub struct ServiceProcess {
     stop_timeout: Duration,
     exit_status: Option<ExitStatus>,
     detached: bool,
+    /// How it was started, to start it again.
+    builder: ServiceBuilder,
 }
 
 impl ServiceProcess {
@@ -248,6 +251,22 @@ impl ServiceProcess {
             .io_context(|| format!("waiting for {} to exit", self.name))?;
         self.exit_status = Some(status);
         Ok(status)
+    }
+
+    /// Starts the process again as it was first started, once it has
+    /// exited (after [`stop`](Self::stop) or [`kill`](Self::kill), or a
+    /// crash); its log goes on in the same file.
+    pub fn respawn(&mut self) -> Result<()> {
+        if self.try_status()?.is_none() {
+            return Err(DevError::Invalid(format!(
+                "{} still runs; stop it before starting it again",
+                self.name
+            )));
+        }
+        let next = self.builder.clone().spawn()?;
+        // The exited child has nothing left to stop.
+        std::mem::replace(self, next).detached = true;
+        Ok(())
     }
 
     /// Leaves the process running when this handle is dropped; returns its pid.

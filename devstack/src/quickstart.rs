@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::demo::cpu_seconds;
 use crate::dev::up;
 use crate::error::{DevError, IoContext, Result};
 use crate::platform::{Platform, PlatformOptions, StackEndpoints};
@@ -135,6 +136,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         pids: Vec::new(),
     };
     let host = platform.host_id.clone();
+    let demo_pid = demo.pid();
     let mut pids = platform.detach();
     pids.push(demo.detach());
     let services = ServicesRecord { pids, ..services };
@@ -153,11 +155,20 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         }))
         .await?;
     let timeout = Duration::from_secs(options.duration_secs + 90);
+    // The demo's CPU time while the profile runs says how many samples one
+    // agent takes: CPU seconds × frequency.
+    let mut cpu_at_start = None;
     let profile = client
         .wait_finished(&id, timeout, |status| {
+            if status == "running" {
+                cpu_at_start = cpu_seconds(demo_pid);
+            }
             println!("    profile {id}: {status}")
         })
         .await?;
+    let demo_cpu = cpu_at_start
+        .zip(cpu_seconds(demo_pid))
+        .map(|(start, end)| end - start);
     if profile["status"] != "finished" {
         return Err(DevError::Invalid(format!(
             "profile ended {}: {}; logs are in {}",
@@ -170,6 +181,13 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     // the profile finished; wait until the counts settle.
     let top = settled_top(&client, &id).await?;
     print_top(&top, profile["event"].as_str().unwrap_or("samples"));
+    if let Some(cpu) = demo_cpu {
+        println!(
+            "  (the demo used {cpu:.1} s of CPU meanwhile: one agent at {} Hz takes about {:.0} samples)",
+            options.frequency_hz,
+            cpu * f64::from(options.frequency_hz)
+        );
+    }
 
     let svg_path = state_dir.join(format!("flamegraph-{id}.svg"));
     let svg = client.flamegraph(&id, "svg").await?;

@@ -9,7 +9,7 @@ use sqlx::PgPool;
 use tempfile::TempDir;
 
 use crate::error::{DevError, IoContext, Result};
-use crate::kafka::{create_topics, spawn_tansu, wait_broker_ready, Topics};
+use crate::kafka::{create_topics, spawn_tansu, wait_broker_ready, BrokerStorage, Topics};
 use crate::ports::pick_free_ports;
 use crate::postgres::{check_traversable, PostgresCluster};
 use crate::process::{ServiceBuilder, ServiceProcess};
@@ -40,6 +40,9 @@ pub struct StackOptions {
     pub migrate: bool,
     /// Per readiness wait (broker, postgres).
     pub startup_timeout: Duration,
+    /// Keep the broker's records in `<state dir>/kafka` (SQLite), so a
+    /// broker restart loses nothing it acknowledged; off, in memory.
+    pub durable_broker: bool,
 }
 
 impl StackOptions {
@@ -53,6 +56,7 @@ impl StackOptions {
             database: "odp".to_owned(),
             migrate: true,
             startup_timeout: Duration::from_secs(60),
+            durable_broker: true,
         }
     }
 
@@ -84,6 +88,9 @@ impl StackOptions {
 pub struct Stack {
     state_dir: PathBuf,
     broker: Option<ServiceProcess>,
+    broker_storage: BrokerStorage,
+    detached_processes: bool,
+    startup_timeout: Duration,
     kafka_port: u16,
     kafka_bootstrap: String,
     postgres: PostgresCluster,
@@ -108,7 +115,15 @@ impl Stack {
         if postgres.run_as.is_some() {
             check_traversable(&postgres.root)?;
         }
+        let broker_storage = if options.durable_broker {
+            BrokerStorage::Durable(state_dir.join("kafka"))
+        } else {
+            BrokerStorage::Memory
+        };
         let mut stack = Stack {
+            broker_storage,
+            detached_processes: options.detached_processes,
+            startup_timeout: options.startup_timeout,
             kafka_bootstrap: format!("127.0.0.1:{kafka_port}"),
             kafka_port,
             database_url: postgres.database_url(&options.database),
@@ -124,6 +139,7 @@ impl Stack {
         stack.broker = Some(spawn_tansu(
             &tansu,
             kafka_port,
+            &stack.broker_storage,
             &stack.log_dir(),
             options.detached_processes,
         )?);
@@ -187,6 +203,45 @@ impl Stack {
 
     pub fn postgres(&self) -> &PostgresCluster {
         &self.postgres
+    }
+
+    /// Freezes the broker (SIGSTOP) as a hung server would be: it keeps
+    /// its connections and answers nothing until [`Self::thaw_broker`].
+    pub fn freeze_broker(&self) -> bool {
+        self.broker
+            .as_ref()
+            .is_some_and(|broker| crate::sys::send_signal(broker.pid(), crate::sys::Signal::Stop))
+    }
+
+    pub fn thaw_broker(&self) -> bool {
+        self.broker
+            .as_ref()
+            .is_some_and(|broker| crate::sys::send_signal(broker.pid(), crate::sys::Signal::Cont))
+    }
+
+    /// Stops the broker (SIGTERM) and starts it again on the same port and
+    /// storage; returns once it answers. With a durable broker nothing it
+    /// acknowledged is lost.
+    pub async fn restart_broker(&mut self) -> Result<()> {
+        if let Some(mut broker) = self.broker.take() {
+            broker.stop()?;
+        }
+        let mut broker = spawn_tansu(
+            &tansu_binary()?,
+            self.kafka_port,
+            &self.broker_storage,
+            &self.log_dir(),
+            self.detached_processes,
+        )?;
+        let ready = wait_broker_ready(
+            &self.kafka_bootstrap,
+            self.kafka_port,
+            &mut broker,
+            self.startup_timeout,
+        )
+        .await;
+        self.broker = Some(broker);
+        ready
     }
 
     /// `ODP_KAFKA_BOOTSTRAP=...` and `ODP_DATABASE_URL=...`.

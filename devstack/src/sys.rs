@@ -8,6 +8,9 @@
 pub(crate) enum Signal {
     Term,
     Kill,
+    /// Freezes the process (fault tests: a hung broker).
+    Stop,
+    Cont,
 }
 
 /// Sends `signal` to `pid`; returns false when the process does not exist
@@ -23,6 +26,8 @@ pub(crate) fn send_signal(pid: u32, signal: Signal) -> bool {
     let signal = match signal {
         Signal::Term => libc::SIGTERM,
         Signal::Kill => libc::SIGKILL,
+        Signal::Stop => libc::SIGSTOP,
+        Signal::Cont => libc::SIGCONT,
     };
     #[allow(unsafe_code)]
     // SAFETY: kill(2) takes two integers and reads no memory of ours.

@@ -58,6 +58,35 @@ pub(crate) fn decode(messages: Vec<RawMessage>, stacks_topic: &str, events_topic
     out
 }
 
+/// Moves the snapshots storage refused as another agent's (see
+/// `odp_store::ForeignSnapshot`) to the rejected, with the reason, so they
+/// go to the dead-letter topic.
+pub(crate) fn reject_foreign(decoded: &mut Decoded, foreign: &[odp_store::ForeignSnapshot]) {
+    if foreign.is_empty() {
+        return;
+    }
+    let snapshots = std::mem::take(&mut decoded.snapshots);
+    for (message, snapshot) in snapshots {
+        let key = (
+            snapshot.agent_id.as_str(),
+            snapshot.profile_id,
+            snapshot.sequence,
+        );
+        // Every copy of a refused snapshot (a redelivery in the same batch)
+        // is refused.
+        match foreign
+            .iter()
+            .find(|f| (f.agent_id.as_str(), f.profile_id, f.sequence) == key)
+        {
+            Some(refused) => decoded.rejected.push(Rejected {
+                message,
+                reason: refused.reason(),
+            }),
+            None => decoded.snapshots.push((message, snapshot)),
+        }
+    }
+}
+
 /// A batch taken off the queue and decoded: what processing stores and
 /// then commits.
 #[derive(Debug)]
@@ -198,6 +227,47 @@ mod tests {
                 finished: vec![]
             }
         );
+    }
+
+    #[test]
+    fn snapshots_of_another_agents_profile_are_rejected_with_the_reason() {
+        let snapshot = |agent: &str| {
+            let mut b = SnapshotBuilder::new();
+            b.add(&[Frame::function("main")], 1, 3);
+            b.build(SnapshotHeader {
+                profile_id: uuid::Uuid::nil(),
+                host: "h".into(),
+                agent_id: agent.into(),
+                sequence: 0,
+                window_start_ms: 0,
+                window_end_ms: 1,
+                event: EventKind::CpuClock,
+                period: 1,
+                frequency_hz: 1,
+            })
+            .encode()
+        };
+        let mut decoded = decode(
+            vec![
+                raw("s", 0, snapshot("owner")),
+                raw("s", 1, snapshot("intruder")),
+                raw("s", 2, snapshot("intruder")),
+            ],
+            "s",
+            "e",
+        );
+        let refused = odp_store::ForeignSnapshot {
+            agent_id: "intruder".into(),
+            profile_id: uuid::Uuid::nil(),
+            sequence: 0,
+            owner: "owner".into(),
+        };
+        reject_foreign(&mut decoded, std::slice::from_ref(&refused));
+        assert_eq!(decoded.snapshots.len(), 1);
+        assert_eq!(decoded.snapshots[0].1.agent_id, "owner");
+        let offsets: Vec<i64> = decoded.rejected.iter().map(|r| r.message.offset).collect();
+        assert_eq!(offsets, [1, 2]);
+        assert_eq!(decoded.rejected[0].reason, refused.reason());
     }
 
     #[test]

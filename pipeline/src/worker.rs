@@ -245,23 +245,34 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
     drop(snapshots);
     let stored_at = started.elapsed();
     match stored {
-        Ok(outcome) => tracing::info!(
-            stored = outcome.stored,
-            duplicates = outcome.duplicates,
-            samples = outcome.samples,
-            known_skipped = outcome.known_skipped,
-            "snapshots stored"
-        ),
+        Ok(outcome) => {
+            tracing::info!(
+                stored = outcome.stored,
+                duplicates = outcome.duplicates,
+                samples = outcome.samples,
+                known_skipped = outcome.known_skipped,
+                foreign = outcome.foreign.len(),
+                "snapshots stored"
+            );
+            batch::reject_foreign(&mut decoded, &outcome.foreign);
+        }
         Err(e) => {
             // Something in the batch is unstorable: store one at a time so
             // only the culprits go to the dead-letter topic.
             tracing::warn!(error = %e, "batch refused, storing snapshots one by one");
             for (message, snapshot) in std::mem::take(&mut decoded.snapshots) {
-                if let Err(e) = store(sinks, &[&snapshot]).await {
-                    decoded.rejected.push(Rejected {
+                match store(sinks, &[&snapshot]).await {
+                    Ok(outcome) => match outcome.foreign.first() {
+                        Some(refused) => decoded.rejected.push(Rejected {
+                            message,
+                            reason: refused.reason(),
+                        }),
+                        None => decoded.snapshots.push((message, snapshot)),
+                    },
+                    Err(e) => decoded.rejected.push(Rejected {
                         message,
                         reason: format!("unstorable snapshot: {e}"),
-                    });
+                    }),
                 }
             }
         }

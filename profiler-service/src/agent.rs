@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
 use odp_core::event::AgentEventKind;
+use odp_core::liveness::AgentClaim;
 use odp_core::{EventKind, Language};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -21,7 +22,9 @@ use crate::commands::{self, AgentState, Decision, Intake, Received, Rejection, V
 use crate::config::Config;
 use crate::cost::CostSettings;
 use crate::error::{Error, Result};
+use crate::host_lock::HostLock;
 use crate::metrics::AgentMetrics;
+use crate::peers::PeerWatch;
 use crate::plugin::Plugins;
 use crate::profile::{self, Outcome, StopHandle};
 use crate::publish::{Origin, Publisher};
@@ -76,6 +79,11 @@ pub async fn run_until(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     config.validate()?;
+    // Before anything is published or read: a second agent of this host
+    // must not even heartbeat.
+    let lock = HostLock::acquire(&config.lock_dir, &config.host_id)?;
+    info!(lock = %lock.path().display(), "this agent serves the host on this machine");
+    let started_at_ms = unix_ms();
     let mut registry = odp_metrics::Registry::default();
     let metrics = AgentMetrics::register(&mut registry);
     if let Some(listen) = config.metrics_listen {
@@ -89,15 +97,30 @@ pub async fn run_until(
         CommandVerifier::from_public_pem(&config.command_public_key_pem, &config.host_id)
             .map_err(Error::PublicKey)?;
     info!(host = %config.host_id, agent_id = %config.agent_id, plugins = ?plugins.names(), "agent starting");
+    tokio::pin!(shutdown);
+
+    let me = AgentClaim {
+        agent_id: config.agent_id.clone(),
+        machine_id: Some(config.machine_id.clone()),
+        started_at_ms,
+    };
+    let peers = tokio::select! {
+        peers = watch_peers(&config, me) => peers?,
+        () = &mut shutdown => return Ok(()),
+    };
 
     // Before any profile runs, so an earlier run's spool goes out first.
     let resender = publisher.spawn_resender();
     let (heartbeat, running_rx) = watch::channel(Vec::new());
     let beats = tokio::spawn(heartbeats(
         publisher.clone(),
-        config.heartbeat,
+        Beat {
+            every: config.heartbeat,
+            plugins: plugins.names(),
+            machine_id: config.machine_id.clone(),
+            started_at_ms,
+        },
         running_rx,
-        plugins.names(),
     ));
     let mut agent = Agent {
         config,
@@ -112,14 +135,27 @@ pub async fn run_until(
         heartbeat,
         metrics,
     };
-    tokio::pin!(shutdown);
 
     let connected = tokio::select! {
         intake = Intake::connect(&agent.config) => Some(intake),
         () = &mut shutdown => None,
     };
+    let mut outcome = Ok(());
     match connected {
-        Some(Ok(intake)) => agent.serve(&intake, &mut shutdown).await,
+        Some(Ok(intake)) => {
+            let host = agent.config.host_id.clone();
+            let peer_yield = peers.wait_for_yield();
+            tokio::pin!(peer_yield);
+            tokio::select! {
+                () = agent.serve(&intake, &mut shutdown) => {}
+                found = &mut peer_yield => {
+                    error!(%found, "another agent keeps this host; stopping every profile and exiting");
+                    outcome = Err(Error::HostTaken(format!(
+                        "{found}; this agent yields the host {host}"
+                    )));
+                }
+            }
+        }
         Some(Err(e)) => {
             beats.abort();
             if let Some(resender) = &resender {
@@ -141,7 +177,30 @@ pub async fn run_until(
     // tasks; what may be left is a heartbeat, not worth a long wait.
     agent.publisher.flush(Duration::from_secs(2)).await;
     info!("agent stopped");
-    Ok(())
+    drop(lock);
+    outcome
+}
+
+/// Connects the watch of this host's heartbeats (retrying while the events
+/// topic is missing) and refuses to go on when a live agent on another
+/// machine already serves the host.
+async fn watch_peers(config: &Config, me: AgentClaim) -> Result<PeerWatch> {
+    let mut peers = loop {
+        match PeerWatch::connect(config, me.clone()).await {
+            Ok(peers) => break peers,
+            Err(e) => {
+                warn!(error = %e, "events topic not ready, retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    };
+    match peers.check_at_start().await {
+        Some(found) => Err(Error::HostTaken(format!(
+            "{found}; not starting a second agent for host {}",
+            config.host_id
+        ))),
+        None => Ok(peers),
+    }
 }
 
 impl Agent {
@@ -374,13 +433,16 @@ impl Agent {
     }
 }
 
-async fn heartbeats(
-    publisher: Publisher,
+/// What every heartbeat says besides the running profiles.
+struct Beat {
     every: Duration,
-    running: watch::Receiver<Vec<Uuid>>,
     plugins: Vec<String>,
-) {
-    let mut tick = tokio::time::interval(every);
+    machine_id: String,
+    started_at_ms: i64,
+}
+
+async fn heartbeats(publisher: Publisher, beat: Beat, running: watch::Receiver<Vec<Uuid>>) {
+    let mut tick = tokio::time::interval(beat.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -389,7 +451,9 @@ async fn heartbeats(
             .event_or_warn(AgentEventKind::Heartbeat {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 running_profiles,
-                plugins: plugins.clone(),
+                plugins: beat.plugins.clone(),
+                machine_id: Some(beat.machine_id.clone()),
+                started_at_ms: Some(beat.started_at_ms),
             })
             .await;
     }

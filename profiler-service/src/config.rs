@@ -126,6 +126,20 @@ pub struct Args {
     /// dropped (and counted). 0 turns the spool off.
     #[arg(long, env = "ODP_SPOOL_MAX_BYTES", default_value_t = 256 << 20)]
     pub spool_max_bytes: u64,
+    /// Directory of the per-host lock file that keeps a second agent of a
+    /// host id from running on this machine (default: `/run/odp` as root,
+    /// else `odp-run-$USER` in the temporary directory).
+    #[arg(long, env = "ODP_LOCK_DIR")]
+    pub lock_dir: Option<PathBuf>,
+    /// This machine's id, which tells agents of one host id on different
+    /// machines apart (default: `/etc/machine-id`, else the hostname).
+    #[arg(long, env = "ODP_MACHINE_ID")]
+    pub machine_id: Option<String>,
+    /// An agent of this host id on another machine counts as live while
+    /// its last heartbeat is this recent; the later-started of two live
+    /// agents exits.
+    #[arg(long, env = "ODP_PEER_LIVE_SECS", default_value_t = 30)]
+    pub peer_live_secs: u64,
 }
 
 impl Args {
@@ -186,6 +200,11 @@ pub struct Config {
     /// The external tools of the language plugins.
     pub plugins: PluginSettings,
     pub spool: SpoolSettings,
+    /// Where the per-host lock file lives ([`crate::host_lock`]).
+    pub lock_dir: PathBuf,
+    pub machine_id: String,
+    /// How recent a peer's heartbeat must be to make this agent yield.
+    pub peer_live: Duration,
 }
 
 impl Args {
@@ -240,6 +259,14 @@ impl Args {
                 dir: spool_dir,
                 max_bytes: self.spool_max_bytes,
             },
+            lock_dir: self
+                .lock_dir
+                .unwrap_or_else(crate::host_lock::default_lock_dir),
+            machine_id: match self.machine_id {
+                Some(id) => id,
+                None => machine_id()?,
+            },
+            peer_live: Duration::from_secs(self.peer_live_secs),
         };
         config.validate()?;
         Ok(config)
@@ -288,6 +315,20 @@ impl Config {
 }
 
 /// The machine's hostname, the default host id.
+/// `/etc/machine-id` (systemd's, stable across reboots), else the
+/// hostname.
+fn machine_id() -> Result<String> {
+    for path in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
+        if let Ok(id) = fs::read_to_string(path) {
+            let id = id.trim();
+            if !id.is_empty() {
+                return Ok(id.to_owned());
+            }
+        }
+    }
+    hostname()
+}
+
 fn hostname() -> Result<String> {
     for path in ["/proc/sys/kernel/hostname", "/etc/hostname"] {
         if let Ok(name) = fs::read_to_string(path) {

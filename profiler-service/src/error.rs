@@ -24,6 +24,36 @@ pub enum Error {
     Task(String),
     #[error("cannot start profile thread: {0}")]
     Thread(#[source] io::Error),
+    /// Another agent serves this host id; the process exits with
+    /// [`crate::host_lock::EXIT_HOST_TAKEN`].
+    #[error("{0}")]
+    HostTaken(String),
+    #[error(transparent)]
+    HostLock(crate::host_lock::HostLockError),
+}
+
+impl From<crate::host_lock::HostLockError> for Error {
+    fn from(error: crate::host_lock::HostLockError) -> Self {
+        match error {
+            held @ crate::host_lock::HostLockError::Held { .. } => {
+                Error::HostTaken(held.to_string())
+            }
+            other => Error::HostLock(other),
+        }
+    }
+}
+
+impl Error {
+    /// The process exit code for this error: [`EXIT_HOST_TAKEN`] when
+    /// another agent serves the host, 1 otherwise.
+    ///
+    /// [`EXIT_HOST_TAKEN`]: crate::host_lock::EXIT_HOST_TAKEN
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::HostTaken(_) => crate::host_lock::EXIT_HOST_TAKEN,
+            _ => 1,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -11,6 +11,8 @@
 //! - [`config`]: flags and the validated [`Config`];
 //! - [`commands`]: intake from Kafka, verification and the decision taken;
 //! - [`agent`]: the main loop tying commands, profiles and heartbeats;
+//! - [`host_lock`] and [`peers`]: one agent per host id, on this machine
+//!   by a lock file, across machines by the host's heartbeats;
 //! - [`profile`] and [`runner`]: one profile, async publishing side and
 //!   blocking sampling side;
 //! - [`cost`]: cost control per profile: FSP thread pruning, FDA
@@ -27,7 +29,9 @@ pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod error;
+pub mod host_lock;
 pub mod metrics;
+pub mod peers;
 pub mod plugin;
 pub mod profile;
 pub mod publish;

@@ -24,7 +24,7 @@ async fn main() -> ExitCode {
         Err(e) => {
             // The library's messages already include their causes.
             eprintln!("odp-profiler-service: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -112,6 +112,10 @@ impl Publisher {
         let producer: FutureProducer = client
             .set("bootstrap.servers", &config.kafka_bootstrap)
             .set("client.id", format!("odp-agent-{}", config.agent_id))
+            // Events are keyed by host id: with the partitioner the
+            // api-server keys commands with, agents find their host's
+            // heartbeats in one known partition (`crate::peers`).
+            .set("partitioner", "murmur2_random")
             .set("enable.idempotence", "true")
             .create()?;
         let spool = match config.spool.max_bytes {

@@ -53,6 +53,7 @@ pub async fn record_agent_event(pool: &PgPool, event: &AgentEvent) -> Result<()>
             version,
             running_profiles,
             plugins,
+            ..
         } => {
             sqlx::query(
                 "insert into agents (host, agent_id, version, plugins, running_profiles, last_seen)

@@ -47,7 +47,9 @@ pub use detections::{
     AlertSubject, Detection, Issue, IssueStack, ProfileIdentity, StackHit,
 };
 pub use imports::import_profile;
-pub use ingest::{store_snapshots, store_snapshots_cached, IngestOutcome, StoredIds};
+pub use ingest::{
+    store_snapshots, store_snapshots_cached, ForeignSnapshot, IngestOutcome, StoredIds,
+};
 pub use profiles::{
     mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
 };

@@ -330,7 +330,9 @@ impl Profiles {
 }
 
 /// See [`Profiles::transition`]; `event` and `agent_id` are recorded when
-/// the agent reports them (profile started).
+/// the agent reports them (profile started). A profile belongs to the
+/// first agent that acknowledged it: another agent's event never moves it
+/// nor takes it over (see `ingest::ownership`).
 pub(crate) async fn transition<'e, E>(
     executor: E,
     id: Uuid,
@@ -347,11 +349,12 @@ where
              status = $2,
              status_reason = coalesce($3, status_reason),
              event = coalesce($4, event),
-             agent_id = coalesce($5, agent_id),
+             agent_id = coalesce(agent_id, $5),
              updated_at = now(),
              started_at = case when $2 = 'running' then now() else started_at end,
              finished_at = case when $6 then now() else finished_at end
-         where id = $1 and status = any($7)",
+         where id = $1 and status = any($7)
+           and ($5::text is null or agent_id is null or agent_id = $5)",
     )
     .bind(id)
     .bind(status.as_str())

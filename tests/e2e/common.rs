@@ -63,9 +63,14 @@ impl Harness {
     /// Builds and starts the demo workload (demo/cpu-split.c) for two
     /// minutes; it is stopped when the returned handle drops.
     pub(crate) fn spawn_demo(&self) -> ServiceProcess {
+        self.spawn_demo_for(120)
+    }
+
+    /// The demo workload for `seconds`.
+    pub(crate) fn spawn_demo_for(&self, seconds: u64) -> ServiceProcess {
         let binary = build_demo(&self.stack.state_dir().join("demo")).expect("build the demo");
         ServiceProcess::builder("demo", &binary)
-            .args(["--seconds", "120"])
+            .args(["--seconds", &seconds.to_string()])
             .log_dir(self.stack.log_dir())
             .spawn()
             .expect("start the demo")

@@ -9,6 +9,7 @@
 //! the headers, two `COPY`s and `COMMIT`.
 
 mod binary_copy;
+mod ownership;
 mod stored_ids;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,7 +26,7 @@ use crate::{Result, StoreError};
 use binary_copy::BinaryCopy;
 pub use stored_ids::StoredIds;
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct IngestOutcome {
     /// Snapshots stored by this call.
     pub stored: usize,
@@ -36,6 +37,29 @@ pub struct IngestOutcome {
     /// Distinct frames and stacks the batch did not send to Postgres
     /// because [`StoredIds`] knew them to be stored.
     pub known_skipped: usize,
+    /// Snapshots of profiles that belong to another agent, not stored.
+    pub foreign: Vec<ForeignSnapshot>,
+}
+
+/// A snapshot refused because its profile belongs to another agent: the
+/// one that first acknowledged it ([`ownership`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignSnapshot {
+    pub agent_id: String,
+    pub profile_id: Uuid,
+    pub sequence: u64,
+    pub owner: String,
+}
+
+impl ForeignSnapshot {
+    /// Why it was refused, for the dead-letter topic.
+    pub fn reason(&self) -> String {
+        format!(
+            "profile {} belongs to agent {}, which acknowledged it first; \
+             snapshot {} from agent {} refused",
+            self.profile_id, self.owner, self.sequence, self.agent_id
+        )
+    }
 }
 
 /// Stores a batch of snapshots in one transaction. Snapshots already stored
@@ -150,6 +174,13 @@ async fn store_once(
 
     let started = std::time::Instant::now();
     let mut tx = pool.begin().await?;
+    let owners = ownership::claim(&mut tx, &snapshots).await?;
+    let (snapshots, foreign) = ownership::split(snapshots, &owners);
+    outcome.foreign = foreign;
+    if snapshots.is_empty() {
+        tx.commit().await?;
+        return Ok(outcome);
+    }
     let mut hash_ms = 0.0;
     let (new_ids, hashed) = overlap(insert_snapshot_headers(&mut tx, &snapshots), || {
         let hashing = std::time::Instant::now();

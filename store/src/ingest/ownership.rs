@@ -1,0 +1,125 @@
+//! A profile has one owner: the agent that first acknowledged it.
+//!
+//! Were two agents to serve one host, both would run every profile of it
+//! and both agents' snapshots would be stored, doubling every count and
+//! narrowing every error bound by √2. Agents keep themselves alone
+//! (a lock file, the host's heartbeats), and storage enforces the result
+//! whatever they do: a profile's `agent_id` is set once, by its
+//! `profile_started` event or its first stored snapshot, whichever the
+//! pipeline sees first, and snapshots of that profile from any other agent
+//! are refused (the pipeline sends them to the dead-letter topic).
+//! Profiles the API never recorded (tests feeding the topic directly)
+//! have no row to own them, and their snapshots are stored as they come.
+
+use std::collections::HashMap;
+
+use odp_core::Snapshot;
+use uuid::Uuid;
+
+use super::ForeignSnapshot;
+use crate::Result;
+
+/// Claims each unowned profile of the batch for the agent of its earliest
+/// window, and returns the owner of every owned profile of the batch.
+pub(super) async fn claim(
+    tx: &mut sqlx::PgConnection,
+    snapshots: &[&Snapshot],
+) -> Result<HashMap<Uuid, String>> {
+    let mut earliest: HashMap<Uuid, (i64, &str)> = HashMap::new();
+    for s in snapshots {
+        let offer = (s.window_start_ms, s.agent_id.as_str());
+        earliest
+            .entry(s.profile_id)
+            .and_modify(|best| *best = (*best).min(offer))
+            .or_insert(offer);
+    }
+    let (profiles, agents): (Vec<Uuid>, Vec<&str>) = earliest
+        .into_iter()
+        .map(|(profile, (_, agent))| (profile, agent))
+        .unzip();
+    // The outer select sees the rows as they were before the update, so a
+    // profile claimed here reads its owner from `claimed`.
+    let owners: Vec<(Uuid, String)> = sqlx::query_as(
+        "with offered as (
+             select * from unnest($1::uuid[], $2::text[]) as o(profile_id, agent_id)
+         ), claimed as (
+             update profiles p set agent_id = o.agent_id
+             from offered o
+             where p.id = o.profile_id and p.agent_id is null
+             returning p.id, p.agent_id
+         )
+         select p.id, coalesce(c.agent_id, p.agent_id)
+         from profiles p left join claimed c on c.id = p.id
+         where p.id = any($1) and coalesce(c.agent_id, p.agent_id) is not null",
+    )
+    .bind(&profiles)
+    .bind(&agents)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(owners.into_iter().collect())
+}
+
+/// The snapshots their profiles' owners sent (or of unowned profiles), and
+/// the refused rest.
+pub(super) fn split<'a>(
+    snapshots: Vec<&'a Snapshot>,
+    owners: &HashMap<Uuid, String>,
+) -> (Vec<&'a Snapshot>, Vec<ForeignSnapshot>) {
+    let mut kept = Vec::with_capacity(snapshots.len());
+    let mut foreign = Vec::new();
+    for s in snapshots {
+        match owners.get(&s.profile_id) {
+            Some(owner) if *owner != s.agent_id => foreign.push(ForeignSnapshot {
+                agent_id: s.agent_id.clone(),
+                profile_id: s.profile_id,
+                sequence: s.sequence,
+                owner: owner.clone(),
+            }),
+            _ => kept.push(s),
+        }
+    }
+    (kept, foreign)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+    use odp_core::{EventKind, Frame};
+
+    fn snapshot(profile: Uuid, agent: &str, sequence: u64) -> Snapshot {
+        let mut b = SnapshotBuilder::new();
+        b.add(&[Frame::function("main")], 1, 1);
+        b.build(SnapshotHeader {
+            profile_id: profile,
+            host: "h".into(),
+            agent_id: agent.into(),
+            sequence,
+            window_start_ms: 0,
+            window_end_ms: 1,
+            event: EventKind::CpuClock,
+            period: 1,
+            frequency_hz: 1,
+        })
+    }
+
+    #[test]
+    fn only_the_owners_snapshots_and_unowned_profiles_are_kept() {
+        let (owned, unowned) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let batch = [
+            snapshot(owned, "a", 0),
+            snapshot(owned, "b", 0),
+            snapshot(unowned, "b", 0),
+        ];
+        let owners = HashMap::from([(owned, "a".to_owned())]);
+        let (kept, foreign) = split(batch.iter().collect(), &owners);
+        let kept: Vec<(&str, Uuid)> = kept
+            .iter()
+            .map(|s| (s.agent_id.as_str(), s.profile_id))
+            .collect();
+        assert_eq!(kept, [("a", owned), ("b", unowned)]);
+        assert_eq!(foreign.len(), 1);
+        assert_eq!(foreign[0].owner, "a");
+        assert!(foreign[0].reason().contains("belongs to agent a"));
+    }
+}

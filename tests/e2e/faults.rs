@@ -1,0 +1,178 @@
+//! A profile of a few minutes on the real stack while, in turn, the
+//! pipeline is SIGKILLed and restarted (twice), the broker is frozen for
+//! 30 s, the broker is restarted, and Postgres is stopped for 30 s.
+//! Afterwards the samples stored for the profile equal, exactly, those the
+//! agent reports the broker acknowledged; no window is stored twice or
+//! missing; the profile ends `finished`; and after every fault ingestion
+//! resumed within the consumer session timeout plus 10 s.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::common::{self, Harness};
+
+/// The pipeline's consumer session timeout plus 10 s: the bound on how
+/// long ingestion may stall after any of these faults.
+const RECOVERY_BOUND: Duration = Duration::from_secs(30 + 10);
+const PROFILE_SECS: u64 = 300;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
+    let mut h = common::start("faults", 1).await;
+    let demo = h.spawn_demo_for(PROFILE_SECS + 120);
+    let client = h.platform.client();
+    let request = json!({"host": h.platform.host_id, "pid": demo.pid(),
+                         "duration_secs": PROFILE_SECS, "frequency_hz": 49});
+    let id = client.start_profile(&request).await.unwrap();
+    client
+        .wait_for_status(&id, "running", Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
+    let started = Instant::now();
+    let pool = h.pool().await;
+    let mut recoveries: Vec<(&str, Duration)> = Vec::new();
+
+    for round in ["pipeline SIGKILL 1", "pipeline SIGKILL 2"] {
+        wait_stored_after(&h, &pool, &id, Duration::from_secs(5)).await;
+        h.platform.pipeline.kill().unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        h.platform.pipeline.respawn().unwrap();
+        recoveries.push((round, recovery(&h, &pool, &id).await));
+    }
+
+    assert!(h.stack.freeze_broker(), "SIGSTOP the broker");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(h.stack.thaw_broker(), "SIGCONT the broker");
+    recoveries.push(("broker frozen 30 s", recovery(&h, &pool, &id).await));
+
+    h.stack.restart_broker().await.unwrap();
+    recoveries.push(("broker restarted", recovery(&h, &pool, &id).await));
+
+    h.stack.postgres().stop().unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    h.stack.postgres().start(false, false).await.unwrap();
+    let pool = h.pool().await;
+    recoveries.push(("postgres stopped 30 s", recovery(&h, &pool, &id).await));
+
+    for (fault, took) in &recoveries {
+        println!("recovery after {fault}: {:.1} s", took.as_secs_f64());
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(PROFILE_SECS - 10),
+        "the faults took {:?}, longer than the profile",
+        started.elapsed()
+    );
+
+    let ended = client
+        .wait_finished(&id, Duration::from_secs(PROFILE_SECS + 120), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        ended["status"],
+        "finished",
+        "{ended}\n{}",
+        h.platform.logs()
+    );
+    let acknowledged = acknowledged_by_agent(&h, &pool, &id).await;
+    let stored = stored_when_settled(&pool, &id, acknowledged.0.clone()).await;
+    assert_eq!(
+        stored,
+        acknowledged,
+        "(agent, snapshots, samples) stored vs acknowledged\n{}",
+        h.platform.logs()
+    );
+    let (agents, windows, distinct, max_sequence): (i64, i64, i64, i64) = sqlx::query_as(
+        "select count(distinct agent_id), count(*), count(distinct (agent_id, sequence)),
+                max(sequence)
+         from snapshots where profile_id = $1::uuid",
+    )
+    .bind(&id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(agents, 1, "windows from {agents} agents");
+    assert_eq!(windows, distinct, "a window stored twice");
+    assert_eq!(max_sequence + 1, windows, "a window missing");
+    for (fault, took) in &recoveries {
+        assert!(
+            *took <= RECOVERY_BOUND,
+            "ingestion resumed {took:?} after {fault}, over {RECOVERY_BOUND:?}"
+        );
+    }
+}
+
+/// How long after now until a window that ended after now is stored.
+async fn recovery(h: &Harness, pool: &PgPool, id: &str) -> Duration {
+    let from = Instant::now();
+    wait_stored_after(h, pool, id, Duration::from_secs(180)).await;
+    from.elapsed()
+}
+
+/// Waits until a window ending after the call is stored for `id`.
+async fn wait_stored_after(h: &Harness, pool: &PgPool, id: &str, timeout: Duration) {
+    let since = chrono::Utc::now();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let stored: Result<(bool,), _> = sqlx::query_as(
+            "select exists (select 1 from snapshots
+                            where profile_id = $1::uuid and window_end > $2)",
+        )
+        .bind(id)
+        .bind(since)
+        .fetch_one(pool)
+        .await;
+        if matches!(stored, Ok((true,))) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing stored for {timeout:?}\n{}",
+            h.platform.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// (agent, snapshots, samples) the agent's `profile_finished` reports the
+/// broker acknowledged.
+async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: &str) -> (String, i64, i64) {
+    let rows: Vec<(String, Value)> = sqlx::query_as(
+        "select agent_id, body from profile_events
+         where profile_id = $1::uuid and kind = 'profile_finished'",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1, "one profile_finished\n{}", h.platform.logs());
+    let (agent, body) = &rows[0];
+    (
+        agent.clone(),
+        body["snapshots"].as_i64().unwrap(),
+        body["samples"].as_i64().unwrap(),
+    )
+}
+
+/// (agent, snapshots, samples) stored, once the last windows arrived.
+async fn stored_when_settled(pool: &PgPool, id: &str, agent: String) -> (String, i64, i64) {
+    let mut last = (0, 0);
+    for _ in 0..60 {
+        let counts: (i64, i64) = sqlx::query_as(
+            "select count(*), coalesce(sum(samples), 0)::bigint
+             from snapshots where profile_id = $1::uuid and agent_id = $2",
+        )
+        .bind(id)
+        .bind(&agent)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if counts == last && counts.0 > 0 {
+            break;
+        }
+        last = counts;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    (agent, last.0, last.1)
+}
