@@ -60,9 +60,15 @@ if ! schemathesis --version 2>/dev/null | grep -qx "schemathesis, version $SCHEM
 fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
-if ! command -v tansu >/dev/null 2>&1; then
+# The local broker keeps its records in SQLite (the libsql feature), so a
+# broker restart loses nothing it acknowledged; a tansu built before that
+# (without the marker) is rebuilt once.
+TANSU_FEATURES=dynostore,libsql
+TANSU_MARKER="$HOME/.cargo/.odp-tansu-0.6.0-${TANSU_FEATURES/,/-}"
+if ! command -v tansu >/dev/null 2>&1 || [ ! -e "$TANSU_MARKER" ]; then
   log "installing the Tansu broker (cargo install, about 15-30 minutes on 2 cores, once per machine)"
-  cargo install tansu --version 0.6.0 --locked --features dynostore
+  cargo install tansu --version 0.6.0 --locked --force --features "$TANSU_FEATURES"
+  touch "$TANSU_MARKER"
 fi
 
 # The agent's python plugin runs py-spy (a static binary from PyPI).

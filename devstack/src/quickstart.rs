@@ -4,7 +4,7 @@
 //! top functions and where the flame graph is.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -155,20 +155,20 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         }))
         .await?;
     let timeout = Duration::from_secs(options.duration_secs + 90);
-    // The demo's CPU time while the profile runs says how many samples one
-    // agent takes: CPU seconds × frequency.
+    // The demo's share of a CPU while the profile runs says how many
+    // samples one agent takes: duration × frequency × share.
     let mut cpu_at_start = None;
     let profile = client
         .wait_finished(&id, timeout, |status| {
             if status == "running" {
-                cpu_at_start = cpu_seconds(demo_pid);
+                cpu_at_start = cpu_seconds(demo_pid).map(|cpu| (cpu, Instant::now()));
             }
             println!("    profile {id}: {status}")
         })
         .await?;
-    let demo_cpu = cpu_at_start
+    let demo_share = cpu_at_start
         .zip(cpu_seconds(demo_pid))
-        .map(|(start, end)| end - start);
+        .map(|((start, at), end)| (end - start) / at.elapsed().as_secs_f64());
     if profile["status"] != "finished" {
         return Err(DevError::Invalid(format!(
             "profile ended {}: {}; logs are in {}",
@@ -181,11 +181,13 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     // the profile finished; wait until the counts settle.
     let top = settled_top(&client, &id).await?;
     print_top(&top, profile["event"].as_str().unwrap_or("samples"));
-    if let Some(cpu) = demo_cpu {
+    if let Some(share) = demo_share {
         println!(
-            "  (the demo used {cpu:.1} s of CPU meanwhile: one agent at {} Hz takes about {:.0} samples)",
+            "  (the demo kept {:.0}% of a CPU busy: one agent sampling it {} s at {} Hz takes about {:.0})",
+            share * 100.0,
+            options.duration_secs,
             options.frequency_hz,
-            cpu * f64::from(options.frequency_hz)
+            share * options.duration_secs as f64 * f64::from(options.frequency_hz)
         );
     }
 

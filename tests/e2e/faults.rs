@@ -76,7 +76,7 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
         h.platform.logs()
     );
     let acknowledged = acknowledged_by_agent(&h, &pool, &id).await;
-    let stored = stored_when_settled(&pool, &id, acknowledged.0.clone()).await;
+    let stored = stored_when_settled(&pool, &id, acknowledged.0.clone(), acknowledged.1).await;
     assert_eq!(
         stored,
         acknowledged,
@@ -155,11 +155,17 @@ async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: &str) -> (String,
     )
 }
 
-/// (agent, snapshots, samples) stored, once the last windows arrived.
-async fn stored_when_settled(pool: &PgPool, id: &str, agent: String) -> (String, i64, i64) {
-    let mut last = (0, 0);
-    for _ in 0..60 {
-        let counts: (i64, i64) = sqlx::query_as(
+/// (agent, snapshots, samples) stored, once as many windows as `want` are
+/// (or a minute passed).
+async fn stored_when_settled(
+    pool: &PgPool,
+    id: &str,
+    agent: String,
+    want: i64,
+) -> (String, i64, i64) {
+    let mut counts = (0, 0);
+    for _ in 0..120 {
+        counts = sqlx::query_as(
             "select count(*), coalesce(sum(samples), 0)::bigint
              from snapshots where profile_id = $1::uuid and agent_id = $2",
         )
@@ -168,11 +174,10 @@ async fn stored_when_settled(pool: &PgPool, id: &str, agent: String) -> (String,
         .fetch_one(pool)
         .await
         .unwrap();
-        if counts == last && counts.0 > 0 {
+        if counts.0 >= want {
             break;
         }
-        last = counts;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    (agent, last.0, last.1)
+    (agent, counts.0, counts.1)
 }

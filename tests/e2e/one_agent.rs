@@ -53,23 +53,68 @@ async fn exit_code(agent: &mut ServiceProcess, timeout: Duration) -> i32 {
     }
 }
 
-/// Profiles the demo for `secs` s and returns (samples stored, agents
-/// whose snapshots were stored, the demo's CPU seconds meanwhile).
-async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (i64, i64, f64) {
+/// The demo's CPU time, read every 50 ms while the profile runs, so the
+/// CPU it used over exactly the profile's windows is known.
+struct CpuTimeline {
+    readings: std::sync::Arc<std::sync::Mutex<Vec<(i64, f64)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CpuTimeline {
+    fn start(pid: u32) -> CpuTimeline {
+        let readings = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let task = tokio::spawn({
+            let readings = readings.clone();
+            async move {
+                while let Some(cpu) = cpu_seconds(pid) {
+                    let now = chrono::Utc::now().timestamp_millis();
+                    readings.lock().unwrap().push((now, cpu));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        });
+        CpuTimeline { readings, task }
+    }
+
+    /// CPU seconds used between two unix-ms instants (linear between
+    /// readings).
+    fn between(&self, from_ms: i64, to_ms: i64) -> f64 {
+        let readings = self.readings.lock().unwrap();
+        let at = |t: i64| {
+            let after = readings
+                .partition_point(|&(ms, _)| ms < t)
+                .min(readings.len() - 1);
+            let before = after.saturating_sub(1);
+            let ((t0, c0), (t1, c1)) = (readings[before], readings[after]);
+            if t1 == t0 {
+                c1
+            } else {
+                c0 + (c1 - c0) * ((t - t0) as f64 / (t1 - t0) as f64).clamp(0.0, 1.0)
+            }
+        };
+        at(to_ms) - at(from_ms)
+    }
+}
+
+impl Drop for CpuTimeline {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Profiles the demo for `secs` s; returns (CPU seconds the stored samples
+/// stand for, agents whose snapshots were stored, the demo's CPU seconds
+/// over the profile's windows).
+async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (f64, i64, f64) {
     let client = h.platform.client();
+    let timeline = CpuTimeline::start(demo.pid());
     let request = json!({"host": h.platform.host_id, "pid": demo.pid(),
                          "duration_secs": secs, "frequency_hz": HZ});
     let id = client.start_profile(&request).await.unwrap();
-    client
-        .wait_for_status(&id, "running", Duration::from_secs(60))
+    let ended = client
+        .wait_finished(&id, Duration::from_secs(secs + 90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    let cpu_before = cpu_seconds(demo.pid()).unwrap();
-    let ended = client
-        .wait_finished(&id, Duration::from_secs(secs + 60), |_| {})
-        .await
-        .unwrap();
-    let cpu = cpu_seconds(demo.pid()).unwrap() - cpu_before;
     assert_eq!(
         ended["status"],
         "finished",
@@ -77,34 +122,40 @@ async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (i64, i6
         h.platform.logs()
     );
     let pool = h.pool().await;
-    // The last window lands a moment after the profile ends.
-    let mut last = (-1, 0);
-    for _ in 0..40 {
-        let counts: (i64, i64) = sqlx::query_as(
-            "select coalesce(sum(samples), 0)::bigint, count(distinct agent_id)
-             from snapshots where profile_id = $1::uuid",
-        )
-        .bind(&id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-        if counts == last && counts.0 > 0 {
-            break;
-        }
-        last = counts;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    (last.0, last.1, cpu)
+    // Every window the agent's broker acknowledged, stored.
+    let (acknowledged,): (i64,) = sqlx::query_as(
+        "select (body->>'snapshots')::bigint from profile_events
+         where profile_id = $1::uuid and kind = 'profile_finished'",
+    )
+    .bind(&id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let stored = "select count(*) from snapshots where profile_id = $1::uuid";
+    h.wait_count(&pool, stored, &id, acknowledged, Duration::from_secs(60))
+        .await;
+    let (sampled_secs, agents, from_ms, to_ms): (f64, i64, i64, i64) = sqlx::query_as(
+        "select sum(samples::float8 * period::float8) / 1e9, count(distinct agent_id),
+                (extract(epoch from min(window_start)) * 1000)::bigint,
+                (extract(epoch from max(window_end)) * 1000)::bigint
+         from snapshots where profile_id = $1::uuid",
+    )
+    .bind(&id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    (sampled_secs, agents, timeline.between(from_ms, to_ms))
 }
 
-/// The samples one agent takes of a single busy thread: its CPU time ×
-/// the rate, within 15% (windows cut at the profile's edges, scheduling).
-fn assert_one_agents_worth(samples: i64, agents: i64, cpu_secs: f64) {
-    let expected = cpu_secs * HZ as f64;
+/// What one agent records of a single busy thread: samples × their period
+/// (the agent may lower the rate to keep within its overhead budget) is
+/// the thread's CPU time over the profile's windows, within 10%. Two
+/// agents would record twice that.
+fn assert_one_agents_worth(sampled_secs: f64, agents: i64, cpu_secs: f64) {
     assert_eq!(agents, 1, "snapshots from {agents} agents");
     assert!(
-        (samples as f64) > 0.85 * expected && (samples as f64) < 1.15 * expected,
-        "{samples} samples where one agent takes about {expected:.0} ({cpu_secs:.2} s of CPU × {HZ} Hz)"
+        sampled_secs > 0.9 * cpu_secs && sampled_secs < 1.1 * cpu_secs,
+        "samples × period = {sampled_secs:.2} s where the demo used {cpu_secs:.2} s of CPU"
     );
 }
 
@@ -118,8 +169,8 @@ async fn a_start_racing_the_agents_first_heartbeat_is_sampled_once() {
     })
     .await;
     let demo = h.spawn_demo();
-    let (samples, agents, cpu) = profile_demo(&h, &demo, 5).await;
-    assert_one_agents_worth(samples, agents, cpu);
+    let (sampled, agents, cpu) = profile_demo(&h, &demo, 5).await;
+    assert_one_agents_worth(sampled, agents, cpu);
     let pool = h.pool().await;
     let (heartbeating,): (i64,) =
         sqlx::query_as("select count(distinct agent_id) from agents where host = $1")
@@ -165,8 +216,8 @@ async fn a_second_agent_of_a_host_exits_here_and_on_another_machine() {
     assert!(said.contains("started first"), "{said}");
 
     let demo = h.spawn_demo();
-    let (samples, agents, cpu) = profile_demo(&h, &demo, 4).await;
-    assert_one_agents_worth(samples, agents, cpu);
+    let (sampled, agents, cpu) = profile_demo(&h, &demo, 4).await;
+    assert_one_agents_worth(sampled, agents, cpu);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
