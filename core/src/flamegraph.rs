@@ -18,6 +18,14 @@ pub struct FlameNode {
     pub self_count: u64,
     /// Sorted by name, as flame graphs draw them.
     pub children: Vec<FlameNode>,
+    /// For an `other` node that stands for children cut by a node budget:
+    /// how many it stands for (0 for every real node).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub merged: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Arena node while building: children looked up by name.
@@ -78,6 +86,7 @@ fn freeze(arena: &mut [BuildNode], index: usize) -> FlameNode {
         total: node.total,
         self_count: node.self_count,
         children,
+        merged: 0,
     }
 }
 

@@ -43,7 +43,7 @@ pub mod snapshot;
 pub mod speedscope;
 pub mod stats;
 pub mod token;
-mod wire;
+pub mod wire;
 
 pub use model::{EventKind, Frame, Language, Target, WeightedStack};
 pub use snapshot::{Snapshot, SnapshotBuilder, StackCount, ThreadInfo};

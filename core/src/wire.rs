@@ -1,5 +1,6 @@
-//! Byte-level helpers for the snapshot format: LEB128 varints, zigzag
-//! integers and length-prefixed strings. The reader checks every length
+//! Byte-level helpers for the snapshot format (and the profile blocks of
+//! `odp-profile`): LEB128 varints, zigzag integers and length-prefixed
+//! strings. The reader checks every length
 //! against the bytes that remain, so a hostile length can neither panic nor
 //! make us allocate more than the input could hold.
 
@@ -22,24 +23,24 @@ pub enum WireError {
 }
 
 #[derive(Default)]
-pub(crate) struct Writer {
+pub struct Writer {
     buf: Vec<u8>,
 }
 
 impl Writer {
-    pub(crate) fn into_inner(self) -> Vec<u8> {
+    pub fn into_inner(self) -> Vec<u8> {
         self.buf
     }
 
-    pub(crate) fn u8(&mut self, v: u8) {
+    pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
 
-    pub(crate) fn bytes(&mut self, v: &[u8]) {
+    pub fn bytes(&mut self, v: &[u8]) {
         self.buf.extend_from_slice(v);
     }
 
-    pub(crate) fn varint(&mut self, mut v: u64) {
+    pub fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.buf.push((v as u8) | 0x80);
             v >>= 7;
@@ -47,35 +48,35 @@ impl Writer {
         self.buf.push(v as u8);
     }
 
-    pub(crate) fn zigzag(&mut self, v: i64) {
+    pub fn zigzag(&mut self, v: i64) {
         self.varint(((v << 1) ^ (v >> 63)) as u64);
     }
 
-    pub(crate) fn str(&mut self, s: &str) {
+    pub fn str(&mut self, s: &str) {
         self.varint(s.len() as u64);
         self.bytes(s.as_bytes());
     }
 }
 
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
+    pub fn new(buf: &'a [u8]) -> Self {
         Reader { buf, pos: 0 }
     }
 
-    pub(crate) fn remaining(&self) -> usize {
+    pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
-    pub(crate) fn offset(&self) -> usize {
+    pub fn offset(&self) -> usize {
         self.pos
     }
 
-    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         if n > self.remaining() {
             return Err(WireError::Truncated {
                 offset: self.pos,
@@ -87,11 +88,11 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    pub(crate) fn u8(&mut self) -> Result<u8, WireError> {
+    pub fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.take(1)?[0])
     }
 
-    pub(crate) fn varint(&mut self) -> Result<u64, WireError> {
+    pub fn varint(&mut self) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for shift in (0..70).step_by(7) {
@@ -108,18 +109,14 @@ impl<'a> Reader<'a> {
         Err(WireError::VarintOverflow { offset: start })
     }
 
-    pub(crate) fn zigzag(&mut self) -> Result<i64, WireError> {
+    pub fn zigzag(&mut self) -> Result<i64, WireError> {
         let v = self.varint()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
     }
 
     /// A varint that is a count of items each at least `min_item_bytes`
     /// long: bounded by what remains, so `Vec::with_capacity(count)` is safe.
-    pub(crate) fn count(
-        &mut self,
-        what: &'static str,
-        min_item_bytes: usize,
-    ) -> Result<usize, WireError> {
+    pub fn count(&mut self, what: &'static str, min_item_bytes: usize) -> Result<usize, WireError> {
         let n = self.varint()?;
         let max = (self.remaining() / min_item_bytes.max(1)) as u64;
         if n > max {
@@ -132,7 +129,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    pub(crate) fn u32_varint(&mut self, what: &'static str) -> Result<u32, WireError> {
+    pub fn u32_varint(&mut self, what: &'static str) -> Result<u32, WireError> {
         let v = self.varint()?;
         u32::try_from(v).map_err(|_| WireError::TooLarge {
             what,
@@ -141,7 +138,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    pub(crate) fn str(&mut self) -> Result<String, WireError> {
+    pub fn str(&mut self) -> Result<String, WireError> {
         let len = self.count("string length", 1)?;
         let offset = self.pos;
         let bytes = self.take(len)?;

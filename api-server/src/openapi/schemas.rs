@@ -265,6 +265,9 @@ pub struct FlameNode {
     pub self_count: u64,
     #[schema(no_recursion)]
     pub children: Vec<FlameNode>,
+    /// Only on a node named `other` that stands for children cut by the
+    /// node budget: how many (ask again with `focus` to open them).
+    pub merged: Option<u32>,
 }
 
 /// A function's share of the samples, with one binomial standard error.
@@ -451,7 +454,10 @@ mod tests {
             attempt_log: vec![attempt],
         };
         assert_eq!(keys(delivery), documented_keys("Delivery"));
-        let node = odp_core::flamegraph::build(&[]);
+        let node = odp_core::flamegraph::FlameNode {
+            merged: 1,
+            ..odp_core::flamegraph::build(&[])
+        };
         assert_eq!(keys(node), documented_keys("FlameNode"));
     }
 }

@@ -1,0 +1,145 @@
+//! Reading one large profile from its block, against inferno rendering the
+//! same stacks as folded text, in one run (`cargo bench -p odp-profile
+//! --bench read`). The profile is the shape: 100,000 distinct
+//! stacks of about 12 frames drawn from 4,000 functions of ~25 characters,
+//! about 700,000 samples.
+
+use std::time::{Duration, Instant};
+
+use odp_core::{EventKind, Frame};
+use odp_profile::{
+    flame, stacks, top, weigh, Level, NameTree, Profile, ProfileBuilder, Selection, Window,
+};
+
+const STACKS: usize = 100_000;
+const FUNCTIONS: usize = 4_000;
+
+/// A small xorshift generator: the same profile every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn synthetic_profile() -> Profile {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut b = ProfileBuilder::default();
+    let functions: Vec<u32> = (0..FUNCTIONS)
+        .map(|i| {
+            b.frame(&Frame::function(format!(
+                "com.example.svc.Handler{i:05}.run"
+            )))
+        })
+        .collect();
+    let w = b.window(Window {
+        host: "bench".into(),
+        agent_id: "a".into(),
+        sequence: 0,
+        start_ms: 0,
+        end_ms: 60_000,
+        event: EventKind::CpuClock,
+        period: 10_101_010,
+        frequency_hz: 99,
+    });
+    let mut frames = Vec::with_capacity(16);
+    for _ in 0..STACKS {
+        frames.clear();
+        // Shallow frames come from a few hot callers, deeper ones spread.
+        for depth in 0..8 + rng.below(9) {
+            let pool = (8usize << depth).min(FUNCTIONS);
+            frames.push(functions[rng.below(pool)]);
+        }
+        let count = 1 + rng.below(12) as u64;
+        b.samples(w, 1, &frames, count);
+    }
+    b.build()
+}
+
+fn time<T>(what: &str, runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    for _ in 0..runs {
+        let started = Instant::now();
+        out = Some(f());
+        best = best.min(started.elapsed());
+    }
+    println!("{what:<44} {:>9.1} ms", best.as_secs_f64() * 1e3);
+    (best, out.expect("ran"))
+}
+
+fn main() {
+    let profile = synthetic_profile();
+    let block = profile.encode(Level::Small);
+    println!(
+        "profile: {} stacks, {} tree nodes, {} samples, block {:.2} MB",
+        profile.samples.len(),
+        profile.tree.len(),
+        profile.total_samples(),
+        block.len() as f64 / 1e6
+    );
+    let names = NameTree::new(&profile);
+    let sums = profile.select(&Selection::default(), &names);
+    let counts = names.project(&weigh(&[&sums])[0]);
+    let folded: String = stacks::weighted_stacks(&names, &counts)
+        .iter()
+        .map(|s| format!("{} {}\n", s.frames.join(";"), s.count))
+        .collect();
+
+    let (inferno, _) = time("baseline: inferno SVG from folded text", 3, || {
+        let mut svg = Vec::new();
+        let mut options = inferno::flamegraph::Options::default();
+        inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut svg).unwrap();
+        svg.len()
+    });
+    let read = |budget| {
+        let profile = Profile::decode(&block).unwrap();
+        let names = NameTree::new(&profile);
+        let sums = profile.select(&Selection::default(), &names);
+        let counts = names.project(&weigh(&[&sums])[0]);
+        flame::build(&names, &counts, budget, None)
+    };
+    let (json, tree) = time("flame graph JSON (decode → tree, 8192 nodes)", 5, || {
+        serde_json::to_vec(&read(8192)).unwrap()
+    });
+    let (top_time, _) = time("top 20 (decode → table)", 5, || {
+        let profile = Profile::decode(&block).unwrap();
+        let names = NameTree::new(&profile);
+        let sums = profile.select(&Selection::default(), &names);
+        top::top_functions(&names, &names.project(&weigh(&[&sums])[0]), 20)
+    });
+    let (svg, _) = time("SVG (decode → pruned stacks → inferno)", 3, || {
+        let profile = Profile::decode(&block).unwrap();
+        let names = NameTree::new(&profile);
+        let sums = profile.select(&Selection::default(), &names);
+        let counts = names.project(&weigh(&[&sums])[0]);
+        let total: u64 = counts.iter().sum();
+        let pruned = stacks::pruned_stacks(&names, &counts, total / 12_000);
+        let lines: Vec<String> = pruned
+            .iter()
+            .map(|s| format!("{} {}", s.frames.join(";"), s.count))
+            .collect();
+        let mut svg = Vec::new();
+        let mut options = inferno::flamegraph::Options::default();
+        inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
+            .unwrap();
+        svg.len()
+    });
+    let ratio = |d: Duration| d.as_secs_f64() / inferno.as_secs_f64();
+    println!();
+    println!(
+        "JSON: {:.2}x inferno, {:.2} MB (target <= 0.5x, <= 2 MB)",
+        ratio(json),
+        tree.len() as f64 / 1e6
+    );
+    println!("top:  {:.2}x inferno (target <= 0.25x)", ratio(top_time));
+    println!("SVG:  {:.2}x inferno (target <= 1.0x)", ratio(svg));
+}

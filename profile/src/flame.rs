@@ -1,0 +1,230 @@
+//! Flame graph trees from per-node counts, cut to a node budget.
+//!
+//! A 100k-stack profile has several hundred thousand call paths; a UI
+//! draws a few thousand boxes, and a 60 MB JSON tree takes longer to send
+//! and parse than to compute. Like Pyroscope's max-nodes, the tree keeps
+//! the `budget` heaviest nodes (a node is kept only with its parent, so
+//! the heaviest paths are whole), and each kept node's dropped children
+//! become one `other` child carrying their total: every node's total stays
+//! exact, and the UI asks again with `focus` to open a cut subtree.
+
+use std::collections::BinaryHeap;
+
+use odp_core::flamegraph::{FlameNode, ROOT_NAME};
+
+use crate::names::NameTree;
+use crate::tree::ROOT;
+
+/// The name of a node that stands for children cut by the budget.
+pub const OTHER_NAME: &str = "other";
+
+/// Totals per node of `names.tree`: each node's self count plus its
+/// descendants'.
+pub fn totals(names: &NameTree, self_counts: &[u64]) -> Vec<u64> {
+    let mut totals = self_counts.to_vec();
+    // Parents precede their children, so one backward pass sums subtrees.
+    for node in (1..names.tree.len()).rev() {
+        let parent = names.tree.parent(node as u32) as usize;
+        totals[parent] += totals[node];
+    }
+    totals
+}
+
+/// The node of a stack of names, root first (`focus`), if the tree has it.
+pub fn find_path(names: &NameTree, path: &[&str]) -> Option<u32> {
+    path.iter().try_fold(ROOT, |node, name| {
+        let id = names.names.iter().position(|n| n == name)? as u32;
+        names.tree.find_child(node, id)
+    })
+}
+
+/// The flame graph under the synthetic root, with at most about `budget`
+/// nodes. With `focus` (a node of `names.tree`), only that node's subtree
+/// is opened: the path to it is kept, and each of its ancestors' other
+/// children become one `other` node.
+pub fn build(
+    names: &NameTree,
+    self_counts: &[u64],
+    budget: usize,
+    focus: Option<u32>,
+) -> FlameNode {
+    let totals = totals(names, self_counts);
+    let children = children_by_node(names, &totals);
+    let mut kept = vec![false; names.tree.len()];
+    kept[ROOT as usize] = true;
+    let start = match focus {
+        Some(node) => {
+            let mut at = node;
+            while at != ROOT {
+                kept[at as usize] = true;
+                at = names.tree.parent(at);
+            }
+            node
+        }
+        None => ROOT,
+    };
+    // Heaviest first; a node enters the heap once its parent is kept.
+    let mut heap: BinaryHeap<(u64, std::cmp::Reverse<u32>)> = children[start as usize]
+        .iter()
+        .map(|&c| (totals[c as usize], std::cmp::Reverse(c)))
+        .collect();
+    let mut left = budget.max(1);
+    while let Some((_, std::cmp::Reverse(node))) = heap.pop() {
+        if left == 0 {
+            break;
+        }
+        kept[node as usize] = true;
+        left -= 1;
+        heap.extend(
+            children[node as usize]
+                .iter()
+                .map(|&c| (totals[c as usize], std::cmp::Reverse(c))),
+        );
+    }
+    emit(names, &totals, self_counts, &children, &kept, ROOT)
+}
+
+/// Children of each node with samples, by name as flame graphs draw them.
+fn children_by_node(names: &NameTree, totals: &[u64]) -> Vec<Vec<u32>> {
+    let mut children = vec![Vec::new(); names.tree.len()];
+    for node in 1..names.tree.len() as u32 {
+        if totals[node as usize] > 0 {
+            children[names.tree.parent(node) as usize].push(node);
+        }
+    }
+    for list in &mut children {
+        list.sort_by(|&a, &b| {
+            names.names[names.tree.frame(a) as usize]
+                .cmp(&names.names[names.tree.frame(b) as usize])
+        });
+    }
+    children
+}
+
+fn emit(
+    names: &NameTree,
+    totals: &[u64],
+    self_counts: &[u64],
+    children: &[Vec<u32>],
+    kept: &[bool],
+    node: u32,
+) -> FlameNode {
+    let mut out = Vec::new();
+    let (mut other_total, mut other_nodes) = (0u64, 0u32);
+    for &child in &children[node as usize] {
+        if kept[child as usize] {
+            out.push(emit(names, totals, self_counts, children, kept, child));
+        } else {
+            other_total += totals[child as usize];
+            other_nodes += 1;
+        }
+    }
+    if other_nodes > 0 {
+        out.push(FlameNode {
+            name: OTHER_NAME.to_owned(),
+            total: other_total,
+            self_count: other_total,
+            children: Vec::new(),
+            merged: other_nodes,
+        });
+    }
+    FlameNode {
+        name: if node == ROOT {
+            ROOT_NAME.to_owned()
+        } else {
+            names.names[names.tree.frame(node) as usize].clone()
+        },
+        total: totals[node as usize],
+        self_count: self_counts[node as usize],
+        children: out,
+        merged: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Profile, ProfileBuilder, Window};
+    use odp_core::{EventKind, Frame};
+
+    fn profile(stacks: &[(&[&str], u64)]) -> Profile {
+        let mut b = ProfileBuilder::default();
+        let w = b.window(Window {
+            host: "h".into(),
+            agent_id: "a".into(),
+            sequence: 0,
+            start_ms: 0,
+            end_ms: 1,
+            event: EventKind::CpuClock,
+            period: 1,
+            frequency_hz: 1,
+        });
+        for (frames, count) in stacks {
+            let ids: Vec<u32> = frames
+                .iter()
+                .map(|f| b.frame(&Frame::function(*f)))
+                .collect();
+            b.samples(w, 0, &ids, *count);
+        }
+        b.build()
+    }
+
+    fn self_counts(p: &Profile, names: &NameTree) -> Vec<u64> {
+        let mut counts = vec![0; p.tree.len()];
+        for s in &p.samples {
+            counts[s.node as usize] += s.count;
+        }
+        names.project(&counts)
+    }
+
+    #[test]
+    fn a_budget_keeps_the_heaviest_paths_and_every_total() {
+        let p = profile(&[
+            (&["main", "a", "a1"], 50),
+            (&["main", "a", "a2"], 5),
+            (&["main", "b"], 30),
+            (&["main", "c"], 10),
+            (&["main", "d"], 5),
+        ]);
+        let names = NameTree::new(&p);
+        let counts = self_counts(&p, &names);
+        let full = build(&names, &counts, usize::MAX, None);
+        assert_eq!(full.total, 100);
+        assert_eq!(full.children[0].children.len(), 4);
+        // main, a, a1, b: the rest under `other`s.
+        let cut = build(&names, &counts, 4, None);
+        let main = &cut.children[0];
+        assert_eq!(main.total, 100);
+        let names_of = |n: &FlameNode| {
+            n.children
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names_of(main), ["a", "b", OTHER_NAME]);
+        assert_eq!((main.children[2].total, main.children[2].merged), (15, 2));
+        assert_eq!(names_of(&main.children[0]), ["a1", OTHER_NAME]);
+        assert_eq!(main.children[0].children[1].total, 5);
+    }
+
+    #[test]
+    fn focus_opens_one_subtree_and_keeps_the_path() {
+        let p = profile(&[(&["main", "a", "a1"], 50), (&["main", "b", "b1"], 30)]);
+        let names = NameTree::new(&p);
+        let counts = self_counts(&p, &names);
+        let b = find_path(&names, &["main", "b"]).unwrap();
+        assert!(find_path(&names, &["main", "z"]).is_none());
+        let focused = build(&names, &counts, 10, Some(b));
+        let main = &focused.children[0];
+        assert_eq!(main.children.len(), 2);
+        assert_eq!(
+            (main.children[0].name.as_str(), main.children[0].total),
+            ("b", 30)
+        );
+        assert_eq!(main.children[0].children[0].name, "b1");
+        assert_eq!(
+            (main.children[1].name.as_str(), main.children[1].total),
+            (OTHER_NAME, 50)
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! ODP's profile data model, pure code shared by the store, the rules, the
+//! api-server and the pipeline.
+//!
+//! A [`Profile`] is a frame dictionary, a [`StackTree`] of call paths over
+//! it (parent pointers, dense ids), the windows agents reported, thread
+//! names, and samples as `(window, node, thread, count)` rows. It is
+//! stored as one compact block ([`codec`]: string table, varint columns,
+//! deflate), merged with others over integer ids ([`Profile::merge`]), and
+//! read without rebuilding anything from strings:
+//!
+//! - [`select`]: windows, threads and stacks kept, summed per node, with
+//!   windows of different sampling periods merged by time;
+//! - [`NameTree`]: the same tree by frames' display names, as users see it;
+//! - [`flame`]: flame graph trees cut to a node budget, with exact totals;
+//! - [`top`]: the hottest functions with error bounds;
+//! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG.
+//!
+//! Decoding never panics on bad input.
+
+pub mod codec;
+pub mod flame;
+pub mod names;
+pub mod profile;
+pub mod select;
+pub mod stacks;
+pub mod top;
+pub mod tree;
+
+pub use codec::{CodecError, Level};
+pub use names::NameTree;
+pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
+pub use select::{weigh, NodeSums, Selection};
+pub use tree::StackTree;

@@ -1,0 +1,131 @@
+//! Properties of the profile model on random profiles: the encoding round
+//! trips and never panics on damaged input, merging equals concatenating,
+//! and flame graphs and top tables over integer ids agree with the slow
+//! string-based reference in `odp-core`.
+
+use std::collections::BTreeMap;
+
+use odp_core::{EventKind, Frame, WeightedStack};
+use odp_profile::{
+    flame, stacks, top, weigh, Level, NameTree, Profile, ProfileBuilder, Selection, Window,
+};
+use proptest::prelude::*;
+
+type RawStack = (Vec<u8>, u8, u64);
+type RawWindow = (u64, Vec<RawStack>);
+
+fn frame(id: u8) -> Frame {
+    // Two frames per name (lines differ) so names and frames differ.
+    let mut frame = Frame::function(format!("f{}", id % 6)).with_module(format!("m{}", id % 2));
+    frame.line = Some(u32::from(id % 3));
+    frame
+}
+
+fn build(windows: &[RawWindow]) -> Profile {
+    let mut b = ProfileBuilder::default();
+    for (i, (period, stacks)) in windows.iter().enumerate() {
+        let w = b.window(Window {
+            host: format!("h{}", i % 2),
+            agent_id: "a".into(),
+            sequence: i as u64,
+            start_ms: 1_700_000_000_000 + 1_000 * i as i64,
+            end_ms: 1_700_000_001_000 + 1_000 * i as i64,
+            event: EventKind::CpuClock,
+            period: *period,
+            frequency_hz: 0,
+        });
+        for tid in 0..3 {
+            b.thread(w, tid, format!("t{tid}"));
+        }
+        for (frames, tid, count) in stacks {
+            let ids: Vec<u32> = frames.iter().map(|&f| b.frame(&frame(f))).collect();
+            b.samples(w, u32::from(*tid % 3), &ids, *count);
+        }
+    }
+    b.build()
+}
+
+fn windows() -> impl Strategy<Value = Vec<RawWindow>> {
+    let stack = (prop::collection::vec(0u8..12, 1..7), any::<u8>(), 1u64..100);
+    let window = (
+        prop::sample::select(vec![1_000_000u64, 10_000_000]),
+        prop::collection::vec(stack, 0..20),
+    );
+    prop::collection::vec(window, 1..4)
+}
+
+/// Stacks by name with counts, summed: what must not change.
+fn folded(profile: &Profile) -> BTreeMap<Vec<String>, u64> {
+    let names = NameTree::new(profile);
+    let mut out = BTreeMap::new();
+    for s in &profile.samples {
+        let path = names.stack_names(names_node(&names, profile, s.node));
+        *out.entry(path).or_insert(0) += s.count;
+    }
+    out
+}
+
+fn names_node(names: &NameTree, profile: &Profile, node: u32) -> u32 {
+    let mut counts = vec![0; profile.tree.len()];
+    counts[node as usize] = 1;
+    names.project(&counts).iter().position(|&c| c == 1).unwrap() as u32
+}
+
+proptest! {
+    #[test]
+    fn blocks_round_trip(windows in windows()) {
+        let profile = build(&windows);
+        for level in [Level::Fast, Level::Small] {
+            prop_assert_eq!(&Profile::decode(&profile.encode(level)).unwrap(), &profile);
+        }
+    }
+
+    #[test]
+    fn damaged_blocks_are_errors_not_panics(windows in windows(), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let mut block = build(&windows).encode(Level::Fast);
+        let i = at.index(block.len());
+        block[i] ^= byte | 1;
+        let _ = Profile::decode(&block);
+        let _ = Profile::decode(&block[..i]);
+    }
+
+    #[test]
+    fn merging_equals_concatenating(a in windows(), b in windows()) {
+        let (pa, pb) = (build(&a), build(&b));
+        let merged = Profile::merge([&pa, &pb]);
+        let mut expected = folded(&pa);
+        for (path, count) in folded(&pb) {
+            *expected.entry(path).or_insert(0) += count;
+        }
+        prop_assert_eq!(folded(&merged), expected);
+        prop_assert_eq!(merged.windows.len(), pa.windows.len() + pb.windows.len());
+        prop_assert_eq!(merged.total_samples(), pa.total_samples() + pb.total_samples());
+        let concatenated: Vec<RawWindow> = a.iter().chain(&b).cloned().collect();
+        prop_assert_eq!(folded(&build(&concatenated)), folded(&merged));
+    }
+
+    #[test]
+    fn flame_graphs_and_tops_agree_with_the_string_reference(windows in windows(), limit in 1usize..20) {
+        let profile = build(&windows);
+        let names = NameTree::new(&profile);
+        let sums = profile.select(&Selection::default(), &names);
+        let counts = names.project(&weigh(&[&sums])[0]);
+        let reference: Vec<WeightedStack> = stacks::weighted_stacks(&names, &counts);
+        prop_assert_eq!(
+            flame::build(&names, &counts, usize::MAX, None),
+            odp_core::flamegraph::build(&reference)
+        );
+        prop_assert_eq!(
+            top::top_functions(&names, &counts, limit),
+            odp_core::stats::top_functions(&reference, limit)
+        );
+        // Any budget keeps the root's and every kept node's totals.
+        let cut = flame::build(&names, &counts, limit, None);
+        prop_assert_eq!(cut.total, counts.iter().sum::<u64>());
+        fn check(node: &odp_core::flamegraph::FlameNode) -> bool {
+            node.total == node.self_count + node.children.iter().map(|c| c.total).sum::<u64>()
+                && node.children.iter().all(check)
+        }
+        prop_assert!(check(&cut));
+    }
+}
