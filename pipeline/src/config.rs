@@ -112,10 +112,11 @@ pub struct Config {
     /// batches to be committed before they are released.
     #[arg(long, env = "ODP_PIPELINE_REBALANCE_FLUSH_SECS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600))]
     pub rebalance_flush_secs: u64,
-    /// Frame and stack ids remembered as stored, so repeated stacks cost no
-    /// round trip (about 20 bytes each).
-    #[arg(long, env = "ODP_PIPELINE_KNOWN_IDS", default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
-    pub known_ids_capacity: u64,
+    /// An ended profile's windows are compacted into its profile block
+    /// this long after it ended (windows spooled through a broker outage
+    /// may still arrive; later ones are compacted at the next pass).
+    #[arg(long, env = "ODP_PIPELINE_COMPACT_AFTER_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub compact_after_secs: u64,
     /// A running profile is evaluated by the detection rules in the
     /// background, this long after its first window and then at most this
     /// often; a finished one at once. 0 evaluates every batch at once.

@@ -236,11 +236,12 @@ async fn evaluate_on(
         Some(runs) if identity.ended => schedule_history(pool, profile_id, runs).await?,
         _ => None,
     };
-    let found = rules.evaluate(&ProfileInput {
+    let mut found = rules.evaluate(&ProfileInput {
         history: history.as_ref(),
         runtime,
         ..ProfileInput::new(&service, &data)
     });
+    name_stacks(&mut found, &data);
     let subject = (alerting == Alerting::On).then(|| AlertSubject {
         service: &service,
         host: identity.host.as_deref().unwrap_or_default(),
@@ -250,6 +251,27 @@ async fn evaluate_on(
         tracing::info!(%profile_id, service = %service, rules = ?new, ?alerting, "new issues detected");
     }
     Ok(found.len())
+}
+
+/// Writes each hit stack's frame names into it, from the profile they were
+/// found in: detections keep them, as no global table of stacks does.
+fn name_stacks(found: &mut [odp_store::Detection], data: &odp_store::ProfileFrames) {
+    let by_id: std::collections::HashMap<Uuid, &[u32]> = data
+        .stacks
+        .iter()
+        .map(|s| (s.stack_id, s.frames.as_slice()))
+        .collect();
+    for hit in found.iter_mut().flat_map(|d| d.stacks.iter_mut()) {
+        if let Some(frames) = by_id.get(&hit.stack_id) {
+            hit.frames = frames
+                .iter()
+                .map(|&i| {
+                    let frame = &data.frames[i as usize];
+                    odp_core::model::display_name(&frame.function, &frame.module)
+                })
+                .collect();
+        }
+    }
 }
 
 /// The previous runs of the schedule `profile_id` is a run of, if any.

@@ -34,6 +34,7 @@
 
 pub mod alerts;
 mod batch;
+mod compaction;
 mod config;
 mod consumer;
 mod dead_letter;

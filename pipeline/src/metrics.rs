@@ -31,7 +31,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) dead_letters: Counter,
     pub(crate) batch_seconds: Histogram,
     pub(crate) commit_failures: Counter,
-    pub(crate) known_skipped: Counter,
+    pub(crate) profiles_compacted: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
     consumer_lag: Family<PartitionLabels, Gauge>,
@@ -48,7 +48,7 @@ impl PipelineMetrics {
             dead_letters: Counter::default(),
             batch_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
             commit_failures: Counter::default(),
-            known_skipped: Counter::default(),
+            profiles_compacted: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
             consumer_lag: Family::default(),
@@ -90,9 +90,9 @@ impl PipelineMetrics {
             metrics.batch_seconds.clone(),
         );
         r.register(
-            "odp_pipeline_known_rows_skipped",
-            "Frames and stacks not sent to Postgres because they were known to be stored",
-            metrics.known_skipped.clone(),
+            "odp_pipeline_profiles_compacted",
+            "Ended profiles whose windows were merged into one profile block",
+            metrics.profiles_compacted.clone(),
         );
         r.register(
             "odp_pipeline_commit_failures",

@@ -57,13 +57,19 @@ pub async fn run(
     let retention_task = tokio::spawn(retention::run(
         pool.clone(),
         config.retention.clone(),
-        retention_stopped,
+        retention_stopped.clone(),
     ));
     let mut registry = odp_metrics::Registry::default();
     let metrics = PipelineMetrics::register(&mut registry);
     if let Some(listen) = config.metrics_listen {
         odp_metrics::spawn(listen, Arc::new(odp_metrics::Metrics::new(registry))).await?;
     }
+    let compaction_task = tokio::spawn(crate::compaction::run(
+        pool.clone(),
+        Duration::from_secs(config.compact_after_secs),
+        metrics.clone(),
+        retention_stopped,
+    ));
     let in_flight = Arc::new(InFlight::default());
     let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut client = ClientConfig::new();
@@ -119,9 +125,6 @@ pub async fn run(
         detector: &detector,
         metrics: &metrics,
         in_flight: &in_flight,
-        stored_ids: &tokio::sync::Mutex::new(odp_store::StoredIds::new(
-            config.known_ids_capacity as usize,
-        )),
     };
     let outcome = process_queued(&sinks, &config, queued, stopping).await;
     polling.abort();
@@ -134,6 +137,7 @@ pub async fn run(
     // own transaction, so nothing is left half done.
     let _ = stop_retention.send(true);
     retention_task.abort();
+    compaction_task.abort();
     if let Err(e) = reanalysis_task.await {
         tracing::error!(error = %e, "rule re-analysis panicked");
     }
@@ -217,8 +221,6 @@ struct Sinks<'a> {
     detector: &'a Detector,
     metrics: &'a PipelineMetrics,
     in_flight: &'a InFlight,
-    /// Frames and stacks known to be stored (bounded).
-    stored_ids: &'a tokio::sync::Mutex<odp_store::StoredIds>,
 }
 
 async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<(), PipelineError> {
@@ -250,7 +252,6 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
                 stored = outcome.stored,
                 duplicates = outcome.duplicates,
                 samples = outcome.samples,
-                known_skipped = outcome.known_skipped,
                 foreign = outcome.foreign.len(),
                 "snapshots stored"
             );
@@ -323,9 +324,8 @@ async fn store(
     sinks: &Sinks<'_>,
     snapshots: &[&Snapshot],
 ) -> Result<odp_store::IngestOutcome, StoreError> {
-    let outcome = retry_transient("store snapshots", || async {
-        let mut known = sinks.stored_ids.lock().await;
-        odp_store::store_snapshots_cached(sinks.pool, snapshots, &mut known).await
+    let outcome = retry_transient("store snapshots", || {
+        odp_store::store_snapshots(sinks.pool, snapshots)
     })
     .await?;
     let metrics = sinks.metrics;
@@ -334,7 +334,6 @@ async fn store(
         .snapshots_duplicate
         .inc_by(outcome.duplicates as u64);
     metrics.samples_stored.inc_by(outcome.samples);
-    metrics.known_skipped.inc_by(outcome.known_skipped as u64);
     Ok(outcome)
 }
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
 use odp_devstack::{Stack, StackOptions};
-use odp_store::{AggregateQuery, ProfileSliceQuery};
+use odp_store::{Read, ReadScope};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -100,18 +100,9 @@ async fn windows_at_different_rates_merge_by_time() {
     let frames = odp_store::profile_frames(&pool, fda).await.unwrap();
     assert_eq!(frames.samples, 1100);
 
-    let slice = odp_store::profile_slice(
-        &pool,
-        &ProfileSliceQuery {
-            profile_id: fda,
-            thread: None,
-            window_since: None,
-            window_until: None,
-        },
-    )
-    .await
-    .unwrap();
-    assert_eq!(leaf_counts(&slice.hosts[0].stacks), by_time);
+    let slice = odp_store::read(&pool, &Read::profile(fda)).await.unwrap();
+    let host_stacks = odp_profile::stacks::weighted_stacks(&slice.hosts[0].view);
+    assert_eq!(leaf_counts(&host_stacks), by_time);
 
     // Two hosts of one service at different rates, same work: equal shares.
     let (fast, slow) = (Uuid::new_v4(), Uuid::new_v4());
@@ -125,21 +116,25 @@ async fn windows_at_different_rates_merge_by_time() {
         ],
     )
     .await;
-    let aggregate = odp_store::aggregate_stacks(
+    let aggregate = odp_store::read(
         &pool,
-        &AggregateQuery {
-            service: "mixed".into(),
-            since: start - Duration::minutes(1),
-            until: Utc::now(),
-            hosts: vec!["h-fast".into(), "h-slow".into()],
-            thread: None,
-            window_since: None,
-            window_until: None,
+        &Read {
+            scope: ReadScope::Service {
+                service: "mixed".into(),
+                hosts: vec!["h-fast".into(), "h-slow".into()],
+            },
+            from: Some(start - Duration::minutes(1)),
+            to: Some(Utc::now()),
+            ..Read::profile(Uuid::nil())
         },
     )
     .await
     .unwrap();
-    let all: Vec<WeightedStack> = aggregate.hosts.into_iter().flat_map(|h| h.stacks).collect();
+    let all: Vec<WeightedStack> = aggregate
+        .hosts
+        .iter()
+        .flat_map(|h| odp_profile::stacks::weighted_stacks(&h.view))
+        .collect();
     let mut merged: Vec<(String, u64)> = Vec::new();
     for (leaf, count) in leaf_counts(&all) {
         match merged.last_mut() {

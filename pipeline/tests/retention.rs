@@ -1,8 +1,8 @@
 //! Retention and downsampling against a real Postgres: old 10 s windows
-//! merge into 10-minute buckets with every total unchanged, expired data
-//! goes with the frames and stacks only it referenced while shared ones
-//! stay, a second pass changes nothing, and a pass never runs while
-//! another process holds the lock.
+//! (compacted into their profile's block) merge into 10-minute buckets
+//! with every total unchanged, expired windows leave both their rows and
+//! their profile's block, a second pass changes nothing, and a pass never
+//! runs while another process holds the lock.
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::filter::ThreadFilter;
@@ -10,7 +10,7 @@ use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
-use odp_store::{ProfileSliceQuery, ScopedStacks};
+use odp_store::Read;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -69,10 +69,14 @@ async fn insert_profile(pool: &PgPool, id: Uuid, finished_at: DateTime<Utc>) {
     .unwrap();
 }
 
+/// Stores the windows and, as the pipeline does once a profile ended,
+/// compacts them into the profile's block.
 async fn store(pool: &PgPool, id: Uuid, start: DateTime<Utc>, windows: u64, only: &[&str]) {
     let snapshots: Vec<Snapshot> = (0..windows).map(|s| window(id, start, s, only)).collect();
     let refs: Vec<&Snapshot> = snapshots.iter().collect();
     odp_store::store_snapshots(pool, &refs).await.unwrap();
+    let compacted = odp_store::compact_profile(pool, id).await.unwrap();
+    assert_eq!(compacted.windows, windows);
 }
 
 async fn count(pool: &PgPool, sql: &str, id: Uuid) -> i64 {
@@ -97,19 +101,13 @@ fn sorted(mut stacks: Vec<WeightedStack>) -> Vec<WeightedStack> {
     stacks
 }
 
-fn all_stacks(scoped: ScopedStacks) -> Vec<WeightedStack> {
-    sorted(scoped.hosts.into_iter().flat_map(|h| h.stacks).collect())
-}
-
 async fn totals(pool: &PgPool, id: Uuid) -> Totals {
     let profile = odp_store::profile_stacks(pool, id).await.unwrap();
-    let slice = odp_store::profile_slice(
+    let slice = odp_store::read(
         pool,
-        &ProfileSliceQuery {
-            profile_id: id,
+        &Read {
             thread: Some(ThreadFilter::new("pool-.*").unwrap()),
-            window_since: None,
-            window_until: None,
+            ..Read::profile(id)
         },
     )
     .await
@@ -118,21 +116,22 @@ async fn totals(pool: &PgPool, id: Uuid) -> Totals {
     Totals {
         samples: profile.samples,
         stacks: sorted(profile.stacks),
-        thread_slice: all_stacks(slice),
+        thread_slice: sorted(slice.stacks()),
         timeline_samples: timeline.iter().map(|w| w.samples).sum(),
     }
 }
 
-async fn frame_exists(pool: &PgPool, function: &str) -> bool {
-    sqlx::query_scalar("select exists (select 1 from frames where function = $1)")
-        .bind(function)
-        .fetch_one(pool)
+/// The windows of a profile's block.
+async fn block_windows(pool: &PgPool, id: Uuid) -> usize {
+    odp_store::load_profile(pool, id)
         .await
         .unwrap()
+        .windows
+        .len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn old_windows_merge_exactly_and_expired_data_goes_with_its_frames() {
+async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
     let now = Utc::now();
@@ -162,7 +161,7 @@ async fn old_windows_merge_exactly_and_expired_data_goes_with_its_frames() {
         (0..150u64).map(|s| s % 7 + 1 + s % 3 + 2).sum::<u64>()
     );
     assert_eq!(old_before.timeline_samples as u64, old_before.samples);
-    assert!(frame_exists(&pool, "relic_only").await);
+    assert_eq!(block_windows(&pool, ancient).await, 6);
 
     let options = RetentionOptions {
         retention_days: 365,
@@ -180,8 +179,11 @@ async fn old_windows_merge_exactly_and_expired_data_goes_with_its_frames() {
     assert_eq!(pass.downsampled.snapshots_merged, 147);
     assert_eq!(pass.expired.snapshots, 6);
     assert_eq!(pass.expired.profiles, 1);
-    assert_eq!(pass.collected.stacks, 1, "only the ancient stack went");
-    assert_eq!(pass.collected.frames, 2, "ancient_only and relic_only");
+    assert_eq!(
+        pass.collected.stacks + pass.collected.frames,
+        0,
+        "no global frame or stack tables to collect from any more"
+    );
 
     // Downsampled: three rows holding all 150 windows, every total equal.
     let merged: Vec<(DateTime<Utc>, DateTime<Utc>, i32)> = sqlx::query_as(
@@ -204,14 +206,18 @@ async fn old_windows_merge_exactly_and_expired_data_goes_with_its_frames() {
         .collect();
     assert_eq!(spans, [(0, 600, 60), (600, 1200, 60), (1200, 1500, 30)]);
     assert_eq!(totals(&pool, old).await, old_before);
-    let threads: Vec<String> = sqlx::query_scalar(
-        "select t.name from snapshot_threads t join snapshots n on n.id = t.snapshot_id
-         where n.profile_id = $1 and t.tid = 2 order by n.window_start",
-    )
-    .bind(old)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let block = odp_store::load_profile(&pool, old).await.unwrap();
+    assert_eq!(
+        block.windows.len(),
+        3,
+        "the block's windows merged as the rows"
+    );
+    let threads: Vec<String> = block
+        .threads
+        .iter()
+        .filter(|t| t.tid == 2)
+        .map(|t| t.name.clone())
+        .collect();
     assert_eq!(
         threads,
         ["pool-a", "pool-b", "pool-b"],
@@ -228,30 +234,15 @@ async fn old_windows_merge_exactly_and_expired_data_goes_with_its_frames() {
         30
     );
 
-    // Expired: the profile, its windows, samples and events; the frames and
-    // stack only it used; shared ones stay.
+    // Expired: the profile, its windows, its block and events.
     for sql in [
         "select count(*) from profiles where id = $1",
         "select count(*) from snapshots where profile_id = $1",
         "select count(*) from profile_events where profile_id = $1",
+        "select count(*) from profile_blocks where profile_id = $1",
     ] {
         assert_eq!(count(&pool, sql, ancient).await, 0, "{sql}");
     }
-    assert!(!frame_exists(&pool, "relic_only").await);
-    assert!(!frame_exists(&pool, "ancient_only").await);
-    for kept in ["main", "idle", "work", "hot"] {
-        assert!(
-            frame_exists(&pool, kept).await,
-            "{kept} is still referenced"
-        );
-    }
-    let dangling: i64 = sqlx::query_scalar(
-        "select count(*) from samples s where not exists (select 1 from stacks t where t.id = s.stack_id)",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert_eq!(dangling, 0);
 
     // A second pass finds nothing left to do and changes no total.
     let again = run_once(&pool, &options, now).await.unwrap().unwrap();

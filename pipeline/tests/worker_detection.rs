@@ -76,7 +76,7 @@ impl Harness {
             queued_batches: 4,
             drain_timeout_secs: 5,
             rebalance_flush_secs: 5,
-            known_ids_capacity: 1000,
+            compact_after_secs: 30,
             detect_interval_secs,
             alerts: Default::default(),
             retention: Default::default(),

@@ -88,8 +88,8 @@ fn main() {
     );
     let names = NameTree::new(&profile);
     let sums = profile.select(&Selection::default(), &names);
-    let counts = names.project(&weigh(&[&sums])[0]);
-    let folded: String = stacks::weighted_stacks(&names, &counts)
+    let view = names.view(&weigh(&[&sums])[0]);
+    let folded: String = stacks::weighted_stacks(&view)
         .iter()
         .map(|s| format!("{} {}\n", s.frames.join(";"), s.count))
         .collect();
@@ -100,29 +100,22 @@ fn main() {
         inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut svg).unwrap();
         svg.len()
     });
-    let read = |budget| {
+    let view_of_block = || {
         let profile = Profile::decode(&block).unwrap();
         let names = NameTree::new(&profile);
         let sums = profile.select(&Selection::default(), &names);
-        let counts = names.project(&weigh(&[&sums])[0]);
-        flame::build(&names, &counts, budget, None)
+        names.view(&weigh(&[&sums])[0])
     };
+    let read = |budget| flame::build(&view_of_block(), budget, None);
     let (json, tree) = time("flame graph JSON (decode → tree, 8192 nodes)", 5, || {
         serde_json::to_vec(&read(8192)).unwrap()
     });
     let (top_time, _) = time("top 20 (decode → table)", 5, || {
-        let profile = Profile::decode(&block).unwrap();
-        let names = NameTree::new(&profile);
-        let sums = profile.select(&Selection::default(), &names);
-        top::top_functions(&names, &names.project(&weigh(&[&sums])[0]), 20)
+        top::top_functions(&view_of_block(), 20)
     });
     let (svg, _) = time("SVG (decode → pruned stacks → inferno)", 3, || {
-        let profile = Profile::decode(&block).unwrap();
-        let names = NameTree::new(&profile);
-        let sums = profile.select(&Selection::default(), &names);
-        let counts = names.project(&weigh(&[&sums])[0]);
-        let total: u64 = counts.iter().sum();
-        let pruned = stacks::pruned_stacks(&names, &counts, total / 12_000);
+        let view = view_of_block();
+        let pruned = stacks::pruned_stacks(&view, view.samples() / 12_000);
         let lines: Vec<String> = pruned
             .iter()
             .map(|s| format!("{} {}", s.frames.join(";"), s.count))

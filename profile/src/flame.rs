@@ -12,52 +12,46 @@ use std::collections::BinaryHeap;
 
 use odp_core::flamegraph::{FlameNode, ROOT_NAME};
 
-use crate::names::NameTree;
 use crate::tree::ROOT;
+use crate::view::View;
 
 /// The name of a node that stands for children cut by the budget.
 pub const OTHER_NAME: &str = "other";
 
-/// Totals per node of `names.tree`: each node's self count plus its
-/// descendants'.
-pub fn totals(names: &NameTree, self_counts: &[u64]) -> Vec<u64> {
-    let mut totals = self_counts.to_vec();
+/// Totals per node: each node's self count plus its descendants'.
+pub fn totals(view: &View) -> Vec<u64> {
+    let mut totals = view.counts.clone();
     // Parents precede their children, so one backward pass sums subtrees.
-    for node in (1..names.tree.len()).rev() {
-        let parent = names.tree.parent(node as u32) as usize;
+    for node in (1..view.tree.len()).rev() {
+        let parent = view.tree.parent(node as u32) as usize;
         totals[parent] += totals[node];
     }
     totals
 }
 
 /// The node of a stack of names, root first (`focus`), if the tree has it.
-pub fn find_path(names: &NameTree, path: &[&str]) -> Option<u32> {
+pub fn find_path(view: &View, path: &[&str]) -> Option<u32> {
     path.iter().try_fold(ROOT, |node, name| {
-        let id = names.names.iter().position(|n| n == name)? as u32;
-        names.tree.find_child(node, id)
+        let id = view.names.iter().position(|n| n == name)? as u32;
+        view.tree.find_child(node, id)
     })
 }
 
 /// The flame graph under the synthetic root, with at most about `budget`
-/// nodes. With `focus` (a node of `names.tree`), only that node's subtree
+/// nodes. With `focus` (a node of `view.tree`), only that node's subtree
 /// is opened: the path to it is kept, and each of its ancestors' other
 /// children become one `other` node.
-pub fn build(
-    names: &NameTree,
-    self_counts: &[u64],
-    budget: usize,
-    focus: Option<u32>,
-) -> FlameNode {
-    let totals = totals(names, self_counts);
-    let children = children_by_node(names, &totals);
-    let mut kept = vec![false; names.tree.len()];
+pub fn build(view: &View, budget: usize, focus: Option<u32>) -> FlameNode {
+    let totals = totals(view);
+    let children = children_by_node(view, &totals);
+    let mut kept = vec![false; view.tree.len()];
     kept[ROOT as usize] = true;
     let start = match focus {
         Some(node) => {
             let mut at = node;
             while at != ROOT {
                 kept[at as usize] = true;
-                at = names.tree.parent(at);
+                at = view.tree.parent(at);
             }
             node
         }
@@ -81,39 +75,31 @@ pub fn build(
                 .map(|&c| (totals[c as usize], std::cmp::Reverse(c))),
         );
     }
-    emit(names, &totals, self_counts, &children, &kept, ROOT)
+    emit(view, &totals, &children, &kept, ROOT)
 }
 
 /// Children of each node with samples, by name as flame graphs draw them.
-fn children_by_node(names: &NameTree, totals: &[u64]) -> Vec<Vec<u32>> {
-    let mut children = vec![Vec::new(); names.tree.len()];
-    for node in 1..names.tree.len() as u32 {
+fn children_by_node(view: &View, totals: &[u64]) -> Vec<Vec<u32>> {
+    let mut children = vec![Vec::new(); view.tree.len()];
+    for node in 1..view.tree.len() as u32 {
         if totals[node as usize] > 0 {
-            children[names.tree.parent(node) as usize].push(node);
+            children[view.tree.parent(node) as usize].push(node);
         }
     }
     for list in &mut children {
         list.sort_by(|&a, &b| {
-            names.names[names.tree.frame(a) as usize]
-                .cmp(&names.names[names.tree.frame(b) as usize])
+            view.names[view.tree.frame(a) as usize].cmp(&view.names[view.tree.frame(b) as usize])
         });
     }
     children
 }
 
-fn emit(
-    names: &NameTree,
-    totals: &[u64],
-    self_counts: &[u64],
-    children: &[Vec<u32>],
-    kept: &[bool],
-    node: u32,
-) -> FlameNode {
+fn emit(view: &View, totals: &[u64], children: &[Vec<u32>], kept: &[bool], node: u32) -> FlameNode {
     let mut out = Vec::new();
     let (mut other_total, mut other_nodes) = (0u64, 0u32);
     for &child in &children[node as usize] {
         if kept[child as usize] {
-            out.push(emit(names, totals, self_counts, children, kept, child));
+            out.push(emit(view, totals, children, kept, child));
         } else {
             other_total += totals[child as usize];
             other_nodes += 1;
@@ -132,10 +118,10 @@ fn emit(
         name: if node == ROOT {
             ROOT_NAME.to_owned()
         } else {
-            names.names[names.tree.frame(node) as usize].clone()
+            view.name(node).to_owned()
         },
         total: totals[node as usize],
-        self_count: self_counts[node as usize],
+        self_count: view.counts[node as usize],
         children: out,
         merged: 0,
     }
@@ -144,6 +130,7 @@ fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::NameTree;
     use crate::profile::{Profile, ProfileBuilder, Window};
     use odp_core::{EventKind, Frame};
 
@@ -169,12 +156,12 @@ mod tests {
         b.build()
     }
 
-    fn self_counts(p: &Profile, names: &NameTree) -> Vec<u64> {
+    fn view_of(p: &Profile) -> View {
         let mut counts = vec![0; p.tree.len()];
         for s in &p.samples {
             counts[s.node as usize] += s.count;
         }
-        names.project(&counts)
+        NameTree::new(p).view(&counts)
     }
 
     #[test]
@@ -186,13 +173,12 @@ mod tests {
             (&["main", "c"], 10),
             (&["main", "d"], 5),
         ]);
-        let names = NameTree::new(&p);
-        let counts = self_counts(&p, &names);
-        let full = build(&names, &counts, usize::MAX, None);
+        let view = view_of(&p);
+        let full = build(&view, usize::MAX, None);
         assert_eq!(full.total, 100);
         assert_eq!(full.children[0].children.len(), 4);
         // main, a, a1, b: the rest under `other`s.
-        let cut = build(&names, &counts, 4, None);
+        let cut = build(&view, 4, None);
         let main = &cut.children[0];
         assert_eq!(main.total, 100);
         let names_of = |n: &FlameNode| {
@@ -210,11 +196,10 @@ mod tests {
     #[test]
     fn focus_opens_one_subtree_and_keeps_the_path() {
         let p = profile(&[(&["main", "a", "a1"], 50), (&["main", "b", "b1"], 30)]);
-        let names = NameTree::new(&p);
-        let counts = self_counts(&p, &names);
-        let b = find_path(&names, &["main", "b"]).unwrap();
-        assert!(find_path(&names, &["main", "z"]).is_none());
-        let focused = build(&names, &counts, 10, Some(b));
+        let view = view_of(&p);
+        let b = find_path(&view, &["main", "b"]).unwrap();
+        assert!(find_path(&view, &["main", "z"]).is_none());
+        let focused = build(&view, 10, Some(b));
         let main = &focused.children[0];
         assert_eq!(main.children.len(), 2);
         assert_eq!(

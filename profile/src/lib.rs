@@ -10,10 +10,12 @@
 //!
 //! - [`select`]: windows, threads and stacks kept, summed per node, with
 //!   windows of different sampling periods merged by time;
-//! - [`NameTree`]: the same tree by frames' display names, as users see it;
+//! - [`NameTree`]: the same tree by frames' display names, as users see
+//!   it, and [`View`]: a selection's counts on it, merged across profiles;
 //! - [`flame`]: flame graph trees cut to a node budget, with exact totals;
 //! - [`top`]: the hottest functions with error bounds;
-//! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG.
+//! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG;
+//! - [`windows`]: dropping and merging windows (retention, downsampling).
 //!
 //! Decoding never panics on bad input.
 
@@ -25,9 +27,12 @@ pub mod select;
 pub mod stacks;
 pub mod top;
 pub mod tree;
+pub mod view;
+pub mod windows;
 
 pub use codec::{CodecError, Level};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
 pub use select::{weigh, NodeSums, Selection};
 pub use tree::StackTree;
+pub use view::View;

@@ -10,6 +10,7 @@ use odp_core::filter::StackFilter;
 
 use crate::profile::Profile;
 use crate::tree::{StackTree, ROOT};
+use crate::view::View;
 
 #[derive(Debug, Clone)]
 pub struct NameTree {
@@ -70,6 +71,15 @@ impl NameTree {
         out
     }
 
+    /// Per-node counts of the profile's tree as a [`View`].
+    pub fn view(&self, counts: &[u64]) -> View {
+        View {
+            names: self.names.clone(),
+            tree: self.tree.clone(),
+            counts: self.project(counts),
+        }
+    }
+
     /// Per node of the profile's `tree` (which this was built from),
     /// whether `filter` keeps the stack ending there: include needs a
     /// matching frame on the path, exclude refuses one.
@@ -92,15 +102,6 @@ impl NameTree {
             .into_iter()
             .zip(excluded)
             .map(|(inc, exc)| inc && !exc)
-            .collect()
-    }
-
-    /// The names of a node's stack here, root first.
-    pub fn stack_names(&self, node: u32) -> Vec<String> {
-        self.tree
-            .stack(node)
-            .into_iter()
-            .map(|name| self.names[name as usize].clone())
             .collect()
     }
 }

@@ -189,8 +189,9 @@ impl ProfileBuilder {
             }
             same
         });
-        self.threads.sort();
-        // The last name given to a thread in a window wins.
+        // The last name given to a thread in a window wins: a stable sort
+        // by (window, tid) keeps the order names were given in.
+        self.threads.sort_by_key(|t| (t.window, t.tid));
         self.threads.reverse();
         self.threads.dedup_by_key(|t| (t.window, t.tid));
         self.threads.reverse();

@@ -31,13 +31,15 @@ pub struct Selection<'a> {
     pub stacks: Option<&'a StackFilter>,
     /// Only windows of these hosts.
     pub hosts: Option<&'a [String]>,
+    /// Only windows of this event; unset, the first kept window's.
+    pub event: Option<EventKind>,
 }
 
 /// Per node of a profile's tree, the raw samples and the event total of
 /// what a selection kept, before weighting.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeSums {
-    /// The one event summed: the first kept window's.
+    /// The one event summed: the selection's, or the first kept window's.
     pub event: Option<EventKind>,
     /// Windows of that event kept.
     pub windows: usize,
@@ -57,7 +59,9 @@ impl Profile {
                 && selection.until_ms.is_none_or(|until| w.start_ms < until)
                 && selection.hosts.is_none_or(|hosts| hosts.contains(&w.host))
         };
-        let event = self.windows.iter().find(|w| in_range(w)).map(|w| w.event);
+        let event = selection
+            .event
+            .or_else(|| self.windows.iter().find(|w| in_range(w)).map(|w| w.event));
         let kept: Vec<bool> = self
             .windows
             .iter()

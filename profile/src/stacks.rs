@@ -4,36 +4,36 @@
 use odp_core::WeightedStack;
 
 use crate::flame::totals;
-use crate::names::NameTree;
 use crate::tree::ROOT;
+use crate::view::View;
 
 /// Every stack with samples, root first by name.
-pub fn weighted_stacks(names: &NameTree, self_counts: &[u64]) -> Vec<WeightedStack> {
-    pruned_stacks(names, self_counts, 0)
+pub fn weighted_stacks(view: &View) -> Vec<WeightedStack> {
+    pruned_stacks(view, 0)
 }
 
 /// The stacks with every subtree whose total is under `min_total` folded
 /// into its parent (whose width the subtree's samples keep): what a flame
 /// graph renderer would draw, as boxes that narrow are not drawn anyway.
-pub fn pruned_stacks(names: &NameTree, self_counts: &[u64], min_total: u64) -> Vec<WeightedStack> {
-    let totals = totals(names, self_counts);
+pub fn pruned_stacks(view: &View, min_total: u64) -> Vec<WeightedStack> {
+    let totals = totals(view);
     // Where each node's samples land: itself, or its nearest ancestor
     // that stays (parents come before children).
-    let mut lands = vec![ROOT; names.tree.len()];
-    let mut counts = vec![0u64; names.tree.len()];
-    for node in 1..names.tree.len() {
-        let parent = names.tree.parent(node as u32);
+    let mut lands = vec![ROOT; view.tree.len()];
+    let mut counts = vec![0u64; view.tree.len()];
+    for node in 1..view.tree.len() {
+        let parent = view.tree.parent(node as u32);
         lands[node] = if totals[node] >= min_total.max(1) {
             node as u32
         } else {
             lands[parent as usize]
         };
-        counts[lands[node] as usize] += self_counts[node];
+        counts[lands[node] as usize] += view.counts[node];
     }
-    (1..names.tree.len())
+    (1..view.tree.len())
         .filter(|&node| counts[node] > 0)
         .map(|node| WeightedStack {
-            frames: names.stack_names(node as u32),
+            frames: view.stack_names(node as u32),
             count: counts[node],
         })
         .collect()

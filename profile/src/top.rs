@@ -5,32 +5,32 @@
 
 use odp_core::stats::{binomial_stderr, FunctionShare};
 
-use crate::names::NameTree;
 use crate::tree::ROOT;
+use crate::view::View;
 
 /// Functions by self samples, largest first (then by total, then name),
 /// at most `limit`.
-pub fn top_functions(names: &NameTree, self_counts: &[u64], limit: usize) -> Vec<FunctionShare> {
-    let mut self_samples = vec![0u64; names.names.len()];
-    let mut total_samples = vec![0u64; names.names.len()];
+pub fn top_functions(view: &View, limit: usize) -> Vec<FunctionShare> {
+    let mut self_samples = vec![0u64; view.names.len()];
+    let mut total_samples = vec![0u64; view.names.len()];
     // The last stack each name was counted for, so recursion counts once.
-    let mut counted_for = vec![u32::MAX; names.names.len()];
+    let mut counted_for = vec![u32::MAX; view.names.len()];
     let mut samples = 0u64;
-    for (node, &count) in self_counts.iter().enumerate() {
+    for (node, &count) in view.counts.iter().enumerate() {
         if count == 0 || node == ROOT as usize {
             continue;
         }
         samples += count;
-        let leaf = names.tree.frame(node as u32) as usize;
+        let leaf = view.tree.frame(node as u32) as usize;
         self_samples[leaf] += count;
         let mut at = node as u32;
         while at != ROOT {
-            let name = names.tree.frame(at) as usize;
+            let name = view.tree.frame(at) as usize;
             if counted_for[name] != node as u32 {
                 counted_for[name] = node as u32;
                 total_samples[name] += count;
             }
-            at = names.tree.parent(at);
+            at = view.tree.parent(at);
         }
     }
     let share = |k: u64| {
@@ -40,19 +40,19 @@ pub fn top_functions(names: &NameTree, self_counts: &[u64], limit: usize) -> Vec
             k as f64 / samples as f64
         }
     };
-    let mut hot: Vec<usize> = (0..names.names.len())
+    let mut hot: Vec<usize> = (0..view.names.len())
         .filter(|&name| total_samples[name] > 0)
         .collect();
     hot.sort_by(|&a, &b| {
         self_samples[b]
             .cmp(&self_samples[a])
             .then(total_samples[b].cmp(&total_samples[a]))
-            .then_with(|| names.names[a].cmp(&names.names[b]))
+            .then_with(|| view.names[a].cmp(&view.names[b]))
     });
     hot.truncate(limit);
     hot.into_iter()
         .map(|name| FunctionShare {
-            function: names.names[name].clone(),
+            function: view.names[name].clone(),
             self_samples: self_samples[name],
             total_samples: total_samples[name],
             self_share: share(self_samples[name]),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use odp_core::{EventKind, Frame, WeightedStack};
 use odp_profile::{
-    flame, stacks, top, weigh, Level, NameTree, Profile, ProfileBuilder, Selection, Window,
+    flame, stacks, top, weigh, Level, NameTree, Profile, ProfileBuilder, Selection, View, Window,
 };
 use proptest::prelude::*;
 
@@ -56,19 +56,15 @@ fn windows() -> impl Strategy<Value = Vec<RawWindow>> {
 
 /// Stacks by name with counts, summed: what must not change.
 fn folded(profile: &Profile) -> BTreeMap<Vec<String>, u64> {
-    let names = NameTree::new(profile);
-    let mut out = BTreeMap::new();
-    for s in &profile.samples {
-        let path = names.stack_names(names_node(&names, profile, s.node));
-        *out.entry(path).or_insert(0) += s.count;
-    }
-    out
-}
-
-fn names_node(names: &NameTree, profile: &Profile, node: u32) -> u32 {
     let mut counts = vec![0; profile.tree.len()];
-    counts[node as usize] = 1;
-    names.project(&counts).iter().position(|&c| c == 1).unwrap() as u32
+    for s in &profile.samples {
+        counts[s.node as usize] += s.count;
+    }
+    let view = NameTree::new(profile).view(&counts);
+    stacks::weighted_stacks(&view)
+        .into_iter()
+        .map(|s| (s.frames, s.count))
+        .collect()
 }
 
 proptest! {
@@ -87,6 +83,21 @@ proptest! {
         block[i] ^= byte | 1;
         let _ = Profile::decode(&block);
         let _ = Profile::decode(&block[..i]);
+    }
+
+    #[test]
+    fn merged_views_equal_the_view_of_the_merge(a in windows(), b in windows()) {
+        // Raw counts: weighting rounds per node, so the parts' rounding
+        // may differ from the whole's by one.
+        let view = |p: &Profile| {
+            let names = NameTree::new(p);
+            names.view(&p.select(&Selection::default(), &names).samples)
+        };
+        let (pa, pb) = (build(&a), build(&b));
+        let merged = View::merge(&[view(&pa), view(&pb)]);
+        let whole = view(&Profile::merge([&pa, &pb]));
+        prop_assert_eq!(stacks::weighted_stacks(&merged).len(), stacks::weighted_stacks(&whole).len());
+        prop_assert_eq!(flame::build(&merged, usize::MAX, None), flame::build(&whole, usize::MAX, None));
     }
 
     #[test]
@@ -109,19 +120,19 @@ proptest! {
         let profile = build(&windows);
         let names = NameTree::new(&profile);
         let sums = profile.select(&Selection::default(), &names);
-        let counts = names.project(&weigh(&[&sums])[0]);
-        let reference: Vec<WeightedStack> = stacks::weighted_stacks(&names, &counts);
+        let view = names.view(&weigh(&[&sums])[0]);
+        let reference: Vec<WeightedStack> = stacks::weighted_stacks(&view);
         prop_assert_eq!(
-            flame::build(&names, &counts, usize::MAX, None),
+            flame::build(&view, usize::MAX, None),
             odp_core::flamegraph::build(&reference)
         );
         prop_assert_eq!(
-            top::top_functions(&names, &counts, limit),
+            top::top_functions(&view, limit),
             odp_core::stats::top_functions(&reference, limit)
         );
         // Any budget keeps the root's and every kept node's totals.
-        let cut = flame::build(&names, &counts, limit, None);
-        prop_assert_eq!(cut.total, counts.iter().sum::<u64>());
+        let cut = flame::build(&view, limit, None);
+        prop_assert_eq!(cut.total, view.samples());
         fn check(node: &odp_core::flamegraph::FlameNode) -> bool {
             node.total == node.self_count + node.children.iter().map(|c| c.total).sum::<u64>()
                 && node.children.iter().all(check)

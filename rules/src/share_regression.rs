@@ -185,10 +185,7 @@ fn leaf_stacks(data: &ProfileFrames, function: &str) -> (u64, Vec<StackHit>) {
         let leaf = stack.frames.last().map(|&i| &data.frames[i as usize]);
         if leaf.is_some_and(|f| f.function == function) {
             matched += stack.count;
-            hits.push(StackHit {
-                stack_id: stack.stack_id,
-                count: stack.count,
-            });
+            hits.push(StackHit::new(stack.stack_id, stack.count));
         }
     }
     (matched, top_stacks(hits))

@@ -67,10 +67,7 @@ impl RuleKind for StackShare {
             };
             if hit {
                 matched += stack.count;
-                hits.push(StackHit {
-                    stack_id: stack.stack_id,
-                    count: stack.count,
-                });
+                hits.push(StackHit::new(stack.stack_id, stack.count));
             }
         }
         Evidence {

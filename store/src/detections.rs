@@ -15,10 +15,25 @@ use crate::query::{frame_names, stack_frame_ids};
 use crate::Result;
 
 /// One of the heaviest stacks behind a detection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StackHit {
     pub stack_id: Uuid,
     pub count: u64,
+    /// The stack's frame names, root first, kept with the detection (the
+    /// profile's blocks hold the stack, no global table does); empty in
+    /// detections saved before, whose stacks are looked up by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
+}
+
+impl StackHit {
+    pub fn new(stack_id: Uuid, count: u64) -> StackHit {
+        StackHit {
+            stack_id,
+            count,
+            frames: Vec::new(),
+        }
+    }
 }
 
 /// A rule's finding on one profile, as evaluation writes it.
@@ -212,7 +227,11 @@ pub(crate) async fn name_stacks(
 ) -> Result<Vec<Vec<IssueStack>>> {
     let stack_ids: Vec<Uuid> = rows
         .iter()
-        .flat_map(|hits| hits.iter().map(|h| h.stack_id))
+        .flat_map(|hits| {
+            hits.iter()
+                .filter(|h| h.frames.is_empty())
+                .map(|h| h.stack_id)
+        })
         .collect();
     let names = stack_names(pool, &stack_ids).await?;
     Ok(rows
@@ -222,7 +241,11 @@ pub(crate) async fn name_stacks(
                 .map(|hit| IssueStack {
                     stack_id: hit.stack_id,
                     count: hit.count,
-                    frames: names.get(&hit.stack_id).cloned().unwrap_or_default(),
+                    frames: if hit.frames.is_empty() {
+                        names.get(&hit.stack_id).cloned().unwrap_or_default()
+                    } else {
+                        hit.frames.clone()
+                    },
                 })
                 .collect()
         })

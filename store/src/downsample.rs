@@ -7,10 +7,12 @@
 //! host, event, period and sampling frequency and per bucket of their start
 //! time (e.g. 10 minutes). Each group of two or more becomes one snapshot:
 //! the group's first row is kept, its window widened to the group's span,
-//! and the samples of all of them summed into it per (stack, thread), so
-//! every total a query computes stays exactly the same. Thread names are
-//! kept per thread (the latest name when a thread was renamed within the
-//! bucket), and `merged_windows` counts the agent windows a row holds.
+//! and in the profile's block the windows become one, their samples summed
+//! per (stack, thread), so every total a query computes stays exactly the
+//! same. Thread names are kept per thread (the latest name when a thread
+//! was renamed within the bucket), and `merged_windows` counts the agent
+//! windows a row holds. Only compacted windows are merged (the others are
+//! compacted once their profile ends).
 //!
 //! Each run merges `batch` groups per transaction; the rows are locked
 //! first, so a concurrent retention pass or a second downsampler cannot
@@ -20,11 +22,15 @@
 //! must lie far beyond how long a message can stay uncommitted (minutes),
 //! which a cutoff in days does.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use odp_profile::windows::WindowKey;
 use sqlx::PgPool;
+use uuid::Uuid;
 
+use crate::blocks::rewrite_block;
 use crate::Result;
 
 /// What [`downsample`] merged.
@@ -48,11 +54,14 @@ pub async fn downsample(
     let bucket_secs = bucket.as_secs_f64().max(1.0);
     loop {
         let mut tx = pool.begin().await?;
-        // Each group's ids, the row to keep first.
-        let groups: Vec<(Vec<i64>,)> = sqlx::query_as(
-            "select array_agg(id order by id)
+        // Each group's ids (the row to keep first), its profile and its
+        // windows' sequence numbers. Only compacted windows: their samples
+        // are in the profile block, which is rewritten below.
+        let groups: Vec<Group> = sqlx::query_as(
+            "select array_agg(id order by id), profile_id, agent_id,
+                    array_agg(sequence order by id)
              from snapshots
-             where window_end < $1 and merged_windows = 1
+             where window_end < $1 and merged_windows = 1 and compacted
              group by profile_id, agent_id, host, event, period, frequency_hz,
                       floor(extract(epoch from window_start) / $2)
              having count(*) > 1
@@ -67,7 +76,7 @@ pub async fn downsample(
             return Ok(done);
         }
         let (mut fine, mut keepers) = (Vec::new(), Vec::new());
-        for (ids,) in &groups {
+        for (ids, ..) in &groups {
             for &id in ids {
                 fine.push(id);
                 keepers.push(ids[0]);
@@ -84,34 +93,7 @@ pub async fn downsample(
             tx.rollback().await?;
             continue;
         }
-        sqlx::query(
-            "with map as (select * from unnest($1::bigint[], $2::bigint[]) as m(fine, keeper)),
-             removed as (
-                 delete from samples s using map where s.snapshot_id = map.fine
-                 returning map.keeper, s.stack_id, s.tid, s.count
-             )
-             insert into samples (snapshot_id, stack_id, tid, count)
-             select keeper, stack_id, tid, sum(count)::bigint from removed
-             group by keeper, stack_id, tid",
-        )
-        .bind(&fine)
-        .bind(&keepers)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "with map as (select * from unnest($1::bigint[], $2::bigint[]) as m(fine, keeper)),
-             removed as (
-                 delete from snapshot_threads t using map where t.snapshot_id = map.fine
-                 returning map.keeper, map.fine, t.tid, t.name
-             )
-             insert into snapshot_threads (snapshot_id, tid, name)
-             select distinct on (keeper, tid) keeper, tid, name from removed
-             order by keeper, tid, fine desc",
-        )
-        .bind(&fine)
-        .bind(&keepers)
-        .execute(&mut *tx)
-        .await?;
+        merge_in_blocks(&mut tx, &groups).await?;
         sqlx::query(
             "with map as (select * from unnest($1::bigint[], $2::bigint[]) as m(fine, keeper)),
              spans as (
@@ -149,4 +131,24 @@ pub async fn downsample(
             "windows downsampled"
         );
     }
+}
+
+/// A group's window ids (the one kept first), profile, agent and the
+/// windows' sequence numbers.
+type Group = (Vec<i64>, Uuid, String, Vec<i64>);
+
+/// Merges each group's windows in its profile's block, as the rows are.
+async fn merge_in_blocks(tx: &mut sqlx::PgConnection, groups: &[Group]) -> Result<()> {
+    let mut by_profile: BTreeMap<Uuid, Vec<Vec<WindowKey>>> = BTreeMap::new();
+    for (_, profile_id, agent_id, sequences) in groups {
+        let keys = sequences
+            .iter()
+            .map(|&s| (agent_id.clone(), s as u64))
+            .collect();
+        by_profile.entry(*profile_id).or_default().push(keys);
+    }
+    for (profile_id, groups) in by_profile {
+        rewrite_block(tx, profile_id, |p| p.merge_windows(&groups)).await?;
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Profiles uploaded from other tools' files (pprof, folded stacks): a
 //! finished profile row and its samples as one snapshot, stored through
-//! the same ingest path as agents' windows so every query works on them.
+//! the same ingest path as agents' windows so every query works on them,
+//! then compacted into the profile's block at once.
 
 use chrono::{DateTime, Utc};
 use odp_core::{Snapshot, Target};
@@ -33,7 +34,7 @@ pub async fn import_profile(
         StoreError::Corrupt(format!("frequency {} out of range", snapshot.frequency_hz))
     })?;
     store_snapshots(pool, &[snapshot]).await?;
-    Ok(sqlx::query_as::<_, ProfileRow>(
+    let row = sqlx::query_as::<_, ProfileRow>(
         "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
                                requested_by, event, agent_id, started_at, finished_at)
          values ($1, $2, $3, $4, $5, $6, 'finished', $7, $8, $9, $10, $11)
@@ -51,5 +52,9 @@ pub async fn import_profile(
     .bind(started)
     .bind(finished)
     .fetch_one(pool)
-    .await?)
+    .await?;
+    // The profile is finished already: its one window goes into its
+    // profile block at once, so the first read is of the compact block.
+    crate::blocks::compact_profile(pool, snapshot.profile_id).await?;
+    Ok(row)
 }

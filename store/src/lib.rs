@@ -8,8 +8,8 @@
 //! transaction and cannot conflict, as binary `COPY`.
 
 mod agents;
-mod aggregate;
 mod alerts;
+mod blocks;
 mod channels;
 mod detections;
 pub mod downsample;
@@ -17,27 +17,25 @@ mod imports;
 mod ingest;
 mod profiles;
 mod query;
+mod read;
 mod reanalysis;
 mod requests;
 pub mod retention;
 mod rules;
 pub mod runtime;
 mod schedules;
-mod weighting;
+mod timeline;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use thiserror::Error;
 
 pub use agents::{host_is_live, list_agents, record_agent_event, AgentRow};
-pub use aggregate::{
-    aggregate_stacks, profile_slice, profile_timeline, AggregateQuery, HostStacks,
-    ProfileSliceQuery, ScopedStacks, TimelineWindow,
-};
 pub use alerts::{
     claim_due_deliveries, create_channel, create_email_channel, list_channels, record_attempt,
     AttemptOutcome, ChannelRow, DueDelivery, NewChannel, NewEmailChannel,
 };
+pub use blocks::{compact_profile, load_profile, load_profiles, profiles_to_compact, Compacted};
 pub use channels::{
     channel_deliveries, delete_channel, get_channel, update_channel, AttemptRow, ChannelPatch,
     DeliveryFilter, DeliveryRow,
@@ -47,15 +45,14 @@ pub use detections::{
     AlertSubject, Detection, Issue, IssueStack, ProfileIdentity, StackHit,
 };
 pub use imports::import_profile;
-pub use ingest::{
-    store_snapshots, store_snapshots_cached, ForeignSnapshot, IngestOutcome, StoredIds,
-};
+pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome};
 pub use profiles::{
     mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
 };
 pub use query::{
     profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
 };
+pub use read::{read, HostView, Read, ReadResult, ReadScope};
 pub use reanalysis::{
     claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
     record_reanalysis_progress, release_reanalysis, Reanalysis,
@@ -73,6 +70,7 @@ pub use schedules::{
     try_scheduler_lock, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow,
     Schedules, SCHEDULER_LOCK_KEY,
 };
+pub use timeline::{profile_timeline, TimelineWindow};
 
 #[derive(Debug, Error)]
 pub enum StoreError {

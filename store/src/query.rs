@@ -1,13 +1,18 @@
-//! Read side: a profile's stacks, resolved to frames.
+//! A profile's samples merged across its windows: as stacks by name (what
+//! exports and tests compare) and as frames and stacks with ids (what
+//! detection rules match).
 
 use std::collections::HashMap;
 
+use odp_core::hash::{frame_hash, stack_hash};
 use odp_core::WeightedStack;
+use odp_profile::{weigh, NameTree, Selection};
 use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::weighting::{weighted_counts, MergedCount, MERGED_COUNT_COLUMNS};
+use crate::blocks::load_profile;
+use crate::read::{read, Read};
 use crate::{Result, StoreError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -30,6 +35,8 @@ pub struct FrameRef {
 /// One distinct stack of a profile with its merged count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackSamples {
+    /// The stack's content hash (XXH3-128 of its frames'), stable across
+    /// profiles: what detections name their heaviest stacks by.
     pub stack_id: Uuid,
     /// Indexes into [`ProfileFrames::frames`], root first.
     pub frames: Vec<u32>,
@@ -49,140 +56,57 @@ pub struct ProfileFrames {
 
 /// All samples of a profile merged across windows and hosts.
 pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileStacks> {
-    let data = profile_frames(pool, profile_id).await?;
-    let names: Vec<String> = data
-        .frames
-        .iter()
-        .map(|f| odp_core::model::display_name(&f.function, &f.module))
-        .collect();
-    let stacks = data
-        .stacks
-        .iter()
-        .map(|s| WeightedStack {
-            frames: s
-                .frames
-                .iter()
-                .map(|&i| names[i as usize].clone())
-                .collect(),
-            count: s.count,
-        })
-        .collect();
+    let result = read(pool, &Read::profile(profile_id)).await?;
     Ok(ProfileStacks {
-        event: data.event,
-        snapshots: data.snapshots,
-        samples: data.samples,
-        stacks,
+        event: result.event.clone(),
+        snapshots: result.snapshots,
+        samples: result.samples(),
+        stacks: result.stacks(),
     })
 }
 
-/// All samples of a profile aggregated per stack in one query, with the
-/// stacks' frames resolved once each.
+/// All samples of a profile (of its first event), weighted by period,
+/// per distinct stack of whole frames.
 pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFrames> {
-    let (event, snapshots): (Option<String>, i64) = sqlx::query_as(
-        "select (array_agg(event order by id))[1], count(*) from snapshots where profile_id = $1",
-    )
-    .bind(profile_id)
-    .fetch_one(pool)
-    .await?;
-    let rows: Vec<(Uuid, i64, f64, i64, i64)> = sqlx::query_as(&format!(
-        "select s.stack_id, {MERGED_COUNT_COLUMNS}
-         from samples s join snapshots n on n.id = s.snapshot_id
-         where n.profile_id = $1 and n.event = $2
-         group by s.stack_id"
-    ))
-    .bind(profile_id)
-    .bind(&event)
-    .fetch_all(pool)
-    .await?;
-    let stack_ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
-    let merged: Vec<MergedCount> = rows.iter().map(|r| (r.1, r.2, r.3, r.4).into()).collect();
-    let counts = weighted_counts(&merged)?;
-    let resolved = resolve_stacks(pool, &stack_ids).await?;
-    let mut stacks = Vec::with_capacity(counts.len());
+    let profile = load_profile(pool, profile_id).await?;
+    let names = NameTree::new(&profile);
+    let sums = profile.select(&Selection::default(), &names);
+    let counts = weigh(&[&sums]).remove(0);
+    let frame_hashes: Vec<u128> = profile.frames.iter().map(frame_hash).collect();
+    let mut stacks = Vec::new();
     let mut samples = 0u64;
-    for (stack_id, count) in stack_ids.into_iter().zip(counts) {
-        let frames = resolved.frames_of(stack_id)?.to_vec();
+    let mut hashes = Vec::new();
+    for (node, &count) in counts.iter().enumerate() {
+        if count == 0 {
+            continue;
+        }
+        let frames = profile.tree.stack(node as u32);
+        hashes.clear();
+        hashes.extend(frames.iter().map(|&f| frame_hashes[f as usize]));
         samples += count;
         stacks.push(StackSamples {
-            stack_id,
+            stack_id: Uuid::from_u128(stack_hash(&hashes)),
             frames,
             count,
         });
     }
-    let frames = resolved.frames;
     Ok(ProfileFrames {
-        event,
-        snapshots,
+        event: sums.event.map(|e| e.as_str().to_owned()),
+        snapshots: sums.windows as i64,
         samples,
-        frames,
+        frames: profile
+            .frames
+            .into_iter()
+            .map(|f| FrameRef {
+                function: f.function,
+                module: f.module,
+            })
+            .collect(),
         stacks,
     })
 }
 
-/// Stacks resolved to deduplicated frames: what every read query shares.
-pub(crate) struct ResolvedStacks {
-    pub(crate) frames: Vec<FrameRef>,
-    /// Per stack, indexes into `frames`, root first.
-    by_stack: HashMap<Uuid, Vec<u32>>,
-}
-
-impl ResolvedStacks {
-    pub(crate) fn frames_of(&self, stack_id: Uuid) -> Result<&[u32]> {
-        self.by_stack
-            .get(&stack_id)
-            .map(Vec::as_slice)
-            .ok_or_else(|| {
-                StoreError::Corrupt(format!("samples reference missing stack {stack_id}"))
-            })
-    }
-
-    /// Display names of the frames, by index.
-    pub(crate) fn display_names(&self) -> Vec<String> {
-        self.frames
-            .iter()
-            .map(|f| odp_core::model::display_name(&f.function, &f.module))
-            .collect()
-    }
-}
-
-/// Resolves stacks to frames in two queries (stacks, then their distinct
-/// frames), each frame loaded once however many stacks share it.
-pub(crate) async fn resolve_stacks(pool: &PgPool, stack_ids: &[Uuid]) -> Result<ResolvedStacks> {
-    let stacks_by_id = stack_frame_ids(pool, stack_ids).await?;
-    let mut frame_ids: Vec<Uuid> = stacks_by_id.values().flatten().copied().collect();
-    frame_ids.sort_unstable();
-    frame_ids.dedup();
-    let rows: Vec<(Uuid, String, String)> =
-        sqlx::query_as("select id, function, module from frames where id = any($1)")
-            .bind(&frame_ids)
-            .fetch_all(pool)
-            .await?;
-    let mut index: HashMap<Uuid, u32> = HashMap::with_capacity(rows.len());
-    let mut frames = Vec::with_capacity(rows.len());
-    for (id, function, module) in rows {
-        index.insert(id, frames.len() as u32);
-        frames.push(FrameRef { function, module });
-    }
-    let by_stack = stacks_by_id
-        .into_iter()
-        .map(|(stack_id, ids)| {
-            let indexes = ids
-                .iter()
-                .map(|id| {
-                    index.get(id).copied().ok_or_else(|| {
-                        StoreError::Corrupt(format!(
-                            "stack {stack_id} references missing frame {id}"
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<u32>>>()?;
-            Ok((stack_id, indexes))
-        })
-        .collect::<Result<HashMap<Uuid, Vec<u32>>>>()?;
-    Ok(ResolvedStacks { frames, by_stack })
-}
-
-/// The frame ids of each stack, root first.
+/// The frame ids of each stack stored as rows (before blocks), root first.
 pub(crate) async fn stack_frame_ids(
     pool: &PgPool,
     stack_ids: &[Uuid],
@@ -197,7 +121,7 @@ pub(crate) async fn stack_frame_ids(
         .collect()
 }
 
-/// Display names of frames by id.
+/// Display names of frames stored as rows, by id.
 pub(crate) async fn frame_names(
     pool: &PgPool,
     frame_ids: &[Uuid],

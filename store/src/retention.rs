@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use crate::blocks::rewrite_block;
 use crate::{Result, StoreError};
 
 /// Advisory lock key held by whoever runs retention and downsampling.
@@ -59,20 +60,32 @@ pub struct Expired {
 pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) -> Result<Expired> {
     let mut expired = Expired::default();
     loop {
-        let (snapshots, samples): (i64, Option<i64>) = sqlx::query_as(
+        let mut tx = pool.begin().await?;
+        let (snapshots, samples, compacted): (i64, Option<i64>, Vec<Uuid>) = sqlx::query_as(
             "with doomed as (
                  select id from snapshots where window_end < $1 order by id limit $2
                  for update skip locked
              ), gone as (
                  delete from snapshots n using doomed where n.id = doomed.id
-                 returning n.samples
+                 returning n.samples, n.profile_id, n.compacted
              )
-             select count(*), sum(samples)::bigint from gone",
+             select count(*), sum(samples)::bigint,
+                    coalesce(array_agg(distinct profile_id) filter (where compacted), '{}')
+             from gone",
         )
         .bind(cutoff)
         .bind(i64::from(batch))
-        .fetch_one(pool)
+        .fetch_one(&mut *tx)
         .await?;
+        // The windows compacted into their profile's block leave it too.
+        let cutoff_ms = cutoff.timestamp_millis();
+        for profile_id in compacted {
+            rewrite_block(&mut tx, profile_id, |p| {
+                p.retain_windows(|w| w.end_ms >= cutoff_ms)
+            })
+            .await?;
+        }
+        tx.commit().await?;
         expired.snapshots += snapshots as u64;
         expired.samples += samples.unwrap_or(0) as u64;
         if snapshots < i64::from(batch) {
@@ -96,6 +109,8 @@ pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) ->
                  delete from alert_deliveries a using gone where a.profile_id = gone.id
              ), events_gone as (
                  delete from profile_events e using gone where e.profile_id = gone.id
+             ), blocks_gone as (
+                 delete from profile_blocks b using gone where b.profile_id = gone.id
              )
              select count(*) from gone",
         )

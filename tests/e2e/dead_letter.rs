@@ -81,13 +81,16 @@ async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
     )
     .await;
     let (snapshots, samples): (i64, i64) = sqlx::query_as(
-        "select count(distinct n.id), coalesce(sum(s.count), 0)::bigint
-         from snapshots n join samples s on s.snapshot_id = n.id where n.profile_id = $1",
+        "select count(*), coalesce(sum(n.samples), 0)::bigint
+         from snapshots n where n.profile_id = $1",
     )
     .bind(profile_id)
     .fetch_one(&pool)
     .await
     .unwrap();
+    // The windows' blocks hold exactly those samples.
+    let stored = odp_store::profile_stacks(&pool, profile_id).await.unwrap();
+    assert_eq!(stored.samples as i64, samples);
     assert_eq!(
         (snapshots, samples),
         (2, 42 + 9),

@@ -9,9 +9,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use odp_core::filter::{FilterError, StackFilter, ThreadFilter};
-use odp_core::flamegraph::{self, FlameNode};
-use odp_core::merge::MergedStacks;
-use odp_store::{AggregateQuery, ProfileSliceQuery, ProfileStacks, ScopedStacks};
+use odp_core::flamegraph::FlameNode;
+use odp_profile::{flame, stacks};
+use odp_store::{Read, ReadResult, ReadScope};
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -57,14 +57,30 @@ struct AggregateParams {
     exclude: Option<String>,
     #[param(inline)]
     format: Option<Format>,
+    /// JSON: at most about this many nodes (default 8192); lighter
+    /// subtrees merge into one `other` node per parent.
+    #[param(minimum = 1, maximum = 200000)]
+    max_nodes: Option<usize>,
+    /// JSON: open only the subtree at this path of frame names,
+    /// `;`-separated from the root (as the UI asks when a node is zoomed).
+    focus: Option<String>,
+}
+
+/// A service's aggregate: which service and range, what to read.
+#[derive(Debug)]
+pub(crate) struct ServiceQuery {
+    pub(crate) service: String,
+    pub(crate) since: DateTime<Utc>,
+    pub(crate) until: DateTime<Utc>,
+    pub(crate) read: Read,
 }
 
 /// The parsed, validated query.
 #[derive(Debug)]
 struct ValidAggregate {
-    query: AggregateQuery,
-    filter: StackFilter,
+    query: ServiceQuery,
     format: Format,
+    tree: TreeParams,
 }
 
 pub(crate) fn filter_error(e: FilterError) -> ApiError {
@@ -125,10 +141,12 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
             "include" => "include",
             "exclude" => "exclude",
             "format" => "format",
+            "max_nodes" => "max_nodes",
+            "focus" => "focus",
             other => {
                 return Err(ApiError::Unprocessable(format!(
                     "unknown parameter `{other}`; expected service, since, until, host, \
-                     thread, include, exclude or format"
+                     thread, include, exclude, format, max_nodes or focus"
                 )))
             }
         };
@@ -174,29 +192,99 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
             )))
         }
     };
+    let max_nodes = single
+        .get("max_nodes")
+        .map(|text| {
+            text.parse::<usize>().map_err(|_| {
+                ApiError::Unprocessable(format!(
+                    "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
+                ))
+            })
+        })
+        .transpose()?;
+    let tree = TreeParams::new(max_nodes, single.get("focus").cloned())?;
     Ok(ValidAggregate {
-        query: AggregateQuery {
+        query: ServiceQuery {
+            read: Read {
+                scope: ReadScope::Service {
+                    service: service.clone(),
+                    hosts,
+                },
+                from: Some(since),
+                to: Some(until),
+                thread,
+                stacks: filter,
+            },
             service,
             since,
             until,
-            hosts,
-            thread,
-            window_since: None,
-            window_until: None,
         },
-        filter,
         format,
+        tree,
     })
 }
 
-/// Applies `filter` to every host's stacks, then merges in two levels.
-pub(crate) fn filter_and_merge(data: &mut ScopedStacks, filter: &StackFilter) -> MergedStacks {
-    if !filter.is_noop() {
-        for host in &mut data.hosts {
-            host.stacks = filter.apply(std::mem::take(&mut host.stacks));
-        }
+/// How a JSON flame graph is cut: a node budget and an optional subtree
+/// to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TreeParams {
+    pub(crate) max_nodes: usize,
+    /// Frame names from the root.
+    pub(crate) focus: Vec<String>,
+}
+
+/// Nodes in a JSON flame graph unless `max_nodes` says otherwise: what a
+/// browser draws and a person reads, at about half a megabyte.
+pub(crate) const DEFAULT_MAX_NODES: usize = 8192;
+pub(crate) const MAX_MAX_NODES: usize = 200_000;
+
+impl TreeParams {
+    pub(crate) fn new(max_nodes: Option<usize>, focus: Option<String>) -> Result<Self, ApiError> {
+        let max_nodes = match max_nodes {
+            None => DEFAULT_MAX_NODES,
+            Some(n) if (1..=MAX_MAX_NODES).contains(&n) => n,
+            Some(_) => {
+                return Err(ApiError::Unprocessable(format!(
+                    "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
+                )))
+            }
+        };
+        let focus: Vec<String> = match focus {
+            None => Vec::new(),
+            Some(path) if path.len() > 64 * 1024 => {
+                return Err(ApiError::Unprocessable("`focus` is too long".into()))
+            }
+            Some(path) => path.split(';').map(str::to_owned).collect(),
+        };
+        Ok(TreeParams { max_nodes, focus })
     }
-    data.merged()
+
+    /// The flame graph of `result` cut as asked; 404 when `focus` names a
+    /// path the result does not have.
+    pub(crate) fn flame_graph(&self, result: &ReadResult) -> Result<FlameNode, ApiError> {
+        let focus = if self.focus.is_empty() {
+            None
+        } else {
+            let path: Vec<&str> = self.focus.iter().map(String::as_str).collect();
+            Some(flame::find_path(&result.view, &path).ok_or_else(|| {
+                ApiError::NotFound(format!(
+                    "no frame path {:?} in the result",
+                    self.focus.join(";")
+                ))
+            })?)
+        };
+        Ok(flame::build(&result.view, self.max_nodes, focus))
+    }
+}
+
+/// The stacks a format renders: every one, or for SVG only those wide
+/// enough to be drawn (inferno skips boxes under 0.1 px of 1200; lighter
+/// subtrees fold into their parents, so every drawn width is unchanged).
+pub(crate) fn stacks_for(format: Format, result: &ReadResult) -> Vec<odp_core::WeightedStack> {
+    match format {
+        Format::Svg => stacks::pruned_stacks(&result.view, result.samples() / 12_000),
+        _ => result.stacks(),
+    }
 }
 
 /// The filters the single-profile endpoints (`/flamegraph`, `/top`) take:
@@ -211,23 +299,8 @@ pub struct SliceParams<'a> {
 }
 
 impl SliceParams<'_> {
-    /// `None` when no filter is set (the whole profile).
-    fn validate(
-        &self,
-        profile_id: uuid::Uuid,
-    ) -> Result<Option<(ProfileSliceQuery, StackFilter)>, ApiError> {
-        let any = [
-            self.thread,
-            self.include,
-            self.exclude,
-            self.window_since,
-            self.window_until,
-        ]
-        .iter()
-        .any(Option::is_some);
-        if !any {
-            return Ok(None);
-        }
+    /// A read of `profile_id` narrowed as these parameters say.
+    fn validate(&self, profile_id: uuid::Uuid) -> Result<Read, ApiError> {
         let window_since = self
             .window_since
             .map(|t| parse_time("window_since", t))
@@ -248,37 +321,25 @@ impl SliceParams<'_> {
             .map(ThreadFilter::new)
             .transpose()
             .map_err(filter_error)?;
-        let filter = StackFilter::new(self.include, self.exclude).map_err(filter_error)?;
-        Ok(Some((
-            ProfileSliceQuery {
-                profile_id,
-                thread,
-                window_since,
-                window_until,
-            },
-            filter,
-        )))
+        let stacks = StackFilter::new(self.include, self.exclude).map_err(filter_error)?;
+        Ok(Read {
+            from: window_since,
+            to: window_until,
+            thread,
+            stacks,
+            ..Read::profile(profile_id)
+        })
     }
 }
 
-/// A profile's stacks as `odp_store::profile_stacks` returns them, narrowed
-/// by `params` when any is set.
-pub async fn filtered_profile_stacks(
+/// A profile's samples, narrowed by `params`.
+pub(crate) async fn read_profile(
     pool: &sqlx::PgPool,
     profile_id: uuid::Uuid,
     params: SliceParams<'_>,
-) -> Result<ProfileStacks, ApiError> {
-    let Some((query, filter)) = params.validate(profile_id)? else {
-        return Ok(odp_store::profile_stacks(pool, profile_id).await?);
-    };
-    let mut data = odp_store::profile_slice(pool, &query).await?;
-    let merged = filter_and_merge(&mut data, &filter);
-    Ok(ProfileStacks {
-        event: data.event,
-        snapshots: data.snapshots,
-        samples: merged.samples,
-        stacks: merged.stacks,
-    })
+) -> Result<ReadResult, ApiError> {
+    let read = params.validate(profile_id)?;
+    Ok(odp_store::read(pool, &read).await?)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -340,43 +401,47 @@ async fn aggregate(
     caller.require(Role::Viewer)?;
     let ValidAggregate {
         query,
-        filter,
         format,
+        tree,
     } = parse(pairs)?;
-    let mut data = odp_store::aggregate_stacks(&state.pool, &query).await?;
-    let merged = filter_and_merge(&mut data, &filter);
-    let hosts = data
+    let result = odp_store::read(&state.pool, &query.read).await?;
+    let hosts: Vec<HostSummary> = result
         .hosts
         .iter()
         .map(|h| HostSummary {
             host: h.host.clone(),
-            samples: merged
-                .instances
-                .iter()
-                .find(|i| i.instance == h.host)
-                .map_or(0, |i| i.samples),
+            samples: h.view.samples(),
             profiles: h.profiles,
             snapshots: h.snapshots,
         })
         .collect();
+    let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
+    let root = match format {
+        Format::Json => Some(tree.flame_graph(&result)?),
+        _ => None,
+    };
     let rendering = Rendering {
         title: format!(
             "{} on {} hosts, {} .. {}",
             query.service,
-            merged.instances.len(),
+            sampled_hosts,
             query.since.to_rfc3339(),
             query.until.to_rfc3339()
         ),
         file_stem: format!("aggregate-{}", query.service),
-        event: data.event,
+        event: result.event.clone(),
         // Profiles of one aggregate may sample at different rates.
         period_nanos: None,
         duration_nanos: None,
         time_nanos: query.since.timestamp_nanos_opt(),
-        samples: merged.samples,
-        stacks: merged.stacks,
+        samples: result.samples(),
+        stacks: if root.is_some() {
+            Vec::new()
+        } else {
+            stacks_for(format, &result)
+        },
     };
-    let (profiles, snapshots) = (data.profiles, data.snapshots);
+    let (profiles, snapshots) = (result.profiles, result.snapshots);
     render(format, rendering, |r| {
         Json(AggregateJson {
             service: query.service,
@@ -387,7 +452,7 @@ async fn aggregate(
             snapshots,
             samples: r.samples,
             hosts,
-            root: flamegraph::build(&r.stacks),
+            root: root.unwrap_or_else(|| odp_core::flamegraph::build(&[])),
         })
         .into_response()
     })
@@ -426,9 +491,13 @@ mod tests {
         let mut list = base();
         list.extend([("host", "a, b"), ("host", "c"), ("host", "a")]);
         let valid = parse(pairs(&list)).unwrap();
-        assert_eq!(valid.query.hosts, ["a", "b", "c"]);
+        let ReadScope::Service { hosts, .. } = &valid.query.read.scope else {
+            panic!("a service read");
+        };
+        assert_eq!(hosts, &["a", "b", "c"]);
         assert_eq!(valid.format, Format::Json);
-        assert!(valid.filter.is_noop() && valid.query.thread.is_none());
+        assert!(valid.query.read.stacks.is_noop() && valid.query.read.thread.is_none());
+        assert_eq!(valid.tree.max_nodes, DEFAULT_MAX_NODES);
     }
 
     #[test]
@@ -458,19 +527,19 @@ mod tests {
     #[test]
     fn slice_params_validate_only_when_set() {
         let id = uuid::Uuid::nil();
-        assert!(SliceParams::default().validate(id).unwrap().is_none());
-        let (query, filter) = SliceParams {
+        let whole = SliceParams::default().validate(id).unwrap();
+        assert!(whole.thread.is_none() && whole.from.is_none() && whole.stacks.is_noop());
+        let read = SliceParams {
             thread: Some("^worker-"),
             exclude: Some("gc"),
             window_since: Some("2026-11-01T00:00:00Z"),
             ..Default::default()
         }
         .validate(id)
-        .unwrap()
         .unwrap();
-        assert!(query.thread.unwrap().matches("worker-2"));
-        assert!(query.window_since.is_some() && query.window_until.is_none());
-        assert!(filter.exclude.is_some() && filter.include.is_none());
+        assert!(read.thread.unwrap().matches("worker-2"));
+        assert!(read.from.is_some() && read.to.is_none());
+        assert!(read.stacks.exclude.is_some() && read.stacks.include.is_none());
         for params in [
             SliceParams {
                 window_since: Some("2026-11-02T00:00:00Z"),
@@ -498,34 +567,21 @@ mod tests {
     }
 
     #[test]
-    fn filters_apply_per_host_before_the_merge() {
-        let ws = |frames: &[&str], count| odp_core::WeightedStack {
-            frames: frames.iter().map(|s| s.to_string()).collect(),
-            count,
-        };
-        let mut data = ScopedStacks {
-            event: Some("cpu-clock".into()),
-            profiles: 2,
-            snapshots: 2,
-            samples: 10,
-            hosts: vec![
-                odp_store::HostStacks {
-                    host: "a".into(),
-                    stacks: vec![ws(&["main", "hot"], 4), ws(&["main", "gc"], 2)],
-                    ..Default::default()
-                },
-                odp_store::HostStacks {
-                    host: "b".into(),
-                    stacks: vec![ws(&["main", "hot"], 3), ws(&["main", "gc"], 1)],
-                    ..Default::default()
-                },
-            ],
-        };
-        let filter = StackFilter::new(None, Some("^gc$")).unwrap();
-        let merged = filter_and_merge(&mut data, &filter);
-        assert_eq!(merged.samples, 7);
-        assert_eq!(merged.stacks, vec![ws(&["main", "hot"], 7)]);
-        let per_host: Vec<u64> = merged.instances.iter().map(|i| i.samples).collect();
-        assert_eq!(per_host, [4, 3]);
+    fn node_budgets_and_focus_paths_are_checked() {
+        assert_eq!(
+            TreeParams::new(None, None).unwrap().max_nodes,
+            DEFAULT_MAX_NODES
+        );
+        let tree = TreeParams::new(Some(100), Some("main;demo_hot".into())).unwrap();
+        assert_eq!((tree.max_nodes, tree.focus.len()), (100, 2));
+        for bad in [0, 200_001] {
+            assert!(matches!(
+                TreeParams::new(Some(bad), None),
+                Err(ApiError::Unprocessable(_))
+            ));
+        }
+        for bad in ["0", "many", "-1"] {
+            assert!(invalid(&[("max_nodes", bad)]).contains("max_nodes"));
+        }
     }
 }

@@ -12,7 +12,7 @@ use axum::Json;
 use odp_core::diff::{diff, render_svg, DiffNode, FunctionChange};
 use odp_core::filter::StackFilter;
 use odp_core::WeightedStack;
-use odp_store::{AggregateQuery, ProfileSliceQuery};
+use odp_store::{Read, ReadScope};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -23,7 +23,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::aggregate::{filter_and_merge, filter_error, parse_range};
+use crate::routes::aggregate::{filter_error, parse_range};
 use crate::routes::profiles::{load, validate_name};
 use crate::AppState;
 
@@ -79,7 +79,11 @@ pub struct DiffQuery {
 #[derive(Debug, Clone)]
 enum Side {
     Profile(Uuid),
-    Aggregate(AggregateQuery),
+    Aggregate {
+        service: String,
+        since: chrono::DateTime<chrono::Utc>,
+        until: chrono::DateTime<chrono::Utc>,
+    },
 }
 
 /// Exactly one form per side: a profile id, or service + since + until.
@@ -99,15 +103,11 @@ fn side(
                 since,
                 until,
             )?;
-            Ok(Side::Aggregate(AggregateQuery {
+            Ok(Side::Aggregate {
                 service: service.to_owned(),
                 since,
                 until,
-                hosts: Vec::new(),
-                thread: None,
-                window_since: None,
-                window_until: None,
-            }))
+            })
         }
         _ => Err(ApiError::Unprocessable(format!(
             "give `{name}` (a profile id) or all of `{name}_service`, `{name}_since` and \
@@ -177,39 +177,41 @@ async fn load_side(
     side: &Side,
     filter: &StackFilter,
 ) -> Result<LoadedSide, ApiError> {
-    let (label, mut data) = match side {
+    let (label, read) = match side {
         Side::Profile(id) => {
             load(state, *id).await?;
-            let query = ProfileSliceQuery {
-                profile_id: *id,
-                thread: None,
-                window_since: None,
-                window_until: None,
-            };
-            (
-                format!("profile {id}"),
-                odp_store::profile_slice(&state.pool, &query).await?,
-            )
+            (format!("profile {id}"), Read::profile(*id))
         }
-        Side::Aggregate(query) => (
-            format!(
-                "{} {} .. {}",
-                query.service,
-                query.since.to_rfc3339(),
-                query.until.to_rfc3339()
-            ),
-            odp_store::aggregate_stacks(&state.pool, query).await?,
+        Side::Aggregate {
+            service,
+            since,
+            until,
+        } => (
+            format!("{service} {} .. {}", since.to_rfc3339(), until.to_rfc3339()),
+            Read {
+                scope: ReadScope::Service {
+                    service: service.clone(),
+                    hosts: Vec::new(),
+                },
+                from: Some(*since),
+                to: Some(*until),
+                ..Read::profile(Uuid::nil())
+            },
         ),
     };
-    let merged = filter_and_merge(&mut data, filter);
+    let read = Read {
+        stacks: filter.clone(),
+        ..read
+    };
+    let result = odp_store::read(&state.pool, &read).await?;
     Ok(LoadedSide {
         summary: SideSummary {
             label,
-            event: data.event,
-            samples: merged.samples,
-            profiles: data.profiles,
+            event: result.event.clone(),
+            samples: result.samples(),
+            profiles: result.profiles,
         },
-        stacks: merged.stacks,
+        stacks: result.stacks(),
     })
 }
 
@@ -317,7 +319,7 @@ mod tests {
         .validate()
         .unwrap();
         assert!(matches!(valid.baseline, Side::Profile(id) if id == a));
-        assert!(matches!(&valid.target, Side::Aggregate(q) if q.service == "checkout"));
+        assert!(matches!(&valid.target, Side::Aggregate { service, .. } if service == "checkout"));
         assert_eq!(valid.limit, 50);
 
         let both = DiffQuery {

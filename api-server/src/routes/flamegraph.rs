@@ -4,7 +4,8 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_core::flamegraph;
-use odp_core::stats::{top_functions, FunctionShare};
+use odp_core::stats::FunctionShare;
+use odp_profile::top::top_functions;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -15,7 +16,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::aggregate::{filtered_profile_stacks, SliceParams};
+use crate::routes::aggregate::{read_profile, stacks_for, SliceParams, TreeParams};
 use crate::routes::profiles::load;
 use crate::routes::render::{period_nanos, render, Rendering};
 use crate::AppState;
@@ -45,6 +46,15 @@ pub struct FlameGraphQuery {
     pub window_since: Option<String>,
     /// Only windows starting before this RFC 3339 time.
     pub window_until: Option<String>,
+    /// JSON: at most about this many nodes (default 8192); lighter
+    /// subtrees merge into one `other` node per parent, so every total
+    /// stays exact.
+    #[param(minimum = 1, maximum = 200000)]
+    pub max_nodes: Option<usize>,
+    /// JSON: open only the subtree at this path of frame names,
+    /// `;`-separated from the root (as the UI asks when a cut node is
+    /// zoomed).
+    pub focus: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -101,10 +111,15 @@ async fn flame_graph(
         window_since: query.window_since.as_deref(),
         window_until: query.window_until.as_deref(),
     };
-    let data = filtered_profile_stacks(&state.pool, id, slice).await?;
+    let tree = TreeParams::new(query.max_nodes, query.focus.clone())?;
+    let data = read_profile(&state.pool, id, slice).await?;
+    let root = match query.format {
+        Format::Json => Some(tree.flame_graph(&data)?),
+        _ => None,
+    };
     let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
     let (started, finished) = (nanos(row.started_at), nanos(row.finished_at));
-    let event = data.event.or(row.event);
+    let event = data.event.clone().or(row.event);
     let rendering = Rendering {
         title: format!("profile {id}"),
         file_stem: format!("profile-{id}"),
@@ -112,8 +127,12 @@ async fn flame_graph(
         event,
         duration_nanos: started.zip(finished).map(|(s, f)| f - s),
         time_nanos: started,
-        samples: data.samples,
-        stacks: data.stacks,
+        samples: data.samples(),
+        stacks: if root.is_some() {
+            Vec::new()
+        } else {
+            stacks_for(query.format, &data)
+        },
     };
     let snapshots = data.snapshots;
     render(query.format, rendering, |r| {
@@ -122,7 +141,7 @@ async fn flame_graph(
             event: r.event,
             snapshots,
             samples: r.samples,
-            root: flamegraph::build(&r.stacks),
+            root: root.unwrap_or_else(|| flamegraph::build(&[])),
         })
         .into_response()
     })
@@ -197,12 +216,12 @@ async fn top(
         window_since: query.window_since.as_deref(),
         window_until: query.window_until.as_deref(),
     };
-    let data = filtered_profile_stacks(&state.pool, id, slice).await?;
+    let data = read_profile(&state.pool, id, slice).await?;
     let response = TopResponse {
         profile_id: id,
-        event: data.event,
-        samples: data.samples,
-        functions: top_functions(&data.stacks, query.limit),
+        event: data.event.clone(),
+        samples: data.samples(),
+        functions: top_functions(&data.view, query.limit),
     };
     Ok(Json(
         serde_json::to_value(response).map_err(|e| ApiError::Internal(e.to_string()))?,

@@ -119,9 +119,8 @@ impl Fleet {
     /// (snapshots, samples) stored for the fleet's profiles.
     pub(crate) async fn stored(&self) -> (i64, i64) {
         sqlx::query_as(
-            "select count(distinct n.id), coalesce(sum(s.count), 0)::bigint
-             from snapshots n join samples s on s.snapshot_id = n.id
-             where n.profile_id = any($1)",
+            "select count(*), coalesce(sum(n.samples), 0)::bigint
+             from snapshots n where n.profile_id = any($1)",
         )
         .bind(&self.profiles)
         .fetch_one(&self.pool)

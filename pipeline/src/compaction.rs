@@ -1,0 +1,54 @@
+//! Ended profiles' windows merged into one block each (see
+//! `odp_store::compact_profile`): a profile is then read as one row,
+//! and its windows' own blocks (and rows stored before blocks existed) are
+//! dropped. Every worker runs a pass every few seconds; two passing over
+//! one profile take turns on its rows' locks, and the second finds nothing
+//! left to do.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+use crate::metrics::PipelineMetrics;
+
+const EVERY: Duration = Duration::from_secs(5);
+const BATCH: i64 = 50;
+
+pub(crate) async fn run(
+    pool: PgPool,
+    grace: Duration,
+    metrics: Arc<PipelineMetrics>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        if let Err(e) = pass(&pool, grace, &metrics, &stopped).await {
+            tracing::warn!(error = %e, "compacting profiles failed; retrying later");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(EVERY) => {}
+            _ = stopped.wait_for(|stop| *stop) => return,
+        }
+    }
+}
+
+async fn pass(
+    pool: &PgPool,
+    grace: Duration,
+    metrics: &PipelineMetrics,
+    stopped: &watch::Receiver<bool>,
+) -> Result<(), odp_store::StoreError> {
+    for profile_id in odp_store::profiles_to_compact(pool, grace, BATCH).await? {
+        if *stopped.borrow() {
+            return Ok(());
+        }
+        let done = odp_store::compact_profile(pool, profile_id).await?;
+        if done.windows > 0 {
+            metrics.profiles_compacted.inc();
+            tracing::debug!(%profile_id, windows = done.windows, legacy = done.legacy_windows,
+                bytes = done.block_bytes, "profile compacted");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! What a read renders: a selection's counts on a tree of display names.
+//!
+//! A [`View`] is made from one profile ([`crate::NameTree::view`]) and
+//! several merge into one ([`View::merge`], over integer ids: each view's
+//! names are mapped once, then its nodes in order). Flame graphs, top
+//! tables and stacks for exports are computed from it.
+
+use std::collections::HashMap;
+
+use crate::tree::{StackTree, ROOT};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// Distinct display names.
+    pub names: Vec<String>,
+    /// Call paths over `names`.
+    pub tree: StackTree,
+    /// Self count per node of `tree`.
+    pub counts: Vec<u64>,
+}
+
+impl Default for View {
+    /// Nothing: the root alone, with no samples.
+    fn default() -> Self {
+        View {
+            names: Vec::new(),
+            tree: StackTree::default(),
+            counts: vec![0],
+        }
+    }
+}
+
+impl View {
+    /// Every count, summed.
+    pub fn samples(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The names of a node's stack, root first.
+    pub fn stack_names(&self, node: u32) -> Vec<String> {
+        self.tree
+            .stack(node)
+            .into_iter()
+            .map(|name| self.names[name as usize].clone())
+            .collect()
+    }
+
+    /// The name of a node (the root's is empty).
+    pub fn name(&self, node: u32) -> &str {
+        if node == ROOT {
+            ""
+        } else {
+            &self.names[self.tree.frame(node) as usize]
+        }
+    }
+
+    /// The views added up: identical call paths (by name) merge.
+    pub fn merge(views: &[View]) -> View {
+        let mut out = View::default();
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        for view in views {
+            let names: Vec<u32> = view
+                .names
+                .iter()
+                .map(|name| {
+                    *ids.entry(name.clone()).or_insert_with(|| {
+                        out.names.push(name.clone());
+                        (out.names.len() - 1) as u32
+                    })
+                })
+                .collect();
+            let mut nodes = vec![ROOT; view.tree.len()];
+            for node in 1..view.tree.len() as u32 {
+                let parent = nodes[view.tree.parent(node) as usize];
+                let name = names[view.tree.frame(node) as usize];
+                let merged = out.tree.child(parent, name);
+                nodes[node as usize] = merged;
+                if merged as usize == out.counts.len() {
+                    out.counts.push(0);
+                }
+            }
+            for (node, &count) in view.counts.iter().enumerate() {
+                out.counts[nodes[node] as usize] += count;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(stacks: &[(&[&str], u64)]) -> View {
+        let mut v = View::default();
+        for (frames, count) in stacks {
+            let ids: Vec<u32> = frames
+                .iter()
+                .map(|f| match v.names.iter().position(|n| n == f) {
+                    Some(i) => i as u32,
+                    None => {
+                        v.names.push(f.to_string());
+                        (v.names.len() - 1) as u32
+                    }
+                })
+                .collect();
+            let node = v.tree.intern(&ids) as usize;
+            v.counts.resize(v.tree.len(), 0);
+            v.counts[node] += count;
+        }
+        v
+    }
+
+    #[test]
+    fn an_empty_view_has_a_root_without_samples() {
+        let empty = View::merge(&[]);
+        assert_eq!(empty, View::default());
+        assert_eq!(crate::flame::build(&empty, 10, None).total, 0);
+        assert!(crate::top::top_functions(&empty, 10).is_empty());
+        assert!(crate::stacks::weighted_stacks(&empty).is_empty());
+    }
+
+    #[test]
+    fn merging_adds_identical_paths_by_name() {
+        let a = view(&[(&["main", "hot"], 3), (&["main"], 1)]);
+        let b = view(&[(&["other"], 2), (&["main", "hot"], 4)]);
+        let merged = View::merge(&[a, b]);
+        assert_eq!(merged.samples(), 10);
+        let hot = merged.tree.find(&[0, 1]).unwrap();
+        assert_eq!(merged.counts[hot as usize], 7);
+        assert_eq!(merged.stack_names(hot), ["main", "hot"]);
+        assert_eq!(merged.tree.len(), 4);
+    }
+}

@@ -1,0 +1,190 @@
+//! Reshaping a profile's windows, as retention and downsampling do:
+//! dropping windows, and merging windows into coarser ones. Both keep
+//! every remaining sample, and rebuild the dictionaries so frames and
+//! stacks no remaining sample uses are gone.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::profile::{Profile, ProfileBuilder, Window};
+
+/// A window's identity across its copies: agent and sequence.
+pub type WindowKey = (String, u64);
+
+impl Window {
+    pub fn key(&self) -> WindowKey {
+        (self.agent_id.clone(), self.sequence)
+    }
+}
+
+impl Profile {
+    /// The profile without the windows `keep` refuses (and their samples,
+    /// thread names, and what only they used).
+    pub fn retain_windows(&self, keep: impl Fn(&Window) -> bool) -> Profile {
+        let target: Vec<Option<u32>> = {
+            let mut next = 0u32;
+            self.windows
+                .iter()
+                .map(|w| {
+                    keep(w).then(|| {
+                        next += 1;
+                        next - 1
+                    })
+                })
+                .collect()
+        };
+        let windows = self
+            .windows
+            .iter()
+            .zip(&target)
+            .filter(|(_, t)| t.is_some())
+            .map(|(w, _)| w.clone())
+            .collect();
+        self.rebuilt(windows, &target)
+    }
+
+    /// Merges windows into coarser ones: each group (the keys of its
+    /// windows, the first one's window kept) becomes one window spanning
+    /// them all, with their samples summed per stack and thread, and per
+    /// thread the name it had in the group's last window. Windows in no
+    /// group stay as they are; keys of no window are ignored.
+    pub fn merge_windows(&self, groups: &[Vec<WindowKey>]) -> Profile {
+        let index: HashMap<WindowKey, usize> = self
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.key(), i))
+            .collect();
+        // Each window's group leader (itself when alone).
+        let mut leader: Vec<usize> = (0..self.windows.len()).collect();
+        for group in groups {
+            let members: Vec<usize> = group.iter().filter_map(|k| index.get(k).copied()).collect();
+            if let Some(&first) = members.first() {
+                for &m in &members {
+                    leader[m] = first;
+                }
+            }
+        }
+        let mut spans: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
+        for (i, w) in self.windows.iter().enumerate() {
+            let span = spans.entry(leader[i]).or_insert((w.start_ms, w.end_ms));
+            span.0 = span.0.min(w.start_ms);
+            span.1 = span.1.max(w.end_ms);
+        }
+        let position: HashMap<usize, u32> = spans
+            .keys()
+            .enumerate()
+            .map(|(new, &old)| (old, new as u32))
+            .collect();
+        let windows = spans
+            .iter()
+            .map(|(&i, &(start_ms, end_ms))| Window {
+                start_ms,
+                end_ms,
+                ..self.windows[i].clone()
+            })
+            .collect();
+        let target: Vec<Option<u32>> = leader.iter().map(|l| Some(position[l])).collect();
+        self.rebuilt(windows, &target)
+    }
+
+    /// The profile over `windows`, with each old window's samples and
+    /// thread names moved to `target[old]` (dropped when `None`).
+    fn rebuilt(&self, windows: Vec<Window>, target: &[Option<u32>]) -> Profile {
+        let mut builder = ProfileBuilder::default();
+        for window in windows {
+            builder.window(window);
+        }
+        // Later windows' names win: the builder keeps the last one given.
+        for thread in &self.threads {
+            if let Some(window) = target[thread.window as usize] {
+                builder.thread(window, thread.tid, thread.name.clone());
+            }
+        }
+        let mut frame_ids: Vec<Option<u32>> = vec![None; self.frames.len()];
+        let mut path = Vec::new();
+        for sample in &self.samples {
+            let Some(window) = target[sample.window as usize] else {
+                continue;
+            };
+            path.clear();
+            for frame in self.tree.stack(sample.node) {
+                let id = *frame_ids[frame as usize]
+                    .get_or_insert_with(|| builder.frame(&self.frames[frame as usize]));
+                path.push(id);
+            }
+            builder.samples(window, sample.tid, &path, sample.count);
+        }
+        builder.build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odp_core::{EventKind, Frame};
+
+    fn profile() -> Profile {
+        let mut b = ProfileBuilder::default();
+        let (main, a, gone) = (
+            b.frame(&Frame::function("main")),
+            b.frame(&Frame::function("a")),
+            b.frame(&Frame::function("only_in_w0")),
+        );
+        for sequence in 0..3u64 {
+            let w = b.window(Window {
+                host: "h".into(),
+                agent_id: "x".into(),
+                sequence,
+                start_ms: 1_000 * sequence as i64,
+                end_ms: 1_000 * (sequence as i64 + 1),
+                event: EventKind::CpuClock,
+                period: 1,
+                frequency_hz: 1,
+            });
+            b.thread(w, 7, format!("pool-{sequence}"));
+            b.samples(w, 7, &[main, a], 10 + sequence);
+            if sequence == 0 {
+                b.samples(w, 7, &[main, gone], 5);
+            }
+        }
+        b.build()
+    }
+
+    #[test]
+    fn dropped_windows_take_what_only_they_used() {
+        let p = profile();
+        let kept = p.retain_windows(|w| w.sequence > 0);
+        assert_eq!(kept.windows.len(), 2);
+        assert_eq!(kept.total_samples(), 11 + 12);
+        assert_eq!(kept.frames.len(), 2, "only_in_w0 is gone");
+        assert_eq!(kept.threads.len(), 2);
+        assert_eq!(kept.threads[0].window, 0);
+        assert_eq!(kept.threads[0].name, "pool-1");
+    }
+
+    #[test]
+    fn merged_windows_span_their_group_and_keep_every_sample() {
+        let p = profile();
+        let key = |s: u64| ("x".to_owned(), s);
+        let merged = p.merge_windows(&[vec![key(0), key(1)], vec![key(9)]]);
+        assert_eq!(merged.windows.len(), 2);
+        assert_eq!(
+            (merged.windows[0].start_ms, merged.windows[0].end_ms),
+            (0, 2_000)
+        );
+        assert_eq!(merged.windows[0].sequence, 0);
+        assert_eq!(merged.windows[1].sequence, 2);
+        assert_eq!(merged.total_samples(), p.total_samples());
+        let names: Vec<(u32, &str)> = merged
+            .threads
+            .iter()
+            .map(|t| (t.window, t.name.as_str()))
+            .collect();
+        assert_eq!(names, [(0, "pool-1"), (1, "pool-2")]);
+        // main;a summed over the two merged windows: 10 + 11.
+        assert!(merged
+            .samples
+            .iter()
+            .any(|s| s.window == 0 && s.count == 21));
+    }
+}
