@@ -36,22 +36,11 @@ const DISTINCT_STACKS: usize = 600;
 const THREADS: u32 = 4;
 /// Worker runs compared with a raw `COPY`.
 const ROUNDS: usize = 5;
-/// Rows the worker writes, table by table, in insert order.
-const TABLES: [&str; 5] = [
-    "frames",
-    "stacks",
-    "snapshots",
-    "samples",
-    "snapshot_threads",
-];
+/// Rows the worker writes, table by table, in insert order: one row per
+/// window, holding the window's block.
+const TABLES: [&str; 1] = ["snapshots"];
 /// The primary key of each of [`TABLES`].
-const PRIMARY_KEYS: [&str; 5] = [
-    "id",
-    "id",
-    "id",
-    "snapshot_id, stack_id, tid",
-    "snapshot_id, tid",
-];
+const PRIMARY_KEYS: [&str; 1] = ["id"];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -338,27 +327,13 @@ async fn rows_written(pool: &PgPool, profiles: &[Uuid]) -> i64 {
 }
 
 fn selection(table: &str) -> String {
-    let stack_ids = "select s.stack_id from samples s join snapshots n on n.id = s.snapshot_id
-                     where n.profile_id = any($1)";
-    match table {
-        "stacks" => format!("select * from stacks where id in ({stack_ids})"),
-        "frames" => format!(
-            "select * from frames where id in (select distinct encode(substring(st.frame_ids from 1 + 16 * g for 16), 'hex')::uuid
-             from stacks st, generate_series(0, length(st.frame_ids) / 16 - 1) g where st.id in ({stack_ids}))"
-        ),
-        "snapshots" => "select * from snapshots where profile_id = any($1)".to_owned(),
-        _ => format!(
-            "select t.* from {table} t join snapshots n on n.id = t.snapshot_id
-             where n.profile_id = any($1)"
-        ),
-    }
+    format!("select * from {table} where profile_id = any($1)")
 }
 
 /// Times `COPY … FROM STDIN (format binary)` of the same rows, one table
 /// after the other as the worker writes them, in one transaction, into
 /// empty tables of the same shape as the real ones: logged, with the same
-/// indexes, check constraints and triggers (those of migration 0012 check
-/// the references of samples and threads). They live in a schema of their
+/// indexes, check constraints and triggers. They live in a schema of their
 /// own, first on the search path, where the triggers' functions find them.
 ///
 /// The baseline used to copy into temporary tables with the indexes only:

@@ -1,6 +1,7 @@
 //! Storage compactness: bytes on disk per sample and per distinct stack for
-//! one profile stored in Postgres, against the same profile as gzip pprof,
-//! before and after downsampling.
+//! one profile stored in Postgres, against the same profile as gzip pprof:
+//! as its windows arrive (each the agent's block), once compacted into one
+//! profile block, and after downsampling.
 //!
 //! A synthetic hour-long profile (10 s windows from a month ago, stacks
 //! drawn with a skewed distribution from a fixed set, several threads) is
@@ -32,10 +33,13 @@ const SAMPLES_PER_WINDOW: u64 = 990;
 const DISTINCT_STACKS: usize = 2_000;
 const FRAME_VOCABULARY: usize = 3_000;
 const THREADS: u32 = 8;
-const TABLES: [&str; 5] = [
+/// Every table that holds samples: the windows and profile blocks, and the
+/// rows of data stored before blocks (empty here).
+const TABLES: [&str; 6] = [
+    "snapshots",
+    "profile_blocks",
     "frames",
     "stacks",
-    "snapshots",
     "samples",
     "snapshot_threads",
 ];
@@ -175,10 +179,9 @@ async fn main() {
     }
 
     let samples = WINDOWS * SAMPLES_PER_WINDOW;
-    let distinct = count(&pool, "select count(*) from stacks").await;
-    let rows = count(&pool, "select count(*) from samples").await;
     let merged = odp_store::profile_stacks(&pool, profile_id).await.unwrap();
     assert_eq!(merged.samples, samples);
+    let distinct = merged.stacks.len() as i64;
     let meta = PprofMeta {
         event: "cpu-clock".into(),
         ..PprofMeta::default()
@@ -190,30 +193,32 @@ async fn main() {
         .sum();
 
     println!(
-        "profile: {WINDOWS} windows of 10 s, {samples} samples, {distinct} distinct stacks, \
-         {rows} sample rows ((window, stack, thread) triples)"
+        "profile: {WINDOWS} windows of 10 s, {samples} samples, {distinct} distinct stacks \
+         (by name, threads merged)"
+    );
+    let (sizes, total_windows) = table_bytes(&pool).await;
+    report(
+        "windows as they arrive (one block each)",
+        &sizes,
+        total_windows,
+        samples,
+        distinct,
+    );
+    odp_store::compact_profile(&pool, profile_id).await.unwrap();
+    assert_eq!(
+        odp_store::profile_stacks(&pool, profile_id)
+            .await
+            .unwrap()
+            .samples,
+        samples
     );
     let (sizes, total) = table_bytes(&pool).await;
-    report("stored, 10 s windows", &sizes, total, samples, distinct);
-    let indexes: Vec<(String, i64)> = sqlx::query_as(
-        "select indexrelid::regclass::text, pg_relation_size(indexrelid)
-         from pg_index where indrelid = 'samples'::regclass order by 1",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    let heap: i64 = sqlx::query_scalar("select pg_relation_size('samples')")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    let parts: Vec<String> = indexes
-        .iter()
-        .map(|(name, bytes)| format!("{name} {:.1} B", *bytes as f64 / rows as f64))
-        .collect();
-    println!(
-        "  per sample row: heap {:.1} B, {}",
-        heap as f64 / rows as f64,
-        parts.join(", ")
+    report(
+        "compacted into one profile block",
+        &sizes,
+        total,
+        samples,
+        distinct,
     );
 
     let options = RetentionOptions {
@@ -221,10 +226,10 @@ async fn main() {
         ..RetentionOptions::default()
     };
     run_once(&pool, &options, Utc::now()).await.unwrap();
-    let rows_after = count(&pool, "select count(*) from samples").await;
+    let windows_after = count(&pool, "select count(*) from snapshots").await;
     let (sizes, total_after) = table_bytes(&pool).await;
     report(
-        &format!("downsampled to 10 min ({rows_after} sample rows)"),
+        &format!("downsampled to 10 min ({windows_after} windows)"),
         &sizes,
         total_after,
         samples,
@@ -261,18 +266,20 @@ fn report(what: &str, sizes: &[(&str, i64)], total: i64, samples: u64, distinct:
             .sum()
     };
     let windows = of(&["snapshots", "samples", "snapshot_threads"]);
-    let dictionary = of(&["stacks", "frames"]);
+    let blocks = of(&["profile_blocks"]);
     let parts: Vec<String> = sizes
         .iter()
+        .filter(|(_, bytes)| *bytes > 0)
         .map(|(table, bytes)| format!("{table} {} KiB", bytes / 1024))
         .collect();
     println!(
-        "{what}: {} KiB on disk ({}); windows {:.2} B/sample, dictionary {:.0} B/distinct \
-         stack, all {:.2} B/sample",
+        "{what}: {} KiB on disk ({}); windows {:.2} B/sample, profile blocks {:.2} B/sample \
+         ({:.0} B/distinct stack), all {:.2} B/sample",
         total / 1024,
         parts.join(", "),
         windows as f64 / samples as f64,
-        dictionary as f64 / distinct as f64,
+        blocks as f64 / samples as f64,
+        blocks as f64 / distinct as f64,
         total as f64 / samples as f64,
     );
 }

@@ -101,7 +101,7 @@ async fn windows_at_different_rates_merge_by_time() {
     assert_eq!(frames.samples, 1100);
 
     let slice = odp_store::read(&pool, &Read::profile(fda)).await.unwrap();
-    let host_stacks = odp_profile::stacks::weighted_stacks(&slice.hosts[0].view);
+    let host_stacks = odp_profile::stacks::weighted_stacks(&slice.hosts[0].view());
     assert_eq!(leaf_counts(&host_stacks), by_time);
 
     // Two hosts of one service at different rates, same work: equal shares.
@@ -133,7 +133,7 @@ async fn windows_at_different_rates_merge_by_time() {
     let all: Vec<WeightedStack> = aggregate
         .hosts
         .iter()
-        .flat_map(|h| odp_profile::stacks::weighted_stacks(&h.view))
+        .flat_map(|h| odp_profile::stacks::weighted_stacks(&h.view()))
         .collect();
     let mut merged: Vec<(String, u64)> = Vec::new();
     for (leaf, count) in leaf_counts(&all) {

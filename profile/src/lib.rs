@@ -14,6 +14,8 @@
 //!   it, and [`View`]: a selection's counts on it, merged across profiles;
 //! - [`flame`]: flame graph trees cut to a node budget, with exact totals;
 //! - [`top`]: the hottest functions with error bounds;
+//! - [`many`]: flame graphs and top tables of many views without merging
+//!   their trees (aggregates);
 //! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG;
 //! - [`windows`]: dropping and merging windows (retention, downsampling).
 //!
@@ -21,6 +23,7 @@
 
 pub mod codec;
 pub mod flame;
+pub mod many;
 pub mod names;
 pub mod profile;
 pub mod select;

@@ -148,6 +148,30 @@ impl StackTree {
         depths
     }
 
+    /// The children of every node that `keep` keeps, in id order, as one
+    /// flat list with offsets (no allocation per node).
+    pub fn children(&self, keep: impl Fn(u32) -> bool) -> Children {
+        let mut offsets = vec![0u32; self.len() + 1];
+        for node in 1..self.len() as u32 {
+            if keep(node) {
+                offsets[self.parents[node as usize] as usize + 1] += 1;
+            }
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut next = offsets.clone();
+        let mut nodes = vec![0u32; offsets[self.len()] as usize];
+        for node in 1..self.len() as u32 {
+            if keep(node) {
+                let slot = &mut next[self.parents[node as usize] as usize];
+                nodes[*slot as usize] = node;
+                *slot += 1;
+            }
+        }
+        Children { offsets, nodes }
+    }
+
     /// `(parent, frame)` of every node but the root, in id order: what the
     /// encoding stores.
     pub(crate) fn edges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
@@ -174,6 +198,20 @@ impl StackTree {
     }
 }
 
+/// Every node's children: see [`StackTree::children`].
+#[derive(Debug, Clone, Default)]
+pub struct Children {
+    offsets: Vec<u32>,
+    nodes: Vec<u32>,
+}
+
+impl Children {
+    pub fn of(&self, node: u32) -> &[u32] {
+        let (from, to) = (self.offsets[node as usize], self.offsets[node as usize + 1]);
+        &self.nodes[from as usize..to as usize]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +229,10 @@ mod tests {
         assert_eq!(tree.stack(b), [1, 2, 4]);
         assert_eq!(tree.stack(ROOT), Vec::<u32>::new());
         assert_eq!(tree.depths(), [0, 1, 2, 3, 3]);
+        let children = tree.children(|node| node != 4);
+        assert_eq!(children.of(ROOT), [1]);
+        assert_eq!(children.of(2), [3]);
+        assert!(children.of(4).is_empty());
         let rebuilt = StackTree::from_edges(tree.edges()).unwrap();
         assert_eq!(rebuilt, tree);
     }

@@ -54,6 +54,14 @@ impl View {
         }
     }
 
+    /// [`View::merge`], taking the views: one view is returned as it is.
+    pub fn merge_owned(mut views: Vec<View>) -> View {
+        if views.len() == 1 {
+            return views.pop().expect("one view");
+        }
+        View::merge(&views)
+    }
+
     /// The views added up: identical call paths (by name) merge.
     pub fn merge(views: &[View]) -> View {
         let mut out = View::default();

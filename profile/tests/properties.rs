@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use odp_core::{EventKind, Frame, WeightedStack};
 use odp_profile::{
-    flame, stacks, top, weigh, Level, NameTree, Profile, ProfileBuilder, Selection, View, Window,
+    flame, many, stacks, top, weigh, Level, NameTree, Profile, ProfileBuilder, Selection, View,
+    Window,
 };
 use proptest::prelude::*;
 
@@ -98,6 +99,38 @@ proptest! {
         let whole = view(&Profile::merge([&pa, &pb]));
         prop_assert_eq!(stacks::weighted_stacks(&merged).len(), stacks::weighted_stacks(&whole).len());
         prop_assert_eq!(flame::build(&merged, usize::MAX, None), flame::build(&whole, usize::MAX, None));
+    }
+
+    #[test]
+    fn many_views_read_as_their_merge(a in windows(), b in windows(), c in windows(), budget in 1usize..30) {
+        let view = |raw: &[RawWindow]| {
+            let p = build(raw);
+            let names = NameTree::new(&p);
+            names.view(&p.select(&Selection::default(), &names).samples)
+        };
+        let views = [view(&a), view(&b), view(&c)];
+        let refs: Vec<&View> = views.iter().collect();
+        let merged = View::merge(&views);
+        prop_assert_eq!(
+            many::flame_graph(&refs, usize::MAX, None).unwrap(),
+            flame::build(&merged, usize::MAX, None)
+        );
+        prop_assert_eq!(many::top_functions(&refs, 10), top::top_functions(&merged, 10));
+        let cut = many::flame_graph(&refs, budget, None).unwrap();
+        prop_assert_eq!(cut.total, merged.samples());
+        fn exact(node: &odp_core::flamegraph::FlameNode) -> bool {
+            node.total == node.self_count + node.children.iter().map(|c| c.total).sum::<u64>()
+                && node.children.iter().all(exact)
+        }
+        prop_assert!(exact(&cut));
+        // A focus on the heaviest child of the root opens the same subtree.
+        if let Some(first) = flame::build(&merged, usize::MAX, None).children.first() {
+            let path = [first.name.as_str()];
+            let lazy = many::flame_graph(&refs, usize::MAX, Some(&path)).unwrap();
+            let node = flame::find_path(&merged, &path).unwrap();
+            prop_assert_eq!(lazy, flame::build(&merged, usize::MAX, Some(node)));
+        }
+        prop_assert!(many::flame_graph(&refs, 10, Some(&["no such frame"])).is_none());
     }
 
     #[test]

@@ -39,8 +39,11 @@ const WINDOW_COLUMNS: &str =
 /// The profile block and the windows not compacted into it, in order.
 #[derive(Default)]
 struct Parts {
-    block: Option<Profile>,
+    /// The profile block, still encoded.
+    block: Option<Vec<u8>>,
     windows: Vec<WindowRow>,
+    /// The rows of the legacy windows among `windows`.
+    legacy: LegacyRows,
 }
 
 /// Every window of `profile_id` in one profile: the compacted ones first,
@@ -49,20 +52,40 @@ pub async fn load_profile(pool: &PgPool, profile_id: Uuid) -> Result<Profile> {
     let mut conn = pool.acquire().await?;
     let mut parts = read_parts(&mut conn, &[profile_id], false).await?;
     let parts = parts.remove(&profile_id).unwrap_or_default();
-    merge_parts(&mut conn, parts).await
+    blocking(move || build(profile_id, parts)).await
 }
 
-/// [`load_profile`] of each of `profile_ids`, in three queries whatever
-/// their number (profiles without data are absent).
+/// [`load_profile`] of each of `profile_ids`, in a few queries whatever
+/// their number (profiles without data are absent). The blocks are
+/// decoded on blocking threads, two at a time.
 pub async fn load_profiles(pool: &PgPool, profile_ids: &[Uuid]) -> Result<Vec<(Uuid, Profile)>> {
     let mut conn = pool.acquire().await?;
     let parts = read_parts(&mut conn, profile_ids, false).await?;
-    let mut out = Vec::with_capacity(parts.len());
-    for (id, parts) in parts {
-        out.push((id, merge_parts(&mut conn, parts).await?));
-    }
-    out.sort_by_key(|(id, _)| *id);
+    drop(conn);
+    let mut parts: Vec<(Uuid, Parts)> = parts.into_iter().collect();
+    parts.sort_by_key(|(id, _)| *id);
+    let half = parts.split_off(parts.len() / 2);
+    let build_all = |parts: Vec<(Uuid, Parts)>| {
+        blocking(move || {
+            parts
+                .into_iter()
+                .map(|(id, parts)| Ok((id, build(id, parts)?)))
+                .collect::<Result<Vec<_>>>()
+        })
+    };
+    let (first, second) = tokio::join!(build_all(parts), build_all(half));
+    let mut out = first?;
+    out.extend(second?);
     Ok(out)
+}
+
+/// Runs CPU-bound work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("decoding blocks failed: {e}")))?
 }
 
 async fn read_parts(
@@ -79,9 +102,7 @@ async fn read_parts(
     .await?;
     let mut parts: HashMap<Uuid, Parts> = HashMap::new();
     for (id, bytes) in blocks {
-        let block = Profile::decode(&bytes)
-            .map_err(|e| StoreError::Corrupt(format!("profile {id}: {e}")))?;
-        parts.entry(id).or_default().block = Some(block);
+        parts.entry(id).or_default().block = Some(bytes);
     }
     let windows: Vec<(Uuid, WindowRow)> = sqlx::query_as::<_, WindowRowWithProfile>(&format!(
         "select profile_id, {WINDOW_COLUMNS} from snapshots
@@ -96,6 +117,17 @@ async fn read_parts(
     for (id, window) in windows {
         parts.entry(id).or_default().windows.push(window);
     }
+    for parts in parts.values_mut() {
+        let legacy: Vec<i64> = parts
+            .windows
+            .iter()
+            .filter(|w| w.block.is_none())
+            .map(|w| w.id)
+            .collect();
+        if !legacy.is_empty() {
+            parts.legacy = LegacyRows::load(conn, &legacy).await?;
+        }
+    }
     Ok(parts)
 }
 
@@ -106,22 +138,22 @@ struct WindowRowWithProfile {
     window: WindowRow,
 }
 
-async fn merge_parts(conn: &mut PgConnection, parts: Parts) -> Result<Profile> {
+/// One profile from its parts: pure CPU work.
+fn build(profile_id: Uuid, mut parts: Parts) -> Result<Profile> {
+    let block = parts
+        .block
+        .as_deref()
+        .map(Profile::decode)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("profile {profile_id}: {e}")))?;
+    if parts.windows.is_empty() {
+        // Compacted whole: the block is the profile as it is.
+        return Ok(block.unwrap_or_default());
+    }
     let mut builder = ProfileBuilder::default();
-    if let Some(block) = &parts.block {
+    if let Some(block) = &block {
         builder.add_profile(block);
     }
-    let legacy: Vec<i64> = parts
-        .windows
-        .iter()
-        .filter(|w| w.block.is_none())
-        .map(|w| w.id)
-        .collect();
-    let mut legacy_rows = if legacy.is_empty() {
-        LegacyRows::default()
-    } else {
-        LegacyRows::load(conn, &legacy).await?
-    };
     for window in &parts.windows {
         match &window.block {
             Some(bytes) => {
@@ -129,7 +161,7 @@ async fn merge_parts(conn: &mut PgConnection, parts: Parts) -> Result<Profile> {
                     .map_err(|e| StoreError::Corrupt(format!("window {}: {e}", window.id)))?;
                 builder.add_snapshot(&snapshot);
             }
-            None => legacy_rows.add_window(&mut builder, window)?,
+            None => parts.legacy.add_window(&mut builder, window)?,
         }
     }
     Ok(builder.build())
@@ -294,8 +326,12 @@ pub async fn compact_profile(pool: &PgPool, profile_id: Uuid) -> Result<Compacte
         .filter(|w| w.block.is_none())
         .map(|w| w.id)
         .collect();
-    let profile = merge_parts(&mut tx, parts).await?;
-    let block = profile.encode(Level::Small);
+    let (profile, block) = blocking(move || {
+        let profile = build(profile_id, parts)?;
+        let block = profile.encode(Level::Small);
+        Ok((profile, block))
+    })
+    .await?;
     sqlx::query(
         "insert into profile_blocks (profile_id, windows, samples, block) values ($1, $2, $3, $4)
          on conflict (profile_id) do update set windows = excluded.windows,

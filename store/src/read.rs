@@ -13,8 +13,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use odp_core::filter::{StackFilter, ThreadFilter};
+use odp_core::flamegraph::FlameNode;
+use odp_core::stats::FunctionShare;
 use odp_core::{EventKind, WeightedStack};
-use odp_profile::{stacks, weigh, NameTree, Selection, View};
+use odp_profile::{many, stacks, weigh, NameTree, Selection, View};
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -66,10 +68,25 @@ pub struct HostView {
     pub profiles: u64,
     /// Windows in the read (before thread and stack filters).
     pub snapshots: i64,
-    pub view: View,
+    /// The host's profiles, one view each.
+    pub views: Vec<View>,
 }
 
-/// A read's result: per host, and merged.
+impl HostView {
+    pub fn samples(&self) -> u64 {
+        self.views.iter().map(View::samples).sum()
+    }
+
+    /// The host's profiles in one view.
+    pub fn view(&self) -> View {
+        View::merge(&self.views)
+    }
+}
+
+/// A read's result, per host: Atys' first level (per instance) is each
+/// host's views, the second (across hosts) is computed by what is asked:
+/// a flame graph or a top table straight from the views, stacks for
+/// exports from their merge.
 #[derive(Debug, Clone, Default)]
 pub struct ReadResult {
     /// `None` when nothing matched.
@@ -78,17 +95,38 @@ pub struct ReadResult {
     pub snapshots: i64,
     /// Sorted by host.
     pub hosts: Vec<HostView>,
-    pub view: View,
 }
 
 impl ReadResult {
     pub fn samples(&self) -> u64 {
-        self.view.samples()
+        self.hosts.iter().map(HostView::samples).sum()
+    }
+
+    fn views(&self) -> Vec<&View> {
+        self.hosts.iter().flat_map(|h| &h.views).collect()
+    }
+
+    /// The flame graph of everything read, cut to about `budget` nodes,
+    /// optionally opened at `focus` (names from the root); `None` when
+    /// there is no such path.
+    pub fn flame_graph(&self, budget: usize, focus: Option<&[&str]>) -> Option<FlameNode> {
+        many::flame_graph(&self.views(), budget, focus)
+    }
+
+    /// The hottest functions of everything read.
+    pub fn top_functions(&self, limit: usize) -> Vec<FunctionShare> {
+        many::top_functions(&self.views(), limit)
+    }
+
+    /// Everything read in one view.
+    pub fn merged(&self) -> View {
+        let views: Vec<View> = self.hosts.iter().flat_map(|h| h.views.clone()).collect();
+        View::merge_owned(views)
     }
 
     /// Every stack with samples, by name.
     pub fn stacks(&self) -> Vec<WeightedStack> {
-        stacks::weighted_stacks(&self.view)
+        stacks::weighted_stacks(&self.merged())
     }
 }
 
@@ -113,7 +151,7 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
                 host: group.host,
                 profiles: group.profiles.len() as u64,
                 snapshots: group.windows,
-                view: View::default(),
+                views: Vec::new(),
             },
         );
         profile_ids.extend(group.profiles);
@@ -121,29 +159,41 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
     let mut ids: Vec<Uuid> = profile_ids.into_iter().collect();
     ids.sort_unstable();
     let host_filter: Vec<String> = hosts.keys().cloned().collect();
-    let selection = Selection {
-        threads: read.thread.as_ref(),
-        since_ms: read.from.map(|t| t.timestamp_millis()),
-        until_ms: read.to.map(|t| t.timestamp_millis()),
-        stacks: None,
-        hosts: Some(&host_filter),
-        event: event.parse::<EventKind>().ok(),
-    };
+    let event_kind = event.parse::<EventKind>().ok();
+    let started = std::time::Instant::now();
     let profiles = load_profiles(pool, &ids).await?;
-    let views = host_views(&profiles, &selection, &read.stacks);
+    let loaded = started.elapsed();
+    let read_owned = read.clone();
+    let views = tokio::task::spawn_blocking(move || {
+        let selection = Selection {
+            threads: read_owned.thread.as_ref(),
+            since_ms: read_owned.from.map(|t| t.timestamp_millis()),
+            until_ms: read_owned.to.map(|t| t.timestamp_millis()),
+            stacks: None,
+            hosts: Some(&host_filter),
+            event: event_kind,
+        };
+        host_views(&profiles, &selection, &read_owned.stacks)
+    })
+    .await
+    .map_err(|e| crate::StoreError::Corrupt(format!("selecting samples failed: {e}")))?;
+    let selected = started.elapsed();
     for (host, views) in views {
         if let Some(entry) = hosts.get_mut(&host) {
-            entry.view = View::merge(&views);
+            entry.views = views;
         }
     }
-    let hosts: Vec<HostView> = hosts.into_values().collect();
-    let merged = View::merge(&hosts.iter().map(|h| h.view.clone()).collect::<Vec<_>>());
+    tracing::debug!(
+        profiles = ids.len(),
+        load_ms = loaded.as_millis() as u64,
+        select_ms = (selected - loaded).as_millis() as u64,
+        "read"
+    );
     Ok(ReadResult {
         event: Some(event),
         profiles: ids.len() as u64,
         snapshots,
-        hosts,
-        view: merged,
+        hosts: hosts.into_values().collect(),
     })
 }
 

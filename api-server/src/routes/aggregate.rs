@@ -10,7 +10,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use odp_core::filter::{FilterError, StackFilter, ThreadFilter};
 use odp_core::flamegraph::FlameNode;
-use odp_profile::{flame, stacks};
+use odp_profile::stacks;
 use odp_store::{Read, ReadResult, ReadScope};
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
@@ -262,29 +262,41 @@ impl TreeParams {
     /// The flame graph of `result` cut as asked; 404 when `focus` names a
     /// path the result does not have.
     pub(crate) fn flame_graph(&self, result: &ReadResult) -> Result<FlameNode, ApiError> {
-        let focus = if self.focus.is_empty() {
-            None
-        } else {
-            let path: Vec<&str> = self.focus.iter().map(String::as_str).collect();
-            Some(flame::find_path(&result.view, &path).ok_or_else(|| {
-                ApiError::NotFound(format!(
-                    "no frame path {:?} in the result",
-                    self.focus.join(";")
-                ))
-            })?)
-        };
-        Ok(flame::build(&result.view, self.max_nodes, focus))
+        let path: Vec<&str> = self.focus.iter().map(String::as_str).collect();
+        let focus = (!path.is_empty()).then_some(path.as_slice());
+        result.flame_graph(self.max_nodes, focus).ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "no frame path {:?} in the result",
+                self.focus.join(";")
+            ))
+        })
     }
 }
 
 /// The stacks a format renders: every one, or for SVG only those wide
 /// enough to be drawn (inferno skips boxes under 0.1 px of 1200; lighter
 /// subtrees fold into their parents, so every drawn width is unchanged).
-pub(crate) fn stacks_for(format: Format, result: &ReadResult) -> Vec<odp_core::WeightedStack> {
+fn stacks_for(format: Format, result: &ReadResult) -> Vec<odp_core::WeightedStack> {
     match format {
-        Format::Svg => stacks::pruned_stacks(&result.view, result.samples() / 12_000),
+        Format::Svg => stacks::pruned_stacks(&result.merged(), result.samples() / 12_000),
         _ => result.stacks(),
     }
+}
+
+/// What a response renders from a read: the JSON flame graph, or the
+/// stacks of the other formats. Computed off the async threads, as an
+/// aggregate's takes a while.
+pub(crate) async fn shape(
+    result: std::sync::Arc<ReadResult>,
+    format: Format,
+    tree: TreeParams,
+) -> Result<(Option<FlameNode>, Vec<odp_core::WeightedStack>), ApiError> {
+    tokio::task::spawn_blocking(move || match format {
+        Format::Json => Ok((Some(tree.flame_graph(&result)?), Vec::new())),
+        _ => Ok((None, stacks_for(format, &result))),
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))?
 }
 
 /// The filters the single-profile endpoints (`/flamegraph`, `/top`) take:
@@ -410,16 +422,14 @@ async fn aggregate(
         .iter()
         .map(|h| HostSummary {
             host: h.host.clone(),
-            samples: h.view.samples(),
+            samples: h.samples(),
             profiles: h.profiles,
             snapshots: h.snapshots,
         })
         .collect();
     let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
-    let root = match format {
-        Format::Json => Some(tree.flame_graph(&result)?),
-        _ => None,
-    };
+    let result = std::sync::Arc::new(result);
+    let (root, stacks) = shape(result.clone(), format, tree).await?;
     let rendering = Rendering {
         title: format!(
             "{} on {} hosts, {} .. {}",
@@ -435,11 +445,7 @@ async fn aggregate(
         duration_nanos: None,
         time_nanos: query.since.timestamp_nanos_opt(),
         samples: result.samples(),
-        stacks: if root.is_some() {
-            Vec::new()
-        } else {
-            stacks_for(format, &result)
-        },
+        stacks,
     };
     let (profiles, snapshots) = (result.profiles, result.snapshots);
     render(format, rendering, |r| {

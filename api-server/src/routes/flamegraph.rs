@@ -5,7 +5,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_core::flamegraph;
 use odp_core::stats::FunctionShare;
-use odp_profile::top::top_functions;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -16,7 +15,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::aggregate::{read_profile, stacks_for, SliceParams, TreeParams};
+use crate::routes::aggregate::{read_profile, shape, SliceParams, TreeParams};
 use crate::routes::profiles::load;
 use crate::routes::render::{period_nanos, render, Rendering};
 use crate::AppState;
@@ -113,10 +112,8 @@ async fn flame_graph(
     };
     let tree = TreeParams::new(query.max_nodes, query.focus.clone())?;
     let data = read_profile(&state.pool, id, slice).await?;
-    let root = match query.format {
-        Format::Json => Some(tree.flame_graph(&data)?),
-        _ => None,
-    };
+    let data = std::sync::Arc::new(data);
+    let (root, stacks) = shape(data.clone(), query.format, tree).await?;
     let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
     let (started, finished) = (nanos(row.started_at), nanos(row.finished_at));
     let event = data.event.clone().or(row.event);
@@ -128,11 +125,7 @@ async fn flame_graph(
         duration_nanos: started.zip(finished).map(|(s, f)| f - s),
         time_nanos: started,
         samples: data.samples(),
-        stacks: if root.is_some() {
-            Vec::new()
-        } else {
-            stacks_for(query.format, &data)
-        },
+        stacks,
     };
     let snapshots = data.snapshots;
     render(query.format, rendering, |r| {
@@ -221,7 +214,7 @@ async fn top(
         profile_id: id,
         event: data.event.clone(),
         samples: data.samples(),
-        functions: top_functions(&data.view, query.limit),
+        functions: data.top_functions(query.limit),
     };
     Ok(Json(
         serde_json::to_value(response).map_err(|e| ApiError::Internal(e.to_string()))?,
