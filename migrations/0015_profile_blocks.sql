@@ -29,3 +29,26 @@ create table profile_blocks (
 
 -- Profiles whose windows are not all in their profile block yet.
 create index snapshots_uncompacted on snapshots (profile_id) where not compacted;
+
+-- A service's compacted profiles of one hour, merged into one block
+-- (their windows kept apart, each with its profile id), so an aggregate
+-- across a fleet reads one block per hour instead of one per instance.
+-- `rollup` says where a compacted profile stands: `pending`, `rolled` (in
+-- its service's rollups; windows compacted into it later are added to
+-- them as they are compacted), or `alone` (a rollup of it would be about
+-- as large as its block: its stacks share little with its service's, and
+-- it is read from its own block).
+alter table profile_blocks add column rollup text not null default 'pending'
+    check (rollup in ('pending', 'rolled', 'alone'));
+
+create table service_rollups (
+    service  text not null,
+    hour     timestamptz not null,
+    windows  integer not null check (windows >= 0),
+    samples  bigint not null check (samples >= 0),
+    block    bytea not null,
+    built_at timestamptz not null default now(),
+    primary key (service, hour)
+);
+
+create index profile_blocks_to_roll_up on profile_blocks (profile_id) where rollup = 'pending';

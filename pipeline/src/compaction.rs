@@ -1,9 +1,11 @@
 //! Ended profiles' windows merged into one block each (see
 //! `odp_store::compact_profile`): a profile is then read as one row,
 //! and its windows' own blocks (and rows stored before blocks existed) are
-//! dropped. Every worker runs a pass every few seconds; two passing over
-//! one profile take turns on its rows' locks, and the second finds nothing
-//! left to do.
+//! dropped. Compacted profiles are then rolled up into their service's
+//! hourly rollups (`odp_store::roll_up`), which aggregates read instead of
+//! one block per instance. Every worker runs a pass every few seconds; two
+//! passing over one profile take turns on its rows' locks, and the second
+//! finds nothing left to do.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +17,9 @@ use crate::metrics::PipelineMetrics;
 
 const EVERY: Duration = Duration::from_secs(5);
 const BATCH: i64 = 50;
+/// Profiles rolled up per transaction: each rewrites the rollups of its
+/// hours once, so bigger batches cost less per profile.
+const ROLL_UP_BATCH: i64 = 200;
 
 pub(crate) async fn run(
     pool: PgPool,
@@ -49,6 +54,16 @@ async fn pass(
             tracing::debug!(%profile_id, windows = done.windows, legacy = done.legacy_windows,
                 bytes = done.block_bytes, "profile compacted");
         }
+    }
+    let ready = odp_store::profiles_to_roll_up(pool, ROLL_UP_BATCH).await?;
+    if !ready.is_empty() && !*stopped.borrow() {
+        let done = odp_store::roll_up(pool, &ready).await?;
+        metrics.profiles_rolled_up.inc_by(done.rolled);
+        tracing::debug!(
+            rolled = done.rolled,
+            alone = done.alone,
+            "profiles rolled up"
+        );
     }
     Ok(())
 }

@@ -32,6 +32,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) batch_seconds: Histogram,
     pub(crate) commit_failures: Counter,
     pub(crate) profiles_compacted: Counter,
+    pub(crate) profiles_rolled_up: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
     consumer_lag: Family<PartitionLabels, Gauge>,
@@ -49,6 +50,7 @@ impl PipelineMetrics {
             batch_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
             commit_failures: Counter::default(),
             profiles_compacted: Counter::default(),
+            profiles_rolled_up: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
             consumer_lag: Family::default(),
@@ -93,6 +95,11 @@ impl PipelineMetrics {
             "odp_pipeline_profiles_compacted",
             "Ended profiles whose windows were merged into one profile block",
             metrics.profiles_compacted.clone(),
+        );
+        r.register(
+            "odp_pipeline_profiles_rolled_up",
+            "Compacted profiles added to their service's hourly rollups",
+            metrics.profiles_rolled_up.clone(),
         );
         r.register(
             "odp_pipeline_commit_failures",

@@ -41,6 +41,7 @@ fn synthetic_profile() -> Profile {
         })
         .collect();
     let w = b.window(Window {
+        profile_id: uuid::Uuid::nil(),
         host: "bench".into(),
         agent_id: "a".into(),
         sequence: 0,

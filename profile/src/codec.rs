@@ -9,8 +9,8 @@
 //!   line + 1, 0 for none);
 //! - the stack tree: each node's distance to its parent, then each node's
 //!   frame (columns compress better than rows);
-//! - windows: host, agent, sequence, start (delta to the previous window's),
-//!   length, event, period, frequency;
+//! - windows: profile id (16 bytes), host, agent, sequence, start (delta
+//!   to the previous window's), length, event, period, frequency;
 //! - threads and samples, sorted, as columns of deltas: window, then node
 //!   (delta within the window), thread and count.
 //!
@@ -140,6 +140,7 @@ fn encode_body(profile: &Profile) -> Vec<u8> {
     windows.varint(profile.windows.len() as u64);
     let mut previous_start = 0i64;
     for window in &profile.windows {
+        windows.bytes(window.profile_id.as_bytes());
         windows.varint(strings.id(&window.host));
         windows.varint(strings.id(&window.agent_id));
         windows.varint(window.sequence);
@@ -259,10 +260,11 @@ fn decode_body(body: &[u8]) -> Result<Profile, CodecError> {
     let tree = StackTree::from_edges(edges)
         .ok_or_else(|| CodecError::Invalid("a stack node's parent follows it".into()))?;
 
-    let count = r.count("windows", 8)?;
+    let count = r.count("windows", 24)?;
     let mut windows = Vec::with_capacity(count);
     let mut start_ms = 0i64;
     for _ in 0..count {
+        let profile_id = uuid::Uuid::from_slice(r.take(16)?).expect("16 bytes");
         let host = string(&mut r, "host")?;
         let agent_id = string(&mut r, "agent")?;
         let sequence = r.varint()?;
@@ -272,6 +274,7 @@ fn decode_body(body: &[u8]) -> Result<Profile, CodecError> {
         let event = EventKind::from_str(&event)
             .map_err(|_| CodecError::Invalid(format!("unknown event {event:?}")))?;
         windows.push(Window {
+            profile_id,
             host,
             agent_id,
             sequence,

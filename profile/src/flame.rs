@@ -137,6 +137,7 @@ mod tests {
     fn profile(stacks: &[(&[&str], u64)]) -> Profile {
         let mut b = ProfileBuilder::default();
         let w = b.window(Window {
+            profile_id: uuid::Uuid::nil(),
             host: "h".into(),
             agent_id: "a".into(),
             sequence: 0,

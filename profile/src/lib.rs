@@ -36,6 +36,6 @@ pub mod windows;
 pub use codec::{CodecError, Level};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
-pub use select::{weigh, NodeSums, Selection};
+pub use select::{scale, weigh, NodeSums, Selection};
 pub use tree::StackTree;
 pub use view::View;

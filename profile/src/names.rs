@@ -124,6 +124,7 @@ mod tests {
         let (work_1, work_2) = (b.frame(&line(1)), b.frame(&line(2)));
         let unnamed = b.frame(&Frame::function("").with_module("/lib/libc.so.6"));
         let w = b.window(crate::profile::Window {
+            profile_id: uuid::Uuid::nil(),
             host: "h".into(),
             agent_id: "a".into(),
             sequence: 0,

@@ -6,12 +6,16 @@
 use std::collections::HashMap;
 
 use odp_core::{EventKind, Frame, Snapshot};
+use uuid::Uuid;
 
 use crate::tree::StackTree;
 
 /// One aggregation window as an agent reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
+    /// The profile the window belongs to (nil when unknown): blocks that
+    /// gather many profiles (a service's hour) keep them apart.
+    pub profile_id: Uuid,
     pub host: String,
     pub agent_id: String,
     /// The window's place in its agent's profile (0, 1, 2...).
@@ -134,6 +138,7 @@ impl ProfileBuilder {
     /// Adds one agent window.
     pub fn add_snapshot(&mut self, snapshot: &Snapshot) {
         let window = self.window(Window {
+            profile_id: snapshot.profile_id,
             host: snapshot.host.clone(),
             agent_id: snapshot.agent_id.clone(),
             sequence: snapshot.sequence,

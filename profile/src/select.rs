@@ -45,6 +45,8 @@ pub struct NodeSums {
     pub windows: usize,
     pub samples: Vec<u64>,
     pub event_totals: Vec<f64>,
+    /// Per window of the profile, the samples kept (for per-host totals).
+    pub window_samples: Vec<u64>,
     pub min_period: u64,
     pub max_period: u64,
 }
@@ -84,6 +86,7 @@ impl Profile {
             windows: kept.iter().filter(|&&k| k).count(),
             samples: vec![0; self.tree.len()],
             event_totals: vec![0.0; self.tree.len()],
+            window_samples: vec![0; self.windows.len()],
             min_period: u64::MAX,
             max_period: 0,
         };
@@ -102,6 +105,7 @@ impl Profile {
             let node = sample.node as usize;
             sums.samples[node] += sample.count;
             sums.event_totals[node] += sample.count as f64 * period as f64;
+            sums.window_samples[sample.window as usize] += sample.count;
             sums.min_period = sums.min_period.min(period);
             sums.max_period = sums.max_period.max(period);
         }
@@ -113,14 +117,7 @@ impl Profile {
 /// all `sums` together differ: one scale for every part, so the parts of
 /// an aggregate (its hosts) stay comparable.
 pub fn weigh(sums: &[&NodeSums]) -> Vec<Vec<u64>> {
-    let min = sums.iter().map(|s| s.min_period).min().unwrap_or(0);
-    let max = sums.iter().map(|s| s.max_period).max().unwrap_or(0);
-    let samples: u64 = sums.iter().flat_map(|s| &s.samples).sum();
-    let event_total: f64 = sums.iter().flat_map(|s| &s.event_totals).sum();
-    // Nothing to weight when the periods agree, or some are unknown (0:
-    // weighting would drop those windows).
-    let scale = (min != max && min > 0 && max > 0 && event_total > 0.0)
-        .then(|| samples as f64 / event_total);
+    let scale = scale(sums);
     sums.iter()
         .map(|s| match scale {
             None => s.samples.clone(),
@@ -142,6 +139,17 @@ pub fn weigh(sums: &[&NodeSums]) -> Vec<Vec<u64>> {
         .collect()
 }
 
+/// Samples per event unit over all `sums`, or `None` when there is
+/// nothing to weight: the periods agree, or some are unknown (0: weighting
+/// would drop those windows).
+pub fn scale(sums: &[&NodeSums]) -> Option<f64> {
+    let min = sums.iter().map(|s| s.min_period).min().unwrap_or(0);
+    let max = sums.iter().map(|s| s.max_period).max().unwrap_or(0);
+    let samples: u64 = sums.iter().flat_map(|s| &s.samples).sum();
+    let event_total: f64 = sums.iter().flat_map(|s| &s.event_totals).sum();
+    (min != max && min > 0 && max > 0 && event_total > 0.0).then(|| samples as f64 / event_total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +158,7 @@ mod tests {
 
     fn window(start_ms: i64, period: u64, event: EventKind) -> Window {
         Window {
+            profile_id: uuid::Uuid::nil(),
             host: "h".into(),
             agent_id: "a".into(),
             sequence: 0,

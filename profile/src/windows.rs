@@ -7,12 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::profile::{Profile, ProfileBuilder, Window};
 
-/// A window's identity across its copies: agent and sequence.
-pub type WindowKey = (String, u64);
+/// A window's identity across its copies: profile, agent and sequence.
+pub type WindowKey = (uuid::Uuid, String, u64);
 
 impl Window {
     pub fn key(&self) -> WindowKey {
-        (self.agent_id.clone(), self.sequence)
+        (self.profile_id, self.agent_id.clone(), self.sequence)
     }
 }
 
@@ -56,13 +56,18 @@ impl Profile {
             .collect();
         // Each window's group leader (itself when alone).
         let mut leader: Vec<usize> = (0..self.windows.len()).collect();
+        let mut merging = false;
         for group in groups {
             let members: Vec<usize> = group.iter().filter_map(|k| index.get(k).copied()).collect();
             if let Some(&first) = members.first() {
+                merging |= members.len() > 1;
                 for &m in &members {
                     leader[m] = first;
                 }
             }
+        }
+        if !merging {
+            return self.clone();
         }
         let mut spans: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
         for (i, w) in self.windows.iter().enumerate() {
@@ -132,6 +137,7 @@ mod tests {
         );
         for sequence in 0..3u64 {
             let w = b.window(Window {
+                profile_id: uuid::Uuid::nil(),
                 host: "h".into(),
                 agent_id: "x".into(),
                 sequence,
@@ -165,7 +171,7 @@ mod tests {
     #[test]
     fn merged_windows_span_their_group_and_keep_every_sample() {
         let p = profile();
-        let key = |s: u64| ("x".to_owned(), s);
+        let key = |s: u64| (uuid::Uuid::nil(), "x".to_owned(), s);
         let merged = p.merge_windows(&[vec![key(0), key(1)], vec![key(9)]]);
         assert_eq!(merged.windows.len(), 2);
         assert_eq!(

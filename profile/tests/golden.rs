@@ -32,6 +32,7 @@ fn fixed_profile() -> Profile {
     .enumerate()
     {
         let w = b.window(Window {
+            profile_id: uuid::Uuid::nil(),
             host: "web-1".into(),
             agent_id: "3f2a".into(),
             sequence: sequence as u64,

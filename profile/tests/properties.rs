@@ -26,6 +26,7 @@ fn build(windows: &[RawWindow]) -> Profile {
     let mut b = ProfileBuilder::default();
     for (i, (period, stacks)) in windows.iter().enumerate() {
         let w = b.window(Window {
+            profile_id: uuid::Uuid::nil(),
             host: format!("h{}", i % 2),
             agent_id: "a".into(),
             sequence: i as u64,

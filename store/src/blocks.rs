@@ -50,7 +50,7 @@ struct Parts {
 /// then the others in the order they were stored.
 pub async fn load_profile(pool: &PgPool, profile_id: Uuid) -> Result<Profile> {
     let mut conn = pool.acquire().await?;
-    let mut parts = read_parts(&mut conn, &[profile_id], false).await?;
+    let mut parts = read_parts(&mut conn, &[profile_id], false, true).await?;
     let parts = parts.remove(&profile_id).unwrap_or_default();
     blocking(move || build(profile_id, parts)).await
 }
@@ -59,8 +59,28 @@ pub async fn load_profile(pool: &PgPool, profile_id: Uuid) -> Result<Profile> {
 /// their number (profiles without data are absent). The blocks are
 /// decoded on blocking threads, two at a time.
 pub async fn load_profiles(pool: &PgPool, profile_ids: &[Uuid]) -> Result<Vec<(Uuid, Profile)>> {
+    load(pool, profile_ids, true).await
+}
+
+/// The windows of `profile_ids` not compacted yet (of profiles whose
+/// compacted windows are read from their service's rollups).
+pub(crate) async fn load_uncompacted(
+    pool: &PgPool,
+    profile_ids: &[Uuid],
+) -> Result<Vec<(Uuid, Profile)>> {
+    load(pool, profile_ids, false).await
+}
+
+async fn load(
+    pool: &PgPool,
+    profile_ids: &[Uuid],
+    with_blocks: bool,
+) -> Result<Vec<(Uuid, Profile)>> {
+    if profile_ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut conn = pool.acquire().await?;
-    let parts = read_parts(&mut conn, profile_ids, false).await?;
+    let parts = read_parts(&mut conn, profile_ids, false, with_blocks).await?;
     drop(conn);
     let mut parts: Vec<(Uuid, Parts)> = parts.into_iter().collect();
     parts.sort_by_key(|(id, _)| *id);
@@ -80,7 +100,7 @@ pub async fn load_profiles(pool: &PgPool, profile_ids: &[Uuid]) -> Result<Vec<(U
 }
 
 /// Runs CPU-bound work off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
     tokio::task::spawn_blocking(work)
@@ -88,18 +108,25 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| StoreError::Corrupt(format!("decoding blocks failed: {e}")))?
 }
 
+/// The parts of `profile_ids`: their blocks (when `with_blocks`) and the
+/// windows not compacted into them; locked with `lock`.
 async fn read_parts(
     conn: &mut PgConnection,
     profile_ids: &[Uuid],
     lock: bool,
+    with_blocks: bool,
 ) -> Result<HashMap<Uuid, Parts>> {
     let lock_clause = if lock { " for update" } else { "" };
-    let blocks: Vec<(Uuid, Vec<u8>)> = sqlx::query_as(&format!(
-        "select profile_id, block from profile_blocks where profile_id = any($1){lock_clause}"
-    ))
-    .bind(profile_ids)
-    .fetch_all(&mut *conn)
-    .await?;
+    let blocks: Vec<(Uuid, Vec<u8>)> = if with_blocks {
+        sqlx::query_as(&format!(
+            "select profile_id, block from profile_blocks where profile_id = any($1){lock_clause}"
+        ))
+        .bind(profile_ids)
+        .fetch_all(&mut *conn)
+        .await?
+    } else {
+        Vec::new()
+    };
     let mut parts: HashMap<Uuid, Parts> = HashMap::new();
     for (id, bytes) in blocks {
         parts.entry(id).or_default().block = Some(bytes);
@@ -161,7 +188,7 @@ fn build(profile_id: Uuid, mut parts: Parts) -> Result<Profile> {
                     .map_err(|e| StoreError::Corrupt(format!("window {}: {e}", window.id)))?;
                 builder.add_snapshot(&snapshot);
             }
-            None => parts.legacy.add_window(&mut builder, window)?,
+            None => parts.legacy.add_window(&mut builder, profile_id, window)?,
         }
     }
     Ok(builder.build())
@@ -207,8 +234,13 @@ impl LegacyRows {
         Ok(out)
     }
 
-    fn add_window(&mut self, builder: &mut ProfileBuilder, row: &WindowRow) -> Result<()> {
-        let window = builder.window(window_of(row)?);
+    fn add_window(
+        &mut self,
+        builder: &mut ProfileBuilder,
+        profile_id: Uuid,
+        row: &WindowRow,
+    ) -> Result<()> {
+        let window = builder.window(window_of(profile_id, row)?);
         for (tid, name) in self.threads.remove(&row.id).unwrap_or_default() {
             builder.thread(window, tid as u32, name);
         }
@@ -223,12 +255,13 @@ impl LegacyRows {
     }
 }
 
-fn window_of(row: &WindowRow) -> Result<Window> {
+fn window_of(profile_id: Uuid, row: &WindowRow) -> Result<Window> {
     let event: EventKind = row
         .event
         .parse()
         .map_err(|_| StoreError::Corrupt(format!("window {}: event {:?}", row.id, row.event)))?;
     Ok(Window {
+        profile_id,
         host: row.host.clone(),
         agent_id: row.agent_id.clone(),
         sequence: row.sequence as u64,
@@ -314,8 +347,8 @@ pub struct Compacted {
 /// rows). Windows arriving meanwhile wait for the next compaction.
 pub async fn compact_profile(pool: &PgPool, profile_id: Uuid) -> Result<Compacted> {
     let mut tx = pool.begin().await?;
-    let mut parts = read_parts(&mut tx, &[profile_id], true).await?;
-    let parts = parts.remove(&profile_id).unwrap_or_default();
+    let mut parts = read_parts(&mut tx, &[profile_id], true, true).await?;
+    let mut parts = parts.remove(&profile_id).unwrap_or_default();
     if parts.windows.is_empty() {
         return Ok(Compacted::default());
     }
@@ -326,12 +359,37 @@ pub async fn compact_profile(pool: &PgPool, profile_id: Uuid) -> Result<Compacte
         .filter(|w| w.block.is_none())
         .map(|w| w.id)
         .collect();
-    let (profile, block) = blocking(move || {
-        let profile = build(profile_id, parts)?;
+    // A profile already rolled up gets its new windows added to its
+    // service's rollups too.
+    let rolled_up: Option<(String,)> = sqlx::query_as(
+        "select p.service from profile_blocks b join profiles p on p.id = b.profile_id
+         where b.profile_id = $1 and b.rollup = 'rolled' and p.service is not null",
+    )
+    .bind(profile_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (profile, block, new_windows) = blocking(move || {
+        let old = parts.block.take();
+        let new_windows = build(profile_id, parts)?;
+        let mut builder = ProfileBuilder::default();
+        if let Some(old) = old {
+            let old = Profile::decode(&old)
+                .map_err(|e| StoreError::Corrupt(format!("profile {profile_id}: {e}")))?;
+            builder.add_profile(&old);
+        }
+        builder.add_profile(&new_windows);
+        let profile = builder.build();
         let block = profile.encode(Level::Small);
-        Ok((profile, block))
+        Ok((profile, block, new_windows))
     })
     .await?;
+    if let Some((service,)) = rolled_up {
+        let parts = crate::rollups::by_hour(&new_windows)
+            .into_iter()
+            .map(|(hour, part)| ((service.clone(), hour), vec![part]))
+            .collect();
+        crate::rollups::add_parts(&mut tx, parts).await?;
+    }
     sqlx::query(
         "insert into profile_blocks (profile_id, windows, samples, block) values ($1, $2, $3, $4)
          on conflict (profile_id) do update set windows = excluded.windows,

@@ -59,7 +59,7 @@ pub async fn downsample(
         // are in the profile block, which is rewritten below.
         let groups: Vec<Group> = sqlx::query_as(
             "select array_agg(id order by id), profile_id, agent_id,
-                    array_agg(sequence order by id)
+                    array_agg(sequence order by id), min(window_start)
              from snapshots
              where window_end < $1 and merged_windows = 1 and compacted
              group by profile_id, agent_id, host, event, period, frequency_hz,
@@ -133,22 +133,31 @@ pub async fn downsample(
     }
 }
 
-/// A group's window ids (the one kept first), profile, agent and the
-/// windows' sequence numbers.
-type Group = (Vec<i64>, Uuid, String, Vec<i64>);
+/// A group's window ids (the one kept first), profile, agent, the
+/// windows' sequence numbers and the first one's start.
+type Group = (Vec<i64>, Uuid, String, Vec<i64>, DateTime<Utc>);
 
-/// Merges each group's windows in its profile's block, as the rows are.
+/// Merges each group's windows in its profile's block, as the rows are,
+/// and in the rollups of its hour (a bucket that divides an hour keeps
+/// each group within one).
 async fn merge_in_blocks(tx: &mut sqlx::PgConnection, groups: &[Group]) -> Result<()> {
     let mut by_profile: BTreeMap<Uuid, Vec<Vec<WindowKey>>> = BTreeMap::new();
-    for (_, profile_id, agent_id, sequences) in groups {
-        let keys = sequences
+    let mut by_hour: BTreeMap<i64, Vec<Vec<WindowKey>>> = BTreeMap::new();
+    for (_, profile_id, agent_id, sequences, start) in groups {
+        let keys: Vec<WindowKey> = sequences
             .iter()
-            .map(|&s| (agent_id.clone(), s as u64))
+            .map(|&s| (*profile_id, agent_id.clone(), s as u64))
             .collect();
+        let hour = crate::rollups::hour_of(start.timestamp_millis());
+        by_hour.entry(hour).or_default().push(keys.clone());
         by_profile.entry(*profile_id).or_default().push(keys);
     }
     for (profile_id, groups) in by_profile {
         rewrite_block(tx, profile_id, |p| p.merge_windows(&groups)).await?;
+    }
+    for (hour, groups) in by_hour {
+        let hour = DateTime::<Utc>::from_timestamp_millis(hour).expect("an hour of a window");
+        crate::rollups::rewrite(tx, &[hour], move |p| p.merge_windows(&groups)).await?;
     }
     Ok(())
 }

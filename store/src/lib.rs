@@ -21,6 +21,7 @@ mod read;
 mod reanalysis;
 mod requests;
 pub mod retention;
+mod rollups;
 mod rules;
 pub mod runtime;
 mod schedules;
@@ -61,6 +62,7 @@ pub use requests::{
     resolve_open_requests, NewRequest, RequestDeadlines, RequestFilter, RequestKind, RequestRow,
     RequestStatus, Requests,
 };
+pub use rollups::{profiles_to_roll_up, roll_up, RolledUp};
 pub use rules::{
     create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,
     RuleDef, RuleRow,

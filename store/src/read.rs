@@ -16,12 +16,12 @@ use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
 use odp_core::{EventKind, WeightedStack};
-use odp_profile::{many, stacks, weigh, NameTree, Selection, View};
+use odp_profile::{many, scale, stacks, weigh, NameTree, NodeSums, Profile, Selection, View};
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use crate::blocks::load_profiles;
-use crate::Result;
+use crate::blocks::{load_profiles, load_uncompacted};
+use crate::{rollups, Result, StoreError};
 
 /// Whose windows a read covers.
 #[derive(Debug, Clone)]
@@ -68,13 +68,16 @@ pub struct HostView {
     pub profiles: u64,
     /// Windows in the read (before thread and stack filters).
     pub snapshots: i64,
-    /// The host's profiles, one view each.
+    /// The host's profiles, one view each (those read from a rollup are
+    /// in [`ReadResult::rollups`]).
     pub views: Vec<View>,
+    /// The host's samples in the rollups read.
+    pub rolled_samples: u64,
 }
 
 impl HostView {
     pub fn samples(&self) -> u64 {
-        self.views.iter().map(View::samples).sum()
+        self.views.iter().map(View::samples).sum::<u64>() + self.rolled_samples
     }
 
     /// The host's profiles in one view.
@@ -95,15 +98,22 @@ pub struct ReadResult {
     pub snapshots: i64,
     /// Sorted by host.
     pub hosts: Vec<HostView>,
+    /// What was read from service rollups: many hosts' windows each.
+    pub rollups: Vec<View>,
 }
 
 impl ReadResult {
+    /// Every sample read (what the flame graph's root counts).
     pub fn samples(&self) -> u64 {
-        self.hosts.iter().map(HostView::samples).sum()
+        self.views().into_iter().map(View::samples).sum()
     }
 
     fn views(&self) -> Vec<&View> {
-        self.hosts.iter().flat_map(|h| &h.views).collect()
+        self.hosts
+            .iter()
+            .flat_map(|h| &h.views)
+            .chain(&self.rollups)
+            .collect()
     }
 
     /// The flame graph of everything read, cut to about `budget` nodes,
@@ -120,8 +130,7 @@ impl ReadResult {
 
     /// Everything read in one view.
     pub fn merged(&self) -> View {
-        let views: Vec<View> = self.hosts.iter().flat_map(|h| h.views.clone()).collect();
-        View::merge_owned(views)
+        View::merge_owned(self.views().into_iter().cloned().collect())
     }
 
     /// Every stack with samples, by name.
@@ -152,41 +161,62 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
                 profiles: group.profiles.len() as u64,
                 snapshots: group.windows,
                 views: Vec::new(),
+                rolled_samples: 0,
             },
         );
         profile_ids.extend(group.profiles);
     }
     let mut ids: Vec<Uuid> = profile_ids.into_iter().collect();
     ids.sort_unstable();
+    let started = std::time::Instant::now();
+    let rolled = rolled_up(pool, read, &ids).await?;
+    let own: Vec<Uuid> = ids
+        .iter()
+        .filter(|id| !rolled.members.contains(id))
+        .copied()
+        .collect();
+    let members: Vec<Uuid> = rolled.members.iter().copied().collect();
+    let mut profiles = load_profiles(pool, &own).await?;
+    profiles.extend(load_uncompacted(pool, &members).await?);
+    let rollups = match &read.scope {
+        ReadScope::Service { service, .. } if !rolled.hours.is_empty() => {
+            rollups::load(pool, service, &rolled.hours).await?
+        }
+        _ => Vec::new(),
+    };
+    let loaded = started.elapsed();
     let host_filter: Vec<String> = hosts.keys().cloned().collect();
     let event_kind = event.parse::<EventKind>().ok();
-    let started = std::time::Instant::now();
-    let profiles = load_profiles(pool, &ids).await?;
-    let loaded = started.elapsed();
     let read_owned = read.clone();
-    let views = tokio::task::spawn_blocking(move || {
+    let selected = tokio::task::spawn_blocking(move || {
         let selection = Selection {
             threads: read_owned.thread.as_ref(),
             since_ms: read_owned.from.map(|t| t.timestamp_millis()),
             until_ms: read_owned.to.map(|t| t.timestamp_millis()),
-            stacks: None,
+            stacks: Some(&read_owned.stacks),
             hosts: Some(&host_filter),
             event: event_kind,
         };
-        host_views(&profiles, &selection, &read_owned.stacks)
+        select_all(&profiles, &rollups, &selection)
     })
     .await
-    .map_err(|e| crate::StoreError::Corrupt(format!("selecting samples failed: {e}")))?;
-    let selected = started.elapsed();
-    for (host, views) in views {
+    .map_err(|e| StoreError::Corrupt(format!("selecting samples failed: {e}")))?;
+    for (host, views) in selected.host_views {
         if let Some(entry) = hosts.get_mut(&host) {
             entry.views = views;
         }
     }
+    for (host, samples) in selected.host_rolled {
+        if let Some(entry) = hosts.get_mut(&host) {
+            entry.rolled_samples = samples;
+        }
+    }
     tracing::debug!(
         profiles = ids.len(),
+        rolled_up = members.len(),
+        rollups = selected.rollups.len(),
         load_ms = loaded.as_millis() as u64,
-        select_ms = (selected - loaded).as_millis() as u64,
+        select_ms = (started.elapsed() - loaded).as_millis() as u64,
         "read"
     );
     Ok(ReadResult {
@@ -194,18 +224,89 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
         profiles: ids.len() as u64,
         snapshots,
         hosts: hosts.into_values().collect(),
+        rollups: selected.rollups,
     })
 }
 
-/// Each profile's selected samples as views, weighted together (one scale
-/// for all, so hosts sampled at different rates compare by time), grouped
-/// by host. A profile's windows normally all come from one host; one that
-/// has several is split.
-fn host_views(
-    profiles: &[(Uuid, odp_profile::Profile)],
+/// Which of a service read's profiles are rolled up, and the hours of
+/// their windows in the read (none for a profile read).
+#[derive(Default)]
+struct Rolled {
+    members: HashSet<Uuid>,
+    hours: Vec<DateTime<Utc>>,
+}
+
+async fn rolled_up(pool: &PgPool, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
+    if matches!(read.scope, ReadScope::Profile(_)) {
+        return Ok(Rolled::default());
+    }
+    let members: Vec<Uuid> = sqlx::query_scalar(
+        "select profile_id from profile_blocks where profile_id = any($1) and rollup = 'rolled'",
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    if members.is_empty() {
+        return Ok(Rolled::default());
+    }
+    let mut qb = QueryBuilder::new(
+        "select distinct to_timestamp(floor(extract(epoch from n.window_start) / 3600) * 3600)
+         from snapshots n where n.compacted and n.profile_id = any(",
+    );
+    qb.push_bind(members.clone()).push(") and");
+    push_conditions(read, &mut qb);
+    let hours: Vec<DateTime<Utc>> = qb.build_query_scalar().fetch_all(pool).await?;
+    let ReadScope::Service { service, .. } = &read.scope else {
+        return Ok(Rolled::default());
+    };
+    // A rollup pays when its profiles share their stacks (a fleet of one
+    // service): one dictionary for all. Profiles that share little make a
+    // rollup as large as their blocks, with windows of profiles outside
+    // the read besides; their own blocks are read then.
+    let (rollup_bytes, member_bytes): (Option<i64>, Option<i64>) = sqlx::query_as(
+        "select (select sum(octet_length(block))::bigint from service_rollups
+                 where service = $1 and hour = any($2)),
+                (select sum(octet_length(block))::bigint from profile_blocks
+                 where profile_id = any($3))",
+    )
+    .bind(service)
+    .bind(&hours)
+    .bind(&members)
+    .fetch_one(pool)
+    .await?;
+    if rollup_bytes.unwrap_or(0) as f64 > 0.7 * member_bytes.unwrap_or(0) as f64 {
+        return Ok(Rolled::default());
+    }
+    Ok(Rolled {
+        members: members.into_iter().collect(),
+        hours,
+    })
+}
+
+/// What [`select_all`] made of the profiles and rollups read.
+struct Selected {
+    host_views: BTreeMap<String, Vec<View>>,
+    /// Per host, its samples in the rollups.
+    host_rolled: BTreeMap<String, u64>,
+    rollups: Vec<View>,
+}
+
+/// Each profile's and rollup's selected samples as views, weighted
+/// together (one scale for all, so hosts sampled at different rates
+/// compare by time). A profile's views go to its host (one that has
+/// windows of several hosts is split); a rollup's view stands for many
+/// hosts, whose totals are counted per window.
+fn select_all(
+    profiles: &[(Uuid, Profile)],
+    rollups: &[Profile],
     selection: &Selection<'_>,
-    stack_filter: &StackFilter,
-) -> BTreeMap<String, Vec<View>> {
+) -> Selected {
+    struct Part<'a> {
+        host: Option<String>,
+        profile: &'a Profile,
+        names: std::rc::Rc<NameTree>,
+        sums: NodeSums,
+    }
     let mut parts = Vec::new();
     for (_, profile) in profiles {
         let names = std::rc::Rc::new(NameTree::new(profile));
@@ -214,42 +315,70 @@ fn host_views(
         profile_hosts.sort_unstable();
         profile_hosts.dedup();
         for host in profile_hosts {
-            let only = [host.to_owned()];
-            let hosts = selection.hosts.map_or(&only[..], |all| {
-                if all.iter().any(|h| h == host) {
-                    &only[..]
-                } else {
-                    &[]
-                }
-            });
-            if hosts.is_empty() {
+            if selection
+                .hosts
+                .is_some_and(|all| !all.iter().any(|h| h == host))
+            {
                 continue;
             }
+            let only = [host.to_owned()];
             let sums = profile.select(
                 &Selection {
-                    hosts: Some(hosts),
+                    hosts: Some(&only),
                     ..*selection
                 },
                 &names,
             );
-            parts.push((host.to_owned(), profile, std::rc::Rc::clone(&names), sums));
+            parts.push(Part {
+                host: Some(host.to_owned()),
+                profile,
+                names: std::rc::Rc::clone(&names),
+                sums,
+            });
         }
     }
-    let sums: Vec<&odp_profile::NodeSums> = parts.iter().map(|p| &p.3).collect();
+    for profile in rollups {
+        let names = std::rc::Rc::new(NameTree::new(profile));
+        let sums = profile.select(selection, &names);
+        parts.push(Part {
+            host: None,
+            profile,
+            names,
+            sums,
+        });
+    }
+    let sums: Vec<&NodeSums> = parts.iter().map(|p| &p.sums).collect();
     let weighted = weigh(&sums);
-    let mut out: BTreeMap<String, Vec<View>> = BTreeMap::new();
-    for ((host, profile, names, _), mut counts) in parts.into_iter().zip(weighted) {
-        if !stack_filter.is_noop() {
-            let kept = names.stacks_kept(&profile.tree, stack_filter);
-            for (count, kept) in counts.iter_mut().zip(kept) {
-                if !kept {
-                    *count = 0;
+    let samples_per_unit = scale(&sums);
+    let mut selected = Selected {
+        host_views: BTreeMap::new(),
+        host_rolled: BTreeMap::new(),
+        rollups: Vec::new(),
+    };
+    let mut rolled: BTreeMap<String, f64> = BTreeMap::new();
+    for (part, counts) in parts.iter().zip(weighted) {
+        let view = part.names.view(&counts);
+        match &part.host {
+            Some(host) => selected
+                .host_views
+                .entry(host.clone())
+                .or_default()
+                .push(view),
+            None => {
+                for (window, &samples) in part.profile.windows.iter().zip(&part.sums.window_samples)
+                {
+                    let weight = samples_per_unit.map_or(1.0, |s| window.period as f64 * s);
+                    *rolled.entry(window.host.clone()).or_default() += samples as f64 * weight;
                 }
+                selected.rollups.push(view);
             }
         }
-        out.entry(host).or_default().push(names.view(&counts));
     }
-    out
+    selected.host_rolled = rolled
+        .into_iter()
+        .map(|(host, samples)| (host, samples.round() as u64))
+        .collect();
+    selected
 }
 
 /// Per (host, event): windows, profiles and the first window's id.

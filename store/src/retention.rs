@@ -92,6 +92,19 @@ pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) ->
             break;
         }
     }
+    // The same windows leave the services' rollups.
+    let mut tx = pool.begin().await?;
+    let hours: Vec<DateTime<Utc>> =
+        sqlx::query_scalar("select hour from service_rollups where hour < $1")
+            .bind(cutoff)
+            .fetch_all(&mut *tx)
+            .await?;
+    let cutoff_ms = cutoff.timestamp_millis();
+    crate::rollups::rewrite(&mut tx, &hours, move |p| {
+        p.retain_windows(|w| w.end_ms >= cutoff_ms)
+    })
+    .await?;
+    tx.commit().await?;
     loop {
         let profiles: i64 = sqlx::query_scalar(
             "with doomed as (

@@ -209,7 +209,8 @@ async fn bytes_on_disk(pool: &sqlx::PgPool) -> i64 {
     sqlx::query("vacuum full").execute(pool).await.unwrap();
     sqlx::query_scalar(
         "select sum(pg_total_relation_size(t))::bigint from unnest(array[
-             'snapshots', 'profile_blocks', 'frames', 'stacks', 'samples', 'snapshot_threads'
+             'snapshots', 'profile_blocks', 'service_rollups', 'frames', 'stacks', 'samples',
+             'snapshot_threads'
          ]::regclass[]) t",
     )
     .fetch_one(pool)
@@ -304,6 +305,26 @@ async fn fleet(api: &Api, pool: &sqlx::PgPool, range: &str, dir: &Path) -> i64 {
         "fleet: {FLEET_HOSTS} instance profiles imported in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    // The pipeline rolls them up into the service's hourly rollup.
+    let started = Instant::now();
+    loop {
+        let pending: i64 = sqlx::query_scalar(
+            "select count(*) from profile_blocks b join profiles p on p.id = b.profile_id
+             where p.service = 'bench-fleet' and b.rollup = 'pending'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if pending == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(900),
+            "{pending} not rolled up"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!("  rolled up in {:.1} s", started.elapsed().as_secs_f64());
     let fleet_bytes = bytes_on_disk(pool).await;
     println!("aggregate of the {FLEET_HOSTS}-instance fleet (per-host breakdown)");
     let (took, size) = api

@@ -189,6 +189,83 @@ test('the context menu links to the source via the configured template and copie
   assert.ok(await admin.$('.flame-menu[hidden]'), 'menu closes');
 });
 
+/** Names of the drawn frames above `frame` (root first, `frame` excluded),
+ *  from the boxes: each ancestor's box spans its descendants'. */
+async function drawnAncestry(page, frame) {
+  const drawn = await frames(page);
+  const path = [];
+  for (let d = 0; d < frame.depth; d++) {
+    const a = drawn.find((f) => f.depth === d && f.x <= frame.x + 0.01 && frame.x < f.x + f.w);
+    assert.ok(a, `a frame at depth ${d} above ${frame.name}`);
+    path.push(a.name);
+  }
+  return path;
+}
+
+test('zooming into an other node of a cut tree asks the server for that subtree', async () => {
+  // The demo profile is far below the UI's node budget: shrink the budget
+  // of the unfocused tree on its way to the server, so it comes back cut.
+  const isFlame = (url) => url.pathname.endsWith('/flamegraph');
+  const sent = [];
+  const onRequest = (r) => {
+    const url = new URL(r.url());
+    if (isFlame(url)) sent.push(url);
+  };
+  await admin.route(isFlame, (route) => {
+    const url = new URL(route.request().url());
+    if (!url.searchParams.has('focus')) url.searchParams.set('max_nodes', '2');
+    return route.continue({ url: url.toString() });
+  });
+  admin.on('request', onRequest);
+  try {
+    const id = /#\/profiles\/([0-9a-f-]+)/.exec(admin.url())[1];
+    await admin.goto(`${BASE}/#/profiles`);
+    await admin.goto(`${BASE}/#/profiles/${id}`);
+    await admin.waitForFunction(() => document.querySelector('canvas.flame')?.odpFlame.visibleFrames().some((f) => f.merged > 0));
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0].searchParams.get('max_nodes'), '8192', 'the UI asks for its budget');
+    assert.equal(sent[0].searchParams.get('focus'), null);
+    // The deepest `other` box: its parent is a real frame below the root.
+    const others = (await frames(admin)).filter((f) => f.merged > 0).sort((a, b) => b.depth - a.depth);
+    const other = others[0];
+    assert.ok(other.depth >= 2, `an other box below the root's children: ${JSON.stringify(others)}`);
+    const parentPath = (await drawnAncestry(admin, other)).slice(1);
+    await admin.hover('canvas.flame', { position: { x: other.x + other.w / 2, y: other.depth * 18 + 9 } });
+    await admin.waitForSelector('.flame-tooltip:not([hidden])');
+    assert.match(await admin.textContent('.flame-tooltip'), new RegExp(`${other.merged} smaller frames? merged; click to open`));
+    await admin.screenshot({ path: `${SHOTS}profile-cut.png`, fullPage: true });
+
+    const focused = admin.waitForRequest((r) => isFlame(new URL(r.url())) && new URL(r.url()).searchParams.has('focus'));
+    await admin.click('canvas.flame', { position: { x: other.x + other.w / 2, y: other.depth * 18 + 9 } });
+    const url = new URL((await focused).url());
+    assert.equal(url.searchParams.get('focus'), parentPath.join(';'));
+    assert.equal(url.searchParams.get('max_nodes'), '8192');
+    assert.equal(url.searchParams.get('format'), 'json');
+    // The answer is drawn zoomed on the parent, its children whole.
+    await admin.waitForFunction((focus) => document.querySelector('canvas.flame').dataset.focus === focus, parentPath.join(';'));
+    assert.equal(await admin.$eval('canvas.flame', (c) => c.dataset.zoom), parentPath.at(-1));
+    const opened = await frames(admin);
+    assert.ok(opened.every((f) => f.merged === 0), `no other boxes left: ${opened.map((f) => f.name)}`);
+    assert.ok(opened.some((f) => f.depth === other.depth), 'the merged frames are drawn');
+    const crumbs = await admin.$$eval('.breadcrumb .crumb', (c) => c.map((b) => b.textContent));
+    assert.deepEqual(crumbs.slice(1), parentPath);
+    await admin.screenshot({ path: `${SHOTS}profile-focused.png`, fullPage: true });
+
+    // Reset shows the cut tree again from the cache: no request.
+    const before = sent.length;
+    await admin.click('.flame-reset');
+    assert.equal(await admin.$eval('canvas.flame', (c) => c.dataset.focus), '');
+    assert.ok((await frames(admin)).some((f) => f.merged > 0));
+    // And the same zoom again is answered from the cache too.
+    await admin.click('canvas.flame', { position: { x: other.x + other.w / 2, y: other.depth * 18 + 9 } });
+    assert.equal(await admin.$eval('canvas.flame', (c) => c.dataset.focus), parentPath.join(';'));
+    assert.equal(sent.length, before, 'no flame graph request after the first focus');
+  } finally {
+    admin.off('request', onRequest);
+    await admin.unroute(isFlame);
+  }
+});
+
 test('the include filter on a profile keeps only the stacks that match', async () => {
   const id = /#\/profiles\/([0-9a-f-]+)/.exec(admin.url())[1];
   await admin.goto(`${BASE}/#/profiles/${id}?include=demo_warm`);

@@ -71,6 +71,19 @@ export const post = <T>(path: string, body?: unknown, query?: Query) => api<T>('
 export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, body);
 export const del = <T>(path: string) => api<T>('DELETE', path);
 
+/** Nodes a flame graph tree (`format=json`, `/aggregate`) is cut to, the
+ *  server's `max_nodes`: lighter subtrees come as one `other` node per
+ *  parent, opened by asking again with `focus`. A few thousand boxes are
+ *  what a screen shows, and parse and draw in milliseconds. */
+export const FLAME_MAX_NODES = 8192;
+
+/** A flame graph tree's query: the view's parameters, the node budget and,
+ *  when zoomed into a cut subtree, its `focus` path (frame names below the
+ *  root, `;`-separated). */
+export function flameTreeQuery(query: Query, focus: string[] = []): Query {
+  return { ...query, max_nodes: FLAME_MAX_NODES, focus: focus.length ? focus.join(';') : undefined };
+}
+
 export interface ProfileView {
   id: string;
   host: string;

@@ -96,6 +96,83 @@ describe('layout', () => {
   });
 });
 
+// A tree cut to a node budget, as the server sends it: `other` nodes carry
+// `merged` and the exact total of the children they stand for.
+// all(100) → main(100) → { handle(60) → { parse(45), other(15, 4 merged) },
+//                          idle(25), other(15, 2 merged) }
+const cut: FlameNode = {
+  name: 'all',
+  total: 100,
+  self_count: 0,
+  children: [
+    {
+      name: 'main',
+      total: 100,
+      self_count: 0,
+      children: [
+        {
+          name: 'handle',
+          total: 60,
+          self_count: 0,
+          children: [
+            { name: 'parse', total: 45, self_count: 45 },
+            { name: 'other', total: 15, self_count: 15, merged: 4 },
+          ],
+        },
+        { name: 'idle', total: 25, self_count: 25 },
+        { name: 'other', total: 15, self_count: 15, merged: 2 },
+      ],
+    },
+  ],
+};
+
+const diffLeaf: DiffNode = {
+  name: 'leaf',
+  baseline_total: 1,
+  baseline_self: 1,
+  target_total: 1,
+  target_self: 1,
+  baseline_share: 1,
+  target_share: 1,
+};
+
+describe('other nodes', () => {
+  it('keep how many frames they merged; real frames have 0', () => {
+    const t = flatten(cut);
+    expect(t.names).toEqual(['all', 'main', 'handle', 'parse', 'other', 'idle', 'other']);
+    expect(Array.from(t.merged)).toEqual([0, 0, 0, 0, 4, 0, 2]);
+    expect(Array.from(flattenDiff({ ...diffLeaf, children: [diffLeaf] }).merged)).toEqual([0, 0]);
+  });
+
+  it('are laid out by their totals, so widths stay proportional', () => {
+    const t = flatten(cut);
+    const l = layout(t, 0, 1000);
+    expect(l.rows[2].nodes.map((n) => t.names[n])).toEqual(['handle', 'idle', 'other']);
+    expect(l.rows[2].x).toEqual([0, 600, 850]);
+    expect(l.rows[2].w).toEqual([600, 250, 150]);
+    expect(l.rows[3].w).toEqual([450, 150]);
+    // Children (no self time) fill their parent exactly.
+    expect(l.rows[3].w.reduce((a, b) => a + b, 0)).toBe(l.rows[2].w[0]);
+    expect(t.merged[hitTest(l, 900, 2)]).toBe(2);
+    expect(t.merged[hitTest(l, 500, 3)]).toBe(4);
+  });
+
+  it('scale with their parent when it is zoomed', () => {
+    const t = flatten(cut);
+    const handle = findByName(t, 'handle');
+    const l = layout(t, handle, 600);
+    expect(l.rows[3].x).toEqual([0, 450]);
+    expect(l.rows[3].w).toEqual([450, 150]);
+  });
+
+  it('never match a search: their frames are not known here', () => {
+    const t = flatten(cut);
+    const r = search(t, /other|parse/);
+    expect(r.matchCount).toBe(1);
+    expect(r.share).toBeCloseTo(0.45);
+  });
+});
+
 describe('hitTest', () => {
   it('finds the frame under a pixel by binary search, or -1 in gaps', () => {
     const t = flatten(profile);

@@ -2,8 +2,11 @@
 // with hit-testing on the pre-computed layout, so large profiles stay
 // smooth. Click zooms, the breadcrumb and Reset go back, hovering shows a
 // tooltip, right-click opens a menu, a regex search highlights frames.
+// Trees cut to a node budget draw their `other` boxes hatched; zooming into
+// a cut subtree zooms at once and then shows the server's focused tree.
 
 import { escapeHtml, h, pct } from '../format';
+import { FocusCache, focusParam, focusPath, isCut, isMerged, nodeAtPath, samePath, zoomTarget } from './focus';
 import {
   ancestry,
   diffColor,
@@ -22,9 +25,15 @@ const ROW = 18;
 const FONT = '12px ui-monospace, SFMono-Regular, Menlo, monospace';
 const MATCH_COLOR = '#c040e0';
 const SELECTED_COLOR = '#2aa198';
+/** `other` boxes: grey, hatched by OTHER_STRIPE where canvases allow. */
+const OTHER_COLOR = '#d5d8dc';
+const OTHER_STRIPE = '#a7adb3';
 /** 2 percentage points of total share. */
 const DIFF_SATURATION_FLOOR = 0.02;
 const MAX_CANVAS_PX = 32_000;
+/** Dispatched on `FlameGraph.root` when another tree is shown (a focused
+ *  one fetched, or back to the unfocused one). */
+export const TREE_CHANGE = 'flametreechange';
 
 export interface MenuItem {
   label: string;
@@ -41,6 +50,8 @@ export interface DrawnFrame {
   matched: boolean;
   /** Highlighted by a table row. */
   selected: boolean;
+  /** Frames an `other` box stands for; 0 for a real frame. */
+  merged: number;
 }
 
 export interface FlameOptions {
@@ -50,6 +61,29 @@ export interface FlameOptions {
   samples: number;
   /** Extra context-menu entries for a frame (source link, known issue). */
   menuItems?: (name: string, stack: string[]) => MenuItem[];
+  /** Fetches the tree opened at a `focus` path (frame names below the
+   *  root): the view's endpoint asked again with `focus`. Without it, cut
+   *  subtrees only zoom locally. */
+  loadFocus?: (path: string[]) => Promise<FlatTree>;
+}
+
+/** Diagonal grey stripes for `other` boxes (plain grey without a 2D context). */
+function hatchPattern(ctx: CanvasRenderingContext2D): CanvasPattern | string {
+  const tile = document.createElement('canvas');
+  tile.width = tile.height = 6;
+  const t = tile.getContext('2d');
+  if (!t) return OTHER_COLOR;
+  t.fillStyle = OTHER_COLOR;
+  t.fillRect(0, 0, 6, 6);
+  t.strokeStyle = OTHER_STRIPE;
+  t.lineWidth = 1.5;
+  t.beginPath();
+  for (const o of [-6, 0, 6]) {
+    t.moveTo(o, 6);
+    t.lineTo(o + 6, 0);
+  }
+  t.stroke();
+  return ctx.createPattern(tile, 'repeat') ?? OTHER_COLOR;
 }
 
 export class FlameGraph {
@@ -59,8 +93,17 @@ export class FlameGraph {
   private readonly crumbs: HTMLElement;
   private readonly tooltip: HTMLElement;
   private readonly menu: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly otherFill: CanvasPattern | string;
   private tree: FlatTree | null = null;
   private zoom = 0;
+  /** The focus path `tree` was fetched with ([]: the unfocused tree). */
+  private focus: string[] = [];
+  /** Trees by focus path, set with the unfocused tree. */
+  private cache: FocusCache | null = null;
+  /** Bumped by every zoom, so a focused tree arriving late is dropped. */
+  private zoomSeq = 0;
+  private pattern: RegExp | null = null;
   private current: Layout | null = null;
   private matches: SearchResult | null = null;
   private selectedName: string | null = null;
@@ -77,11 +120,13 @@ export class FlameGraph {
     this.crumbs = h('nav', { class: 'breadcrumb', 'aria-label': 'zoom path' });
     this.tooltip = h('div', { class: 'flame-tooltip', role: 'tooltip', hidden: true });
     this.menu = h('div', { class: 'flame-menu', role: 'menu', hidden: true });
-    const reset = h('button', { class: 'flame-reset', onclick: () => this.zoomTo(0) }, 'Reset zoom');
+    this.status = h('span', { class: 'flame-status', role: 'status' });
+    this.otherFill = hatchPattern(this.ctx);
+    const reset = h('button', { class: 'flame-reset', onclick: () => this.resetZoom() }, 'Reset zoom');
     this.root = h(
       'div',
       { class: 'flame-graph' },
-      h('div', { class: 'flame-bar' }, reset, this.crumbs),
+      h('div', { class: 'flame-bar' }, reset, this.crumbs, this.status),
       h('div', { class: 'flame-scroll' }, this.canvas),
       this.tooltip,
       this.menu,
@@ -100,20 +145,39 @@ export class FlameGraph {
     this.resizeObserver.observe(this.root);
   }
 
+  /** Shows the view's (unfocused) tree; focused trees fetched for an
+   *  earlier one are forgotten. */
   setTree(tree: FlatTree): void {
-    this.tree = tree;
-    this.zoom = 0;
-    this.matches = null;
-    // Colours saturate at the largest change, but never below
-    // DIFF_SATURATION_FLOOR, so sampling noise in a quiet diff stays pale.
-    this.maxDelta = this.options.kind === 'diff' ? Math.max(maxAbsDelta(tree), DIFF_SATURATION_FLOOR) : 0;
-    this.draw();
+    this.zoomSeq++;
+    this.cache = new FocusCache(tree);
+    this.show(tree, [], 0);
   }
 
+  /**
+   * Zooms so `node` fills the width (an `other` node: its parent). A cut
+   * subtree zooms at once in the tree shown, then the tree focused on it
+   * (fetched once, then cached) replaces it; a complete one only zooms.
+   */
   zoomTo(node: number): void {
-    if (!this.tree) return;
-    this.zoom = node;
+    const tree = this.tree;
+    if (!tree || !this.cache) return;
+    const seq = ++this.zoomSeq;
+    const target = zoomTarget(tree, node);
+    const path = this.refetchPath(tree, target);
+    const cached = path && this.cache.get(path);
+    if (path && cached) return this.showFocused(cached, path);
+    this.zoom = target;
     this.draw();
+    // After the draw, which reads the layout: no reflow for the text.
+    this.setStatus(path ? `Opening ${tree.names[target]}…` : '');
+    if (path) void this.fetchFocused(path, seq);
+  }
+
+  /** Back to the unfocused tree's root, without fetching. */
+  resetZoom(): void {
+    if (!this.cache) return;
+    this.zoomSeq++;
+    this.show(this.cache.get([])!, [], 0);
   }
 
   get zoomed(): string | null {
@@ -122,9 +186,66 @@ export class FlameGraph {
 
   /** Highlights frames whose name matches; `null` clears. */
   setSearch(pattern: RegExp | null): SearchResult | null {
+    this.pattern = pattern;
     this.matches = pattern && this.tree ? search(this.tree, pattern) : null;
     this.draw();
     return this.matches;
+  }
+
+  /** The search's result on the tree shown. */
+  get searchResult(): SearchResult | null {
+    return this.matches;
+  }
+
+  private show(tree: FlatTree, focus: string[], zoom: number): void {
+    const changed = tree !== this.tree;
+    this.tree = tree;
+    this.focus = focus;
+    this.zoom = zoom;
+    this.matches = this.pattern ? search(tree, this.pattern) : null;
+    // Colours saturate at the largest change, but never below
+    // DIFF_SATURATION_FLOOR, so sampling noise in a quiet diff stays pale.
+    this.maxDelta = this.options.kind === 'diff' ? Math.max(maxAbsDelta(tree), DIFF_SATURATION_FLOOR) : 0;
+    this.draw();
+    this.setStatus('');
+    if (!changed) return;
+    // The box under the pointer is another node now.
+    this.tooltip.hidden = true;
+    this.root.dispatchEvent(new Event(TREE_CHANGE));
+  }
+
+  /** The focus path to fetch for a zoom into `node`, or null when the tree
+   *  shown is all there is: a complete subtree, no loader, a path that
+   *  cannot be asked for, or the focus shown already. */
+  private refetchPath(tree: FlatTree, node: number): string[] | null {
+    if (!this.options.loadFocus || !isCut(tree, node)) return null;
+    const path = focusPath(tree, node);
+    return path && !samePath(path, this.focus) ? path : null;
+  }
+
+  /** Whether a zoom into `node` shows frames the tree shown lacks. */
+  private opens(node: number): boolean {
+    const tree = this.tree!;
+    return this.refetchPath(tree, zoomTarget(tree, node)) !== null;
+  }
+
+  private showFocused(tree: FlatTree, path: string[]): void {
+    this.show(tree, path, Math.max(nodeAtPath(tree, path), 0));
+  }
+
+  private async fetchFocused(path: string[], seq: number): Promise<void> {
+    const load = this.options.loadFocus!;
+    try {
+      const tree = await this.cache!.load(path, () => load(path));
+      if (seq === this.zoomSeq) this.showFocused(tree, path);
+    } catch (e) {
+      if (seq === this.zoomSeq) this.setStatus(`Could not open ${path.at(-1)}: ${(e as Error).message}`, true);
+    }
+  }
+
+  private setStatus(text: string, error = false): void {
+    this.status.textContent = text;
+    this.status.classList.toggle('error', error);
   }
 
   /** Highlights every frame named `name` (a clicked table row). */
@@ -146,6 +267,7 @@ export class FlameGraph {
           depth,
           matched: !!this.matches?.matched[n],
           selected: this.tree!.names[n] === this.selectedName,
+          merged: this.tree!.merged[n],
         }),
       ),
     );
@@ -157,6 +279,7 @@ export class FlameGraph {
   };
 
   destroy(): void {
+    this.zoomSeq++;
     document.removeEventListener('click', this.closeMenu);
     this.resizeObserver.disconnect();
   }
@@ -199,12 +322,14 @@ export class FlameGraph {
         const x = row.x[k];
         const w = row.w[k];
         const name = tree.names[n];
+        // An `other` box says how many frames it stands for.
+        const text = tree.merged[n] > 0 ? `${name} (${tree.merged[n]})` : name;
         ctx.fillStyle = this.fillFor(n, name);
         ctx.fillRect(x, y, Math.max(w - 0.5, 0.5), ROW - 1);
         if (w > charWidth * 3) {
           const fits = Math.floor((w - 6) / charWidth);
-          const label = name.length > fits ? name.slice(0, Math.max(fits - 1, 1)) + '…' : name;
-          ctx.fillStyle = '#111';
+          const label = text.length > fits ? text.slice(0, Math.max(fits - 1, 1)) + '…' : text;
+          ctx.fillStyle = tree.merged[n] > 0 ? '#333' : '#111';
           ctx.fillText(label, x + 3, y + ROW / 2);
         }
       }
@@ -212,11 +337,13 @@ export class FlameGraph {
     this.renderCrumbs();
     this.lastRenderMs = performance.now() - t0;
     this.canvas.dataset.zoom = tree.names[this.zoom];
+    this.canvas.dataset.focus = focusParam(this.focus);
     this.canvas.dataset.renderMs = this.lastRenderMs.toFixed(1);
   }
 
-  private fillFor(n: number, name: string): string {
+  private fillFor(n: number, name: string): string | CanvasPattern {
     const tree = this.tree!;
+    if (tree.merged[n] > 0) return this.otherFill;
     if (this.matches?.matched[n]) return MATCH_COLOR;
     if (this.selectedName !== null && name === this.selectedName) return SELECTED_COLOR;
     if (this.options.kind === 'diff') return diffColor(tree.delta[n], this.maxDelta);
@@ -256,6 +383,12 @@ export class FlameGraph {
         `change ${d >= 0 ? '+' : ''}${(d * 100).toFixed(2)} points of total share`;
     }
     const { share, stderr } = shareOf(tree, n, this.options.samples);
+    if (isMerged(tree, n)) {
+      const opens = this.opens(n);
+      const frames = tree.merged[n] === 1 ? '1 smaller frame' : `${tree.merged[n]} smaller frames`;
+      return `<b>${name}</b>: ${frames} merged${opens ? '; click to open' : ''}<br>` +
+        `${tree.total[n]} samples<br>${pct(share, 2)} ± ${pct(stderr, 2)} of all samples`;
+    }
     return `<b>${name}</b><br>${tree.total[n]} samples (${tree.self[n]} self)<br>` +
       `${pct(share, 2)} ± ${pct(stderr, 2)} of all samples`;
   }
@@ -283,14 +416,17 @@ export class FlameGraph {
     const tree = this.tree;
     const stack = ancestry(tree, n).map((i) => tree.names[i]);
     const name = tree.names[n];
-    const items: MenuItem[] = [
-      { label: 'Zoom here', action: () => this.zoomTo(n) },
-      ...(this.options.menuItems?.(name, stack) ?? []),
-      {
-        label: 'Copy stack',
-        action: () => void navigator.clipboard?.writeText(stack.slice().reverse().join('\n')),
-      },
-    ];
+    // An `other` box has no source or stack of its own: it only opens.
+    const items: MenuItem[] = isMerged(tree, n)
+      ? [{ label: this.opens(n) ? `Open ${tree.merged[n]} merged frames` : 'Zoom here', action: () => this.zoomTo(n) }]
+      : [
+          { label: 'Zoom here', action: () => this.zoomTo(n) },
+          ...(this.options.menuItems?.(name, stack) ?? []),
+          {
+            label: 'Copy stack',
+            action: () => void navigator.clipboard?.writeText(stack.slice().reverse().join('\n')),
+          },
+        ];
     this.menu.replaceChildren(
       h('div', { class: 'menu-title' }, name),
       ...items.map((item) =>

@@ -9,6 +9,9 @@ export interface FlameNode {
   total: number;
   self_count: number;
   children?: FlameNode[];
+  /** Only on an `other` node, which stands for this many children the
+   *  server's node budget (`max_nodes`) cut; real frames have none. */
+  merged?: number;
 }
 
 /** A node of a diff (`/diff`): both sides' counts and shares. */
@@ -39,6 +42,9 @@ export interface FlatTree {
   maxDepth: number;
   /** Per-node signed change for diffs (target − baseline share), else 0. */
   delta: Float64Array;
+  /** Children an `other` node stands for (see `FlameNode.merged`); 0 for
+   *  real frames. */
+  merged: Uint32Array;
   /** Diffs only: each side's total samples per node. */
   sides?: { baseline: Float64Array; target: Float64Array };
 }
@@ -48,6 +54,7 @@ interface Source<N> {
   total(n: N): number;
   self(n: N): number;
   delta(n: N): number;
+  merged(n: N): number;
   children(n: N): N[];
 }
 
@@ -71,6 +78,7 @@ function flattenWith<N>(root: N, src: Source<N>, visit?: (i: number, n: N) => vo
     start: new Float64Array(count),
     maxDepth: 0,
     delta: new Float64Array(count),
+    merged: new Uint32Array(count),
   };
   // Pre-order with an explicit stack; children pushed in reverse so they come
   // out left to right. Each entry carries its parent and its left edge.
@@ -85,6 +93,7 @@ function flattenWith<N>(root: N, src: Source<N>, visit?: (i: number, n: N) => vo
     tree.total[i] = src.total(node);
     tree.self[i] = src.self(node);
     tree.delta[i] = src.delta(node);
+    tree.merged[i] = src.merged(node);
     tree.parent[i] = parent;
     tree.depth[i] = depth;
     tree.start[i] = start;
@@ -114,6 +123,7 @@ export function flatten(root: FlameNode): FlatTree {
     total: (n) => n.total,
     self: (n) => n.self_count,
     delta: () => 0,
+    merged: (n) => n.merged ?? 0,
     children: (n) => n.children ?? [],
   });
 }
@@ -132,6 +142,7 @@ export function flattenDiff(root: DiffNode): FlatTree {
       total: weight,
       self: (n) => n.target_self,
       delta: (n) => n.target_share - n.baseline_share,
+      merged: () => 0,
       children: (n) => n.children ?? [],
     },
     (i, n) => {
@@ -222,7 +233,8 @@ export function shareOf(tree: FlatTree, node: number, samples: number): { share:
 }
 
 export interface SearchResult {
-  /** 1 where the frame's name matches. */
+  /** 1 where the frame's name matches (never an `other` node: it stands
+   *  for frames whose names are not known here). */
   matched: Uint8Array;
   matchCount: number;
   /** Weight under matching frames, each sample counted once even when a
@@ -234,6 +246,7 @@ export function search(tree: FlatTree, pattern: RegExp): SearchResult {
   const matched = new Uint8Array(tree.count);
   let matchCount = 0;
   for (let i = 0; i < tree.count; i++) {
+    if (tree.merged[i] > 0) continue;
     pattern.lastIndex = 0;
     if (pattern.test(tree.names[i])) {
       matched[i] = 1;

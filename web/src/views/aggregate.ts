@@ -1,7 +1,7 @@
 // Service aggregate: one flame graph across every host and profile of a
 // service in a time range, with the per-host breakdown.
 
-import { ApiError, get } from '../api';
+import { ApiError, flameTreeQuery, get } from '../api';
 import { FlameGraph } from '../flame/graph';
 import { flatten, type FlameNode } from '../flame/layout';
 import { h, isoToLocalInput, localInputToIso, notice, pct } from '../format';
@@ -72,9 +72,10 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
     const v = value(f);
     if (v) query[f] = f === 'since' || f === 'until' ? localInputToIso(v) : v;
   }
+  const aggregate = (focus: string[] = []) => get<AggregateResponse>('/api/v1/aggregate', flameTreeQuery(query, focus));
   let agg: AggregateResponse;
   try {
-    agg = await get<AggregateResponse>('/api/v1/aggregate', query);
+    agg = await aggregate();
   } catch (err) {
     const unavailable = err instanceof ApiError && err.notAvailable;
     result.replaceChildren(
@@ -85,7 +86,12 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
     );
     return page;
   }
-  const graph = new FlameGraph({ kind: 'samples', samples: agg.samples, menuItems: frameMenu([]) });
+  const graph = new FlameGraph({
+    kind: 'samples',
+    samples: agg.samples,
+    menuItems: frameMenu([]),
+    loadFocus: async (focus) => flatten((await aggregate(focus)).root),
+  });
   scope.onLeave(() => graph.destroy());
   result.replaceChildren(
     h('p', { class: 'muted' }, `${agg.samples} ${agg.event ?? 'samples'} from ${agg.profiles} profiles on ${agg.hosts.length} hosts`),

@@ -1,7 +1,7 @@
 // One profile: interactive flame graph with search and filters, the
 // hot-leaf table, detected issues and the timeline.
 
-import { get, LIVE_STATUSES, type Issue, type ProfileView, type TopFunction } from '../api';
+import { flameTreeQuery, get, LIVE_STATUSES, type Issue, type ProfileView, type TopFunction } from '../api';
 import { getToken } from '../auth';
 import { FlameGraph, type MenuItem } from '../flame/graph';
 import { flatten, type FlameNode } from '../flame/layout';
@@ -56,8 +56,11 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
   const profile = await get<ProfileView>(`/api/v1/profiles/${encodeURIComponent(id)}`);
   const filters: Record<string, string> = {};
   for (const f of FILTERS) filters[f] = route.query.get(f) ?? '';
+  const flamePath = `/api/v1/profiles/${id}/flamegraph`;
+  const flameTree = (focus: string[] = []) =>
+    get<FlameResponse>(flamePath, flameTreeQuery({ format: 'json', ...filters }, focus));
   const [flame, top, issues] = await Promise.all([
-    get<FlameResponse>(`/api/v1/profiles/${id}/flamegraph`, { format: 'json', ...filters }),
+    flameTree(),
     get<TopResponse>(`/api/v1/profiles/${id}/top`, { limit: 50, ...filters }),
     get<{ issues: Issue[] }>(`/api/v1/profiles/${id}/issues`).then(
       (r) => r.issues,
@@ -65,7 +68,12 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
     ),
   ]);
 
-  const graph = new FlameGraph({ kind: 'samples', samples: flame.samples, menuItems: frameMenu(issues) });
+  const graph = new FlameGraph({
+    kind: 'samples',
+    samples: flame.samples,
+    menuItems: frameMenu(issues),
+    loadFocus: async (focus) => flatten((await flameTree(focus)).root),
+  });
   scope.onLeave(() => graph.destroy());
 
   const filterForm = h(

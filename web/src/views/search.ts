@@ -1,7 +1,7 @@
 // The regex search box shared by every flame graph view.
 
-import { FlameGraph } from '../flame/graph';
-import { parsePattern } from '../flame/layout';
+import { FlameGraph, TREE_CHANGE } from '../flame/graph';
+import { parsePattern, type SearchResult } from '../flame/layout';
 import { h, pct } from '../format';
 
 export function searchBox(graph: FlameGraph, initial = ''): HTMLElement {
@@ -13,6 +13,9 @@ export function searchBox(graph: FlameGraph, initial = ''): HTMLElement {
     'aria-label': 'search frames by regex',
   });
   const result = h('span', { id: 'search-result', class: 'muted' });
+  const showResult = (r: SearchResult | null) => {
+    if (r) result.textContent = `${r.matchCount} frames match, ${pct(r.share, 2)} of samples`;
+  };
   const apply = () => {
     const text = input.value;
     if (!text) {
@@ -25,10 +28,13 @@ export function searchBox(graph: FlameGraph, initial = ''): HTMLElement {
       result.textContent = `invalid regex: ${pattern}`;
       return;
     }
-    const r = graph.setSearch(pattern);
-    if (r) result.textContent = `${r.matchCount} frames match, ${pct(r.share, 2)} of samples`;
+    showResult(graph.setSearch(pattern));
   };
   input.addEventListener('input', apply);
+  // A focused tree fetched on zoom has other frames: the graph searched it.
+  graph.root.addEventListener(TREE_CHANGE, () => {
+    if (input.value && typeof parsePattern(input.value) !== 'string') showResult(graph.searchResult);
+  });
   if (initial) queueMicrotask(apply);
   return h('div', { class: 'search' }, input, ' ', result);
 }
