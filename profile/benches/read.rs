@@ -108,6 +108,29 @@ fn main() {
         names.view(&weigh(&[&sums])[0])
     };
     let read = |budget| flame::build(&view_of_block(), budget, None);
+    time("  decode only", 5, || {
+        Profile::decode(&block).unwrap().samples.len()
+    });
+    let decoded = Profile::decode(&block).unwrap();
+    time("  name tree + select + weigh + view", 5, || {
+        let names = NameTree::new(&decoded);
+        let sums = decoded.select(&Selection::default(), &names);
+        names.view(&weigh(&[&sums])[0]).samples()
+    });
+    let view = view_of_block();
+    time("  flame::build (one view)", 5, || {
+        flame::build(&view, 8192, None).total
+    });
+    time("  many::flame_graph (one view)", 5, || {
+        odp_profile::many::flame_graph(&[&view], 8192, None)
+            .unwrap()
+            .total
+    });
+    time("  serialize JSON", 5, || {
+        serde_json::to_vec(&flame::build(&view, 8192, None))
+            .unwrap()
+            .len()
+    });
     let (json, tree) = time("flame graph JSON (decode → tree, 8192 nodes)", 5, || {
         serde_json::to_vec(&read(8192)).unwrap()
     });

@@ -8,9 +8,7 @@
 //! become one `other` child carrying their total: every node's total stays
 //! exact, and the UI asks again with `focus` to open a cut subtree.
 
-use std::collections::BinaryHeap;
-
-use odp_core::flamegraph::{FlameNode, ROOT_NAME};
+use odp_core::flamegraph::FlameNode;
 
 use crate::tree::ROOT;
 use crate::view::View;
@@ -40,91 +38,15 @@ pub fn find_path(view: &View, path: &[&str]) -> Option<u32> {
 /// The flame graph under the synthetic root, with at most about `budget`
 /// nodes. With `focus` (a node of `view.tree`), only that node's subtree
 /// is opened: the path to it is kept, and each of its ancestors' other
-/// children become one `other` node.
+/// children become one `other` node. (The one-view case of
+/// [`crate::many::flame_graph`].)
 pub fn build(view: &View, budget: usize, focus: Option<u32>) -> FlameNode {
-    let totals = totals(view);
-    let children = children_by_node(view, &totals);
-    let mut kept = vec![false; view.tree.len()];
-    kept[ROOT as usize] = true;
-    let start = match focus {
-        Some(node) => {
-            let mut at = node;
-            while at != ROOT {
-                kept[at as usize] = true;
-                at = view.tree.parent(at);
-            }
-            node
-        }
-        None => ROOT,
-    };
-    // Heaviest first; a node enters the heap once its parent is kept.
-    let mut heap: BinaryHeap<(u64, std::cmp::Reverse<u32>)> = children[start as usize]
-        .iter()
-        .map(|&c| (totals[c as usize], std::cmp::Reverse(c)))
-        .collect();
-    let mut left = budget.max(1);
-    while let Some((_, std::cmp::Reverse(node))) = heap.pop() {
-        if left == 0 {
-            break;
-        }
-        kept[node as usize] = true;
-        left -= 1;
-        heap.extend(
-            children[node as usize]
-                .iter()
-                .map(|&c| (totals[c as usize], std::cmp::Reverse(c))),
-        );
-    }
-    emit(view, &totals, &children, &kept, ROOT)
-}
-
-/// Children of each node with samples, by name as flame graphs draw them.
-fn children_by_node(view: &View, totals: &[u64]) -> Vec<Vec<u32>> {
-    let mut children = vec![Vec::new(); view.tree.len()];
-    for node in 1..view.tree.len() as u32 {
-        if totals[node as usize] > 0 {
-            children[view.tree.parent(node) as usize].push(node);
-        }
-    }
-    for list in &mut children {
-        list.sort_by(|&a, &b| {
-            view.names[view.tree.frame(a) as usize].cmp(&view.names[view.tree.frame(b) as usize])
-        });
-    }
-    children
-}
-
-fn emit(view: &View, totals: &[u64], children: &[Vec<u32>], kept: &[bool], node: u32) -> FlameNode {
-    let mut out = Vec::new();
-    let (mut other_total, mut other_nodes) = (0u64, 0u32);
-    for &child in &children[node as usize] {
-        if kept[child as usize] {
-            out.push(emit(view, totals, children, kept, child));
-        } else {
-            other_total += totals[child as usize];
-            other_nodes += 1;
-        }
-    }
-    if other_nodes > 0 {
-        out.push(FlameNode {
-            name: OTHER_NAME.to_owned(),
-            total: other_total,
-            self_count: other_total,
-            children: Vec::new(),
-            merged: other_nodes,
-        });
-    }
-    FlameNode {
-        name: if node == ROOT {
-            ROOT_NAME.to_owned()
-        } else {
-            view.name(node).to_owned()
-        },
-        total: totals[node as usize],
-        self_count: view.counts[node as usize],
-        children: out,
-        merged: 0,
-    }
+    let path = focus.map(|node| view.stack_names(node));
+    let path: Option<Vec<&str>> = path
+        .as_ref()
+        .map(|p| p.iter().map(String::as_str).collect());
+    crate::many::flame_graph(&[view], budget, path.as_deref())
+        .expect("the focus is a node of the view")
 }
 
 #[cfg(test)]

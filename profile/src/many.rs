@@ -84,6 +84,22 @@ impl<'a> Shared<'a> {
     /// The merged children of `nodes[parent]` (whose members are
     /// `members`), by name, not kept yet.
     fn children_of(&self, parent: usize, members: &[(usize, u32)]) -> Vec<Merged> {
+        if let [(view, node)] = *members {
+            // One view's children have a name each: nothing to merge.
+            return self.children[view]
+                .of(node)
+                .iter()
+                .map(|&child| Merged {
+                    name: self.name_of(view, child),
+                    parent,
+                    members: vec![(view, child)],
+                    total: self.totals[view][child as usize],
+                    self_count: self.views[view].counts[child as usize],
+                    kept: false,
+                    children: Vec::new(),
+                })
+                .collect();
+        }
         let mut by_name: HashMap<u32, usize> = HashMap::new();
         let mut out: Vec<Merged> = Vec::new();
         for &(view, node) in members {
