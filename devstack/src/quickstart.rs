@@ -211,7 +211,12 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         services.ca_path.display(),
         services.api_url
     );
-    println!("stop everything:    target/debug/odp-dev down");
+    println!(
+        "stop everything:    {} down",
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "odp-dev".into())
+    );
     Ok(())
 }
 
