@@ -22,6 +22,15 @@ apt_install() {
 command -v cc >/dev/null 2>&1 || { log "installing a C compiler"; apt_install build-essential; }
 command -v make >/dev/null 2>&1 || { log "installing make"; apt_install make; }
 
+# The native plugin names libc's local functions (start_thread, clone3,
+# __libc_start_call_main) from its separate debug file, as perf does;
+# xz decodes MiniDebugInfo in the symbol tests.
+if ! ls /usr/lib/debug/.build-id >/dev/null 2>&1 || ! dpkg -s libc6-dbg >/dev/null 2>&1; then
+  log "installing libc6-dbg (libc's symbol table, for naming thread roots)"
+  apt_install libc6-dbg
+fi
+command -v xz >/dev/null 2>&1 || { log "installing xz-utils"; apt_install xz-utils; }
+
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   log "installing the Postgres server binaries"
   apt_install postgresql
