@@ -6,6 +6,8 @@
 # repeatedly.
 set -euo pipefail
 
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
 log() { printf '==> %s\n' "$*" >&2; }
 
 SUDO=""
@@ -70,13 +72,17 @@ fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
 # The local broker keeps its records in SQLite (the libsql feature), so a
-# broker restart loses nothing it acknowledged; a tansu built before that
-# (without the marker) is rebuilt once.
+# broker restart loses nothing it acknowledged, and carries our patches
+# (scripts/tansu/patches: a consumer group recovers from a lost member, and
+# one failed storage request no longer stops the broker; see
+# docs/tansu-group-recovery.md). The marker names the patches' hash: a
+# tansu built without these exact patches is rebuilt once.
 TANSU_FEATURES=dynostore,libsql
-TANSU_MARKER="$HOME/.cargo/.odp-tansu-0.6.0-${TANSU_FEATURES/,/-}"
+TANSU_PATCH_HASH="$(cat "$ROOT"/scripts/tansu/patches/*.patch | sha256sum | cut -c1-12)"
+TANSU_MARKER="$HOME/.cargo/.odp-tansu-0.6.0-${TANSU_FEATURES/,/-}-$TANSU_PATCH_HASH"
 if ! command -v tansu >/dev/null 2>&1 || [ ! -e "$TANSU_MARKER" ]; then
-  log "installing the Tansu broker (cargo install, about 15-30 minutes on 2 cores, once per machine)"
-  cargo install tansu --version 0.6.0 --locked --force --features "$TANSU_FEATURES"
+  log "installing the Tansu broker (patched; about 15-30 minutes on 2 cores, once per machine)"
+  TANSU_FEATURES="$TANSU_FEATURES" "$ROOT/scripts/tansu/install.sh"
   touch "$TANSU_MARKER"
 fi
 

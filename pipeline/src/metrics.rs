@@ -32,6 +32,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) batch_seconds: Histogram,
     pub(crate) commit_failures: Counter,
     pub(crate) known_skipped: Counter,
+    pub(crate) group_rejoins: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
     consumer_lag: Family<PartitionLabels, Gauge>,
@@ -49,6 +50,7 @@ impl PipelineMetrics {
             batch_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
             commit_failures: Counter::default(),
             known_skipped: Counter::default(),
+            group_rejoins: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
             consumer_lag: Family::default(),
@@ -93,6 +95,11 @@ impl PipelineMetrics {
             "odp_pipeline_known_rows_skipped",
             "Frames and stacks not sent to Postgres because they were known to be stored",
             metrics.known_skipped.clone(),
+        );
+        r.register(
+            "odp_pipeline_group_rejoins",
+            "Times the worker rejoined its group, holding no partition while the group's offsets stood still",
+            metrics.group_rejoins.clone(),
         );
         r.register(
             "odp_pipeline_commit_failures",
