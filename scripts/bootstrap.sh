@@ -6,6 +6,8 @@
 # repeatedly.
 set -euo pipefail
 
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
 log() { printf '==> %s\n' "$*" >&2; }
 
 SUDO=""
@@ -21,6 +23,15 @@ apt_install() {
 
 command -v cc >/dev/null 2>&1 || { log "installing a C compiler"; apt_install build-essential; }
 command -v make >/dev/null 2>&1 || { log "installing make"; apt_install make; }
+
+# The native plugin names libc's local functions (start_thread, clone3,
+# __libc_start_call_main) from its separate debug file, as perf does;
+# xz decodes MiniDebugInfo in the symbol tests.
+if ! ls /usr/lib/debug/.build-id >/dev/null 2>&1 || ! dpkg -s libc6-dbg >/dev/null 2>&1; then
+  log "installing libc6-dbg (libc's symbol table, for naming thread roots)"
+  apt_install libc6-dbg
+fi
+command -v xz >/dev/null 2>&1 || { log "installing xz-utils"; apt_install xz-utils; }
 
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   log "installing the Postgres server binaries"
@@ -61,13 +72,17 @@ fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
 # The local broker keeps its records in SQLite (the libsql feature), so a
-# broker restart loses nothing it acknowledged; a tansu built before that
-# (without the marker) is rebuilt once.
+# broker restart loses nothing it acknowledged, and carries our patches
+# (scripts/tansu/patches: a consumer group recovers from a lost member, and
+# one failed storage request no longer stops the broker; see
+# docs/tansu-group-recovery.md). The marker names the patches' hash: a
+# tansu built without these exact patches is rebuilt once.
 TANSU_FEATURES=dynostore,libsql
-TANSU_MARKER="$HOME/.cargo/.odp-tansu-0.6.0-${TANSU_FEATURES/,/-}"
+TANSU_PATCH_HASH="$(cat "$ROOT"/scripts/tansu/patches/*.patch | sha256sum | cut -c1-12)"
+TANSU_MARKER="$HOME/.cargo/.odp-tansu-0.6.0-${TANSU_FEATURES/,/-}-$TANSU_PATCH_HASH"
 if ! command -v tansu >/dev/null 2>&1 || [ ! -e "$TANSU_MARKER" ]; then
-  log "installing the Tansu broker (cargo install, about 15-30 minutes on 2 cores, once per machine)"
-  cargo install tansu --version 0.6.0 --locked --force --features "$TANSU_FEATURES"
+  log "installing the Tansu broker (patched; about 15-30 minutes on 2 cores, once per machine)"
+  TANSU_FEATURES="$TANSU_FEATURES" "$ROOT/scripts/tansu/install.sh"
   touch "$TANSU_MARKER"
 fi
 

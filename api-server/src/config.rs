@@ -121,11 +121,37 @@ pub struct ServeConfig {
     /// as missed.
     #[arg(long, env = "ODP_SCHEDULER_GRACE_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub scheduler_grace_secs: u64,
+    /// How long a request may take before the API answers 504 (imports
+    /// twice as long). Postgres cancels any statement running longer
+    /// (`statement_timeout`), so work a client gave up on stops there too.
+    #[arg(long, env = "ODP_REQUEST_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub request_timeout_secs: u64,
+    /// How long a request waits for a database connection; past it, as
+    /// while Postgres is unreachable, the API answers 503 with
+    /// `Retry-After`.
+    #[arg(long, env = "ODP_DB_ACQUIRE_TIMEOUT_SECS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub db_acquire_timeout_secs: u64,
     #[command(flatten)]
     pub deploy: crate::deploy::DeployOptions,
 }
 
 impl ServeConfig {
+    /// How long a request may take; see `--request-timeout-secs`.
+    pub fn request_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.request_timeout_secs)
+    }
+
+    /// The database pool: statements bounded by the request timeout, and
+    /// a short wait for a connection.
+    pub fn pool_config(&self) -> odp_store::PoolConfig {
+        odp_store::PoolConfig {
+            acquire_timeout: std::time::Duration::from_secs(self.db_acquire_timeout_secs),
+            statement_timeout: Some(self.request_timeout()),
+            sleep: Some(|d| Box::pin(tokio::time::sleep(d))),
+            ..odp_store::PoolConfig::default()
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         match (&self.jwt_secret, &self.jwks_file) {
             (None, None) => {
@@ -159,5 +185,47 @@ impl ServeConfig {
             return Err("--start-ack-timeout-secs must be at least --command-ttl-secs: an agent may act until the command expires".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn serve(extra: &[&str]) -> Result<ServeConfig, clap::Error> {
+        let args = [
+            "odp-api-server",
+            "serve",
+            "--database-url=postgres://localhost/odp",
+            "--command-signing-key=/dev/null",
+        ];
+        match Cli::try_parse_from(args.iter().chain(extra))?.command {
+            CliCommand::Serve(config) => Ok(config),
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
+    #[test]
+    fn statements_are_bounded_by_the_request_timeout() {
+        let config = serve(&[]).unwrap();
+        let pool = config.pool_config();
+        assert_eq!(config.request_timeout(), Duration::from_secs(60));
+        assert_eq!(pool.statement_timeout, Some(config.request_timeout()));
+        assert_eq!(pool.acquire_timeout, Duration::from_secs(2));
+        assert!(
+            pool.sleep.is_some(),
+            "released connections' checks are bounded"
+        );
+
+        let config = serve(&["--request-timeout-secs=5", "--db-acquire-timeout-secs=1"]).unwrap();
+        let pool = config.pool_config();
+        assert_eq!(pool.statement_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(pool.acquire_timeout, Duration::from_secs(1));
+        assert!(serve(&["--request-timeout-secs=0"]).is_err());
+        assert!(serve(&["--db-acquire-timeout-secs=0"]).is_err());
     }
 }

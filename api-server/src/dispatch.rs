@@ -34,14 +34,16 @@ impl Dispatcher {
         metrics: Arc<ApiMetrics>,
     ) -> Result<Self, rdkafka::error::KafkaError> {
         let mut client = ClientConfig::new();
+        // Defaults an operator may override with --kafka-option.
+        client
+            .set("enable.idempotence", "true")
+            .set("message.timeout.ms", "15000");
         for (key, value) in kafka_options {
             client.set(key, value);
         }
         let producer = client
             .set("bootstrap.servers", bootstrap)
             .set("partitioner", "murmur2_random")
-            .set("enable.idempotence", "true")
-            .set("message.timeout.ms", "15000")
             .create()?;
         Ok(Dispatcher {
             producer,

@@ -1,12 +1,16 @@
 //! One error type for every handler: a status code and a JSON body
 //! `{"error": {"code": ..., "message": ...}}`. Internal errors are logged
-//! and reported to clients without detail.
+//! and reported to clients without detail; 503s carry `Retry-After`.
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
+
+/// When a client may retry after a 503 (the database unavailable or too
+/// slow, a dependency down): seconds, in `Retry-After`.
+pub const RETRY_AFTER_SECS: &str = "2";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -67,6 +71,12 @@ impl IntoResponse for ApiError {
                 axum::http::HeaderValue::from_static("Bearer"),
             );
         }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
         response
     }
 }
@@ -74,6 +84,9 @@ impl IntoResponse for ApiError {
 impl From<odp_store::StoreError> for ApiError {
     fn from(e: odp_store::StoreError) -> Self {
         if e.is_transient() {
+            // Postgres down or restarting, no connection free in time, a
+            // statement cancelled at the request timeout: all 503.
+            tracing::warn!(error = %e, "database unavailable");
             ApiError::Unavailable("database unavailable, retry later".into())
         } else if let odp_store::StoreError::Conflict(message) = e {
             ApiError::Conflict(message)
@@ -103,5 +116,35 @@ impl From<PathRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {
         ApiError::BadRequest(rejection.body_text())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_database_is_a_503_with_retry_after() {
+        for cause in [
+            sqlx::Error::PoolTimedOut,
+            sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into()),
+        ] {
+            let error = ApiError::from(odp_store::StoreError::Database(cause));
+            let response = error.into_response();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(
+                response.headers()[axum::http::header::RETRY_AFTER],
+                RETRY_AFTER_SECS
+            );
+        }
+    }
+
+    #[test]
+    fn other_errors_have_no_retry_after() {
+        let response = ApiError::Internal("boom".into()).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!response
+            .headers()
+            .contains_key(axum::http::header::RETRY_AFTER));
     }
 }

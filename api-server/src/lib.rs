@@ -60,6 +60,9 @@ pub struct AppState {
     pub metrics: Arc<ApiMetrics>,
     /// Everything `/metrics` shows: `metrics` plus the process gauges.
     pub exposition: Arc<odp_metrics::Metrics>,
+    /// How long a request may take (uploads twice as long); Postgres
+    /// cancels statements running longer.
+    pub request_timeout: Duration,
 }
 
 /// Largest request body outside uploads.
@@ -68,20 +71,20 @@ const MAX_BODY_BYTES: u64 = 1 << 20;
 pub fn app(state: AppState) -> Router {
     let (bounded, uploads, document) = route_parts();
     let document = openapi::document_json(&document);
+    let timeout = |limit: Duration| {
+        TimeoutLayer::with_status_code(axum::http::StatusCode::GATEWAY_TIMEOUT, limit)
+    };
     bounded
         .merge(odp_metrics::router(state.exposition.clone()))
         .fallback(not_found)
         .layer(TraceLayer::new_for_http())
-        .layer(TimeoutLayer::with_status_code(
-            axum::http::StatusCode::GATEWAY_TIMEOUT,
-            Duration::from_secs(60),
-        ))
+        .layer(timeout(state.request_timeout))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES as usize))
         .layer(axum::middleware::from_fn(|request, next| {
             body_limit::refuse_declared_oversize(MAX_BODY_BYTES, request, next)
         }))
         // After the 1 MiB limit, which must not apply to uploads.
-        .merge(uploads)
+        .merge(uploads.layer(timeout(2 * state.request_timeout)))
         .layer(Extension(openapi::DocumentJson(document.into())))
         .layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
@@ -164,7 +167,8 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     })?;
     let signer =
         CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
-    let pool = odp_store::connect_and_migrate(&config.database_url).await?;
+    let pool =
+        odp_store::connect_and_migrate_with(&config.database_url, &config.pool_config()).await?;
     let command_secs = config.start_ack_timeout_secs as i64;
     let kafka_options =
         odp_core::kafka_options::parse(&config.kafka_options).map_err(ServeError::Config)?;
@@ -193,6 +197,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         control: Arc::new(control),
         metrics,
         exposition: Arc::new(odp_metrics::Metrics::new(registry)),
+        request_timeout: config.request_timeout(),
     })
 }
 

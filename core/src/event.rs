@@ -69,6 +69,13 @@ pub enum AgentEventKind {
         /// outage arrive later and are not counted here.
         snapshots: u64,
         samples: u64,
+        /// Windows (and their samples) in the agent's spool when the
+        /// profile ended, sent when the broker takes them: once delivered,
+        /// the profile holds `snapshots + spooled_snapshots` windows.
+        #[serde(default)]
+        spooled_snapshots: u64,
+        #[serde(default)]
+        spooled_samples: u64,
     },
     ProfileFailed {
         profile_id: Uuid,

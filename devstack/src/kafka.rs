@@ -82,12 +82,19 @@ impl Topics {
 }
 
 /// librdkafka settings every service gets on the local stack
-/// (`ODP_KAFKA_OPTIONS`). Tansu 0.6 answers a fetch that starts inside a
-/// record batch with nothing, so a consumer resuming mid-batch (after a
-/// restart, a rebalance or a pause) would skip the rest of that batch:
-/// one record per batch keeps every position on a batch boundary. Apache
-/// Kafka needs none of this.
-pub const TANSU_KAFKA_OPTIONS: &str = "batch.num.messages=1";
+/// (`ODP_KAFKA_OPTIONS`). Apache Kafka needs none of this.
+///
+/// - Tansu 0.6 answers a fetch that starts inside a record batch with
+///   nothing, so a consumer resuming mid-batch (after a restart, a
+///   rebalance or a pause) would skip the rest of that batch: one record
+///   per batch keeps every position on a batch boundary.
+/// - An idempotent producer whose batches timed out (a frozen broker) bumps
+///   its producer epoch itself, which Tansu 0.6 never accepts: the producer
+///   would retry for ever. Without idempotence, one request in flight keeps
+///   batches in order, and the pipeline drops the duplicates a retry can
+///   make by (agent, profile, sequence).
+pub const TANSU_KAFKA_OPTIONS: &str =
+    "batch.num.messages=1,enable.idempotence=false,max.in.flight.requests.per.connection=1";
 
 /// Where the broker keeps its topics, group offsets and producer state.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -91,6 +91,10 @@ pub struct Config {
     pub database_url: String,
     #[arg(long, env = "ODP_PIPELINE_GROUP", default_value = "odp-pipeline")]
     pub group_id: String,
+    /// The consumer group session timeout: a worker that stopped
+    /// heartbeating (killed, frozen) loses its partitions after this long.
+    #[arg(long, env = "ODP_PIPELINE_SESSION_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(3_000..=300_000))]
+    pub session_timeout_ms: u64,
     #[command(flatten)]
     pub topics: Topics,
     /// Most messages stored in one transaction.

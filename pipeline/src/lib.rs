@@ -44,6 +44,7 @@ mod metrics;
 mod pacing;
 mod poll;
 pub mod reanalysis;
+mod rejoin;
 pub mod retention;
 mod worker;
 

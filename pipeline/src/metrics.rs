@@ -33,6 +33,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) commit_failures: Counter,
     pub(crate) profiles_compacted: Counter,
     pub(crate) profiles_rolled_up: Counter,
+    pub(crate) group_rejoins: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
     consumer_lag: Family<PartitionLabels, Gauge>,
@@ -51,6 +52,7 @@ impl PipelineMetrics {
             commit_failures: Counter::default(),
             profiles_compacted: Counter::default(),
             profiles_rolled_up: Counter::default(),
+            group_rejoins: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
             consumer_lag: Family::default(),
@@ -100,6 +102,11 @@ impl PipelineMetrics {
             "odp_pipeline_profiles_rolled_up",
             "Compacted profiles added to their service's hourly rollups",
             metrics.profiles_rolled_up.clone(),
+        );
+        r.register(
+            "odp_pipeline_group_rejoins",
+            "Times the worker rejoined its group, holding no partition while the group's offsets stood still",
+            metrics.group_rejoins.clone(),
         );
         r.register(
             "odp_pipeline_commit_failures",

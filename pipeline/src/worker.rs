@@ -18,7 +18,9 @@ use crate::metrics::PipelineMetrics;
 use crate::poll::{KafkaConsumer, Poller};
 use crate::{alerts, dead_letter, retention, Config, PipelineError};
 
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Longest wait between retries of a store while Postgres is away: short,
+/// so ingestion resumes within seconds of its return.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Runs the worker until `shutdown` resolves, then drains: polling stops,
 /// batches already handed over are stored and committed (for up to
@@ -73,6 +75,8 @@ pub async fn run(
     let in_flight = Arc::new(InFlight::default());
     let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut client = ClientConfig::new();
+    // A default the operator may override with --kafka-option.
+    client.set("enable.idempotence", "true");
     for (key, value) in
         odp_core::kafka_options::parse(&config.kafka_options).map_err(PipelineError::Config)?
     {
@@ -85,7 +89,7 @@ pub async fn run(
             .set("group.id", &config.group_id)
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "earliest")
-            .set("session.timeout.ms", "30000")
+            .set("session.timeout.ms", config.session_timeout_ms.to_string())
             .set("statistics.interval.ms", "5000")
             .create_with_context(WorkerContext {
                 metrics: metrics.clone(),
@@ -95,9 +99,18 @@ pub async fn run(
             })?,
     );
     consumer.subscribe(&[&config.topics.stacks, &config.topics.events])?;
+    let (stop_watch, watch_stopped) = tokio::sync::watch::channel(false);
+    let stall_watch = tokio::spawn(
+        crate::rejoin::StallWatch {
+            consumer: consumer.clone(),
+            topics: vec![config.topics.stacks.clone(), config.topics.events.clone()],
+            patience: Duration::from_millis(config.session_timeout_ms) + Duration::from_secs(1),
+            metrics: metrics.clone(),
+        }
+        .run(watch_stopped),
+    );
     let producer: FutureProducer = client
         .set("bootstrap.servers", &config.kafka_bootstrap)
-        .set("enable.idempotence", "true")
         .set("compression.type", "lz4")
         .create()?;
     tracing::info!(group = %config.group_id, stacks = %config.topics.stacks, events = %config.topics.events, "pipeline started");
@@ -127,6 +140,8 @@ pub async fn run(
         in_flight: &in_flight,
     };
     let outcome = process_queued(&sinks, &config, queued, stopping).await;
+    let _ = stop_watch.send(true);
+    stall_watch.abort();
     polling.abort();
     consumer.unsubscribe();
     let _ = stop_alerts.send(true);

@@ -66,6 +66,7 @@ impl Harness {
             kafka_bootstrap: stack.kafka_bootstrap().to_owned(),
             database_url: stack.database_url().to_owned(),
             group_id: "odp-pipeline-test".into(),
+            session_timeout_ms: 10_000,
             topics: odp_pipeline::Topics {
                 stacks: topics.stacks.clone(),
                 events: topics.events.clone(),
@@ -164,6 +165,8 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
             reason: FinishReason::DurationElapsed,
             snapshots: 1,
             samples: 100,
+            spooled_snapshots: 0,
+            spooled_samples: 0,
         },
     };
     send(producer, &topics.events, "h-1", &finished.to_json()).await;

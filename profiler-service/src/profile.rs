@@ -80,6 +80,7 @@ async fn publish(
     let mut snapshots = 0;
     let mut samples = 0;
     let mut spooled = 0u64;
+    let mut spooled_samples = 0u64;
     let mut outcome = None;
     while let Some(event) = rx.recv().await {
         match event {
@@ -110,7 +111,10 @@ async fn publish(
                     snapshots += 1;
                     samples += snapshot.total_samples();
                 }
-                Ok(Sent::Spooled) => spooled += 1,
+                Ok(Sent::Spooled) => {
+                    spooled += 1;
+                    spooled_samples += snapshot.total_samples();
+                }
                 Err(e) => warn!(profile_id = %profile_id, sequence = snapshot.sequence,
                     error = %e, "snapshot not delivered"),
             },
@@ -150,6 +154,8 @@ async fn publish(
             reason: *reason,
             snapshots: *snapshots,
             samples: *samples,
+            spooled_snapshots: spooled,
+            spooled_samples,
         },
         Outcome::Failed(error) => AgentEventKind::ProfileFailed {
             profile_id,

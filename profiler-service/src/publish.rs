@@ -105,7 +105,12 @@ impl Publisher {
             .set("message.timeout.ms", "60000")
             // A busy 10 s window of a large process can pass the 1 MB
             // default; the broker's own limit still applies.
-            .set("message.max.bytes", "16777216");
+            .set("message.max.bytes", "16777216")
+            // No duplicate or reordered batch on a retry. The pipeline
+            // drops duplicates by (agent, profile, sequence) anyway, so a
+            // broker that cannot take librdkafka's epoch bump may turn it
+            // off (the dev stack does: odp_devstack::TANSU_KAFKA_OPTIONS).
+            .set("enable.idempotence", "true");
         for (key, value) in &config.kafka_options {
             client.set(key, value);
         }
@@ -116,7 +121,6 @@ impl Publisher {
             // api-server keys commands with, agents find their host's
             // heartbeats in one known partition (`crate::peers`).
             .set("partitioner", "murmur2_random")
-            .set("enable.idempotence", "true")
             .create()?;
         let spool = match config.spool.max_bytes {
             0 => None,

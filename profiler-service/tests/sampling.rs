@@ -191,8 +191,8 @@ fn measured_shares_match_the_known_split() {
         "the burners hold only {:.1} % of samples",
         100.0 * share(burners)
     );
-    // What blazesym cannot name still says where it was (e.g. libc's
-    // static __libc_start_call_main is not in its dynamic symbols).
+    // What no symbol covers still says where it was (a local function of
+    // a stripped library without its debug file shows as the library).
     for s in &out.snapshots {
         for f in s.frames.iter().filter(|f| f.function == "[unknown]") {
             assert!(!f.module.is_empty(), "unknown frame without module: {f:?}");

@@ -159,6 +159,8 @@ mod tests {
             reason: FinishReason::Stopped,
             snapshots: 1,
             samples: 2,
+            spooled_snapshots: 0,
+            spooled_samples: 0,
         })
         .unwrap();
         assert_eq!((change.0, change.1), (id, ProfileStatus::Stopped));

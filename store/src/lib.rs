@@ -15,6 +15,7 @@ mod detections;
 pub mod downsample;
 mod imports;
 mod ingest;
+pub mod pool;
 mod profiles;
 mod query;
 mod read;
@@ -27,7 +28,6 @@ pub mod runtime;
 mod schedules;
 mod timeline;
 
-use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use thiserror::Error;
 
@@ -47,6 +47,7 @@ pub use detections::{
 };
 pub use imports::import_profile;
 pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome};
+pub use pool::{connect_with, PoolConfig};
 pub use profiles::{
     mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
 };
@@ -117,12 +118,10 @@ impl StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// A pool with the default [`PoolConfig`]: 10 connections, 10 s to get
+/// one, no statement timeout.
 pub async fn connect(database_url: &str) -> Result<PgPool> {
-    Ok(PgPoolOptions::new()
-        .max_connections(10)
-        .acquire_timeout(std::time::Duration::from_secs(10))
-        .connect(database_url)
-        .await?)
+    Ok(connect_with(database_url, &PoolConfig::default()).await?)
 }
 
 /// Applies pending migrations. A binary older than the database's schema
@@ -139,4 +138,13 @@ pub async fn connect_and_migrate(database_url: &str) -> Result<PgPool> {
     let pool = connect(database_url).await?;
     migrate(&pool).await?;
     Ok(pool)
+}
+
+/// Applies pending migrations through a pool of its own (default
+/// configuration: a migration may take longer than `config`'s statement
+/// timeout), then connects as `config` says.
+pub async fn connect_and_migrate_with(database_url: &str, config: &PoolConfig) -> Result<PgPool> {
+    let migrations = connect_and_migrate(database_url).await?;
+    migrations.close().await;
+    Ok(connect_with(database_url, config).await?)
 }

@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod common;
 mod control;
+mod db_faults;
 mod dead_letter;
 mod deploy;
 mod faults;

@@ -2,8 +2,6 @@
 //! (pprof, or folded stacks) becomes a finished profile of a service, so
 //! every query, and comparisons with ODP's own profiles, work on it.
 
-use std::time::Duration;
-
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::DefaultBodyLimit;
@@ -14,7 +12,6 @@ use odp_core::model::EventKind;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader, MAX_STACK_DEPTH};
 use odp_core::{folded, pprof, Frame, Snapshot, WeightedStack};
 use serde::Deserialize;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -36,7 +33,7 @@ pub const DEFAULT_HOST: &str = "imported";
 
 /// The import route with its own body limit. `app` merges it after the
 /// global 1 MiB limit layer, which would otherwise apply to it too, so it
-/// carries its own tracing and timeout layers as well.
+/// carries its own tracing layer as well (and `app` its own timeout).
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(import))
@@ -45,10 +42,6 @@ pub fn router() -> OpenApiRouter<AppState> {
             crate::body_limit::refuse_declared_oversize(MAX_IMPORT_BYTES as u64, request, next)
         }))
         .layer(TraceLayer::new_for_http())
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            Duration::from_secs(120),
-        ))
 }
 
 /// pprof (protocol buffers, gzip-compressed or not) or folded stacks.

@@ -213,3 +213,20 @@ pub fn first_of<'a>(ranked: &'a [(String, u64)], candidates: &[&str]) -> Option<
         .map(|(name, _)| name.as_str())
         .find(|name| candidates.contains(name))
 }
+
+/// Starts a Python script of tests/data with `args` (its pid the
+/// interpreter's from the start, see [`python_interpreter`]), killed on
+/// drop, once the interpreter has loaded it.
+pub fn start_python_script(script: &str, args: &[&str]) -> Killed {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(script);
+    let child = Command::new(python_interpreter())
+        .arg(&script)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the Python workload");
+    std::thread::sleep(Duration::from_millis(500));
+    Killed(child)
+}

@@ -1,6 +1,6 @@
 //! The `native` plugin: on-CPU sampling of any process through
-//! `perf_event_open`, symbolized from ELF symbol tables, kallsyms and JIT
-//! perf maps.
+//! `perf_event_open`, symbolized from ELF symbol tables (debug files
+//! included), kallsyms and JIT perf maps.
 //!
 //! User stacks are unwound with DWARF CFI (`.eh_frame`) from a copy of the
 //! user stack taken with each sample (`PERF_SAMPLE_REGS_USER` +
@@ -20,7 +20,10 @@
 //! the difference is within run-to-run noise, the polling and symbolizing
 //! around each sample costing more than the copy and the unwind.
 
+pub mod debug_files;
+pub mod elf_symbols;
 pub mod kallsyms;
+pub mod module_symbols;
 pub mod modules;
 pub mod perf;
 pub mod perfmap;

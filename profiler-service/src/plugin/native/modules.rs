@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
 use framehop::{ExplicitModuleSectionInfo, Module};
-use object::{Object, ObjectSection, ObjectSegment, ReadCache, ReadRef};
+use object::{Object, ObjectSection, ObjectSegment, ReadCache, ReadRef, SegmentFlags};
 
 use crate::targets::ProcFs;
 
@@ -23,7 +23,7 @@ pub type SectionData = Arc<[u8]>;
 
 /// One executable mapping of `/proc/PID/maps`, anonymous ones (JIT code)
 /// included, with the file offset needed to place the file's addresses.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ExecMapping {
     pub start: u64,
     pub end: u64,
@@ -65,8 +65,13 @@ pub fn parse_exec_mappings(text: &str) -> Vec<ExecMapping> {
 
 /// Whether some mapping holds `addr` (mappings in address order).
 pub fn covers(maps: &[ExecMapping], addr: u64) -> bool {
+    find_exec_mapping(maps, addr).is_some()
+}
+
+/// The mapping holding `addr` (mappings in address order).
+pub fn find_exec_mapping(maps: &[ExecMapping], addr: u64) -> Option<&ExecMapping> {
     let index = maps.partition_point(|m| m.end <= addr);
-    maps.get(index).is_some_and(|m| m.start <= addr)
+    maps.get(index).filter(|m| m.start <= addr)
 }
 
 /// A `PT_LOAD` segment: where file bytes land in the file's address space.
@@ -75,6 +80,51 @@ pub struct LoadSegment {
     pub vaddr: u64,
     pub offset: u64,
     pub filesz: u64,
+    /// `PF_X`: the segment holds code.
+    pub executable: bool,
+}
+
+/// The `PT_LOAD` segments of an object file.
+pub fn load_segments<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<LoadSegment> {
+    file.segments()
+        .map(|s| LoadSegment {
+            vaddr: s.address(),
+            offset: s.file_range().0,
+            filesz: s.file_range().1,
+            executable: matches!(
+                s.flags(),
+                SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0
+            ),
+        })
+        .collect()
+}
+
+/// The load bias of an executable mapping of a file with these segments:
+/// what is added to the file's stated addresses to get the process's. The
+/// mapping's file range overlaps the code's `PT_LOAD` segment (it starts
+/// at the page holding the segment's first byte), whose file offset then
+/// sits at `start + (p_offset - offset)` and is stated at `p_vaddr`.
+///
+/// That page may also end the segment before it: lld packs segments
+/// without page alignment (`R` ending at 0x375718, `R E` starting at
+/// 0x375740 and stated 0x1000 higher), and ld.so maps the page once for
+/// each. The executable mapping is the code segment's, so an executable
+/// segment is preferred.
+pub fn load_bias(segments: &[LoadSegment], mapping: &ExecMapping) -> Option<u64> {
+    let file_end = mapping.offset + (mapping.end - mapping.start);
+    let overlapping = || {
+        segments
+            .iter()
+            .filter(|s| s.offset < file_end && mapping.offset < s.offset.saturating_add(s.filesz))
+    };
+    let segment = overlapping()
+        .find(|s| s.executable)
+        .or_else(|| overlapping().next())?;
+    mapping
+        .start
+        .checked_add(segment.offset)?
+        .checked_sub(mapping.offset)?
+        .checked_sub(segment.vaddr)
 }
 
 /// A section's stated address range and bytes.
@@ -113,14 +163,7 @@ impl UnwindSections {
             })
         };
         let sections = UnwindSections {
-            segments: file
-                .segments()
-                .map(|s| LoadSegment {
-                    vaddr: s.address(),
-                    offset: s.file_range().0,
-                    filesz: s.file_range().1,
-                })
-                .collect(),
+            segments: load_segments(&file),
             text: section(".text", false),
             got: section(".got", false),
             eh_frame: section(".eh_frame", true),
@@ -130,22 +173,9 @@ impl UnwindSections {
         (sections.eh_frame.is_some() || sections.debug_frame.is_some()).then_some(sections)
     }
 
-    /// The load bias of a mapping of this file: what is added to the
-    /// file's stated addresses to get the process's. The mapping's file
-    /// range overlaps one `PT_LOAD` segment (it starts at the page holding
-    /// the segment's first byte), whose file offset then sits at
-    /// `start + (p_offset - offset)` and is stated at `p_vaddr`.
+    /// The load bias of a mapping of this file ([`load_bias`]).
     pub fn base_avma(&self, mapping: &ExecMapping) -> Option<u64> {
-        let file_end = mapping.offset + (mapping.end - mapping.start);
-        let segment = self
-            .segments
-            .iter()
-            .find(|s| s.offset < file_end && mapping.offset < s.offset.saturating_add(s.filesz))?;
-        mapping
-            .start
-            .checked_add(segment.offset)?
-            .checked_sub(mapping.offset)?
-            .checked_sub(segment.vaddr)
+        load_bias(&self.segments, mapping)
     }
 
     /// The framehop module for one mapping of this file.
@@ -182,6 +212,17 @@ pub struct FileKey {
     mtime_ns: i128,
 }
 
+impl FileKey {
+    pub fn of(meta: &fs::Metadata) -> Self {
+        FileKey {
+            dev: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        }
+    }
+}
+
 /// An opened module file with its identity.
 pub struct ModuleFile {
     pub key: FileKey,
@@ -206,14 +247,7 @@ impl ModuleFile {
         for path in candidates {
             match File::open(&path) {
                 Ok(file) => {
-                    let meta = file.metadata()?;
-                    let key = FileKey {
-                        dev: meta.dev(),
-                        inode: meta.ino(),
-                        len: meta.len(),
-                        mtime_ns: i128::from(meta.mtime()) * 1_000_000_000
-                            + i128::from(meta.mtime_nsec()),
-                    };
+                    let key = FileKey::of(&file.metadata()?);
                     return Ok(ModuleFile { key, file });
                 }
                 Err(e) => last = e,
@@ -227,17 +261,27 @@ impl ModuleFile {
         let cache = ReadCache::new(self.file);
         UnwindSections::read(&cache)
     }
+
+    /// The opened file, for readers of other parts of it.
+    pub fn into_file(self) -> File {
+        self.file
+    }
 }
 
 /// Reads the `[vdso]` image out of the process's memory: it is in no file,
 /// and clock_gettime() and friends spend their time there.
-pub fn read_vdso(procfs: &ProcFs, pid: u32, mapping: &ExecMapping) -> Option<UnwindSections> {
+pub fn read_vdso_image(procfs: &ProcFs, pid: u32, mapping: &ExecMapping) -> Option<Vec<u8>> {
     let len = usize::try_from(mapping.end - mapping.start).ok()?;
     let mut mem = fs::File::open(procfs.proc_file(pid, "mem")).ok()?;
     mem.seek(SeekFrom::Start(mapping.start)).ok()?;
     let mut image = vec![0; len];
     mem.read_exact(&mut image).ok()?;
-    UnwindSections::read(image.as_slice())
+    Some(image)
+}
+
+/// The unwind sections of the `[vdso]` image ([`read_vdso_image`]).
+pub fn read_vdso(procfs: &ProcFs, pid: u32, mapping: &ExecMapping) -> Option<UnwindSections> {
+    UnwindSections::read(read_vdso_image(procfs, pid, mapping)?.as_slice())
 }
 
 #[cfg(test)]
@@ -296,11 +340,13 @@ garbage line
                     vaddr: 0,
                     offset: 0,
                     filesz: 0x1000,
+                    executable: false,
                 },
                 LoadSegment {
                     vaddr: 0x401234,
                     offset: 0x1234,
                     filesz: 0x5000,
+                    executable: true,
                 },
             ],
             text: None,
@@ -326,6 +372,35 @@ garbage line
             ..mapping.clone()
         };
         assert_eq!(sections.base_avma(&outside), None);
+    }
+
+    #[test]
+    fn places_code_that_shares_a_page_with_the_segment_before_it() {
+        // The layout rust-lld gave this crate's test binary: the read-only
+        // segment ends inside the page where the code segment starts.
+        let segments = [
+            LoadSegment {
+                vaddr: 0,
+                offset: 0,
+                filesz: 0x375718,
+                executable: false,
+            },
+            LoadSegment {
+                vaddr: 0x376740,
+                offset: 0x375740,
+                filesz: 0x7a4c50,
+                executable: true,
+            },
+        ];
+        let base = 0x5555_0000_0000;
+        // ld.so maps the code from the page holding its first byte.
+        let code = ExecMapping {
+            start: base + 0x376000,
+            end: base + 0x376000 + 0x7a5000,
+            offset: 0x375000,
+            path: "/bin/rust-program".into(),
+        };
+        assert_eq!(load_bias(&segments, &code), Some(base));
     }
 
     #[test]

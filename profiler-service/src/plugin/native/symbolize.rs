@@ -1,54 +1,50 @@
-//! Addresses to function names with blazesym, cached per address for the
-//! life of a profile.
+//! Addresses to function names, cached per address for the life of a
+//! profile.
 //!
 //! User addresses are resolved from the ELF symbol tables of the files the
-//! process maps (`Source::Process` reads `/proc/PID/maps`), kernel ones from
-//! `/proc/kallsyms` read once per agent ([`super::kallsyms`]), JIT code's from the process's perf map
+//! process maps ([`super::module_symbols`]: the module's own `.symtab`, its
+//! debug file's or its MiniDebugInfo's, and `.dynsym`, as perf reads them),
+//! kernel ones from `/proc/kallsyms` read once per agent
+//! ([`super::kallsyms`]), JIT code's from the process's perf map
 //! (`/tmp/perf-PID.map`, see [`super::perfmap`]). An address nothing
 //! resolves becomes `[unknown]` with the module it falls in, so a flame
-//! graph still says *where* it was.
+//! graph still says *where* it was (`[libc.so.6]`).
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use blazesym::symbolize::source::{Process, Source};
-use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-use blazesym::Pid;
 use odp_core::Frame;
 use tracing::debug;
 
+use super::elf_symbols::demangle;
 use super::kallsyms;
+use super::module_symbols::{self, ModuleSymbols};
+use super::modules::{
+    find_exec_mapping, parse_exec_mappings, read_vdso_image, ExecMapping, ModuleFile,
+};
 use super::perfmap::{PerfMaps, JIT_MODULE};
-use crate::targets::{self, find_mapping, Mapping, ProcFs};
+use crate::targets::{self, ProcFs};
 
 pub const UNKNOWN: &str = "[unknown]";
 pub const KERNEL: &str = "[kernel]";
 
 /// The symbol cache of one profile.
 pub struct Symbols {
-    symbolizer: Symbolizer,
     procfs: ProcFs,
     user: HashMap<(u32, u64), Frame>,
     kernel: HashMap<u64, Frame>,
-    maps: HashMap<u32, Vec<Mapping>>,
+    processes: HashMap<u32, ProcessModules>,
     perf_maps: PerfMaps,
-}
-
-fn symbolizer() -> Symbolizer {
-    Symbolizer::builder()
-        .enable_code_info(false)
-        .enable_inlined_fns(false)
-        .enable_demangling(true)
-        .build()
 }
 
 impl Symbols {
     pub fn new(procfs: ProcFs) -> Self {
         Symbols {
-            symbolizer: symbolizer(),
             procfs: procfs.clone(),
             user: HashMap::new(),
             kernel: HashMap::new(),
-            maps: HashMap::new(),
+            processes: HashMap::new(),
             perf_maps: PerfMaps::new(procfs.clone()),
         }
     }
@@ -85,35 +81,20 @@ impl Symbols {
         if missing.is_empty() {
             return;
         }
-        let mut process = Process::new(Pid::from(pid));
-        // Perf maps are read by `PerfMaps`, which follows their growth.
-        process.perf_map = false;
-        let source = Source::Process(process);
-        let results = match self.symbolizer.symbolize(&source, Input::AbsAddr(&missing)) {
-            Ok(results) => results,
-            Err(e) => {
-                // Typically the process exited between sampling and now.
-                debug!(pid, error = %e, "user symbolization failed");
-                Vec::new()
+        let procfs = &self.procfs;
+        let mut reloaded = false;
+        let process = self.processes.entry(pid).or_insert_with(|| {
+            reloaded = true;
+            ProcessModules::read(procfs, pid)
+        });
+        for addr in missing {
+            // Libraries get loaded late (dlopen): an address outside every
+            // known mapping re-reads the maps, once per batch.
+            if !reloaded && find_exec_mapping(&process.maps, addr).is_none() {
+                process.reload(procfs, pid);
+                reloaded = true;
             }
-        };
-        for (i, &addr) in missing.iter().enumerate() {
-            let frame = match results.get(i) {
-                Some(Symbolized::Sym(sym)) => {
-                    let module = sym
-                        .module
-                        .as_deref()
-                        .map(|m| targets::module_name(&m.to_string_lossy()).to_owned())
-                        .unwrap_or_else(|| module_of(&mut self.maps, &self.procfs, pid, addr));
-                    Frame::function(sym.name.as_ref()).with_module(module)
-                }
-                _ => Frame::function(UNKNOWN).with_module(module_of(
-                    &mut self.maps,
-                    &self.procfs,
-                    pid,
-                    addr,
-                )),
-            };
+            let frame = process.frame(procfs, pid, addr);
             self.user.insert((pid, addr), frame);
         }
     }
@@ -158,30 +139,151 @@ impl Symbols {
     /// reused by another program).
     pub fn forget(&mut self, pid: u32) {
         self.user.retain(|&(p, _), _| p != pid);
-        self.maps.remove(&pid);
+        self.processes.remove(&pid);
         self.perf_maps.forget(pid);
     }
 }
 
-/// The module name of an address blazesym could not resolve; the maps are
-/// re-read on a miss because libraries get loaded late.
-fn module_of(
-    cache: &mut HashMap<u32, Vec<Mapping>>,
-    procfs: &ProcFs,
-    pid: u32,
-    addr: u64,
-) -> String {
-    let cached = cache
-        .get(&pid)
-        .and_then(|maps| find_mapping(maps, addr))
-        .map(|m| m.module_name().to_owned());
-    if let Some(name) = cached {
-        return name;
+/// A module's symbols placed in one process: the table and its load bias.
+type Placed = Option<(Arc<ModuleSymbols>, u64)>;
+
+/// The executable mappings of one process and the symbols of those looked
+/// up so far.
+struct ProcessModules {
+    maps: Vec<ExecMapping>,
+    /// `None` for a mapping whose file cannot be read or placed.
+    modules: HashMap<ExecMapping, Placed>,
+}
+
+impl ProcessModules {
+    fn read(procfs: &ProcFs, pid: u32) -> Self {
+        let mut process = ProcessModules {
+            maps: Vec::new(),
+            modules: HashMap::new(),
+        };
+        process.reload(procfs, pid);
+        process
     }
-    let maps = procfs.maps(pid).unwrap_or_default();
-    let name = find_mapping(&maps, addr)
-        .map(|m| m.module_name().to_owned())
-        .unwrap_or_default();
-    cache.insert(pid, maps);
-    name
+
+    /// Re-reads the maps, keeping the symbols of mappings still there.
+    fn reload(&mut self, procfs: &ProcFs, pid: u32) {
+        match std::fs::read_to_string(procfs.proc_file(pid, "maps")) {
+            Ok(text) => self.maps = parse_exec_mappings(&text),
+            Err(e) => {
+                // Typically the process exited between sampling and now.
+                debug!(pid, error = %e, "cannot read maps for symbolizing");
+                return;
+            }
+        }
+        let maps = &self.maps;
+        self.modules.retain(|mapping, _| maps.contains(mapping));
+    }
+
+    /// The frame of one address: its function when a symbol covers it,
+    /// else the module it is in.
+    fn frame(&mut self, procfs: &ProcFs, pid: u32, addr: u64) -> Frame {
+        let Some(mapping) = find_exec_mapping(&self.maps, addr) else {
+            return Frame::function(UNKNOWN);
+        };
+        let placed = self
+            .modules
+            .entry(mapping.clone())
+            .or_insert_with(|| place_module(procfs, pid, mapping));
+        let name = placed
+            .as_ref()
+            .and_then(|(symbols, bias)| symbols.table.lookup(addr.checked_sub(*bias)?));
+        let function = name.map_or(std::borrow::Cow::Borrowed(UNKNOWN), demangle);
+        Frame::function(function).with_module(targets::module_name(&mapping.path))
+    }
+}
+
+/// The symbols of a mapping's module, shared with every process mapping
+/// the same file, and where the mapping puts them.
+fn place_module(procfs: &ProcFs, pid: u32, mapping: &ExecMapping) -> Placed {
+    let symbols = if mapping.is_file() {
+        let file = ModuleFile::open(procfs, pid, mapping)
+            .map_err(|e| {
+                debug!(pid, path = %mapping.path, error = %e, "cannot open module for symbols");
+            })
+            .ok()?;
+        // Debug files are searched in the process's root first (a
+        // container's own packages), then in ours.
+        let roots = [procfs.in_root(pid, Path::new("/")), PathBuf::from("/")];
+        let path = mapping
+            .path
+            .strip_suffix(" (deleted)")
+            .unwrap_or(&mapping.path);
+        module_symbols::shared(file.key, || {
+            ModuleSymbols::read(file.into_file(), Path::new(path), &roots)
+        })
+    } else if mapping.path == "[vdso]" {
+        Arc::new(ModuleSymbols::from_image(&read_vdso_image(
+            procfs, pid, mapping,
+        )?))
+    } else {
+        // Anonymous code: named by perf maps or not at all.
+        return None;
+    };
+    let bias = symbols.bias(mapping)?;
+    Some((symbols, bias))
+}
+
+#[cfg(test)]
+mod tests {
+    use object::{Object, ObjectSymbol};
+
+    use super::super::modules::load_bias;
+    use super::*;
+
+    /// Where this process maps `name` of its `[vdso]`.
+    fn vdso_function(name: &str) -> u64 {
+        let procfs = ProcFs::default();
+        let pid = std::process::id();
+        let maps = parse_exec_mappings(&std::fs::read_to_string("/proc/self/maps").unwrap());
+        let vdso = maps.iter().find(|m| m.path == "[vdso]").expect("a vdso");
+        let image = read_vdso_image(&procfs, pid, vdso).unwrap();
+        let elf = object::File::parse(image.as_slice()).unwrap();
+        let stated = elf
+            .dynamic_symbols()
+            .find(|s| s.name() == Ok(name))
+            .unwrap_or_else(|| panic!("{name} in the vdso"))
+            .address();
+        stated + load_bias(&super::super::modules::load_segments(&elf), vdso).unwrap()
+    }
+
+    #[test]
+    fn names_functions_of_this_program_its_libc_and_its_vdso() {
+        let pid = std::process::id();
+        let mut symbols = Symbols::new(ProcFs::default());
+        let own = names_functions_of_this_program_its_libc_and_its_vdso as *const () as u64;
+        let exported = libc::pthread_create as *const () as u64;
+        let vdso = vdso_function("__vdso_clock_gettime");
+        // Inside each function, as a return address is.
+        let addrs = [own + 1, exported + 1, vdso + 1, 8];
+        symbols.resolve_user(pid, &addrs);
+        let frame = |addr| symbols.user_frame(pid, addr);
+
+        let exe = std::env::current_exe().unwrap();
+        let program = targets::module_name(exe.to_str().unwrap());
+        assert!(
+            frame(own + 1)
+                .function
+                .ends_with("names_functions_of_this_program_its_libc_and_its_vdso"),
+            "{:?}",
+            frame(own + 1)
+        );
+        assert_eq!(frame(own + 1).module, program);
+        // libc's debug file also has the local alias __pthread_create_2_1
+        // there; perf prefers the global name.
+        assert_eq!(
+            frame(exported + 1),
+            Frame::function("pthread_create").with_module("libc.so.6")
+        );
+        // clock_gettime is a weak alias there.
+        assert_eq!(
+            frame(vdso + 1),
+            Frame::function("__vdso_clock_gettime").with_module("[vdso]")
+        );
+        assert_eq!(frame(8), Frame::function(UNKNOWN), "mapped nowhere");
+    }
 }
