@@ -49,11 +49,10 @@ async fn answers_stay_exact_through_abandoned_requests_timeouts_and_a_postgres_r
     // anew fails once and is then in step again).
     reference.check(&h, &api, "no fault").await;
 
-    // Imports abandoned while Postgres checks the samples their COPY sent
-    // (where sqlx 0.8 loses count of the connection's replies), then at
+    // Imports abandoned while their statement waits in Postgres, then at
     // points spread over an import's duration.
     for _ in 0..2 {
-        abandon_import_while_copy_is_checked(&h, &api, &pool, &big, &big_id).await;
+        abandon_import_while_its_insert_waits(&h, &api, &pool, &big).await;
     }
     for step in 1..=10 {
         let after = big_import.mul_f64(0.1 * step as f64);
@@ -258,34 +257,27 @@ async fn the_pool_never_reuses_a_connection_left_mid_copy_or_mid_begin() {
     pool.close().await;
 }
 
-/// Sends an import of `big` (already imported as `big_id`, so its stacks
-/// exist) and drops it once its samples' COPY waits, after the data was
-/// sent, in the check of the stacks they reference: on a lock this test
-/// holds on one of them until the import is gone.
-async fn abandon_import_while_copy_is_checked(
+/// Sends an import of `big` and drops it once its window's insert waits,
+/// statement sent, on a lock this test holds on `snapshots` until the
+/// import is gone: the server abandons a connection in the middle of a
+/// statement, which must then be closed, never reused.
+async fn abandon_import_while_its_insert_waits(
     h: &Harness,
     api: &Api,
     pool: &sqlx::PgPool,
     big: &[u8],
-    big_id: &str,
 ) {
     let mut lock = pool.begin().await.expect("begin");
-    sqlx::query(
-        "select 1 from stacks where id = (
-             select s.stack_id from samples s join snapshots n on n.id = s.snapshot_id
-             where n.profile_id = $1::uuid limit 1)
-         for update",
-    )
-    .bind(big_id)
-    .execute(&mut *lock)
-    .await
-    .expect("lock a stack");
+    sqlx::query("lock table snapshots in share mode")
+        .execute(&mut *lock)
+        .await
+        .expect("lock snapshots");
     let in_flight = tokio::spawn(api.import("big", big.to_vec()).send());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let waiting: bool = sqlx::query_scalar(
             "select exists (select 1 from pg_stat_activity
-                            where query like 'copy samples%' and wait_event_type = 'Lock')",
+                            where query like 'insert into snapshots%' and wait_event_type = 'Lock')",
         )
         .fetch_one(pool)
         .await
@@ -295,16 +287,16 @@ async fn abandon_import_while_copy_is_checked(
         }
         assert!(
             Instant::now() < deadline && !in_flight.is_finished(),
-            "the import never waited in its COPY\n{}",
+            "the import never waited in its insert\n{}",
             h.platform.logs()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     in_flight.abort();
     let _ = in_flight.await;
-    // The server drops the request before the COPY can go on.
+    // The server drops the request before the insert can go on.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    lock.rollback().await.expect("release the stack");
+    lock.rollback().await.expect("release snapshots");
 }
 
 /// Twenty queries through `pool`, each answered with its own value.
