@@ -59,6 +59,21 @@ fn addresses(program: &Path) -> Vec<(&'static str, u64)> {
 }
 
 /// A copy of `program` stripped of `.symtab`, as distributions ship it.
+/// The debug sections of `program`, alone, into `debug`.
+fn only_keep_debug(program: &Path, debug: &Path) {
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(program)
+        .arg(debug));
+}
+
+/// Links `module` to its separate debug file `debug` (`.gnu_debuglink`).
+fn add_debuglink(module: &Path, debug: &Path) {
+    run(Command::new("objcopy")
+        .arg(format!("--add-gnu-debuglink={}", debug.display()))
+        .arg(module));
+}
+
 fn stripped(program: &Path, out: &Path) {
     run(Command::new("strip")
         .arg("--strip-all")
@@ -91,10 +106,7 @@ fn a_debug_file_named_by_the_debug_link_names_local_functions() {
     build(&program, "-O2");
     let functions = addresses(&program);
     let debug = dir.join("prog.debug");
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(&program)
-        .arg(&debug));
+    only_keep_debug(&program, &debug);
     let shipped = dir.join("prog.stripped");
     stripped(&program, &shipped);
 
@@ -102,9 +114,7 @@ fn a_debug_file_named_by_the_debug_link_names_local_functions() {
     assert_eq!(bare.source, SymbolSource::DynamicOnly);
     assert_names(&bare, &functions, false);
 
-    run(Command::new("objcopy")
-        .arg(format!("--add-gnu-debuglink={}", debug.display()))
-        .arg(&shipped));
+    add_debuglink(&shipped, &debug);
     let linked = read(&shipped);
     assert_eq!(linked.source, SymbolSource::DebugFile);
     assert_names(&linked, &functions, true);
@@ -122,19 +132,11 @@ fn a_debug_file_of_another_build_is_refused() {
     // debug file of a different build: its addresses would name the wrong
     // code, and its build id says so.
     let debug = dir.join("prog.debug");
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(&program)
-        .arg(&debug));
-    run(Command::new("objcopy")
-        .arg(format!("--add-gnu-debuglink={}", debug.display()))
-        .arg(&shipped));
+    only_keep_debug(&program, &debug);
+    add_debuglink(&shipped, &debug);
     let other = dir.join("other");
     build(&other, "-O0");
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(&other)
-        .arg(&debug));
+    only_keep_debug(&other, &debug);
 
     let symbols = read(&shipped);
     assert_eq!(symbols.source, SymbolSource::DynamicOnly);
@@ -150,10 +152,7 @@ fn minidebuginfo_names_local_functions() {
     // Fedora's recipe (find-debuginfo): the symbol table alone, in an ELF
     // file of its own, xz-compressed into the stripped module.
     let debug = dir.join("prog.debug");
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(&program)
-        .arg(&debug));
+    only_keep_debug(&program, &debug);
     let mini = dir.join("mini");
     run(Command::new("objcopy")
         .arg("--strip-debug")

@@ -255,18 +255,18 @@ fn assert_rooted(snapshot: &Snapshot, pid: u32, main: bool, marker: &str, root: 
     );
 }
 
+/// Threads built without frame pointers, so callers are found by DWARF
+/// unwinding alone.
+const FRAMELESS_THREADS: &[&str] = &[
+    "-O2",
+    "-pthread",
+    "-fomit-frame-pointer",
+    "-fno-optimize-sibling-calls",
+];
+
 #[test]
 fn libc_frames_at_the_root_of_every_thread_are_named() {
-    let binary = compile(
-        "threads.c",
-        "threads-roots",
-        &[
-            "-O2",
-            "-pthread",
-            "-fomit-frame-pointer",
-            "-fno-optimize-sibling-calls",
-        ],
-    );
+    let binary = compile("threads.c", "threads-roots", FRAMELESS_THREADS);
     let target = support::start_workload(&binary, &["30"]);
     let pid = target.id();
     let libc = mapped_path(pid, "libc.so.6");
@@ -350,16 +350,7 @@ const WORKER: &str = "worker(unsigned long)";
 
 #[test]
 fn std_thread_roots_name_libc_and_show_libstdcxx_as_perf_does() {
-    let binary = compile(
-        "threads.cc",
-        "threads-cc-roots",
-        &[
-            "-O2",
-            "-pthread",
-            "-fomit-frame-pointer",
-            "-fno-optimize-sibling-calls",
-        ],
-    );
+    let binary = compile("threads.cc", "threads-cc-roots", FRAMELESS_THREADS);
     let target = support::start_workload(&binary, &["30"]);
     let pid = target.id();
     let (snapshot, samples) = sample(pid, true, Duration::from_secs(4));

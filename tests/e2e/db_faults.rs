@@ -208,25 +208,13 @@ async fn the_pool_never_reuses_a_connection_left_mid_copy_or_mid_begin() {
     // A COPY dropped after `CopyDone`, while the server checks the rows.
     {
         let mut tx = pool.begin().await.expect("begin");
-        let mut copy = tx
-            .copy_in_raw("copy slow_check from stdin")
-            .await
-            .expect("copy");
-        copy.send(&b"1\n"[..]).await.expect("send a row");
-        let finish = tokio::time::timeout(Duration::from_millis(200), copy.finish()).await;
-        assert!(finish.is_err(), "the COPY finished within 200 ms");
+        drop_copy_while_checked(&mut tx, b"1\n").await;
     }
     assert_answers_exactly(&pool, "after a dropped COPY").await;
     // The same outside a transaction: nothing is left queued to tell.
     {
         let mut conn = pool.acquire().await.expect("acquire");
-        let mut copy = conn
-            .copy_in_raw("copy slow_check from stdin")
-            .await
-            .expect("copy");
-        copy.send(&b"2\n"[..]).await.expect("send a row");
-        let finish = tokio::time::timeout(Duration::from_millis(200), copy.finish()).await;
-        assert!(finish.is_err(), "the COPY finished within 200 ms");
+        drop_copy_while_checked(&mut conn, b"2\n").await;
     }
     assert_answers_exactly(&pool, "after a dropped COPY outside a transaction").await;
 
@@ -297,6 +285,18 @@ async fn abandon_import_while_its_insert_waits(
     // The server drops the request before the insert can go on.
     tokio::time::sleep(Duration::from_millis(500)).await;
     lock.rollback().await.expect("release snapshots");
+}
+
+/// Sends `row` to `slow_check` by COPY and drops the COPY after its
+/// `CopyDone`, while the server's one-second trigger still checks it.
+async fn drop_copy_while_checked(conn: &mut sqlx::PgConnection, row: &[u8]) {
+    let mut copy = conn
+        .copy_in_raw("copy slow_check from stdin")
+        .await
+        .expect("copy");
+    copy.send(row).await.expect("send a row");
+    let finish = tokio::time::timeout(Duration::from_millis(200), copy.finish()).await;
+    assert!(finish.is_err(), "the COPY finished within 200 ms");
 }
 
 /// Twenty queries through `pool`, each answered with its own value.
