@@ -78,8 +78,14 @@ pub enum EventKind {
     Cycles,
     /// The kernel's software CPU clock: on-CPU time, in nanoseconds.
     CpuClock,
-    /// Wall-clock time, on or off CPU.
+    /// Wall-clock time, on or off CPU, in nanoseconds.
     Wall,
+    /// Time threads spend switched out (blocked, sleeping or preempted),
+    /// in nanoseconds, at the stack where they blocked.
+    OffCpu,
+    /// Time threads spend waiting for a lock (a JVM monitor or a parked
+    /// thread's blocker), in nanoseconds, at the stack that waited.
+    Lock,
     /// Bytes allocated.
     AllocBytes,
     /// Bytes live on the heap.
@@ -87,10 +93,12 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::Cycles,
         EventKind::CpuClock,
         EventKind::Wall,
+        EventKind::OffCpu,
+        EventKind::Lock,
         EventKind::AllocBytes,
         EventKind::HeapBytes,
     ];
@@ -100,6 +108,8 @@ impl EventKind {
             EventKind::Cycles => "cycles",
             EventKind::CpuClock => "cpu-clock",
             EventKind::Wall => "wall",
+            EventKind::OffCpu => "off-cpu",
+            EventKind::Lock => "lock",
             EventKind::AllocBytes => "alloc-bytes",
             EventKind::HeapBytes => "heap-bytes",
         }
@@ -112,7 +122,29 @@ impl EventKind {
             EventKind::Wall => 3,
             EventKind::AllocBytes => 4,
             EventKind::HeapBytes => 5,
+            EventKind::OffCpu => 6,
+            EventKind::Lock => 7,
         }
+    }
+
+    /// What one unit of the event's total is: the unit pprof exports name
+    /// and views print.
+    pub fn unit(self) -> &'static str {
+        match self {
+            EventKind::Cycles => "cycles",
+            EventKind::CpuClock | EventKind::Wall | EventKind::OffCpu | EventKind::Lock => {
+                "nanoseconds"
+            }
+            EventKind::AllocBytes | EventKind::HeapBytes => "bytes",
+        }
+    }
+
+    /// Whether a sample stands for a span of time: at F Hz, 1/F s of the
+    /// event (CPU time, wall time, time off CPU or waiting for a lock).
+    /// Plugins that measure durations (off-CPU, lock waits) express them
+    /// in such samples too, so every timed profile reads the same way.
+    pub fn is_timed(self) -> bool {
+        self.unit() == "nanoseconds"
     }
 
     pub(crate) fn from_code(code: u8) -> Option<Self> {
@@ -166,15 +198,17 @@ impl Language {
 impl Language {
     /// What [`Language::measures`] allows, for error messages.
     pub const MEASURES: &'static str =
-        "every plugin measures cpu-clock (cycles where a PMU exists), jvm also alloc-bytes and \
-         heap-bytes";
+        "every plugin measures cpu-clock (cycles where a PMU exists); native also off-cpu and \
+         wall, python also wall, jvm also alloc-bytes and heap-bytes";
 
     /// Whether this runtime's plugin can measure `event`.
     pub fn measures(self, event: EventKind) -> bool {
         match event {
             EventKind::Cycles | EventKind::CpuClock => true,
             EventKind::AllocBytes | EventKind::HeapBytes => self == Language::Jvm,
-            EventKind::Wall => false,
+            EventKind::Lock => false,
+            EventKind::Wall => matches!(self, Language::Native | Language::Python),
+            EventKind::OffCpu => self == Language::Native,
         }
     }
 }

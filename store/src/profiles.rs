@@ -104,7 +104,7 @@ pub struct NewProfile {
     pub frequency_hz: i32,
     pub requested_by: String,
     pub labels: Labels,
-    /// `cpu`, `alloc` or `heap` (see [`mode_of`]): one live profile per
+    /// `cpu`, `wall`, `off-cpu`, `lock`, `alloc` or `heap` (see [`mode_of`]): one live profile per
     /// (host, mode, target).
     pub mode: String,
     pub options: StartOptions,
@@ -117,6 +117,8 @@ pub fn mode_of(event: Option<EventKind>) -> &'static str {
     match event {
         None | Some(EventKind::Cycles | EventKind::CpuClock) => "cpu",
         Some(EventKind::Wall) => "wall",
+        Some(EventKind::OffCpu) => "off-cpu",
+        Some(EventKind::Lock) => "lock",
         Some(EventKind::AllocBytes) => "alloc",
         Some(EventKind::HeapBytes) => "heap",
     }

@@ -126,7 +126,9 @@ fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
 /// The period of a profile sampled at `frequency_hz` of `event`, when the
 /// event is time-based (its samples stand for a span of time).
 pub fn period_nanos(event: Option<&str>, frequency_hz: i64) -> Option<i64> {
-    let timed = matches!(event, Some("cpu-clock" | "wall"));
+    let timed = event
+        .and_then(|e| e.parse::<odp_core::EventKind>().ok())
+        .is_some_and(odp_core::EventKind::is_timed);
     (timed && frequency_hz > 0).then(|| 1_000_000_000 / frequency_hz)
 }
 
@@ -217,6 +219,10 @@ mod tests {
         assert_eq!(period_nanos(Some("cpu-clock"), 100), Some(10_000_000));
         assert_eq!(period_nanos(Some("cycles"), 100), None);
         assert_eq!(period_nanos(Some("wall"), 0), None);
+        for timed in ["wall", "off-cpu", "lock"] {
+            assert_eq!(period_nanos(Some(timed), 1000), Some(1_000_000), "{timed}");
+        }
+        assert_eq!(period_nanos(Some("alloc-bytes"), 100), None);
         assert_eq!(period_nanos(None, 99), None);
     }
 }
