@@ -48,7 +48,16 @@ pub struct StartOptions {
     /// samples); the plugin's CPU event when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<EventKind>,
+    /// For wait events (`off-cpu`, `lock`): waits shorter than this many
+    /// microseconds are not recorded, which keeps the cost of a target
+    /// that blocks very often for very short times down. Their time is
+    /// missing from the profile, so the default records every wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_wait_us: Option<u64>,
 }
+
+/// Longest [`StartOptions::min_wait_us`] accepted: 10 s.
+pub const MAX_MIN_WAIT_US: u64 = 10_000_000;
 
 /// Frequency dynamic adjustment (Atys, Algorithm 1). Absent fields take
 /// the defaults below.
@@ -122,6 +131,17 @@ impl StartOptions {
         }
         if let Some(fda) = self.fda.as_ref().filter(|f| f.enabled) {
             fda.bounds(frequency_hz)?;
+        }
+        if let Some(min_wait) = self.min_wait_us {
+            let waits = matches!(self.event, Some(EventKind::OffCpu | EventKind::Lock));
+            if !waits {
+                return Err("min_wait_us applies to the off-cpu and lock events only".into());
+            }
+            if min_wait > MAX_MIN_WAIT_US {
+                return Err(format!(
+                    "min_wait_us {min_wait} is above {MAX_MIN_WAIT_US} (10 s)"
+                ));
+            }
         }
         match (self.plugin, self.event) {
             (Some(plugin), Some(event)) if !plugin.measures(event) => Err(format!(

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
+use odp_core::cost::StartOptions;
 use odp_core::event::AgentEventKind;
 use odp_core::liveness::AgentClaim;
-use odp_core::{EventKind, Language};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
@@ -265,7 +265,7 @@ impl Agent {
         match commands::decide(command, self) {
             Decision::Start(start) => {
                 match self.config.cost.resolve(start.frequency_hz, &options) {
-                    Ok(cost) => self.start(start, cost, options.plugin, options.event),
+                    Ok(cost) => self.start(start, cost, &options),
                     Err(reason) => {
                         let rejection = Rejection {
                             command_id: Some(command_id),
@@ -305,13 +305,7 @@ impl Agent {
         }
     }
 
-    fn start(
-        &mut self,
-        start: StartProfile,
-        cost: CostSettings,
-        plugin: Option<Language>,
-        event: Option<EventKind>,
-    ) {
+    fn start(&mut self, start: StartProfile, cost: CostSettings, options: &StartOptions) {
         let spec = ProfileSpec {
             profile_id: start.profile_id,
             host: self.config.host_id.clone(),
@@ -323,8 +317,9 @@ impl Agent {
                 .window_ms
                 .map_or(self.config.window, Duration::from_millis),
             cost,
-            plugin,
-            event,
+            plugin: options.plugin,
+            event: options.event,
+            min_wait: options.min_wait_us.map(Duration::from_micros),
         };
         info!(profile_id = %spec.profile_id, target = %spec.target, frequency_hz = spec.frequency_hz,
             duration_ms = start.duration_ms, plugin = ?spec.plugin, "starting profile");

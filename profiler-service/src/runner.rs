@@ -26,7 +26,7 @@ use crate::cost::control::Control;
 use crate::cost::duty::Duty;
 use crate::cost::CostSettings;
 use crate::plugin::detect::{self, Runtime};
-use crate::plugin::{PluginError, Plugins, Session, WindowSink};
+use crate::plugin::{OpenOptions, PluginError, Plugins, Session, WindowSink};
 use crate::targets::ProcFs;
 use crate::window::{publish_final, unix_ms, WindowClock};
 
@@ -52,6 +52,8 @@ pub struct ProfileSpec {
     pub plugin: Option<Language>,
     /// What to measure; the plugin's CPU event when absent.
     pub event: Option<EventKind>,
+    /// Waits shorter than this are not recorded (wait events only).
+    pub min_wait: Option<Duration>,
 }
 
 /// What the loop reports, in this order: `Started`, any number of
@@ -120,7 +122,13 @@ pub fn run(
     let runtime_info = plugins.runtime_info(runtime.language, &pids);
     let start = Instant::now();
     let mut control = Control::new(spec.profile_id, spec.frequency_hz, spec.cost.clone(), start);
-    let mut session = match plugin.open(&pids, control.frequency()) {
+    let mut session = match plugin.open_with(
+        &pids,
+        control.frequency(),
+        &OpenOptions {
+            min_wait: spec.min_wait,
+        },
+    ) {
         Ok(session) => session,
         Err(e) => {
             warn!(profile_id = %id, error = %e, "profile failed to start");

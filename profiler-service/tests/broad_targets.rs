@@ -69,6 +69,7 @@ fn profile(target: Target, duration: Duration) -> (Vec<u32>, Vec<u32>, FinishRea
         // native whatever the majority is.
         plugin: Some(Language::Native),
         event: None,
+        min_wait: None,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut started, mut sampled, mut finished) = (None, Vec::new(), None);

@@ -36,6 +36,7 @@ fn profile(
         cost,
         plugin: None,
         event: None,
+        min_wait: None,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut snapshots, mut reports) = (Vec::new(), Vec::new());

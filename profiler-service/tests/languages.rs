@@ -56,6 +56,7 @@ fn profile(
         cost: CostSettings::default(),
         plugin,
         event,
+        min_wait: None,
     };
     run_spec(plugins, &spec)
 }
@@ -173,6 +174,7 @@ fn py_spy_cpu_counts_in_the_overhead_budget() {
         },
         plugin: None,
         event: None,
+        min_wait: None,
     };
     let out = run_spec(&Plugins::default(), &spec);
     assert_eq!(out.result, Ok(FinishReason::DurationElapsed));

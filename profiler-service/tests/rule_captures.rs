@@ -363,6 +363,7 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
         cost: CostSettings::default(),
         plugin: None,
         event: None,
+        min_wait: None,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut header = None;

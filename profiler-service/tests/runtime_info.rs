@@ -74,6 +74,7 @@ fn profile_spec(pid: u32, event: Option<EventKind>, duration: Duration) -> Profi
         cost: CostSettings::default(),
         plugin: None,
         event,
+        min_wait: None,
     }
 }
 

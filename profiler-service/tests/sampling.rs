@@ -41,6 +41,7 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
         cost: CostSettings::default(),
         plugin: None,
         event: None,
+        min_wait: None,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut events = Vec::new();

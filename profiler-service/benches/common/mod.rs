@@ -161,6 +161,7 @@ fn run_profile(
         cost,
         plugin: None,
         event: None,
+        min_wait: None,
     };
     runner::run(&Plugins::default(), &ProcFs::default(), &spec, stop, |e| {
         if let RunnerEvent::Failed(e) = e {

@@ -18,6 +18,7 @@ pub mod jvm;
 pub mod native;
 pub mod python;
 pub mod runtime_info;
+pub mod waits;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -36,6 +37,25 @@ pub trait Plugin: Send + Sync {
     /// Starts sampling the given processes. Called on the profile's own
     /// thread, where the session then stays (sessions need not be `Send`).
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError>;
+
+    /// [`Plugin::open`] with the profile's options, for plugins that have
+    /// some (the wait events' minimum wait); the others ignore them.
+    fn open_with(
+        &self,
+        pids: &[u32],
+        frequency_hz: u32,
+        options: &OpenOptions,
+    ) -> Result<Box<dyn Session>, PluginError> {
+        let _ = options;
+        self.open(pids, frequency_hz)
+    }
+}
+
+/// What a profile asks of its plugin beyond the processes and frequency.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Waits shorter than this are not recorded (off-CPU and lock events).
+    pub min_wait: Option<Duration>,
 }
 
 /// One running profile of one plugin.
