@@ -2,11 +2,17 @@
 //! matching a pattern (regex on the function, optionally on the module),
 //! anywhere or only as the leaf. Each sample counts once however many of
 //! its frames match.
+//!
+//! `events` limits a rule to profiles of those events: a contention rule
+//! reads time spent off CPU or waiting for locks, and would only mislead on
+//! a CPU profile (or the other way round). Without it a rule reads every
+//! profile.
 
 use regex::Regex;
 use serde::Deserialize;
 
 use crate::{regex, top_stacks, Evidence, ProfileInput, RuleKind};
+use odp_core::EventKind;
 use odp_store::StackHit;
 
 pub const KIND: &str = "stack_share";
@@ -19,6 +25,8 @@ struct Spec {
     module: Option<String>,
     #[serde(default)]
     leaf_only: bool,
+    #[serde(default)]
+    events: Option<Vec<EventKind>>,
 }
 
 #[derive(Debug)]
@@ -26,6 +34,7 @@ pub struct StackShare {
     function: Regex,
     module: Option<Regex>,
     leaf_only: bool,
+    events: Option<Vec<EventKind>>,
 }
 
 impl StackShare {
@@ -39,6 +48,7 @@ impl StackShare {
                 .map(|m| regex("module", m))
                 .transpose()?,
             leaf_only: spec.leaf_only,
+            events: spec.events,
         })
     }
 }
@@ -46,6 +56,15 @@ impl StackShare {
 impl RuleKind for StackShare {
     fn measure(&self, profile: &ProfileInput<'_>) -> Evidence {
         let data = profile.data;
+        if let Some(events) = &self.events {
+            let event = data
+                .event
+                .as_deref()
+                .and_then(|e| e.parse::<EventKind>().ok());
+            if !event.is_some_and(|e| events.contains(&e)) {
+                return Evidence::default();
+            }
+        }
         // Each distinct frame is matched once, not once per stack.
         let matches: Vec<bool> = data
             .frames
@@ -140,6 +159,20 @@ mod tests {
         let e = measure(serde_json::json!({"function": "hot"}), &profile(&refs));
         let counts: Vec<u64> = e.stacks.iter().map(|s| s.count).collect();
         assert_eq!(counts, vec![8, 7, 6, 5, 4]);
+    }
+
+    #[test]
+    fn events_limit_a_rule_to_profiles_of_those_events() {
+        let mut data = profile(&[(&[("main", ""), ("futex_wait", "")], 10)]);
+        let spec = serde_json::json!({"function": "futex", "events": ["off-cpu", "wall"]});
+        data.event = Some("off-cpu".into());
+        assert_eq!(measure(spec.clone(), &data).matched, 10);
+        data.event = Some("cpu-clock".into());
+        assert_eq!(measure(spec.clone(), &data), Evidence::default());
+        data.event = None;
+        assert_eq!(measure(spec, &data), Evidence::default());
+        let unknown = serde_json::json!({"function": "x", "events": ["naps"]});
+        assert!(StackShare::from_spec(&unknown).is_err());
     }
 
     #[test]
