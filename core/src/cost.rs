@@ -239,13 +239,23 @@ pub enum CostEventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cpu_share: Option<f64>,
     },
+    /// How an off-CPU or wall window sampled the target's waits: of its
+    /// `switches` context switches out, 1 in `sampled_one_in` was kept, each
+    /// kept wait weighing that many times its length.
+    WaitsSampled {
+        profile_id: Uuid,
+        sequence: u64,
+        switches: u64,
+        sampled_one_in: u64,
+    },
 }
 
 impl CostEventKind {
     pub fn profile_id(&self) -> Uuid {
         match self {
             CostEventKind::ProfileAdjusted { profile_id, .. }
-            | CostEventKind::WindowStats { profile_id, .. } => *profile_id,
+            | CostEventKind::WindowStats { profile_id, .. }
+            | CostEventKind::WaitsSampled { profile_id, .. } => *profile_id,
         }
     }
 }
@@ -290,8 +300,9 @@ mod tests {
                 period_ms: 5000,
             }),
             overhead_budget: Some(0.02),
-            plugin: Some(Language::Jvm),
-            event: Some(EventKind::AllocBytes),
+            plugin: Some(Language::Native),
+            event: Some(EventKind::OffCpu),
+            min_wait_us: Some(50),
         };
         let command = start();
         let token = signer.sign_with_options(&command, &options).unwrap();
@@ -321,9 +332,20 @@ mod tests {
             overhead_budget: Some(0.01),
             plugin: Some(Language::Jvm),
             event: Some(EventKind::HeapBytes),
+            min_wait_us: None,
         };
         assert_eq!(ok.check(99), Ok(()));
         let bad = |options: StartOptions| options.check(99).unwrap_err();
+        let waits = |event, min_wait_us| StartOptions {
+            plugin: Some(Language::Native),
+            event: Some(event),
+            min_wait_us,
+            ..ok.clone()
+        };
+        assert_eq!(waits(EventKind::OffCpu, Some(100)).check(99), Ok(()));
+        assert!(bad(waits(EventKind::CpuClock, Some(100))).contains("min_wait_us applies"));
+        assert!(bad(waits(EventKind::OffCpu, Some(MAX_MIN_WAIT_US + 1))).contains("10 s"));
+        assert!(bad(waits(EventKind::Lock, None)).contains("native plugin cannot measure lock"));
         assert!(bad(StartOptions {
             fsp_share: Some(0.0),
             ..ok.clone()
@@ -375,11 +397,11 @@ mod tests {
         })
         .contains("python plugin cannot measure heap-bytes"));
         assert!(bad(StartOptions {
-            plugin: None,
-            event: Some(EventKind::Wall),
+            plugin: Some(Language::Python),
+            event: Some(EventKind::OffCpu),
             ..ok.clone()
         })
-        .contains("no plugin measures wall"));
+        .contains("python plugin cannot measure off-cpu"));
     }
 
     #[test]
@@ -433,6 +455,19 @@ mod tests {
         assert_eq!(json["type"], "window_stats");
         assert!(json.get("divergence").is_none());
         assert_eq!(AgentEvent::from_json(&stats.to_json()).unwrap(), stats);
+        let waits = AgentEvent {
+            kind: AgentEventKind::Cost(CostEventKind::WaitsSampled {
+                profile_id: Uuid::nil(),
+                sequence: 4,
+                switches: 12_000,
+                sampled_one_in: 8,
+            }),
+            ..stats
+        };
+        let json: serde_json::Value = serde_json::from_slice(&waits.to_json()).unwrap();
+        assert_eq!(json["type"], "waits_sampled");
+        assert_eq!(json["sampled_one_in"], 8);
+        assert_eq!(AgentEvent::from_json(&waits.to_json()).unwrap(), waits);
         assert!(
             AgentEvent::from_json(br#"{"host":"h","agent_id":"a","at_ms":1,"type":"bogus"}"#)
                 .is_err()

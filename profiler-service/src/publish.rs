@@ -442,5 +442,6 @@ fn event_name(kind: &AgentEventKind) -> &'static str {
         AgentEventKind::CommandRejected { .. } => "command_rejected",
         AgentEventKind::Cost(CostEventKind::ProfileAdjusted { .. }) => "profile_adjusted",
         AgentEventKind::Cost(CostEventKind::WindowStats { .. }) => "window_stats",
+        AgentEventKind::Cost(CostEventKind::WaitsSampled { .. }) => "waits_sampled",
     }
 }

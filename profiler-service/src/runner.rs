@@ -296,9 +296,18 @@ fn close_window(
         frequency_hz: control.frequency(),
     });
     let outcome = control.close_window(&mut snapshot, now, session.helper_cpu_time());
+    let mut reports = outcome.events;
+    if let Some(waits) = session.take_wait_sampling() {
+        reports.push(CostEventKind::WaitsSampled {
+            profile_id: spec.profile_id,
+            sequence: bounds.sequence,
+            switches: waits.switches,
+            sampled_one_in: waits.sampled_one_in,
+        });
+    }
     Closed {
         snapshot,
-        reports: outcome.events,
+        reports,
         next_hz: outcome.next_hz,
     }
 }

@@ -51,6 +51,15 @@ pub trait Plugin: Send + Sync {
     }
 }
 
+/// See [`Session::take_wait_sampling`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitSampling {
+    /// Context switches out of the target's threads.
+    pub switches: u64,
+    /// 1 in how many was sampled.
+    pub sampled_one_in: u64,
+}
+
 /// What a profile asks of its plugin beyond the processes and frequency.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenOptions {
@@ -98,6 +107,12 @@ pub trait Session {
         false
     }
 
+    /// How the window that just ended sampled the target's waits, for
+    /// sessions that trace context switches (once per window).
+    fn take_wait_sampling(&mut self) -> Option<WaitSampling> {
+        None
+    }
+
     /// The profile ends: moves everything still buffered into the window.
     /// Plugins whose tool writes its samples only when it stops (py-spy,
     /// JFR) stop it here; the others just poll.
@@ -111,7 +126,10 @@ pub trait Session {
 #[derive(Clone)]
 pub struct Plugins {
     native: Arc<dyn Plugin>,
+    native_off_cpu: Arc<dyn Plugin>,
+    native_wall: Arc<dyn Plugin>,
     python: Arc<dyn Plugin>,
+    python_wall: Arc<dyn Plugin>,
     jvm: Arc<dyn Plugin>,
     jvm_alloc: Arc<dyn Plugin>,
     jvm_heap: Arc<dyn Plugin>,
@@ -122,14 +140,19 @@ impl Plugins {
     /// The standard plugins, reading `/proc` through `procfs`.
     pub fn standard(procfs: ProcFs, settings: PluginSettings) -> Self {
         let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd.clone());
+        let python =
+            python::PythonPlugin::new(procfs.clone(), settings.py_spy, settings.python_native);
         Plugins {
             runtime_info: runtime_info::Collector::new(procfs.clone(), settings.jcmd),
             native: Arc::new(native::NativePlugin::new(procfs.clone())),
-            python: Arc::new(python::PythonPlugin::new(
-                procfs,
-                settings.py_spy,
-                settings.python_native,
-            )),
+            native_off_cpu: Arc::new(
+                native::NativePlugin::new(procfs.clone()).measuring(native::Mode::OffCpu),
+            ),
+            native_wall: Arc::new(
+                native::NativePlugin::new(procfs.clone()).measuring(native::Mode::Wall),
+            ),
+            python: Arc::new(python.clone()),
+            python_wall: Arc::new(python.wall()),
             jvm: Arc::new(jvm.clone()),
             jvm_alloc: Arc::new(jvm.clone().allocations()),
             jvm_heap: Arc::new(jvm.heap()),
@@ -154,6 +177,9 @@ impl Plugins {
     ) -> Result<&dyn Plugin, String> {
         match (language, event) {
             (_, None | Some(EventKind::Cycles | EventKind::CpuClock)) => Ok(self.get(language)),
+            (Language::Native, Some(EventKind::OffCpu)) => Ok(&*self.native_off_cpu),
+            (Language::Native, Some(EventKind::Wall)) => Ok(&*self.native_wall),
+            (Language::Python, Some(EventKind::Wall)) => Ok(&*self.python_wall),
             (Language::Jvm, Some(EventKind::AllocBytes)) => Ok(&*self.jvm_alloc),
             (Language::Jvm, Some(EventKind::HeapBytes)) => Ok(&*self.jvm_heap),
             (_, Some(event)) => Err(format!(
@@ -218,6 +244,9 @@ pub enum PluginError {
     NoSuchProcess(String),
     #[error(transparent)]
     Perf(#[from] native::perf::OpenError),
+    /// The kernel or the agent's rights lack what the profile needs.
+    #[error("{0}")]
+    Unsupported(String),
     #[error("no thread of pids {0:?} could be sampled")]
     NothingAttached(Vec<u32>),
     /// The plugin's external tool cannot be run at all.

@@ -27,28 +27,52 @@ pub mod module_symbols;
 pub mod modules;
 pub mod perf;
 pub mod perfmap;
+mod session;
+pub mod switches;
 pub mod symbolize;
 pub mod unwind;
 
 use std::borrow::Borrow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 
 use odp_core::{EventKind, Frame};
-use tracing::{debug, warn};
 
 use self::perf::{OpenError, PerfSet, RawSample};
+use self::session::NativeSession;
+use self::switches::{SchedSwitch, SwitchSet};
 use self::symbolize::{Symbols, UNKNOWN};
-use super::{Plugin, PluginError, PollStats, Session, WindowSink};
+use super::{OpenOptions, Plugin, PluginError, Session, WindowSink};
 use crate::targets::ProcFs;
 
-/// Nanoseconds in a second, for the `cpu-clock` period.
-const NANOS: u64 = 1_000_000_000;
+/// What a native session measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// On-CPU samples: cycles where a PMU exists, else the CPU clock.
+    Cpu,
+    /// Time switched out, at the stack where each thread blocked
+    /// ([`switches`]).
+    OffCpu,
+    /// Both, in one unit: CPU-clock samples plus off-CPU time as samples
+    /// of the same period, so a thread's whole latency shows.
+    Wall,
+}
+
+impl Mode {
+    pub fn event(self) -> EventKind {
+        match self {
+            Mode::Cpu => EventKind::CpuClock,
+            Mode::OffCpu => EventKind::OffCpu,
+            Mode::Wall => EventKind::Wall,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct NativePlugin {
     procfs: ProcFs,
     /// Whether samples carry user stack copies for DWARF unwinding.
     user_stacks: bool,
+    mode: Mode,
 }
 
 impl NativePlugin {
@@ -56,6 +80,7 @@ impl NativePlugin {
         NativePlugin {
             procfs,
             user_stacks: true,
+            mode: Mode::Cpu,
         }
     }
 
@@ -63,6 +88,12 @@ impl NativePlugin {
     /// user stacks are the kernel's frame-pointer call chains alone.
     pub fn with_user_stacks(mut self, on: bool) -> Self {
         self.user_stacks = on;
+        self
+    }
+
+    /// The same plugin measuring `mode`.
+    pub fn measuring(mut self, mode: Mode) -> Self {
+        self.mode = mode;
         self
     }
 }
@@ -79,58 +110,56 @@ impl Plugin for NativePlugin {
     }
 
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
-        // The first thread that still exists decides the event for all.
-        let mut first = None;
-        'probe: for &pid in pids {
+        self.open_with(pids, frequency_hz, &OpenOptions::default())
+    }
+
+    fn open_with(
+        &self,
+        pids: &[u32],
+        frequency_hz: u32,
+        options: &OpenOptions,
+    ) -> Result<Box<dyn Session>, PluginError> {
+        let cpu = match self.mode {
+            Mode::OffCpu => None,
+            Mode::Cpu | Mode::Wall => Some(self.open_cpu(pids, frequency_hz)?),
+        };
+        let switches = match self.mode {
+            Mode::Cpu => None,
+            Mode::OffCpu | Mode::Wall => {
+                let tracepoint = SchedSwitch::find()
+                    .map_err(|e| PluginError::Unsupported(format!("off-CPU profiles: {e}")))?;
+                Some(SwitchSet::new(
+                    tracepoint,
+                    frequency_hz,
+                    self.user_stacks,
+                    options.min_wait,
+                ))
+            }
+        };
+        let mut session =
+            NativeSession::new(self.mode, cpu, switches, self.procfs.clone(), frequency_hz);
+        session.sync_targets(pids);
+        session.check_attached(pids)?;
+        Ok(Box::new(session))
+    }
+}
+
+impl NativePlugin {
+    /// The CPU events' set, whose first thread decides the event for all.
+    fn open_cpu(&self, pids: &[u32], frequency_hz: u32) -> Result<PerfSet, PluginError> {
+        // A wall profile adds CPU samples to time off CPU: they must be time.
+        let cycles = self.mode == Mode::Cpu;
+        for &pid in pids {
             for tid in self.procfs.threads(pid).unwrap_or_default() {
-                match PerfSet::new(pid, tid, frequency_hz, self.user_stacks) {
-                    Ok(set) => {
-                        first = Some(set);
-                        break 'probe;
-                    }
+                match PerfSet::new(pid, tid, frequency_hz, self.user_stacks, cycles) {
+                    Ok(set) => return Ok(set),
                     Err(OpenError::Gone { .. }) => continue,
                     Err(e) => return Err(e.into()),
                 }
             }
         }
-        let perf = first.ok_or_else(|| PluginError::NothingAttached(pids.to_vec()))?;
-        let mut session = NativeSession {
-            perf,
-            symbols: Symbols::new(self.procfs.clone()),
-            unwinders: unwind::Unwinders::new(self.procfs.clone()),
-            unwound: Vec::new(),
-            procfs: self.procfs.clone(),
-            frequency_hz,
-            pids: BTreeSet::new(),
-            thread_names: HashMap::new(),
-            refused: HashSet::new(),
-            raw: Vec::new(),
-        };
-        session.sync_targets(pids);
-        debug!(
-            event = %session.perf.choice().event,
-            kernel = session.perf.choice().kernel,
-            threads = session.perf.len(),
-            "native session open"
-        );
-        Ok(Box::new(session))
+        Err(PluginError::NothingAttached(pids.to_vec()))
     }
-}
-
-struct NativeSession {
-    perf: PerfSet,
-    symbols: Symbols,
-    unwinders: unwind::Unwinders,
-    /// Reused for each sample's unwound stack.
-    unwound: Vec<u64>,
-    procfs: ProcFs,
-    frequency_hz: u32,
-    pids: BTreeSet<u32>,
-    thread_names: HashMap<u32, String>,
-    /// Threads whose event could not be opened.
-    refused: HashSet<u32>,
-    /// Reused between polls to avoid reallocating.
-    raw: Vec<RawSample>,
 }
 
 /// The address to symbolize for the `i`-th frame of a leaf-first chain:
@@ -182,126 +211,12 @@ pub fn add_samples<S: Borrow<RawSample>>(
             // No call chain at all; still counted, so shares stay true.
             stack.push(sink.frame((0, 0), || Frame::function(UNKNOWN)));
         }
+        if let Some(state) = s.wait {
+            // Keyed in pid 0's space below any kernel address.
+            let key = (0, state as u64 + 1);
+            stack.push(sink.frame(key, || Frame::function(state.frame_name())));
+        }
         sink.name_thread(s.tid, || thread_names.get(&s.tid).cloned());
-        sink.add_stack(stack, s.tid, 1);
-    }
-}
-
-impl NativeSession {
-    /// Replaces each sample's frame-pointer user chain by the DWARF-unwound
-    /// one, unless that found fewer frames (a truncated stack copy, or JIT
-    /// code where frame pointers are all there is).
-    fn unwind_user_stacks(&mut self, raw: &mut [RawSample]) {
-        for s in raw.iter_mut() {
-            let Some(regs) = s.regs.filter(|_| !s.stack.is_empty()) else {
-                continue;
-            };
-            self.unwinders
-                .unwind(s.pid, regs, &s.stack, &mut self.unwound);
-            if self.unwound.len() >= s.user.len() {
-                std::mem::swap(&mut s.user, &mut self.unwound);
-            }
-        }
-    }
-}
-
-impl Session for NativeSession {
-    fn event(&self) -> EventKind {
-        self.perf.choice().event
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.pids.iter().copied().collect()
-    }
-
-    fn window_period(&mut self) -> u64 {
-        let mean = self.perf.take_mean_period();
-        match self.event() {
-            // The CPU clock counts nanoseconds: at F Hz a sample is 1/F s.
-            EventKind::CpuClock => NANOS / u64::from(self.frequency_hz.max(1)),
-            // Cycles per sample vary with the clock speed; the kernel's own
-            // mean over the window is the honest figure.
-            _ => mean,
-        }
-    }
-
-    fn poll(&mut self, sink: &mut WindowSink) -> Result<PollStats, PluginError> {
-        let mut raw = std::mem::take(&mut self.raw);
-        raw.clear();
-        let drained = self.perf.drain(&mut raw);
-        if drained.malformed > 0 {
-            debug!(
-                malformed = drained.malformed,
-                "skipped malformed perf records"
-            );
-        }
-
-        self.unwind_user_stacks(&mut raw);
-
-        add_samples(&mut self.symbols, sink, &raw, &self.thread_names);
-        self.raw = raw;
-        Ok(PollStats {
-            samples: drained.samples,
-            lost: drained.lost,
-        })
-    }
-
-    fn set_frequency(&mut self, frequency_hz: u32) {
-        let kept_old = self.perf.set_frequency(frequency_hz);
-        if kept_old > 0 {
-            warn!(
-                kept_old,
-                frequency_hz, "some threads stay at the old frequency"
-            );
-        }
-        self.frequency_hz = frequency_hz;
-    }
-
-    fn set_paused(&mut self, paused: bool) {
-        self.perf.set_paused(paused);
-    }
-
-    fn sync_targets(&mut self, pids: &[u32]) {
-        let wanted: BTreeSet<u32> = pids.iter().copied().collect();
-        for gone in self.pids.difference(&wanted) {
-            self.symbols.forget(*gone);
-            self.unwinders.forget(*gone);
-        }
-        let mut live_tids = BTreeSet::new();
-        for &pid in &wanted {
-            let Ok(tids) = self.procfs.threads(pid) else {
-                continue;
-            };
-            for tid in tids {
-                live_tids.insert(tid);
-                // Names change after start (pthread_setname_np), so re-read.
-                if let Some(name) = self.procfs.thread_comm(pid, tid) {
-                    self.thread_names.insert(tid, name);
-                }
-                if self.refused.contains(&tid) {
-                    continue;
-                }
-                match self.perf.attach(pid, tid) {
-                    Ok(()) | Err(OpenError::Gone { .. }) => {}
-                    Err(e) => {
-                        // Not retried: the same error would come every rescan.
-                        warn!(pid, tid, error = %e, "cannot sample thread");
-                        self.refused.insert(tid);
-                    }
-                }
-            }
-        }
-        let stale: Vec<u32> = self
-            .perf
-            .attached()
-            .filter(|(_, tid)| !live_tids.contains(tid))
-            .map(|(_, tid)| tid)
-            .collect();
-        for tid in stale {
-            self.perf.detach(tid);
-            self.thread_names.remove(&tid);
-        }
-        self.refused.retain(|tid| live_tids.contains(tid));
-        self.pids = wanted;
+        sink.add_stack(stack, s.tid, s.weight);
     }
 }

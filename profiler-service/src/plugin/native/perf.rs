@@ -54,7 +54,7 @@ const STACK_COPIES: bool = cfg!(target_arch = "x86_64");
 const REG_BP: u32 = 6;
 const REG_SP: u32 = 7;
 const REG_IP: u32 = 8;
-const USER_REGS_MASK: u64 = 1 << REG_BP | 1 << REG_SP | 1 << REG_IP;
+pub(super) const USER_REGS_MASK: u64 = 1 << REG_BP | 1 << REG_SP | 1 << REG_IP;
 
 /// The user registers of a sample, as DWARF unwinding starts from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub struct UserRegs {
 }
 
 /// One sample, addresses leaf first as the kernel gives them.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawSample {
     pub pid: u32,
     pub tid: u32,
@@ -76,6 +76,65 @@ pub struct RawSample {
     pub regs: Option<UserRegs>,
     /// The user stack from `regs.sp` up (empty without a copy).
     pub stack: Vec<u8>,
+    /// The samples this one stands for: 1 for a CPU sample, the length of
+    /// the wait in samples of the profile's period for an off-CPU one.
+    pub weight: u64,
+    /// Why the thread was off CPU, for off-CPU samples.
+    pub wait: Option<WaitState>,
+}
+
+impl Default for RawSample {
+    fn default() -> Self {
+        RawSample {
+            pid: 0,
+            tid: 0,
+            kernel: Vec::new(),
+            user: Vec::new(),
+            regs: None,
+            stack: Vec::new(),
+            weight: 1,
+            wait: None,
+        }
+    }
+}
+
+/// The state a thread left the CPU in (`prev_state` of `sched_switch`),
+/// shown as the leaf frame of its off-CPU stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WaitState {
+    /// Runnable but switched out for another thread (`R`): waiting for a
+    /// CPU, not for an event.
+    Preempted,
+    /// Interruptible sleep (`S`): a lock, a condition, a read, a sleep.
+    Sleeping,
+    /// Uninterruptible sleep (`D`): usually disk I/O or a kernel lock.
+    Uninterruptible,
+    /// Stopped, traced, or a state this agent does not name.
+    Other,
+}
+
+impl WaitState {
+    /// From the `prev_state` field of `sched:sched_switch`: the kernel
+    /// reports `TASK_RUNNING` as 0 and flags the preempted case with a bit
+    /// above the state bits.
+    pub fn from_prev_state(state: u64) -> Self {
+        match state & 0xff {
+            0 => WaitState::Preempted,
+            s if s & 0x1 != 0 => WaitState::Sleeping,
+            s if s & 0x2 != 0 => WaitState::Uninterruptible,
+            _ => WaitState::Other,
+        }
+    }
+
+    /// The leaf frame's name.
+    pub fn frame_name(self) -> &'static str {
+        match self {
+            WaitState::Preempted => "[preempted]",
+            WaitState::Sleeping => "[sleeping]",
+            WaitState::Uninterruptible => "[uninterruptible]",
+            WaitState::Other => "[stopped or other]",
+        }
+    }
 }
 
 /// Picks ip, sp and bp out of a sample's registers, which the kernel
@@ -123,6 +182,27 @@ pub fn split_callchain(chain: &[u64], kernel: &mut Vec<u64>, user: &mut Vec<u64>
             Ctx::Other => {}
         }
     }
+}
+
+/// The stack, registers and stack copy of a kernel sample record.
+pub(super) fn raw_sample(sample: &perf_event::data::Sample<'_>, pid: u32) -> RawSample {
+    let mut raw = RawSample {
+        pid: sample.pid().unwrap_or(pid),
+        tid: sample.tid().unwrap_or_default(),
+        ..RawSample::default()
+    };
+    if let Some(chain) = sample.callchain() {
+        split_callchain(chain, &mut raw.kernel, &mut raw.user);
+    }
+    // ABI "none" means no user context (a kernel thread).
+    raw.regs = sample
+        .regs_user()
+        .filter(|r| r.abi != SampleRegsAbi::NONE)
+        .and_then(|r| user_regs(r.mask, &r.regs));
+    if let Some(stack) = sample.stack_user() {
+        raw.stack.extend_from_slice(stack);
+    }
+    raw
 }
 
 /// Ring buffer bytes for one thread: about 100 ms of samples, so a drain
@@ -225,23 +305,29 @@ fn is_gone(e: &io::Error) -> bool {
 }
 
 /// Opens the first event of a profile, choosing what the machine supports:
-/// hardware cycles first, the software CPU clock when there is no PMU, and
+/// hardware cycles first (unless `cycles` is false: a wall profile needs
+/// samples of time), the software CPU clock when there is no PMU, and
 /// user-only call chains when kernel sampling is denied.
 pub fn probe(
     tid: u32,
     frequency_hz: u32,
     stacks: bool,
+    cycles: bool,
 ) -> Result<(EventChoice, Sampler), OpenError> {
     let mut last_denied = None;
     for kernel in [true, false] {
-        let cycles = EventChoice {
+        let cycles_choice = EventChoice {
             event: EventKind::Cycles,
             kernel,
         };
-        let cycles_err = match open(cycles, tid, frequency_hz, stacks) {
-            Ok(sampler) => return Ok((cycles, sampler)),
-            Err(e) if is_gone(&e) => return Err(OpenError::Gone { tid }),
-            Err(e) => e,
+        let cycles_err = if cycles {
+            match open(cycles_choice, tid, frequency_hz, stacks) {
+                Ok(sampler) => return Ok((cycles_choice, sampler)),
+                Err(e) if is_gone(&e) => return Err(OpenError::Gone { tid }),
+                Err(e) => e,
+            }
+        } else {
+            io::Error::new(io::ErrorKind::Unsupported, "not asked for")
         };
         debug!(tid, kernel, error = %cycles_err, "cycles event unavailable, trying cpu-clock");
         let clock = EventChoice {
@@ -303,9 +389,16 @@ pub struct PerfSet {
 
 impl PerfSet {
     /// Opens the first thread, which decides the event for the whole set;
-    /// `stacks` asks for user stack copies (for DWARF unwinding).
-    pub fn new(pid: u32, tid: u32, frequency_hz: u32, stacks: bool) -> Result<Self, OpenError> {
-        let (choice, sampler) = probe(tid, frequency_hz, stacks)?;
+    /// `stacks` asks for user stack copies (for DWARF unwinding), `cycles`
+    /// lets the set count CPU cycles where a PMU exists.
+    pub fn new(
+        pid: u32,
+        tid: u32,
+        frequency_hz: u32,
+        stacks: bool,
+        cycles: bool,
+    ) -> Result<Self, OpenError> {
+        let (choice, sampler) = probe(tid, frequency_hz, stacks, cycles)?;
         let mut threads = HashMap::new();
         threads.insert(tid, ThreadEvent { pid, sampler });
         Ok(PerfSet {
@@ -436,22 +529,7 @@ impl PerfSet {
             while let Some(record) = thread.sampler.next_record() {
                 match record.parse_record() {
                     Ok(PerfRecord::Sample(sample)) => {
-                        let mut raw = RawSample {
-                            pid: sample.pid().unwrap_or(thread.pid),
-                            tid: sample.tid().unwrap_or_default(),
-                            ..RawSample::default()
-                        };
-                        if let Some(chain) = sample.callchain() {
-                            split_callchain(chain, &mut raw.kernel, &mut raw.user);
-                        }
-                        // ABI "none" means no user context (a kernel thread).
-                        raw.regs = sample
-                            .regs_user()
-                            .filter(|r| r.abi != SampleRegsAbi::NONE)
-                            .and_then(|r| user_regs(r.mask, &r.regs));
-                        if let Some(stack) = sample.stack_user() {
-                            raw.stack.extend_from_slice(stack);
-                        }
+                        let raw = raw_sample(&sample, thread.pid);
                         if let Some(period) = sample.period() {
                             self.period_sum = self.period_sum.saturating_add(period);
                             self.period_count += 1;

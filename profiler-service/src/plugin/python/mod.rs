@@ -7,7 +7,12 @@
 //! one's stacks into the window that is open when it ends. Short
 //! recordings also mean a py-spy left behind by a crashed agent stops by
 //! itself within a second. Idle threads are left out (py-spy's default), so
-//! a sample stands for on-CPU time: the event is `cpu-clock`.
+//! a sample stands for on-CPU time: the event is `cpu-clock`. The `wall`
+//! variant ([`PythonPlugin::wall`]) runs py-spy with `--idle`: every thread
+//! is sampled whether it runs or waits (on a lock, in `time.sleep`, on
+//! I/O), so a sample stands for 1/F s of a thread's wall time. py-spy's
+//! raw output does not say whether a sampled thread held the GIL, so wall
+//! profiles carry no GIL state (`--gil` would drop the other samples).
 //!
 //! A process that exits ends its recordings quietly (the runner's rescan
 //! ends the profile); a recording that fails on a live process is retried,
@@ -45,6 +50,8 @@ pub struct PythonPlugin {
     procfs: ProcFs,
     py_spy: PathBuf,
     native_frames: bool,
+    /// Whether idle threads are sampled too (`wall`).
+    idle: bool,
 }
 
 impl PythonPlugin {
@@ -55,7 +62,14 @@ impl PythonPlugin {
             procfs,
             py_spy,
             native_frames,
+            idle: false,
         }
+    }
+
+    /// The same plugin sampling wall time: idle threads included.
+    pub fn wall(mut self) -> Self {
+        self.idle = true;
+        self
     }
 }
 
@@ -74,6 +88,7 @@ impl Plugin for PythonPlugin {
             py_spy: self.py_spy.clone(),
             adopted: false,
             native_frames: self.native_frames,
+            idle: self.idle,
             dir,
             rate_hz: frequency_hz.max(1),
             paused: false,
@@ -105,6 +120,7 @@ struct PythonSession {
     /// [`PythonSession::adopt_real_executable`]).
     adopted: bool,
     native_frames: bool,
+    idle: bool,
     /// Where recordings write; removed with the session.
     dir: tempfile::TempDir,
     rate_hz: u32,
@@ -163,6 +179,9 @@ impl PythonSession {
             .arg(&output);
         if self.native_frames {
             command.arg("--native");
+        }
+        if self.idle {
+            command.arg("--idle");
         }
         let child = command
             .stdin(Stdio::null())
@@ -297,7 +316,11 @@ fn remove(path: &Path) {
 
 impl Session for PythonSession {
     fn event(&self) -> EventKind {
-        EventKind::CpuClock
+        if self.idle {
+            EventKind::Wall
+        } else {
+            EventKind::CpuClock
+        }
     }
 
     fn pids(&self) -> Vec<u32> {

@@ -1,0 +1,325 @@
+//! Where threads wait: live off-CPU and wall profiles of the programs in
+//! tests/data (waits.c, built without frame pointers, and waits.py),
+//! through the real runner and plugins (perf_event's `sched_switch`
+//! tracepoint, py-spy `--idle`). Each test knows how its program spends
+//! its threads' time and checks the profile says so, in samples of 1/F s.
+//!
+//! Needs root (tracepoints and kernel stacks), a C compiler, python3 and
+//! py-spy.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+
+use odp_core::cost::CostEventKind;
+use odp_core::event::FinishReason;
+use odp_core::{EventKind, Snapshot, Target};
+use odp_profiler_service::cost::CostSettings;
+use odp_profiler_service::plugin::Plugins;
+use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::targets::ProcFs;
+use uuid::Uuid;
+
+mod support;
+
+use support::{start_python_script, start_workload, Killed};
+
+/// One program at a time: their shares depend on having the CPUs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const FREQUENCY_HZ: u32 = 99;
+const PERIOD_NS: u64 = 1_000_000_000 / FREQUENCY_HZ as u64;
+
+struct Profiled {
+    event: EventKind,
+    snapshots: Vec<Snapshot>,
+    /// `(switches, sampled_one_in)` per window, from the waits reports.
+    sampling: Vec<(u64, u64)>,
+}
+
+impl Profiled {
+    fn samples(&self) -> u64 {
+        self.snapshots.iter().map(Snapshot::total_samples).sum()
+    }
+
+    /// Samples whose stack holds any of `functions`.
+    fn through(&self, functions: &[&str]) -> u64 {
+        self.count(|frames, _| frames.iter().any(|f| functions.contains(f)))
+    }
+
+    fn count(&self, keep: impl Fn(&[&str], u32) -> bool) -> u64 {
+        let mut total = 0;
+        for snapshot in &self.snapshots {
+            for stack in &snapshot.stacks {
+                let frames: Vec<&str> = snapshot
+                    .stack_frames(stack)
+                    .map(|f| f.function.as_str())
+                    .collect();
+                if keep(&frames, stack.tid) {
+                    total += stack.count;
+                }
+            }
+        }
+        total
+    }
+
+    /// Threads with samples whose stack holds `function`.
+    fn threads_through(&self, function: &str) -> BTreeSet<u32> {
+        let mut tids = BTreeSet::new();
+        for snapshot in &self.snapshots {
+            for stack in &snapshot.stacks {
+                if snapshot.stack_frames(stack).any(|f| f.function == function) {
+                    tids.insert(stack.tid);
+                }
+            }
+        }
+        tids
+    }
+
+    /// Seconds the samples stand for, from each window's own period.
+    fn seconds(&self) -> f64 {
+        self.snapshots
+            .iter()
+            .map(|s| s.total_samples() as f64 * s.period as f64 / 1e9)
+            .sum()
+    }
+
+    /// The heaviest stacks, leaf last, for the test's output.
+    fn heaviest(&self, n: usize) -> Vec<(u64, String)> {
+        let mut stacks: HashMap<String, u64> = HashMap::new();
+        for snapshot in &self.snapshots {
+            for stack in &snapshot.stacks {
+                let names: Vec<&str> = snapshot
+                    .stack_frames(stack)
+                    .map(|f| f.function.as_str())
+                    .collect();
+                *stacks.entry(names.join(";")).or_insert(0) += stack.count;
+            }
+        }
+        let mut ranked: Vec<(u64, String)> = stacks.into_iter().map(|(s, c)| (c, s)).collect();
+        ranked.sort_unstable_by(|a, b| b.cmp(a));
+        ranked.truncate(n);
+        ranked
+    }
+
+    fn share(&self, part: u64) -> f64 {
+        part as f64 / self.samples().max(1) as f64
+    }
+}
+
+fn profile(pid: u32, event: EventKind, seconds: u64) -> Profiled {
+    let spec = ProfileSpec {
+        profile_id: Uuid::new_v4(),
+        host: "test-host".into(),
+        agent_id: "test-agent".into(),
+        target: Target::Pid(pid),
+        duration: Duration::from_secs(seconds),
+        frequency_hz: FREQUENCY_HZ,
+        window: Duration::from_secs(1),
+        cost: CostSettings::default(),
+        plugin: None,
+        event: Some(event),
+        min_wait: None,
+    };
+    let (_stop_tx, stop_rx) = mpsc::channel();
+    let mut started = None;
+    let mut snapshots = Vec::new();
+    let mut sampling = Vec::new();
+    let mut result = None;
+    runner::run(
+        &Plugins::default(),
+        &ProcFs::default(),
+        &spec,
+        &stop_rx,
+        |e| {
+            match e {
+                RunnerEvent::Started { event, .. } => started = Some(event),
+                RunnerEvent::Window(s) => snapshots.push(*s),
+                RunnerEvent::Cost(CostEventKind::WaitsSampled {
+                    switches,
+                    sampled_one_in,
+                    ..
+                }) => sampling.push((switches, sampled_one_in)),
+                RunnerEvent::Cost(_) => {}
+                RunnerEvent::Finished(reason) => result = Some(Ok(reason)),
+                RunnerEvent::Failed(error) => result = Some(Err(error)),
+            }
+            true
+        },
+    );
+    assert_eq!(result, Some(Ok(FinishReason::DurationElapsed)));
+    let event = started.expect("the profile started");
+    for snapshot in &snapshots {
+        assert_eq!(snapshot.event, event);
+        assert_eq!(snapshot.period, PERIOD_NS, "samples of 1/F s");
+    }
+    Profiled {
+        event,
+        snapshots,
+        sampling,
+    }
+}
+
+/// Compiles tests/data/waits.c without frame pointers, once.
+fn waits_binary() -> &'static Path {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/waits.c");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("waits");
+        let status = Command::new("cc")
+            .args(["-O2", "-g", "-pthread", "-fomit-frame-pointer", "-o"])
+            .arg(&out)
+            .arg(&source)
+            .status()
+            .expect("a C compiler (cc) builds tests/data/waits.c");
+        assert!(status.success(), "cc failed on {}", source.display());
+        out
+    })
+}
+
+fn start_waits(mode: &str, seconds: u64) -> Killed {
+    start_workload(waits_binary(), &[mode, &seconds.to_string()])
+}
+
+/// The target's threads other than its main one.
+fn worker_threads(pid: u32) -> BTreeSet<u32> {
+    let tids = ProcFs::default()
+        .threads(pid)
+        .expect("the target's threads");
+    tids.into_iter().filter(|&tid| tid != pid).collect()
+}
+
+const LOCK_WAIT: &[&str] = &[
+    "__lll_lock_wait",
+    "__GI___lll_lock_wait",
+    "lll_lock_wait",
+    "futex_wait",
+    "__futex_abstimed_wait_common",
+];
+
+#[test]
+fn off_cpu_time_of_contended_threads_sits_under_the_lock_taker() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let seconds = 4;
+    let target = start_waits("mutex", seconds + 4);
+    let contenders = worker_threads(target.id());
+    let off = profile(target.id(), EventKind::OffCpu, seconds);
+    assert_eq!(off.event, EventKind::OffCpu);
+    let total = off.samples();
+    let under_take_lock = off.through(&["take_lock"]);
+    let blocked_in_lock = off.count(|frames, _| {
+        let taker = frames.iter().position(|&f| f == "take_lock");
+        let waiter = frames.iter().rposition(|f| LOCK_WAIT.contains(f));
+        // The lock wait is called from (above) the function taking it.
+        matches!((taker, waiter), (Some(t), Some(w)) if w > t)
+    });
+    let sleeping = off.count(|frames, _| frames.last() == Some(&"[sleeping]"));
+    eprintln!(
+        "off-cpu: {total} samples ({:.2} s over {seconds} s, 4 threads on {} CPUs), \
+         take_lock {:.1} %, blocked in the lock {:.1} %, sleeping {:.1} %, sampling {:?}",
+        off.seconds(),
+        std::thread::available_parallelism().map_or(0, usize::from),
+        100.0 * off.share(under_take_lock),
+        100.0 * off.share(blocked_in_lock),
+        100.0 * off.share(sleeping),
+        off.sampling,
+    );
+    for (count, stack) in off.heaviest(3) {
+        eprintln!("  {count} {stack}");
+    }
+    assert!(
+        off.share(under_take_lock) > 0.8,
+        "take_lock's off-CPU share"
+    );
+    assert!(off.share(blocked_in_lock) > 0.6, "blocked under take_lock");
+    assert!(
+        off.share(sleeping) > 0.5,
+        "most waits are sleeps on the futex"
+    );
+    // Only the contending threads wait under take_lock.
+    let waiting = off.threads_through("take_lock");
+    assert!(!waiting.is_empty() && waiting.is_subset(&contenders));
+    assert_eq!(waiting.len(), 4, "every contender waits");
+    // Four threads for `seconds`: they cannot wait longer than that, and
+    // with fewer CPUs than threads they must wait a good part of it.
+    let thread_seconds = 4.0 * seconds as f64;
+    assert!(off.seconds() <= thread_seconds * 1.1, "{}", off.seconds());
+    assert!(off.seconds() >= thread_seconds * 0.2, "{}", off.seconds());
+    assert!(!off.sampling.is_empty() && off.sampling.iter().all(|&(_, n)| n >= 1));
+
+    // The same program on CPU: the critical section, not the wait.
+    let cpu = profile(target.id(), EventKind::CpuClock, 2);
+    let critical = cpu.through(&["critical_section"]);
+    eprintln!(
+        "cpu-clock: {} samples, critical_section {:.1} %",
+        cpu.samples(),
+        100.0 * cpu.share(critical)
+    );
+    assert!(cpu.share(critical) > 0.6);
+    assert!(cpu.share(cpu.through(LOCK_WAIT)) < 0.2);
+}
+
+#[test]
+fn a_native_wall_profile_holds_running_and_sleeping_threads_alike() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let seconds = 4;
+    let target = start_waits("sleep", seconds + 4);
+    let wall = profile(target.id(), EventKind::Wall, seconds);
+    let burn = wall.through(&["burn"]);
+    let nap = wall.through(&["nap"]);
+    eprintln!(
+        "wall: {} samples ({:.2} s), burn {:.1} %, nap {:.1} %",
+        wall.samples(),
+        wall.seconds(),
+        100.0 * wall.share(burn),
+        100.0 * wall.share(nap)
+    );
+    // Two threads, each there all the time: half the wall time each.
+    for (name, part) in [("burn", burn), ("nap", nap)] {
+        let share = wall.share(part);
+        assert!((0.35..=0.65).contains(&share), "{name}: {share}");
+    }
+    // And in all about two threads' worth of the profile's time.
+    let expected = 2.0 * seconds as f64;
+    assert!(
+        (expected * 0.7..=expected * 1.15).contains(&wall.seconds()),
+        "{} s of wall time for 2 threads over {seconds} s",
+        wall.seconds()
+    );
+    // The nap shows where it sleeps.
+    let napping =
+        wall.count(|frames, _| frames.contains(&"nap") && frames.last() == Some(&"[sleeping]"));
+    assert!(napping as f64 > 0.8 * nap as f64);
+}
+
+/// Samples per Python function (py-spy names a frame by its function).
+fn python_shares(profiled: &Profiled, functions: &[&str]) -> HashMap<String, f64> {
+    functions
+        .iter()
+        .map(|&f| (f.to_owned(), profiled.share(profiled.through(&[f]))))
+        .collect()
+}
+
+#[test]
+fn a_python_wall_profile_keeps_the_waiting_threads() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let seconds = 4;
+    let target = start_python_script("waits.py", &[&(seconds * 2 + 6).to_string()]);
+    let functions = ["burn", "hold_lock", "wait_for_lock", "nap"];
+    let wall = profile(target.id(), EventKind::Wall, seconds);
+    assert_eq!(wall.event, EventKind::Wall);
+    let shares = python_shares(&wall, &functions);
+    eprintln!("python wall: {} samples, {shares:?}", wall.samples());
+    // Five threads (the main one sleeps too), each about a fifth.
+    for function in functions {
+        let share = shares[function];
+        assert!((0.12..=0.3).contains(&share), "{function}: {share}");
+    }
+    let cpu = profile(target.id(), EventKind::CpuClock, seconds);
+    let shares = python_shares(&cpu, &functions);
+    eprintln!("python cpu: {} samples, {shares:?}", cpu.samples());
+    assert!(shares["burn"] > 0.7, "on CPU only burn: {shares:?}");
+    assert!(shares["nap"] < 0.1 && shares["wait_for_lock"] < 0.2);
+}
