@@ -90,6 +90,8 @@ impl From<odp_store::StoreError> for ApiError {
             ApiError::Unavailable("database unavailable, retry later".into())
         } else if let odp_store::StoreError::Conflict(message) = e {
             ApiError::Conflict(message)
+        } else if let odp_store::StoreError::MixedEvents(_) = e {
+            ApiError::Unprocessable(e.to_string())
         } else {
             ApiError::Internal(e.to_string())
         }

@@ -301,7 +301,11 @@ async fn list(client: &ApiClient, filter: ListFilter, limit: u32) -> anyhow::Res
 
 fn print_top(top: &Value) {
     let samples = top["samples"].as_u64().unwrap_or(0);
-    println!("{samples} {} samples", top["event"].as_str().unwrap_or(""));
+    println!(
+        "{samples} {} samples{}",
+        top["event"].as_str().unwrap_or(""),
+        crate::units::time_of(top, samples)
+    );
     println!("{:<40} {:>16} {:>8}", "function", "self", "total");
     for f in top["functions"].as_array().into_iter().flatten() {
         let pct = |key: &str| f[key].as_f64().unwrap_or(0.0) * 100.0;

@@ -52,6 +52,10 @@ pub(crate) enum CompareCommand {
         /// Without stacks with a frame matching this regex.
         #[arg(long)]
         exclude: Option<String>,
+        /// Only profiles of this event (needed when the range holds
+        /// several, e.g. cpu-clock and off-cpu).
+        #[arg(long)]
+        event: Option<String>,
         #[arg(long, value_parser = ["json", "folded", "svg", "pprof", "speedscope"])]
         format: Option<String>,
         #[arg(short, long)]
@@ -102,6 +106,7 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
             thread,
             include,
             exclude,
+            event,
             format,
             output,
             limit,
@@ -116,6 +121,7 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
                 ("thread", thread),
                 ("include", include),
                 ("exclude", exclude),
+                ("event", event),
             ] {
                 if let Some(value) = value {
                     query.push(format!("{key}={}", encode(&value)));
@@ -206,10 +212,11 @@ fn top_table(aggregate: &Value, limit: usize) -> anyhow::Result<String> {
             )
         })
         .collect();
+    let samples = aggregate["samples"].as_u64().unwrap_or(0);
     let mut out = format!(
-        "{} {} samples of {} profiles on {} hosts: {}\n",
-        aggregate["samples"].as_u64().unwrap_or(0),
+        "{samples} {} samples{} of {} profiles on {} hosts: {}\n",
         aggregate["event"].as_str().unwrap_or(""),
+        crate::units::time_of(aggregate, samples),
         aggregate["profiles"].as_u64().unwrap_or(0),
         hosts.len(),
         hosts.join(", ")

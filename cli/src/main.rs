@@ -12,6 +12,7 @@ mod files;
 mod options;
 mod rules;
 mod schedules;
+mod units;
 
 use clap::Parser;
 

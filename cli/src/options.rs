@@ -9,10 +9,15 @@ pub(crate) struct StartOptionArgs {
     /// Sample with this plugin instead of the detected one: native, python, jvm.
     #[arg(long)]
     plugin: Option<String>,
-    /// What to measure: cpu-clock (default), or on the JVM alloc-bytes or
-    /// heap-bytes (one class histogram at the end).
+    /// What to measure: cpu-clock (default); off-cpu (native: time blocked,
+    /// at the stack that blocked) or wall (native, python: on and off CPU);
+    /// on the JVM alloc-bytes, heap-bytes (one class histogram at the end)
+    /// or lock (time waiting for monitors and parked).
     #[arg(long)]
     event: Option<String>,
+    /// off-cpu and lock: leave out waits shorter than this (microseconds).
+    #[arg(long, value_name = "MICROS")]
+    min_wait_us: Option<u64>,
     /// FSP: keep each window's busiest threads up to this share of its
     /// samples, in (0, 1]; 1 keeps every thread.
     #[arg(long, value_name = "SHARE")]
@@ -43,6 +48,7 @@ impl StartOptionArgs {
         };
         set("plugin", self.plugin.map(Value::from));
         set("event", self.event.map(Value::from));
+        set("min_wait_us", self.min_wait_us.map(Value::from));
         set("fsp_share", self.fsp_share.map(Value::from));
         set(
             "fda",

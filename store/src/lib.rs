@@ -85,6 +85,13 @@ pub enum StoreError {
     Corrupt(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A read spans windows of several events, whose samples cannot be
+    /// added (see [`read::Read::event`]).
+    #[error(
+        "the profiles read measure different events ({}): choose one with `event`",
+        .0.join(", ")
+    )]
+    MixedEvents(Vec<String>),
 }
 
 impl StoreError {
@@ -111,7 +118,10 @@ impl StoreError {
                 }
                 _ => false,
             },
-            StoreError::Migrate(_) | StoreError::Corrupt(_) | StoreError::Conflict(_) => false,
+            StoreError::Migrate(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Conflict(_)
+            | StoreError::MixedEvents(_) => false,
         }
     }
 }

@@ -46,6 +46,11 @@ pub struct Read {
     pub thread: Option<ThreadFilter>,
     /// Only the stacks this keeps (applied per host before the merge).
     pub stacks: StackFilter,
+    /// Only windows of this event. Without it, a read whose windows
+    /// measure different events (a CPU and an off-CPU profile of one
+    /// service) fails with [`StoreError::MixedEvents`]: their samples
+    /// cannot be added.
+    pub event: Option<EventKind>,
 }
 
 impl Read {
@@ -56,6 +61,7 @@ impl Read {
             to: None,
             thread: None,
             stacks: StackFilter::default(),
+            event: None,
         }
     }
 }
@@ -100,6 +106,11 @@ pub struct ReadResult {
     pub hosts: Vec<HostView>,
     /// What was read from service rollups: many hosts' windows each.
     pub rollups: Vec<View>,
+    /// Event units (nanoseconds, bytes, cycles) one sample of the views
+    /// stands for: the windows' period, or their mean when the views were
+    /// weighted to one scale. `None` when nothing was read or a period is
+    /// unknown.
+    pub period: Option<f64>,
 }
 
 impl ReadResult {
@@ -142,11 +153,15 @@ impl ReadResult {
 /// Reads `read`: see the module documentation.
 pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
     let groups = window_groups(pool, read).await?;
-    let Some(event) = groups
-        .iter()
-        .min_by_key(|g| g.first_id)
-        .map(|g| g.event.clone())
-    else {
+    let mut events: Vec<&str> = groups.iter().map(|g| g.event.as_str()).collect();
+    events.sort_unstable();
+    events.dedup();
+    if events.len() > 1 {
+        return Err(StoreError::MixedEvents(
+            events.into_iter().map(str::to_owned).collect(),
+        ));
+    }
+    let Some(event) = events.first().map(|e| (*e).to_owned()) else {
         return Ok(ReadResult::default());
     };
     let mut hosts: BTreeMap<String, HostView> = BTreeMap::new();
@@ -225,6 +240,7 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
         snapshots,
         hosts: hosts.into_values().collect(),
         rollups: selected.rollups,
+        period: selected.period,
     })
 }
 
@@ -285,6 +301,8 @@ async fn rolled_up(pool: &PgPool, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
 
 /// What [`select_all`] made of the profiles and rollups read.
 struct Selected {
+    /// Event units per sample of the views (see [`ReadResult::period`]).
+    period: Option<f64>,
     host_views: BTreeMap<String, Vec<View>>,
     /// Per host, its samples in the rollups.
     host_rolled: BTreeMap<String, u64>,
@@ -351,6 +369,9 @@ fn select_all(
     let weighted = weigh(&sums);
     let samples_per_unit = scale(&sums);
     let mut selected = Selected {
+        period: samples_per_unit
+            .map(|s| 1.0 / s)
+            .or_else(|| common_period(&sums)),
         host_views: BTreeMap::new(),
         host_rolled: BTreeMap::new(),
         rollups: Vec::new(),
@@ -381,32 +402,40 @@ fn select_all(
     selected
 }
 
-/// Per (host, event): windows, profiles and the first window's id.
+/// The period every selected window shares, when they share one.
+fn common_period(sums: &[&NodeSums]) -> Option<f64> {
+    let kept = sums.iter().filter(|s| s.windows > 0);
+    let min = kept.clone().map(|s| s.min_period).min()?;
+    let max = kept.map(|s| s.max_period).max()?;
+    (min == max && min > 0).then_some(min as f64)
+}
+
+/// Per (host, event): windows and profiles.
 struct WindowGroup {
     host: String,
     event: String,
     windows: i64,
     profiles: Vec<Uuid>,
-    first_id: i64,
 }
 
 async fn window_groups(pool: &PgPool, read: &Read) -> Result<Vec<WindowGroup>> {
     let mut qb = QueryBuilder::new(
-        "select n.host, n.event, count(*)::bigint, array_agg(distinct n.profile_id), min(n.id)
+        "select n.host, n.event, count(*)::bigint, array_agg(distinct n.profile_id)
          from snapshots n where",
     );
     push_conditions(read, &mut qb);
+    if let Some(event) = read.event {
+        qb.push(" and n.event = ").push_bind(event.as_str());
+    }
     qb.push(" group by n.host, n.event");
-    let rows: Vec<(String, String, i64, Vec<Uuid>, i64)> =
-        qb.build_query_as().fetch_all(pool).await?;
+    let rows: Vec<(String, String, i64, Vec<Uuid>)> = qb.build_query_as().fetch_all(pool).await?;
     Ok(rows
         .into_iter()
-        .map(|(host, event, windows, profiles, first_id)| WindowGroup {
+        .map(|(host, event, windows, profiles)| WindowGroup {
             host,
             event,
             windows,
             profiles,
-            first_id,
         })
         .collect())
 }

@@ -22,7 +22,8 @@ use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors};
 use crate::routes::profiles::validate_name;
-use crate::routes::render::{render, Format, Rendering};
+use crate::routes::render::{render, Format, Rendering, SampleUnit};
+use crate::routes::start_options::parse_event;
 use crate::AppState;
 
 /// Longest range one aggregate may cover.
@@ -61,6 +62,10 @@ struct AggregateParams {
     /// subtrees merge into one `other` node per parent.
     #[param(minimum = 1, maximum = 200000)]
     max_nodes: Option<usize>,
+    /// Only profiles of this event (`cpu-clock`, `off-cpu`, `wall`,
+    /// `lock`...). Needed when the range holds profiles of several events,
+    /// whose samples cannot be added: the answer is then a 422 naming them.
+    event: Option<String>,
     /// JSON: open only the subtree at this path of frame names,
     /// `;`-separated from the root (as the UI asks when a node is zoomed).
     focus: Option<String>,
@@ -143,10 +148,11 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
             "format" => "format",
             "max_nodes" => "max_nodes",
             "focus" => "focus",
+            "event" => "event",
             other => {
                 return Err(ApiError::Unprocessable(format!(
                     "unknown parameter `{other}`; expected service, since, until, host, \
-                     thread, include, exclude, format, max_nodes or focus"
+                     thread, include, exclude, format, max_nodes, focus or event"
                 )))
             }
         };
@@ -203,6 +209,7 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
         })
         .transpose()?;
     let tree = TreeParams::new(max_nodes, single.get("focus").cloned())?;
+    let event = single.get("event").map(|e| parse_event(e)).transpose()?;
     Ok(ValidAggregate {
         query: ServiceQuery {
             read: Read {
@@ -214,6 +221,7 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
                 to: Some(until),
                 thread,
                 stacks: filter,
+                event,
             },
             service,
             since,
@@ -368,6 +376,9 @@ struct AggregateJson {
     since: DateTime<Utc>,
     until: DateTime<Utc>,
     event: Option<String>,
+    /// What one sample stands for: multiply counts by it for time.
+    #[serde(flatten)]
+    units: SampleUnit,
     profiles: u64,
     snapshots: i64,
     samples: u64,
@@ -430,6 +441,7 @@ async fn aggregate(
     let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
     let result = std::sync::Arc::new(result);
     let (root, stacks) = shape(result.clone(), format, tree).await?;
+    let units = SampleUnit::new(result.event.as_deref(), result.period);
     let rendering = Rendering {
         title: format!(
             "{} on {} hosts, {} .. {}",
@@ -440,8 +452,8 @@ async fn aggregate(
         ),
         file_stem: format!("aggregate-{}", query.service),
         event: result.event.clone(),
-        // Profiles of one aggregate may sample at different rates.
-        period_nanos: None,
+        // Profiles sampled at different rates are weighted to one period.
+        period_nanos: units.period_nanos(),
         duration_nanos: None,
         time_nanos: query.since.timestamp_nanos_opt(),
         samples: result.samples(),
@@ -454,6 +466,7 @@ async fn aggregate(
             since: query.since,
             until: query.until,
             event: r.event,
+            units,
             profiles,
             snapshots,
             samples: r.samples,

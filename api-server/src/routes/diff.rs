@@ -25,6 +25,7 @@ use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::aggregate::{filter_error, parse_range};
 use crate::routes::profiles::{load, validate_name};
+use crate::routes::start_options::parse_event;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -73,6 +74,9 @@ pub struct DiffQuery {
     /// How many function changes; 50 when absent.
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
+    /// Aggregate sides: only profiles of this event. Two sides of
+    /// different events are never compared (422).
+    event: Option<String>,
 }
 
 /// One side of the comparison.
@@ -123,6 +127,7 @@ struct ValidDiff {
     filter: StackFilter,
     format: DiffFormat,
     limit: usize,
+    event: Option<odp_core::EventKind>,
 }
 
 impl DiffQuery {
@@ -149,12 +154,14 @@ impl DiffQuery {
                 "`limit` must be between 1 and 1000".into(),
             ));
         }
+        let event = self.event.as_deref().map(parse_event).transpose()?;
         Ok(ValidDiff {
             baseline,
             target,
             filter,
             format: self.format,
             limit,
+            event,
         })
     }
 }
@@ -176,6 +183,7 @@ async fn load_side(
     state: &AppState,
     side: &Side,
     filter: &StackFilter,
+    event: Option<odp_core::EventKind>,
 ) -> Result<LoadedSide, ApiError> {
     let (label, read) = match side {
         Side::Profile(id) => {
@@ -195,6 +203,7 @@ async fn load_side(
                 },
                 from: Some(*since),
                 to: Some(*until),
+                event,
                 ..Read::profile(Uuid::nil())
             },
         ),
@@ -249,12 +258,12 @@ async fn diff_handler(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
     let valid = query.validate()?;
-    let baseline = load_side(&state, &valid.baseline, &valid.filter).await?;
-    let target = load_side(&state, &valid.target, &valid.filter).await?;
+    let baseline = load_side(&state, &valid.baseline, &valid.filter, valid.event).await?;
+    let target = load_side(&state, &valid.target, &valid.filter, valid.event).await?;
     if let (Some(b), Some(t)) = (&baseline.summary.event, &target.summary.event) {
         if b != t {
             return Err(ApiError::Unprocessable(format!(
-                "cannot compare {b} with {t}"
+                "cannot compare {b} with {t}: their samples measure different things"
             )));
         }
     }

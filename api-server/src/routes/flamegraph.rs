@@ -17,7 +17,7 @@ use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::aggregate::{read_profile, shape, SliceParams, TreeParams};
 use crate::routes::profiles::load;
-use crate::routes::render::{period_nanos, render, Rendering};
+use crate::routes::render::{period_nanos, render, Rendering, SampleUnit};
 use crate::AppState;
 
 pub use crate::routes::render::Format;
@@ -60,6 +60,9 @@ pub struct FlameGraphQuery {
 struct FlameGraphJson {
     profile_id: Uuid,
     event: Option<String>,
+    /// What one sample stands for: multiply counts by it for time.
+    #[serde(flatten)]
+    units: SampleUnit,
     snapshots: i64,
     samples: u64,
     #[schema(value_type = schemas::FlameNode)]
@@ -117,10 +120,13 @@ async fn flame_graph(
     let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
     let (started, finished) = (nanos(row.started_at), nanos(row.finished_at));
     let event = data.event.clone().or(row.event);
+    let units = SampleUnit::new(event.as_deref(), data.period);
     let rendering = Rendering {
         title: format!("profile {id}"),
         file_stem: format!("profile-{id}"),
-        period_nanos: period_nanos(event.as_deref(), row.frequency_hz.into()),
+        period_nanos: units
+            .period_nanos()
+            .or_else(|| period_nanos(event.as_deref(), row.frequency_hz.into())),
         event,
         duration_nanos: started.zip(finished).map(|(s, f)| f - s),
         time_nanos: started,
@@ -132,6 +138,7 @@ async fn flame_graph(
         Json(FlameGraphJson {
             profile_id: id,
             event: r.event,
+            units,
             snapshots,
             samples: r.samples,
             root: root.unwrap_or_else(|| flamegraph::build(&[])),
@@ -169,6 +176,8 @@ fn default_limit() -> usize {
 struct TopResponse {
     profile_id: Uuid,
     event: Option<String>,
+    #[serde(flatten)]
+    units: SampleUnit,
     samples: u64,
     /// Hottest first by self samples.
     #[schema(value_type = Vec<schemas::FunctionShare>)]
@@ -213,6 +222,7 @@ async fn top(
     let response = TopResponse {
         profile_id: id,
         event: data.event.clone(),
+        units: SampleUnit::new(data.event.as_deref(), data.period),
         samples: data.samples(),
         functions: data.top_functions(query.limit),
     };

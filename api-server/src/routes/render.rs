@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use odp_core::pprof::{self, PprofMeta};
 use odp_core::{folded, speedscope, WeightedStack};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -123,8 +123,39 @@ fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
     Ok(svg)
 }
 
+/// What one sample of an answer stands for: `period` units of `unit`
+/// (a sample of a 99 Hz CPU profile is 10,101,010 nanoseconds). Views
+/// multiply counts by it to show time (or bytes), so that a wall or
+/// off-CPU profile reads in seconds, not samples.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SampleUnit {
+    /// `nanoseconds`, `bytes`, `cycles`, or `samples` when the event is
+    /// unknown (an imported file that did not say).
+    pub unit: &'static str,
+    /// Units per sample, when known.
+    pub period: Option<f64>,
+}
+
+impl SampleUnit {
+    /// For samples of `event`, each standing for `period` of its units.
+    pub fn new(event: Option<&str>, period: Option<f64>) -> Self {
+        let event = event.and_then(|e| e.parse::<odp_core::EventKind>().ok());
+        SampleUnit {
+            unit: event.map_or("samples", odp_core::EventKind::unit),
+            period: period.filter(|p| *p > 0.0 && event.is_some()),
+        }
+    }
+
+    /// Nanoseconds per sample, for time-based events.
+    pub fn period_nanos(&self) -> Option<i64> {
+        let timed = self.unit == "nanoseconds";
+        self.period.filter(|_| timed).map(|p| p.round() as i64)
+    }
+}
+
 /// The period of a profile sampled at `frequency_hz` of `event`, when the
-/// event is time-based (its samples stand for a span of time).
+/// event is time-based (its samples stand for a span of time): for the
+/// profiles stored before reads reported their windows' own period.
 pub fn period_nanos(event: Option<&str>, frequency_hz: i64) -> Option<i64> {
     let timed = event
         .and_then(|e| e.parse::<odp_core::EventKind>().ok())
@@ -212,6 +243,18 @@ mod tests {
             render(Format::Svg, empty, |_| unreachable!()).await,
             Err(ApiError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn sample_units_follow_the_event() {
+        let wall = SampleUnit::new(Some("wall"), Some(10_101_010.1));
+        assert_eq!(wall.unit, "nanoseconds");
+        assert_eq!(wall.period_nanos(), Some(10_101_010));
+        let bytes = SampleUnit::new(Some("alloc-bytes"), Some(524_288.0));
+        assert_eq!((bytes.unit, bytes.period_nanos()), ("bytes", None));
+        let unknown = SampleUnit::new(None, Some(5.0));
+        assert_eq!((unknown.unit, unknown.period), ("samples", None));
+        assert_eq!(SampleUnit::new(Some("off-cpu"), None).period_nanos(), None);
     }
 
     #[test]

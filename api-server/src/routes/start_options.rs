@@ -21,13 +21,21 @@ pub struct ProfileOptions {
     #[serde(default)]
     #[schema(example = "jvm")]
     pub plugin: Option<String>,
-    /// `cpu-clock` (the default; `cycles` where a PMU exists), or for the
-    /// JVM `alloc-bytes` (allocation samples) or `heap-bytes` (one class
-    /// histogram when the profile ends). Decides the profile's mode: a CPU
-    /// and an allocation profile of one target may run at once.
+    /// `cpu-clock` (the default; `cycles` where a PMU exists); `off-cpu`
+    /// (native: time threads spend switched out, at the stack where they
+    /// blocked); `wall` (native and python: on and off CPU alike); for the
+    /// JVM `alloc-bytes` (allocation samples), `heap-bytes` (one class
+    /// histogram when the profile ends) or `lock` (time waiting for
+    /// monitors and parked). Decides the profile's mode: a CPU and an
+    /// off-CPU profile of one target may run at once.
     #[serde(default)]
-    #[schema(example = "alloc-bytes")]
+    #[schema(example = "off-cpu")]
     pub event: Option<String>,
+    /// `off-cpu` and `lock`: waits shorter than this many microseconds are
+    /// not recorded (at most 10 s); every wait when absent.
+    #[serde(default)]
+    #[schema(maximum = 10000000)]
+    pub min_wait_us: Option<u64>,
     /// FSP: keep each window's busiest threads up to this cumulative share
     /// of its samples, in (0, 1]; the agent's default (0.99) when absent.
     #[serde(default)]
@@ -97,14 +105,10 @@ impl ProfileOptions {
             })?),
             None => None,
         };
-        let event = match self.event {
-            Some(e) => Some(e.parse::<EventKind>().map_err(|_| {
-                invalid(format!(
-                    "`event` {e:?} is not one of cpu-clock, cycles, wall, alloc-bytes, heap-bytes"
-                ))
-            })?),
-            None => None,
-        };
+        let event = self
+            .event
+            .map(|e| parse_event(&e).map_err(|m| invalid(m.to_string())))
+            .transpose()?;
         let duty_cycle = match self.duty_cycle {
             Some(d) if !(1..=3600).contains(&d.on_secs) || !(1..=3600).contains(&d.period_secs) => {
                 return Err(invalid(
@@ -124,10 +128,22 @@ impl ProfileOptions {
             overhead_budget: self.overhead_budget,
             plugin,
             event,
+            min_wait_us: self.min_wait_us,
         };
         options.check(frequency_hz).map_err(invalid)?;
         Ok(options)
     }
+}
+
+/// An `event` parameter, or a 422 naming the events there are.
+pub(crate) fn parse_event(text: &str) -> Result<EventKind, ApiError> {
+    text.parse::<EventKind>().map_err(|_| {
+        let known: Vec<&str> = EventKind::ALL.iter().map(|e| e.as_str()).collect();
+        ApiError::Unprocessable(format!(
+            "`event` {text:?} is not one of {}",
+            known.join(", ")
+        ))
+    })
 }
 
 impl FdaOptions {
@@ -183,8 +199,16 @@ mod tests {
                 "cannot measure",
             ),
             (
-                serde_json::json!({"event": "wall"}),
-                "no plugin measures wall",
+                serde_json::json!({"plugin": "python", "event": "off-cpu"}),
+                "python plugin cannot measure off-cpu",
+            ),
+            (
+                serde_json::json!({"event": "cpu-clock", "min_wait_us": 10}),
+                "min_wait_us applies to the off-cpu and lock events",
+            ),
+            (
+                serde_json::json!({"event": "off-cpu", "min_wait_us": 20_000_000}),
+                "min_wait_us",
             ),
             (serde_json::json!({"fsp_share": 1.5}), "fsp_share"),
             (serde_json::json!({"overhead_budget": 0}), "overhead_budget"),
