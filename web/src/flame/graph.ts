@@ -6,6 +6,7 @@
 // a cut subtree zooms at once and then shows the server's focused tree.
 
 import { escapeHtml, h, pct } from '../format';
+import { amount, isTimed, wholeOf, type SampleUnit } from '../units';
 import { FocusCache, focusParam, focusPath, isCut, isMerged, nodeAtPath, samePath, zoomTarget } from './focus';
 import {
   ancestry,
@@ -59,6 +60,8 @@ export interface FlameOptions {
   kind: 'samples' | 'diff';
   /** Total samples behind the shares, for the binomial error. */
   samples: number;
+  /** What a sample stands for: tooltips of timed events show time. */
+  unit?: SampleUnit;
   /** Extra context-menu entries for a frame (source link, known issue). */
   menuItems?: (name: string, stack: string[]) => MenuItem[];
   /** Fetches the tree opened at a `focus` path (frame names below the
@@ -383,14 +386,19 @@ export class FlameGraph {
         `change ${d >= 0 ? '+' : ''}${(d * 100).toFixed(2)} points of total share`;
     }
     const { share, stderr } = shareOf(tree, n, this.options.samples);
+    const unit = this.options.unit ?? {};
+    const whole = wholeOf(unit);
+    const total = isTimed(unit) ? `${amount(tree.total[n], unit)} (${tree.total[n]} samples)` : `${tree.total[n]} samples`;
     if (isMerged(tree, n)) {
       const opens = this.opens(n);
       const frames = tree.merged[n] === 1 ? '1 smaller frame' : `${tree.merged[n]} smaller frames`;
       return `<b>${name}</b>: ${frames} merged${opens ? '; click to open' : ''}<br>` +
-        `${tree.total[n]} samples<br>${pct(share, 2)} ± ${pct(stderr, 2)} of all samples`;
+        `${total}<br>${pct(share, 2)} ± ${pct(stderr, 2)} of ${whole}`;
     }
-    return `<b>${name}</b><br>${tree.total[n]} samples (${tree.self[n]} self)<br>` +
-      `${pct(share, 2)} ± ${pct(stderr, 2)} of all samples`;
+    const line = isTimed(unit)
+      ? `${amount(tree.total[n], unit)} (${amount(tree.self[n], unit)} self, ${tree.total[n]} samples)`
+      : `${tree.total[n]} samples (${tree.self[n]} self)`;
+    return `<b>${name}</b><br>${line}<br>` + `${pct(share, 2)} ± ${pct(stderr, 2)} of ${whole}`;
   }
 
   private onHover(e: MouseEvent): void {

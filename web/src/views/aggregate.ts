@@ -8,8 +8,9 @@ import { h, isoToLocalInput, localInputToIso, notice, pct } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { frameMenu } from './profile';
 import { searchBox } from './search';
+import { amount, EVENT_CHOICES, totalText, type SampleUnit } from '../units';
 
-interface AggregateResponse {
+interface AggregateResponse extends SampleUnit {
   service: string;
   since: string;
   until: string;
@@ -20,7 +21,7 @@ interface AggregateResponse {
   root: FlameNode;
 }
 
-const FIELDS = ['service', 'since', 'until', 'host', 'thread', 'include', 'exclude'] as const;
+const FIELDS = ['service', 'since', 'until', 'host', 'thread', 'include', 'exclude', 'event'] as const;
 
 export async function aggregateView(route: Route, scope: ViewScope): Promise<HTMLElement> {
   const q = route.query;
@@ -49,7 +50,15 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
         'label',
         {},
         `${f} `,
-        h('input', {
+        f === 'event'
+          ? h(
+              'select',
+              { name: f, id: `agg-${f}` },
+              ...EVENT_CHOICES.map(([v, text]) =>
+                h('option', { value: v || '', selected: v === value(f) }, v ? text : 'any (one event in the range)'),
+              ),
+            )
+          : h('input', {
           name: f,
           id: `agg-${f}`,
           value: value(f),
@@ -89,12 +98,13 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
   const graph = new FlameGraph({
     kind: 'samples',
     samples: agg.samples,
+    unit: agg,
     menuItems: frameMenu([]),
     loadFocus: async (focus) => flatten((await aggregate(focus)).root),
   });
   scope.onLeave(() => graph.destroy());
   result.replaceChildren(
-    h('p', { class: 'muted' }, `${agg.samples} ${agg.event ?? 'samples'} from ${agg.profiles} profiles on ${agg.hosts.length} hosts`),
+    h('p', { class: 'muted' }, `${totalText(agg.samples, agg)} from ${agg.profiles} profiles on ${agg.hosts.length} hosts`),
     h(
       'table',
       { class: 'grid', id: 'agg-hosts' },
@@ -107,7 +117,7 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
             'tr',
             {},
             h('td', {}, x.host),
-            h('td', { class: 'num' }, String(x.samples)),
+            h('td', { class: 'num' }, String(x.samples), agg.period && agg.unit === 'nanoseconds' ? ` (${amount(x.samples, agg)})` : ''),
             h('td', { class: 'num' }, pct(agg.samples ? x.samples / agg.samples : 0)),
             h('td', { class: 'num' }, String(x.profiles)),
           ),

@@ -11,8 +11,9 @@ import { codeSearchUrl } from '../settings';
 import { hotLeafTable, issuesPanel, runtimePanel, timelinePanel } from './panels';
 import { labelChips, stopButton, targetText } from './profiles';
 import { searchBox } from './search';
+import { totalText, type SampleUnit } from '../units';
 
-interface FlameResponse {
+interface FlameResponse extends SampleUnit {
   profile_id: string;
   event: string | null;
   snapshots: number;
@@ -71,6 +72,7 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
   const graph = new FlameGraph({
     kind: 'samples',
     samples: flame.samples,
+    unit: flame,
     menuItems: frameMenu(issues),
     loadFocus: async (focus) => flatten((await flameTree(focus)).root),
   });
@@ -118,7 +120,7 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
         { class: 'muted' },
         `${targetText(profile.target)} · `,
         h('span', { class: `status ${profile.status}`, id: 'profile-status' }, profile.status),
-        ` · ${flame.samples} ${flame.event ?? 'samples'} in ${flame.snapshots} windows · ${profile.frequency_hz} Hz · started ${when(profile.started_at)} · id ${id}`,
+        ` · ${totalText(flame.samples, flame)} in ${flame.snapshots} windows · ${profile.frequency_hz} Hz · started ${when(profile.started_at)} · id ${id}`,
         profile.labels && Object.keys(profile.labels).length ? ' · ' : '',
         labelChips(profile.labels),
       ),

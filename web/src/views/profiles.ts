@@ -1,5 +1,6 @@
 // Profiles: list with filters and live status, start and stop forms.
 
+import { EVENT_CHOICES, WAIT_EVENTS } from '../units';
 import { get, LIVE_STATUSES, post, type ProfileView } from '../api';
 import { hasRole, mayProfile } from '../auth';
 import { h, localInputToIso, notice, when } from '../format';
@@ -104,9 +105,10 @@ function startForm(onStarted: () => void): HTMLElement {
         if (val('process_name')) body.process_name = val('process_name');
         if (val('frequency_hz')) body.frequency_hz = Number(val('frequency_hz'));
         if (val('window_secs')) body.window_secs = Number(val('window_secs'));
-        const options: Record<string, string> = {};
+        const options: Record<string, string | number> = {};
         if (val('plugin')) options.plugin = val('plugin');
         if (val('event')) options.event = val('event');
+        if (val('min_wait_us')) options.min_wait_us = Number(val('min_wait_us'));
         if (Object.keys(options).length) body.options = options;
         try {
           const labels = parseLabels(val('labels'));
@@ -141,11 +143,13 @@ function startForm(onStarted: () => void): HTMLElement {
       'label',
       {},
       'Measure ',
-      choice('event', [
-        ['', 'CPU'],
-        ['alloc-bytes', 'allocations (JVM)'],
-        ['heap-bytes', 'heap at the end (JVM)'],
-      ]),
+      choice('event', EVENT_CHOICES),
+    ),
+    h(
+      'label',
+      { title: `off-CPU and lock profiles: leave out shorter waits (${WAIT_EVENTS.join(', ')})` },
+      'Min wait (µs) ',
+      field('min_wait_us', { type: 'number', min: 0, max: 10_000_000, placeholder: 'every wait' }),
     ),
     h('button', { type: 'submit', id: 'start-submit' }, 'Start'),
     result,

@@ -1,6 +1,7 @@
 // Schedules: everyone may list them; admins create, enable/disable, edit
 // the cron and delete. Says so when the server has no schedules API.
 
+import { EVENT_CHOICES } from '../units';
 import { ApiError, del, get, patch, post } from '../api';
 import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
@@ -46,6 +47,7 @@ function createForm(message: HTMLElement, reload: () => void): HTMLElement {
         if (v('pid')) body.pid = Number(v('pid'));
         if (v('service')) body.service = v('service');
         if (v('frequency_hz')) body.frequency_hz = Number(v('frequency_hz'));
+        if (v('event')) body.options = { event: v('event') };
         try {
           await post('/api/v1/schedules', body);
           message.replaceChildren(notice('info', `Schedule ${body.name} created.`));
@@ -65,6 +67,12 @@ function createForm(message: HTMLElement, reload: () => void): HTMLElement {
     h('label', {}, 'Time zone ', input('timezone', { value: 'UTC' })),
     h('label', {}, 'Duration (s) ', input('duration_secs', { type: 'number', min: 1, max: 3600, value: 30 })),
     h('label', {}, 'Frequency (Hz) ', input('frequency_hz', { type: 'number', min: 1, max: 10000, value: 99 })),
+    h(
+      'label',
+      {},
+      'Measure ',
+      h('select', { name: 'event', id: 'schedule-event' }, ...EVENT_CHOICES.map(([value, text]) => h('option', { value }, text))),
+    ),
     h('button', { type: 'submit' }, 'Create'),
   );
   return form;
