@@ -109,7 +109,8 @@ fn run(tree: &Path, condition: Condition, perf_data: &Path) -> Run {
         Condition::Unprofiled => (read_line(), 0.0),
         Condition::Agent(hz) => {
             let (stop, stop_rx) = mpsc::channel();
-            let agent = std::thread::spawn(move || common::profile_cost(pid, WINDOW, hz, &stop_rx));
+            let agent =
+                std::thread::spawn(move || common::profile_cost(pid, WINDOW, hz, None, &stop_rx));
             let line = read_line();
             // The sender dropping would stop it too; sending says why.
             stop.send(()).ok();

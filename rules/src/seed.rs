@@ -59,11 +59,13 @@ mod tests {
         ("py-copy-deepcopy", "deepcopy", "copy"),
         ("py-json", "dumps", "json.__init__"),
         ("py-logging-format", "format", "logging.__init__"),
+        ("py-threading-wait", "wait", "threading"),
         (
             "native-lock-contention",
             "__GI___lll_lock_wait",
             "libc.so.6",
         ),
+        ("native-mutex-wait", "__GI___lll_lock_wait", "libc.so.6"),
         ("native-malloc-free", "_int_malloc", "libc.so.6"),
         (
             "native-memcpy",
@@ -72,12 +74,14 @@ mod tests {
         ),
     ];
 
-    /// A profile of 100 000 samples, `matched` of them through `frame`.
-    fn flag(set: &RuleSet, frame: (&str, &str), matched: u64) -> Vec<String> {
-        let data = profile(&[
+    /// A profile of 100 000 samples of `event`, `matched` of them through
+    /// `frame`.
+    fn flag(set: &RuleSet, event: &str, frame: (&str, &str), matched: u64) -> Vec<String> {
+        let mut data = profile(&[
             (&[("main", "/app"), ("work", "/app"), frame], matched),
             (&[("main", "/app"), ("work", "/app")], 100_000 - matched),
         ]);
+        data.event = Some(event.to_owned());
         set.evaluate(&ProfileInput::new("svc", &data))
             .into_iter()
             .map(|d| d.rule_id)
@@ -102,12 +106,30 @@ mod tests {
             // Shares in units of 0.001% of 100 000 samples.
             let at_threshold = (rule.threshold_pct * 1000.0).round() as u64;
             assert!(at_threshold >= 2, "{id}: threshold too small to test");
-            let above = flag(&set, (function, module), at_threshold + 1);
+            // A profile of the first event the rule reads, and of one it
+            // does not read, if any.
+            let events = rule.spec["events"].as_array();
+            let event = events
+                .and_then(|e| e.first()?.as_str())
+                .unwrap_or("cpu-clock");
+            let flag = |event, matched| flag(&set, event, (function, module), matched);
+            let above = flag(event, at_threshold + 1);
             assert!(above.contains(&id.to_string()), "{id} must fire: {above:?}");
-            let exact = flag(&set, (function, module), at_threshold);
+            let exact = flag(event, at_threshold);
             assert!(exact.contains(&id.to_string()), "{id} fires at threshold");
-            let under = flag(&set, (function, module), at_threshold - 1);
+            let under = flag(event, at_threshold - 1);
             assert!(!under.contains(&id.to_string()), "{id} must not fire");
+            let unread = odp_core::EventKind::ALL
+                .map(|e| e.as_str())
+                .into_iter()
+                .find(|e| events.is_some_and(|all| !all.iter().any(|x| x == e)));
+            if let Some(other) = unread {
+                let elsewhere = flag(other, 100_000);
+                assert!(
+                    !elsewhere.contains(&id.to_string()),
+                    "{id} reads no {other}"
+                );
+            }
         }
     }
 
@@ -238,8 +260,13 @@ mod tests {
             ("format", "app.logging"),
             ("my_memcpy_wrapper", "/app"),
             ("mallocator", "/app"),
+            ("wait", "app.threading"),
+            ("wait_for_lock", "threading"),
         ] {
-            assert!(flag(&set, frame, 50_000).is_empty(), "{frame:?}");
+            for event in ["cpu-clock", "wall", "off-cpu"] {
+                let found = flag(&set, event, frame, 50_000);
+                assert!(found.is_empty(), "{frame:?} in {event}: {found:?}");
+            }
         }
     }
 
@@ -313,7 +340,7 @@ mod tests {
         let (set, _) = RuleSet::compile(seed_rules().unwrap());
         for (id, versions, frames) in CPYTHON_FRAMES {
             for frame in *frames {
-                let found = flag(&set, *frame, 50_000);
+                let found = flag(&set, "cpu-clock", *frame, 50_000);
                 assert!(
                     found.contains(&id.to_string()),
                     "{id} misses {frame:?} of CPython {versions}: {found:?}"

@@ -25,4 +25,5 @@ mod options;
 mod profile;
 mod rules;
 mod schedules;
+mod waits;
 mod web;

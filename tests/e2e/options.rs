@@ -27,7 +27,14 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
             json!({"plugin": "native", "event": "alloc-bytes"}),
             "cannot measure alloc-bytes",
         ),
-        (json!({"event": "wall"}), "no plugin measures wall"),
+        (
+            json!({"plugin": "python", "event": "off-cpu"}),
+            "cannot measure off-cpu",
+        ),
+        (
+            json!({"event": "cpu-clock", "min_wait_us": 100}),
+            "min_wait_us applies",
+        ),
         (json!({"fda": {"lambda": 1.5}}), "fda.lambda"),
         (
             json!({"duty_cycle": {"on_secs": 3, "period_secs": 2}}),
@@ -138,7 +145,7 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
         .request(
             Method::POST,
             "/api/v1/schedules",
-            Some(&schedule(json!({"event": "wall"}))),
+            Some(&schedule(json!({"plugin": "jvm", "event": "wall"}))),
         )
         .await
         .unwrap();

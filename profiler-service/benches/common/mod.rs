@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use odp_core::cost::CostEventKind;
-use odp_core::{Snapshot, Target};
+use odp_core::{EventKind, Snapshot, Target};
 use odp_profiler_service::cost::budget::thread_cpu_time;
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
@@ -20,6 +20,11 @@ use uuid::Uuid;
 /// Compiles tests/data/workload.c.
 pub fn build_workload(name: &str) -> PathBuf {
     build_c("tests/data/workload.c", name)
+}
+
+/// Compiles benches/data/switches.c, the fixed rate of context switches.
+pub fn build_switches(name: &str) -> PathBuf {
+    build_c("benches/data/switches.c", name)
 }
 
 /// Compiles benches/data/tree.c, the fixed-work call tree.
@@ -76,10 +81,7 @@ pub fn profile(
     let (_stop, stop_rx) = mpsc::channel();
     let (mut snapshots, mut reports) = (Vec::new(), Vec::new());
     run_profile(
-        pid,
-        duration,
-        window,
-        frequency_hz,
+        (pid, duration, window, frequency_hz, None),
         cost,
         &stop_rx,
         |e| match e {
@@ -105,13 +107,15 @@ pub struct AgentCost {
     pub steady_share: Option<f64>,
 }
 
-/// Profiles `pid` with the real native plugin until `stop` fires, on the
-/// calling thread, encoding each window as the agent does before
-/// publishing; returns that thread's CPU time (all of the per-sample work).
+/// Profiles `pid` with the real native plugin (measuring `event`, its CPU
+/// event when `None`) until `stop` fires, on the calling thread, encoding
+/// each window as the agent does before publishing; returns that thread's
+/// CPU time (all of the per-sample work).
 pub fn profile_cost(
     pid: u32,
     window: Duration,
     frequency_hz: u32,
+    event: Option<EventKind>,
     stop: &Receiver<()>,
 ) -> AgentCost {
     let cpu_start = thread_cpu_time().expect("thread CPU time from /proc");
@@ -126,7 +130,8 @@ pub fn profile_cost(
         }
     };
     let cost = CostSettings::default();
-    run_profile(pid, duration, window, frequency_hz, cost, stop, on_event);
+    let profile = (pid, duration, window, frequency_hz, event);
+    run_profile(profile, cost, stop, on_event);
     let cpu_end = thread_cpu_time().expect("thread CPU time from /proc");
     let steady_share = first_window.and_then(|(cpu, at)| {
         let (cpu, wall) = (cpu?, at.elapsed().as_secs_f64());
@@ -141,11 +146,11 @@ pub fn profile_cost(
     }
 }
 
+/// `(pid, duration, window, frequency_hz, event)` of a profile.
+type ProfileArgs = (u32, Duration, Duration, u32, Option<EventKind>);
+
 fn run_profile(
-    pid: u32,
-    duration: Duration,
-    window: Duration,
-    frequency_hz: u32,
+    (pid, duration, window, frequency_hz, event): ProfileArgs,
     cost: CostSettings,
     stop: &Receiver<()>,
     mut on_event: impl FnMut(RunnerEvent),
@@ -160,7 +165,7 @@ fn run_profile(
         window,
         cost,
         plugin: None,
-        event: None,
+        event,
         min_wait: None,
     };
     runner::run(&Plugins::default(), &ProcFs::default(), &spec, stop, |e| {
