@@ -29,17 +29,20 @@ fn build_waits(dir: &Path) -> PathBuf {
     out
 }
 
-/// Samples of `root`'s subtrees whose path holds `function`.
-fn samples_through(node: &Value, function: &str) -> u64 {
-    if node["name"] == function {
-        return node["total"].as_u64().unwrap_or(0);
+/// Samples of `node`'s subtrees whose path holds `path`, a run of frames
+/// one under the other.
+fn samples_through(node: &Value, path: &[&str]) -> u64 {
+    let children = || node["children"].as_array().into_iter().flatten();
+    if node["name"] == path[0] {
+        return match &path[1..] {
+            [] => node["total"].as_u64().unwrap_or(0),
+            rest => children()
+                .filter(|c| c["name"] == rest[0])
+                .map(|c| samples_through(c, rest))
+                .sum(),
+        };
     }
-    node["children"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|child| samples_through(child, function))
-        .sum()
+    children().map(|child| samples_through(child, path)).sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,20 +101,30 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
     assert_eq!(flame["event"], "off-cpu");
     assert_eq!(flame["unit"], "nanoseconds");
     let period = flame["period"].as_f64().expect("a period");
-    assert!((period - 1e9 / FREQUENCY_HZ).abs() < 1.0, "{period}");
+    // 1/99 s, or more in windows the agent's cost control slowed (FDA's
+    // floor is 19 Hz): the answer's period is then the mean it weighted to.
+    assert!(
+        (1e9 / FREQUENCY_HZ - 1.0..=1e9 / 19.0).contains(&period),
+        "{period}"
+    );
     let samples = flame["samples"].as_u64().unwrap();
     let seconds = samples as f64 * period / 1e9;
-    let locked = samples_through(&flame["root"], "take_lock");
+    let share =
+        |path: &[&str]| samples_through(&flame["root"], path) as f64 / samples.max(1) as f64;
+    let contenders = share(&["contender"]);
+    let locking = share(&["take_lock", "pthread_mutex_lock"]);
     eprintln!(
-        "off-cpu through the API: {samples} samples = {seconds:.2} s, take_lock {:.1} %",
-        100.0 * locked as f64 / samples.max(1) as f64
+        "off-cpu through the API: {samples} samples = {seconds:.2} s; contender threads {:.1} %, \
+         blocked in pthread_mutex_lock under take_lock {:.1} %",
+        100.0 * contenders,
+        100.0 * locking
     );
-    // Four threads for about six seconds, on fewer CPUs than threads.
+    // Four threads for about six seconds, on fewer CPUs than threads: the
+    // rest of their time off CPU is preemption, which grows when the
+    // platform's own services share the CPUs.
     assert!((4.0..=26.0).contains(&seconds), "{seconds} s off CPU");
-    assert!(
-        locked as f64 > 0.7 * samples as f64,
-        "{locked} of {samples}"
-    );
+    assert!(contenders > 0.9, "the contenders wait, not main");
+    assert!(locking > 0.3, "{locking} blocked on the mutex");
 
     // The pipeline's detection names the contended mutex.
     let issues = client
@@ -162,7 +175,13 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
         "{}",
         diff.text
     );
-    let range = "since=2020-01-01T00:00:00Z&until=2030-01-01T00:00:00Z";
+    let now = chrono::Utc::now();
+    let hour = chrono::Duration::hours(1);
+    let range = format!(
+        "since={}&until={}",
+        (now - hour).format("%Y-%m-%dT%H:%M:%SZ"),
+        (now + hour).format("%Y-%m-%dT%H:%M:%SZ")
+    );
     let mixed = client
         .request(
             Method::GET,
