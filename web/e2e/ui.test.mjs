@@ -621,3 +621,24 @@ test('a viewer has no channels page, and the server refuses it too', async () =>
   await page.screenshot({ path: `${SHOTS}channels-viewer.png`, fullPage: true });
   await page.context().close();
 });
+
+// Last: a wall profile beside the CPU ones would make the compare test above
+// diff a CPU profile with a wall one, which the API refuses.
+test('the start form runs a wall profile, whose page reads in wall time', async () => {
+  await admin.goto(`${BASE}/#/profiles`);
+  await admin.fill('#start-host', services.host_id);
+  await admin.fill('#start-process_name', 'cpu-split');
+  await admin.fill('#start-duration_secs', '3');
+  await admin.fill('#start-labels', '');
+  await admin.selectOption('#start-event', 'wall');
+  await admin.click('#start-submit');
+  await admin.waitForSelector('.start-form .notice.info');
+  const id = /Started ([0-9a-f-]{36})/.exec(await admin.textContent('.start-form .notice.info'))[1];
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${id}"][data-status="finished"]`, { timeout: 120_000 });
+  await admin.selectOption('#start-event', '');
+  await admin.goto(`${BASE}/#/profiles/${id}`);
+  await admin.waitForFunction(() => document.querySelector('canvas.flame')?.odpFlame.visibleFrames().length > 3);
+  // Samples of a wall profile are time: the header says how much.
+  assert.match(await admin.textContent('body'), /\d+\.\d+ s of wall time \(\d+ samples\)/);
+  await admin.screenshot({ path: `${SHOTS}profile-wall.png`, fullPage: true });
+});

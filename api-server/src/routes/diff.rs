@@ -25,6 +25,7 @@ use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::routes::aggregate::{filter_error, parse_range};
 use crate::routes::profiles::{load, validate_name};
+use crate::routes::render::SampleUnit;
 use crate::routes::start_options::parse_event;
 use crate::AppState;
 
@@ -170,6 +171,9 @@ impl DiffQuery {
 struct SideSummary {
     label: String,
     event: Option<String>,
+    /// What one sample of this side stands for.
+    #[serde(flatten)]
+    units: SampleUnit,
     samples: u64,
     profiles: u64,
 }
@@ -217,6 +221,7 @@ async fn load_side(
         summary: SideSummary {
             label,
             event: result.event.clone(),
+            units: SampleUnit::new(result.event.as_deref(), result.period),
             samples: result.samples(),
             profiles: result.profiles,
         },

@@ -20,6 +20,7 @@
 //! the difference is within run-to-run noise, the polling and symbolizing
 //! around each sample costing more than the copy and the unwind.
 
+pub mod blocked;
 pub mod debug_files;
 pub mod elf_symbols;
 pub mod kallsyms;

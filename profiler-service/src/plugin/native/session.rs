@@ -10,7 +10,7 @@ use tracing::{debug, info, warn};
 use super::perf::{OpenError, PerfSet, RawSample};
 use super::switches::{monotonic_now, SwitchSet, Wait};
 use super::symbolize::Symbols;
-use super::{add_samples, unwind, Mode};
+use super::{add_samples, blocked, unwind, Mode};
 use crate::plugin::waits::DurationSampler;
 use crate::plugin::{PluginError, PollStats, Session, WaitSampling, WindowSink};
 use crate::targets::ProcFs;
@@ -127,9 +127,8 @@ impl NativeSession {
             &mut |s| unwind_user_stack(unwinders, unwound, s),
             &mut waits,
         );
-        let every = switches.every();
         for wait in waits.drain(..) {
-            let weight = self.waits.samples(wait.nanos.saturating_mul(every));
+            let weight = self.waits.samples(wait.nanos.saturating_mul(wait.weight));
             if weight > 0 {
                 raw.push(RawSample {
                     weight,
@@ -268,7 +267,19 @@ impl NativeSession {
     /// the same error would come every rescan.
     fn attach(&mut self, pid: u32, tid: u32) {
         let cpu = self.cpu.as_mut().map(|cpu| cpu.attach(pid, tid));
-        let switches = self.switches.as_mut().map(|s| s.attach(pid, tid));
+        let switches = self.switches.as_mut().map(|s| {
+            let new = !s.is_attached(tid);
+            let attached = s.attach(pid, tid);
+            if new && attached.is_ok() {
+                if let Some(mut wait) = blocked::wait_under_way(&self.procfs, pid, tid) {
+                    unwind_user_stack(&mut self.unwinders, &mut self.unwound, &mut wait);
+                    wait.stack = Vec::new();
+                    wait.regs = None;
+                    s.seed_wait(tid, wait, monotonic_now());
+                }
+            }
+            attached
+        });
         for result in [cpu, switches].into_iter().flatten() {
             match result {
                 Ok(()) | Err(OpenError::Gone { .. }) => {}

@@ -18,8 +18,9 @@
 //! that each thread yields about the profile's frequency in samples per
 //! second, and reported with each window.
 //!
-//! A wait already under way when the profile starts has no sample (its
-//! switch-out came before the event existed) and is not counted.
+//! A wait already under way when a thread is attached has no sample (its
+//! switch-out came before the event existed): [`super::blocked`] reads its
+//! stack from procfs instead, and it counts from the attach.
 
 use std::collections::HashMap;
 use std::io;
@@ -149,6 +150,9 @@ struct Pending {
     started: u64,
     /// Up to when the wait has been counted already.
     counted_to: u64,
+    /// The switch-outs it stands for: 1 in how many was sampled when it
+    /// was (1 for a wait found at attach, which is certain).
+    weight: u64,
 }
 
 struct ThreadSwitches {
@@ -162,6 +166,9 @@ struct ThreadSwitches {
 pub struct Wait {
     pub sample: RawSample,
     pub nanos: u64,
+    /// The waits it stands for (see [`SwitchSet::adapt`]): its length
+    /// counts this many times.
+    pub weight: u64,
 }
 
 /// The off-CPU events of one profile, one per thread.
@@ -274,6 +281,20 @@ impl SwitchSet {
         Ok(())
     }
 
+    /// Counts `sample` (a wait the thread was already in when attached,
+    /// see [`super::blocked`]) from `now` until its switch-in, unless a
+    /// switch-out came first.
+    pub fn seed_wait(&mut self, tid: u32, sample: RawSample, now: u64) {
+        if let Some(thread) = self.threads.get_mut(&tid) {
+            thread.pending.get_or_insert(Pending {
+                sample,
+                started: now,
+                counted_to: now,
+                weight: 1,
+            });
+        }
+    }
+
     pub fn detach(&mut self, tid: u32) {
         self.threads.remove(&tid);
     }
@@ -341,6 +362,7 @@ impl SwitchSet {
                             sample: raw,
                             started,
                             counted_to: started,
+                            weight: self.every,
                         });
                     }
                     Ok(PerfRecord::Lost(lost)) => {
@@ -361,6 +383,7 @@ impl SwitchSet {
                     out.push(Wait {
                         sample: pending.sample.clone(),
                         nanos: now - pending.counted_to,
+                        weight: pending.weight,
                     });
                     pending.counted_to = now;
                 }
@@ -419,6 +442,7 @@ fn push_wait(pending: Pending, switch_in: u64, min_wait: u64, out: &mut Vec<Wait
         out.push(Wait {
             nanos: switch_in - pending.counted_to,
             sample: pending.sample,
+            weight: pending.weight,
         });
     }
 }
@@ -514,6 +538,7 @@ mod tests {
             sample: RawSample::default(),
             started,
             counted_to,
+            weight: 4,
         };
         let mut out = Vec::new();
         push_wait(pending(100, 100), 350, 0, &mut out);
@@ -522,6 +547,7 @@ mod tests {
         push_wait(pending(100, 100), 150, 60, &mut out);
         let nanos: Vec<u64> = out.iter().map(|w| w.nanos).collect();
         assert_eq!(nanos, [250, 50]);
+        assert!(out.iter().all(|w| w.weight == 4));
     }
 
     #[test]
