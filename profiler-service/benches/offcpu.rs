@@ -22,7 +22,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use odp_core::EventKind;
 
@@ -115,21 +115,8 @@ fn run(binary: &Path, condition: Condition, perf_data: &Path) -> Run {
             (line, cost.cpu.as_secs_f64() / cost.wall.as_secs_f64())
         }
         Condition::Perf => {
-            let cpu_before = common::reaped_children_cpu();
-            let start = Instant::now();
-            let mut perf = Command::new("perf")
-                .args(["record", "-q", "-g", "-e", "sched:sched_switch", "-p"])
-                .arg(pid.to_string())
-                .arg("-o")
-                .arg(perf_data)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start perf record");
-            let line = read_line();
-            let status = perf.wait().expect("wait for perf record");
-            assert!(status.success(), "perf record failed: {status}");
-            let cpu = common::reaped_children_cpu() - cpu_before;
-            (line, cpu.as_secs_f64() / start.elapsed().as_secs_f64())
+            let args = ["-q", "-g", "-e", "sched:sched_switch"];
+            common::perf_record(&args, pid, perf_data, read_line)
         }
     };
     workload.wait().expect("wait for the workload");

@@ -28,7 +28,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 
@@ -121,33 +121,9 @@ fn run(tree: &Path, condition: Condition, perf_data: &Path) -> Run {
             (line, cost.cpu.as_secs_f64() / wall)
         }
         Condition::Perf(hz) => {
-            // Only perf is waited for between the two readings: the
-            // workload is reaped after, so its CPU stays out.
-            let cpu_before = common::reaped_children_cpu();
-            let start = Instant::now();
-            let mut perf = Command::new("perf")
-                .args([
-                    "record",
-                    "-q",
-                    "-g",
-                    "-e",
-                    "cpu-clock",
-                    "-F",
-                    &hz.to_string(),
-                ])
-                .arg("-p")
-                .arg(pid.to_string())
-                .arg("-o")
-                .arg(perf_data)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start perf record");
-            let line = read_line();
-            // perf record -p ends by itself once its target exits.
-            let status = perf.wait().expect("wait for perf record");
-            assert!(status.success(), "perf record failed: {status}");
-            let cpu = common::reaped_children_cpu() - cpu_before;
-            (line, cpu.as_secs_f64() / start.elapsed().as_secs_f64())
+            let hz = hz.to_string();
+            let args = ["-q", "-g", "-e", "cpu-clock", "-F", &hz];
+            common::perf_record(&args, pid, perf_data, read_line)
         }
     };
     workload.wait().expect("wait for the workload");

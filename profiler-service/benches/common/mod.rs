@@ -198,6 +198,37 @@ pub fn reaped_children_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// Runs `perf record ARGS -p PID -o DATA` while `during` runs (reading the
+/// workload's result), until perf ends with its target; returns what
+/// `during` returned and perf's CPU share of one core over its life. Only
+/// perf is reaped between the two readings of the children's CPU: the
+/// workload is reaped after, so its CPU stays out.
+pub fn perf_record<T>(
+    args: &[&str],
+    pid: u32,
+    data: &Path,
+    during: impl FnOnce() -> T,
+) -> (T, f64) {
+    let cpu_before = reaped_children_cpu();
+    let start = Instant::now();
+    let mut perf = Command::new("perf")
+        .arg("record")
+        .args(args)
+        .arg("-p")
+        .arg(pid.to_string())
+        .arg("-o")
+        .arg(data)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start perf record");
+    let result = during();
+    // perf record -p ends by itself once its target exits.
+    let status = perf.wait().expect("wait for perf record");
+    assert!(status.success(), "perf record failed: {status}");
+    let cpu = reaped_children_cpu() - cpu_before;
+    (result, cpu.as_secs_f64() / start.elapsed().as_secs_f64())
+}
+
 /// Rounds to repeat, from `ODP_BENCH_ROUNDS` or `default`.
 pub fn rounds(default: usize) -> usize {
     std::env::var("ODP_BENCH_ROUNDS")
