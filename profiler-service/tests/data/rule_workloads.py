@@ -15,6 +15,9 @@ Modes:
   logging     records formatted by a logging.Formatter (time, level,
               %-style arguments) into a handler that discards the text
   burn        integer arithmetic only
+  threading-wait  (for wall profiles) four workers taking turns on one
+              threading.Semaphore, each holding it for a millisecond of
+              work: three of them wait in Semaphore.acquire at any time
 """
 
 import copy
@@ -22,6 +25,7 @@ import json
 import logging
 import re
 import sys
+import threading
 import time
 
 
@@ -101,9 +105,31 @@ def burn(n):
     return total
 
 
+def take_turns(slot, end):
+    while time.monotonic() < end:
+        with slot:
+            burn(2_000)
+
+
+def threading_wait(seconds):
+    slot = threading.Semaphore(1)
+    end = time.monotonic() + seconds
+    workers = [
+        threading.Thread(target=take_turns, args=(slot, end), name=f"worker-{i}")
+        for i in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
 def main():
     mode = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
+    if mode == "threading-wait":
+        threading_wait(seconds)
+        return
     docs = [document(n) for n in range(50)]
     log = logger()
     steps = {
