@@ -199,14 +199,14 @@ impl Language {
     /// What [`Language::measures`] allows, for error messages.
     pub const MEASURES: &'static str =
         "every plugin measures cpu-clock (cycles where a PMU exists); native also off-cpu and \
-         wall, python also wall, jvm also alloc-bytes and heap-bytes";
+         wall, python also wall, jvm also alloc-bytes, heap-bytes and lock";
 
     /// Whether this runtime's plugin can measure `event`.
     pub fn measures(self, event: EventKind) -> bool {
         match event {
             EventKind::Cycles | EventKind::CpuClock => true,
             EventKind::AllocBytes | EventKind::HeapBytes => self == Language::Jvm,
-            EventKind::Lock => false,
+            EventKind::Lock => self == Language::Jvm,
             EventKind::Wall => matches!(self, Language::Native | Language::Python),
             EventKind::OffCpu => self == Language::Native,
         }

@@ -2,10 +2,12 @@
 //! each `stack_share` rule, a small real program of tests/data that spends
 //! its time in the code the rule is about (rule_workloads.py,
 //! RuleWorkloads.java, Log4jCategory.java, rule_workloads.c), and per
-//! runtime a plain CPU burner that touches none of it. Each is profiled
-//! through the agent's own runner and plugins (py-spy, JFR over jcmd,
-//! perf_event), so every frame's function and module are exactly what the
-//! pipeline stores and the rules match. The captures live in
+//! runtime a plain CPU burner that touches none of it. The lock rules'
+//! programs (LockWorkloads.java) are profiled in the JVM's `lock` mode,
+//! their burner a program whose threads wait for work, never for a lock.
+//! Each is profiled through the agent's own runner and plugins (py-spy,
+//! JFR over jcmd, perf_event), so every frame's function and module are
+//! exactly what the pipeline stores and the rules match. The captures live in
 //! rules/tests/captures/, where rules/tests/seed_rules_on_captures.rs
 //! evaluates the seed pack over them.
 //!
@@ -38,7 +40,7 @@ use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use odp_core::event::FinishReason;
-use odp_core::{Frame, Language, Snapshot, Target};
+use odp_core::{EventKind, Frame, Language, Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
 use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
@@ -75,6 +77,8 @@ struct Workload {
     min_share_pct: f64,
     /// How long it is profiled for its capture.
     seconds: u64,
+    /// What it is profiled for (the runtime's CPU event when `None`).
+    event: Option<EventKind>,
 }
 
 impl Workload {
@@ -86,7 +90,15 @@ impl Workload {
             exercises: &[],
             min_share_pct: 30.0,
             seconds: 4,
+            event: None,
         }
+    }
+
+    /// A LockWorkloads mode, profiled for where its threads wait.
+    const fn locks(name: &'static str, mode: &'static str) -> Self {
+        let mut workload = Workload::new(name, Language::Jvm, mode);
+        workload.event = Some(EventKind::Lock);
+        workload
     }
 
     const fn exercising(mut self, functions: &'static [&'static str]) -> Self {
@@ -147,6 +159,31 @@ const JVM: &[Workload] = &[
     Workload::new("jvm-burn", Language::Jvm, "burn"),
 ];
 
+/// Threads of each LockWorkloads program.
+const LOCK_THREADS: &str = "4";
+
+/// Lock profiles weigh each stack by the time threads waited in it: the
+/// shares are of the time waited.
+const JVM_LOCK: &[Workload] = &[
+    Workload::locks("jvm-lock-monitor", "monitor")
+        .exercising(&["[monitor] LockWorkloads$Ledger", "LockWorkloads.record"])
+        .at_least(95.0),
+    Workload::locks("jvm-lock-reentrant", "reentrant")
+        .exercising(&[
+            "[park] java.util.concurrent.locks.ReentrantLock$FairSync",
+            "LockWorkloads.recordLocked",
+        ])
+        .at_least(95.0),
+    Workload::locks("jvm-lock-uuid", "uuid")
+        .exercising(&[
+            "java.util.UUID.randomUUID",
+            "sun.security.provider.NativePRNG$RandomIO.implNextBytes",
+        ])
+        .at_least(90.0),
+    // Waiting for work, not for a lock: the lock rules' burner.
+    Workload::locks("jvm-lock-idle", "idle"),
+];
+
 const NATIVE: &[Workload] = &[
     Workload::new("native-lock", Language::Native, "lock").exercising(&["pthread_mutex_lock"]),
     Workload::new("native-malloc", Language::Native, "malloc").exercising(&["malloc"]),
@@ -179,13 +216,18 @@ fn jvm_rule_captures() {
 }
 
 #[test]
+fn jvm_lock_rule_captures() {
+    captures(JVM_LOCK);
+}
+
+#[test]
 fn native_rule_captures() {
     captures(NATIVE);
 }
 
 #[test]
 fn every_capture_file_belongs_to_a_workload() {
-    let known: Vec<String> = [PYTHON, JVM, NATIVE]
+    let known: Vec<String> = [PYTHON, JVM, JVM_LOCK, NATIVE]
         .iter()
         .flat_map(|w| w.iter())
         .map(|w| format!("{}.txt", w.name))
@@ -221,6 +263,10 @@ fn captures(workloads: &[Workload]) {
                     path.display()
                 )
             });
+            if let Some(event) = w.event {
+                let header = format!("# event: {event} at ");
+                assert!(text.contains(&header), "{}: not a {event} profile", w.name);
+            }
             assert!(
                 text.len() <= MAX_CAPTURE_BYTES,
                 "{}: {} bytes",
@@ -275,6 +321,7 @@ impl Programs {
                 let log4j = log4j1_jar();
                 javac(&classes, &log4j, "RuleWorkloads.java");
                 javac(&classes, &log4j, "Log4jCategory.java");
+                javac(&classes, &log4j, "LockWorkloads.java");
                 Programs::Jvm { classes, log4j }
             }
             Language::Native => {
@@ -304,6 +351,9 @@ impl Programs {
                 if workload.mode == "log4j1" {
                     java.arg(format!("{}:{}", classes.display(), log4j.display()))
                         .arg("Log4jCategory");
+                } else if workload.event == Some(EventKind::Lock) {
+                    java.arg(classes)
+                        .args(["LockWorkloads", workload.mode, LOCK_THREADS]);
                 } else {
                     java.arg(classes).arg("RuleWorkloads").arg(workload.mode);
                 }
@@ -362,7 +412,7 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
         window: Duration::from_secs(1),
         cost: CostSettings::default(),
         plugin: None,
-        event: None,
+        event: workload.event,
         min_wait: None,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
@@ -410,6 +460,9 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
     let program = match workload.language {
         Language::Python => format!("rule_workloads.py {}", workload.mode),
         Language::Jvm if workload.mode == "log4j1" => "Log4jCategory (Log4j 1.2)".to_owned(),
+        Language::Jvm if workload.event.is_some() => {
+            format!("LockWorkloads {} {LOCK_THREADS}", workload.mode)
+        }
         Language::Jvm => format!("RuleWorkloads {}", workload.mode),
         Language::Native => format!("rule_workloads {}", workload.mode),
     };

@@ -55,6 +55,18 @@ mod tests {
             "java.lang.StringBuffer.append",
             "java.lang",
         ),
+        // Lock rules read lock profiles only: their examples are leaves of
+        // one (see `events_of`).
+        (
+            "jvm-lock-contention",
+            "[monitor] java.lang.Object",
+            "java.lang",
+        ),
+        (
+            "jvm-lock-securerandom",
+            "[monitor] sun.security.provider.SecureRandom",
+            "sun.security.provider",
+        ),
         ("py-re-compile", "_compile", "re.__init__"),
         ("py-copy-deepcopy", "deepcopy", "copy"),
         ("py-json", "dumps", "json.__init__"),
@@ -74,18 +86,40 @@ mod tests {
         ),
     ];
 
-    /// A profile of 100 000 samples of `event`, `matched` of them through
-    /// `frame`.
-    fn flag(set: &RuleSet, event: &str, frame: (&str, &str), matched: u64) -> Vec<String> {
+    /// A profile of 100 000 samples, `matched` of them through `frame`.
+    fn flag(set: &RuleSet, frame: (&str, &str), matched: u64) -> Vec<String> {
+        flag_in(set, None, frame, matched)
+    }
+
+    /// The same, of a profile of `event`.
+    fn flag_in(
+        set: &RuleSet,
+        event: Option<&str>,
+        frame: (&str, &str),
+        matched: u64,
+    ) -> Vec<String> {
         let mut data = profile(&[
             (&[("main", "/app"), ("work", "/app"), frame], matched),
             (&[("main", "/app"), ("work", "/app")], 100_000 - matched),
         ]);
-        data.event = Some(event.to_owned());
+        data.event = event.map(str::to_owned);
         set.evaluate(&ProfileInput::new("svc", &data))
             .into_iter()
             .map(|d| d.rule_id)
             .collect()
+    }
+
+    /// The events a rule is limited to (`spec.events`), if any.
+    fn events_of(rule: &RuleDef) -> Vec<String> {
+        rule.spec["events"]
+            .as_array()
+            .map(|events| {
+                events
+                    .iter()
+                    .map(|e| e.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     #[test]
@@ -103,32 +137,31 @@ mod tests {
         let examples: Vec<&str> = EXAMPLES.iter().map(|e| e.0).collect();
         assert_eq!(ids, examples, "every seed rule has an example here");
         for (rule, (id, function, module)) in rules.iter().zip(EXAMPLES) {
+            // A rule limited to some events is tried on a profile of the
+            // first; on a CPU profile it must never fire.
+            let events = events_of(rule);
+            let event = events.first().map(String::as_str);
+            let flag = |frame, matched| flag_in(&set, event, frame, matched);
             // Shares in units of 0.001% of 100 000 samples.
             let at_threshold = (rule.threshold_pct * 1000.0).round() as u64;
             assert!(at_threshold >= 2, "{id}: threshold too small to test");
-            // A profile of the first event the rule reads, and of one it
-            // does not read, if any.
-            let events = rule.spec["events"].as_array();
-            let event = events
-                .and_then(|e| e.first()?.as_str())
-                .unwrap_or("cpu-clock");
-            let flag = |event, matched| flag(&set, event, (function, module), matched);
-            let above = flag(event, at_threshold + 1);
+            let above = flag((function, module), at_threshold + 1);
             assert!(above.contains(&id.to_string()), "{id} must fire: {above:?}");
-            let exact = flag(event, at_threshold);
+            let exact = flag((function, module), at_threshold);
             assert!(exact.contains(&id.to_string()), "{id} fires at threshold");
-            let under = flag(event, at_threshold - 1);
+            let under = flag((function, module), at_threshold - 1);
             assert!(!under.contains(&id.to_string()), "{id} must not fire");
-            let unread = odp_core::EventKind::ALL
-                .map(|e| e.as_str())
-                .into_iter()
-                .find(|e| events.is_some_and(|all| !all.iter().any(|x| x == e)));
-            if let Some(other) = unread {
-                let elsewhere = flag(other, 100_000);
-                assert!(
-                    !elsewhere.contains(&id.to_string()),
-                    "{id} reads no {other}"
-                );
+            if !events.is_empty() {
+                // Never on a profile of another event, or of none.
+                let other = odp_core::EventKind::ALL
+                    .map(|e| e.as_str())
+                    .into_iter()
+                    .find(|e| !events.iter().any(|x| x == e))
+                    .expect("a rule reads some events, not all");
+                let elsewhere = flag_in(&set, Some(other), (function, module), 100_000);
+                assert!(!elsewhere.contains(&id.to_string()), "{id} fired on {other}");
+                let unknown = flag_in(&set, None, (function, module), 100_000);
+                assert!(!unknown.contains(&id.to_string()), "{id} fired on no event");
             }
         }
     }
@@ -263,11 +296,97 @@ mod tests {
             ("wait", "app.threading"),
             ("wait_for_lock", "threading"),
         ] {
-            for event in ["cpu-clock", "wall", "off-cpu"] {
-                let found = flag(&set, event, frame, 50_000);
+            for event in ["cpu-clock", "wall", "off-cpu", "lock"] {
+                let found = flag_in(&set, Some(event), frame, 50_000);
                 assert!(found.is_empty(), "{frame:?} in {event}: {found:?}");
             }
         }
+    }
+
+    /// What the lock rules must tell apart, as the JVM plugin's lock mode
+    /// names its leaves (profiler-service/src/plugin/jvm/lock.rs): waits
+    /// for a lock another thread holds, and waits for work or a signal.
+    #[test]
+    fn lock_rules_tell_contention_from_waiting_for_work() {
+        let (set, _) = RuleSet::compile(seed_rules().unwrap());
+        let contention = "jvm-lock-contention".to_owned();
+        for leaf in [
+            ("[monitor] LockWorkloads$Ledger", ""),
+            ("[monitor] java.lang.Object", "java.lang"),
+            (
+                "[park] java.util.concurrent.locks.ReentrantLock$NonfairSync",
+                "java.util.concurrent.locks",
+            ),
+            (
+                "[park] java.util.concurrent.locks.ReentrantLock$FairSync",
+                "java.util.concurrent.locks",
+            ),
+            (
+                "[park] java.util.concurrent.locks.ReentrantReadWriteLock$NonfairSync",
+                "java.util.concurrent.locks",
+            ),
+            (
+                "[park] java.util.concurrent.Semaphore$NonfairSync",
+                "java.util.concurrent",
+            ),
+            (
+                "[park] java.util.concurrent.locks.StampedLock",
+                "java.util.concurrent.locks",
+            ),
+        ] {
+            let found = flag_in(&set, Some("lock"), leaf, 50_000);
+            assert!(found.contains(&contention), "{leaf:?}: {found:?}");
+        }
+        for leaf in [
+            (
+                "[park] java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject",
+                "java.util.concurrent.locks",
+            ),
+            (
+                "[park] java.util.concurrent.CountDownLatch$Sync",
+                "java.util.concurrent",
+            ),
+            (
+                "[park] java.util.concurrent.ForkJoinPool",
+                "java.util.concurrent",
+            ),
+            (
+                "[park] java.util.concurrent.SynchronousQueue$TransferStack",
+                "java.util.concurrent",
+            ),
+            ("[park]", ""),
+            // A method named like a leaf is no leaf.
+            ("com.example.Monitor.lock", "com.example"),
+        ] {
+            let found = flag_in(&set, Some("lock"), leaf, 100_000);
+            assert!(found.is_empty(), "{leaf:?}: {found:?}");
+        }
+        // SecureRandom's own frames on a lock profile, whatever the leaf;
+        // an application's generator is not the JDK's.
+        for frame in [
+            ("java.security.SecureRandom.nextBytes", "java.security"),
+            (
+                "sun.security.provider.NativePRNG$RandomIO.implNextBytes",
+                "sun.security.provider",
+            ),
+            (
+                "[monitor] sun.security.provider.SecureRandom",
+                "sun.security.provider",
+            ),
+        ] {
+            let found = flag_in(&set, Some("lock"), frame, 50_000);
+            assert!(
+                found.contains(&"jvm-lock-securerandom".to_owned()),
+                "{frame:?}"
+            );
+        }
+        let own = flag_in(
+            &set,
+            Some("lock"),
+            ("com.example.MySecureRandom.next", ""),
+            50_000,
+        );
+        assert!(own.is_empty(), "{own:?}");
     }
 
     /// `(function, module)` pairs.
@@ -340,7 +459,7 @@ mod tests {
         let (set, _) = RuleSet::compile(seed_rules().unwrap());
         for (id, versions, frames) in CPYTHON_FRAMES {
             for frame in *frames {
-                let found = flag(&set, "cpu-clock", *frame, 50_000);
+                let found = flag(&set, *frame, 50_000);
                 assert!(
                     found.contains(&id.to_string()),
                     "{id} misses {frame:?} of CPython {versions}: {found:?}"

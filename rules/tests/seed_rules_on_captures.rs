@@ -4,7 +4,10 @@
 //! by profiler-service/tests/rule_captures.rs from CPython 3.11 through
 //! py-spy 0.4.2, JDK 17 through JFR, glibc and the kernel through
 //! perf_event). Each rule must fire on its program's capture, clearly above
-//! its threshold, and match nothing at all in the plain CPU burners.
+//! its threshold, and match nothing at all in the plain CPU burners. The
+//! lock rules read lock profiles (JFR's monitor and park events, weighted
+//! by how long threads waited): their burner is a lock profile of threads
+//! waiting for work, never for a lock.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,8 +19,10 @@ use odp_store::{FrameRef, ProfileFrames, RuleDef, StackSamples};
 /// Every capture and the seed rules that must flag it. Each
 /// `stack_share` rule has a program of its own; the others a rule flags
 /// there are real overlaps (UUID.randomUUID draws from
-/// SecureRandom.nextBytes, Log4j 1 formats into StringBuffers). The plain
-/// CPU burners, one per runtime, must flag none.
+/// SecureRandom.nextBytes, Log4j 1 formats into StringBuffers; the CPU
+/// rules read lock profiles too, and the UUID threads wait inside
+/// UUID.randomUUID). The plain CPU burners, one per runtime, and the idle
+/// threads' lock profile must flag none.
 const CAPTURES: &[(&str, &[&str])] = &[
     (
         "jvm-uuid",
@@ -31,6 +36,18 @@ const CAPTURES: &[(&str, &[&str])] = &[
     ("jvm-regex", &["jvm-regex-pattern"]),
     ("jvm-stringbuffer", &["jvm-stringbuffer"]),
     ("jvm-burn", &[]),
+    ("jvm-lock-monitor", &["jvm-lock-contention"]),
+    ("jvm-lock-reentrant", &["jvm-lock-contention"]),
+    (
+        "jvm-lock-uuid",
+        &[
+            "jvm-lock-contention",
+            "jvm-lock-securerandom",
+            "jvm-uuid-random",
+            "jvm-securerandom-nextbytes",
+        ],
+    ),
+    ("jvm-lock-idle", &[]),
     // Cache misses: the compiler (re._compiler) under re.compile.
     ("python-re-compile", &["py-re-compile"]),
     // Cache hits: only re.compile and _compile of re/__init__.py.
@@ -54,13 +71,23 @@ const MARGIN: f64 = 2.0;
 
 /// A capture (see profiler-service/tests/rule_captures.rs for the format)
 /// as the pipeline hands it to the rules: frames by function and module,
-/// samples merged per stack.
+/// samples merged per stack, and the profile's event (its `# event:`
+/// line).
 fn capture(name: &str) -> ProfileFrames {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/captures")
         .join(format!("{name}.txt"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut data = ProfileFrames::default();
+    let event = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# event: "))
+        .and_then(|l| l.split(' ').next())
+        .map(str::to_owned);
+    let mut data = ProfileFrames {
+        event,
+        ..ProfileFrames::default()
+    };
+    assert!(data.event.is_some(), "{name}: no event line");
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         match line.split('\t').collect::<Vec<_>>()[..] {
             ["frame", function, module, _file] => data.frames.push(FrameRef {

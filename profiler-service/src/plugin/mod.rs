@@ -133,6 +133,7 @@ pub struct Plugins {
     jvm: Arc<dyn Plugin>,
     jvm_alloc: Arc<dyn Plugin>,
     jvm_heap: Arc<dyn Plugin>,
+    jvm_lock: Arc<dyn Plugin>,
     runtime_info: runtime_info::Collector,
 }
 
@@ -155,6 +156,7 @@ impl Plugins {
             python_wall: Arc::new(python.wall()),
             jvm: Arc::new(jvm.clone()),
             jvm_alloc: Arc::new(jvm.clone().allocations()),
+            jvm_lock: Arc::new(jvm.clone().locks()),
             jvm_heap: Arc::new(jvm.heap()),
         }
     }
@@ -182,6 +184,7 @@ impl Plugins {
             (Language::Python, Some(EventKind::Wall)) => Ok(&*self.python_wall),
             (Language::Jvm, Some(EventKind::AllocBytes)) => Ok(&*self.jvm_alloc),
             (Language::Jvm, Some(EventKind::HeapBytes)) => Ok(&*self.jvm_heap),
+            (Language::Jvm, Some(EventKind::Lock)) => Ok(&*self.jvm_lock),
             (_, Some(event)) => Err(format!(
                 "the {language} plugin cannot measure {event}; {}",
                 Language::MEASURES
@@ -361,6 +364,16 @@ mod tests {
         assert!(plugins
             .for_event(Language::Jvm, Some(EventKind::HeapBytes))
             .is_ok());
+        let lock = plugins.for_event(Language::Jvm, Some(EventKind::Lock));
+        assert_eq!(lock.unwrap().name(), "jvm");
+        let refused = plugins
+            .for_event(Language::Python, Some(EventKind::Lock))
+            .err()
+            .unwrap();
+        assert!(
+            refused.contains("python plugin cannot measure lock"),
+            "{refused}"
+        );
         let refused = plugins
             .for_event(Language::Python, Some(EventKind::AllocBytes))
             .err()

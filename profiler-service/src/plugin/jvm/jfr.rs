@@ -7,6 +7,8 @@
 //! start time, which is how the session recognises a chunk it already read
 //! in an earlier dump. Stack traces live in each chunk's constant pool and
 //! many samples share one, so frames are built once per trace and chunk.
+//! [`read_events`] walks the chunks for any kind of event; the lock mode's
+//! waits are read with it in [`super::lock`].
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -55,6 +57,15 @@ pub struct JfrSample {
     pub weight: u64,
 }
 
+/// What one chunk holds of the events read: samples, or waits
+/// ([`super::lock`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkEvents<T> {
+    /// When the chunk starts, in Unix nanoseconds: identifies the chunk.
+    pub start_nanos: i64,
+    pub events: Vec<T>,
+}
+
 /// The samples of one chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkSamples {
@@ -73,10 +84,76 @@ pub enum JfrError {
 
 /// The samples of `event` in every chunk of a recording.
 pub fn parse(bytes: Vec<u8>, event: SampleEvent) -> Result<Vec<ChunkSamples>, JfrError> {
+    let chunks = read_events(bytes, |_, name, value, traces| {
+        if name != event.jfr_name() {
+            return None;
+        }
+        let weight = match event {
+            SampleEvent::Execution => 1,
+            SampleEvent::Allocation => value
+                .get_field("weight")
+                .and_then(|w| i64::try_from(w.value).ok())
+                .map_or(0, |w| u64::try_from(w).unwrap_or(0)),
+        };
+        let frames = stack_of(value, traces)?;
+        let (tid, thread_name) = thread_of(value, event.thread_field());
+        Some(JfrSample {
+            tid,
+            thread_name,
+            frames,
+            weight,
+        })
+    })?;
+    Ok(chunks
+        .into_iter()
+        .map(|c| ChunkSamples {
+            start_nanos: c.start_nanos,
+            samples: c.events,
+        })
+        .collect())
+}
+
+/// A chunk's clock: JFR times events in ticks of the chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkClock {
+    /// The chunk's start, in Unix nanoseconds and in ticks.
+    pub start_nanos: i64,
+    pub start_ticks: i64,
+    pub ticks_per_second: i64,
+}
+
+impl ChunkClock {
+    /// A span of `ticks`, in nanoseconds (0 when negative).
+    pub fn nanos(&self, ticks: i64) -> u64 {
+        let per_second = u128::try_from(self.ticks_per_second.max(1)).unwrap_or(1);
+        let ticks = u128::try_from(ticks).unwrap_or(0);
+        u64::try_from(ticks * 1_000_000_000 / per_second).unwrap_or(u64::MAX)
+    }
+
+    /// The time of a tick stamp, in Unix nanoseconds.
+    pub fn unix_nanos(&self, ticks: i64) -> i64 {
+        let since = ticks.saturating_sub(self.start_ticks);
+        let per_second = i128::from(self.ticks_per_second.max(1));
+        let nanos = i128::from(since) * 1_000_000_000 / per_second;
+        self.start_nanos
+            .saturating_add(i64::try_from(nanos).unwrap_or(i64::MAX))
+    }
+}
+
+/// Stack traces built so far in a recording, by constant pool index.
+pub type Traces = HashMap<i64, Arc<[Frame]>>;
+
+/// Every chunk of a recording, each with what `read` makes of its events
+/// (`None` skips one); `read` gets the chunk's clock, the event's type
+/// name, the event and the chunk's stack traces built so far.
+pub fn read_events<T>(
+    bytes: Vec<u8>,
+    mut read: impl FnMut(&ChunkClock, &str, &Accessor<'_>, &mut Traces) -> Option<T>,
+) -> Result<Vec<ChunkEvents<T>>, JfrError> {
     check_chunk_sizes(&bytes)?;
     // jfrs is not hardened against every malformed input; a panic in it
     // must fail this dump, not the agent's profile thread.
-    catch_unwind(AssertUnwindSafe(|| parse_checked(bytes, event)))
+    catch_unwind(AssertUnwindSafe(|| read_checked(bytes, &mut read)))
         .unwrap_or_else(|_| Err(JfrError::Format("the JFR reader panicked".to_owned())))
 }
 
@@ -107,60 +184,60 @@ fn check_chunk_sizes(bytes: &[u8]) -> Result<(), JfrError> {
     Ok(())
 }
 
-fn parse_checked(bytes: Vec<u8>, event: SampleEvent) -> Result<Vec<ChunkSamples>, JfrError> {
+fn read_checked<T>(
+    bytes: Vec<u8>,
+    read: &mut impl FnMut(&ChunkClock, &str, &Accessor<'_>, &mut Traces) -> Option<T>,
+) -> Result<Vec<ChunkEvents<T>>, JfrError> {
     let mut reader = JfrReader::new(Cursor::new(bytes));
     let mut out = Vec::new();
+    // Stack trace ids number the JVM's traces across chunks, and the first
+    // events of a chunk may still name a trace the chunk before it held
+    // (as the JDK's own reader allows): traces are kept for the whole file.
+    let mut traces = Traces::new();
     for (index, chunk) in reader.chunks().enumerate() {
         let chunk_error = |message: String| JfrError::Chunk { index, message };
         let (mut chunk_reader, chunk) = chunk.map_err(|e| chunk_error(e.to_string()))?;
-        let mut traces: HashMap<i64, Arc<[Frame]>> = HashMap::new();
-        let mut samples = Vec::new();
-        for read in chunk_reader.events(&chunk) {
-            let read = read.map_err(|e| chunk_error(e.to_string()))?;
-            if read.class.name() != event.jfr_name() {
-                continue;
-            }
-            let value = read.value();
-            let weight = match event {
-                SampleEvent::Execution => 1,
-                SampleEvent::Allocation => value
-                    .get_field("weight")
-                    .and_then(|w| i64::try_from(w.value).ok())
-                    .map_or(0, |w| u64::try_from(w).unwrap_or(0)),
-            };
-            let Some(frames) = stack_of(&value, &mut traces) else {
-                continue;
-            };
-            let thread = value.get_field(event.thread_field());
-            let tid = thread
-                .as_ref()
-                .and_then(|t| t.get_field("osThreadId"))
-                .and_then(|id| i64::try_from(id.value).ok())
-                .and_then(|id| u32::try_from(id).ok())
-                .unwrap_or(0);
-            let thread_name = thread
-                .as_ref()
-                .and_then(|t| t.get_field("javaName").or_else(|| t.get_field("osName")))
-                .and_then(|n| <&str>::try_from(n.value).ok())
-                .map(str::to_owned);
-            samples.push(JfrSample {
-                tid,
-                thread_name,
-                frames,
-                weight,
-            });
-        }
-        out.push(ChunkSamples {
+        let clock = ChunkClock {
             start_nanos: chunk.header.start_time_nanos,
-            samples,
+            start_ticks: chunk.header.start_ticks,
+            ticks_per_second: chunk.header.ticks_per_second,
+        };
+        let mut events = Vec::new();
+        for event in chunk_reader.events(&chunk) {
+            let event = event.map_err(|e| chunk_error(e.to_string()))?;
+            if let Some(item) = read(&clock, event.class.name(), &event.value(), &mut traces) {
+                events.push(item);
+            }
+        }
+        out.push(ChunkEvents {
+            start_nanos: clock.start_nanos,
+            events,
         });
     }
     Ok(out)
 }
 
+/// The OS thread id (0 when the recording does not say) and the name of
+/// the thread in an event's `field`.
+pub fn thread_of(event: &Accessor<'_>, field: &str) -> (u32, Option<String>) {
+    let thread = event.get_field(field);
+    let tid = thread
+        .as_ref()
+        .and_then(|t| t.get_field("osThreadId"))
+        .and_then(|id| i64::try_from(id.value).ok())
+        .and_then(|id| u32::try_from(id).ok())
+        .unwrap_or(0);
+    let thread_name = thread
+        .as_ref()
+        .and_then(|t| t.get_field("javaName").or_else(|| t.get_field("osName")))
+        .and_then(|n| <&str>::try_from(n.value).ok())
+        .map(str::to_owned);
+    (tid, thread_name)
+}
+
 /// The frames of an event's stack trace, root first, built once per trace
 /// of the chunk. `None` for an event without a stack.
-fn stack_of(event: &Accessor<'_>, traces: &mut HashMap<i64, Arc<[Frame]>>) -> Option<Arc<[Frame]>> {
+pub fn stack_of(event: &Accessor<'_>, traces: &mut Traces) -> Option<Arc<[Frame]>> {
     let raw = event.get_field_raw("stackTrace")?;
     let key = match raw.value {
         ValueDescriptor::ConstantPool { constant_index, .. } => Some(*constant_index),
@@ -190,26 +267,17 @@ fn stack_of(event: &Accessor<'_>, traces: &mut HashMap<i64, Arc<[Frame]>>) -> Op
 /// `java.util.Hashtable.put` in package `java.util`, with its line.
 fn java_frame(frame: &Accessor<'_>) -> Frame {
     let method = frame.get_field("method");
-    let symbol = |accessor: Option<Accessor<'_>>| -> Option<String> {
-        let value = accessor?.get_field("string")?;
-        <&str>::try_from(value.value).ok().map(str::to_owned)
-    };
     let class = method
         .as_ref()
         .and_then(|m| m.get_field("type"))
-        .and_then(|t| symbol(t.get_field("name")))
-        .map(|internal| internal.replace('/', "."));
+        .and_then(|t| class_name(&t));
     let name = method.as_ref().and_then(|m| symbol(m.get_field("name")));
     let line = frame
         .get_field("lineNumber")
         .and_then(|l| i32::try_from(l.value).ok())
         .and_then(|l| u32::try_from(l).ok())
         .filter(|&l| l > 0);
-    let package = class
-        .as_deref()
-        .and_then(|c| c.rsplit_once('.'))
-        .map(|(package, _)| package.to_owned())
-        .unwrap_or_default();
+    let package = class.as_deref().map(package_of).unwrap_or_default();
     let function = match (class, name) {
         (Some(class), Some(name)) => format!("{class}.{name}"),
         (None, Some(name)) => name,
@@ -222,6 +290,25 @@ fn java_frame(frame: &Accessor<'_>) -> Frame {
         file: None,
         line,
     }
+}
+
+/// A JFR symbol's text.
+fn symbol(accessor: Option<Accessor<'_>>) -> Option<String> {
+    let value = accessor?.get_field("string")?;
+    <&str>::try_from(value.value).ok().map(str::to_owned)
+}
+
+/// A `java.lang.Class` constant's name with dots (`java.util.HashMap$Node`).
+pub fn class_name(class: &Accessor<'_>) -> Option<String> {
+    symbol(class.get_field("name")).map(|internal| internal.replace('/', "."))
+}
+
+/// The package of a class named with dots; empty for the default package.
+pub fn package_of(class: &str) -> String {
+    class
+        .rsplit_once('.')
+        .map(|(package, _)| package.to_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

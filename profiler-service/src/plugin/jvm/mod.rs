@@ -15,23 +15,27 @@
 //! for one period of on-CPU Java time: the event is `cpu-clock`.
 //! Allocation samples weigh the bytes they stand for: `alloc-bytes`.
 //! `heap-bytes` is no JFR recording but one class histogram taken when the
-//! profile ends ([`heap`]).
+//! profile ends ([`heap`]). `lock` records JFR's wait events instead of
+//! samples, each wait read as samples of the profile's period
+//! ([`super::waits`]) under a leaf naming what it waited for ([`lock`]).
 
 pub mod attach;
 pub mod heap;
 pub mod jfr;
+pub mod lock;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use odp_core::EventKind;
 use tracing::{debug, warn};
 
 use self::attach::Attach;
 use self::jfr::SampleEvent;
-use super::{Plugin, PluginError, PollStats, Session, WindowSink};
+use super::waits::DurationSampler;
+use super::{OpenOptions, Plugin, PluginError, PollStats, Session, WindowSink};
 use crate::targets::ProcFs;
 
 const NANOS: u64 = 1_000_000_000;
@@ -56,6 +60,8 @@ pub struct JvmPlugin {
 enum Measure {
     /// A JFR sample event, read every [`DUMP_INTERVAL`].
     Samples(SampleEvent),
+    /// JFR's wait events, read every [`DUMP_INTERVAL`] ([`lock`]).
+    Locks,
     /// The live heap by class, once at the end ([`heap`]).
     Heap,
 }
@@ -77,6 +83,13 @@ impl JvmPlugin {
         self
     }
 
+    /// The same plugin measuring where threads wait for locks, monitors
+    /// and conditions (nanoseconds, read as samples of the period).
+    pub fn locks(mut self) -> Self {
+        self.measure = Measure::Locks;
+        self
+    }
+
     /// The same plugin measuring the live heap by class (bytes), once when
     /// the profile ends.
     pub fn heap(mut self) -> Self {
@@ -91,8 +104,21 @@ impl Plugin for JvmPlugin {
     }
 
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
-        let event = match self.measure {
-            Measure::Samples(event) => event,
+        self.open_with(pids, frequency_hz, &OpenOptions::default())
+    }
+
+    fn open_with(
+        &self,
+        pids: &[u32],
+        frequency_hz: u32,
+        options: &OpenOptions,
+    ) -> Result<Box<dyn Session>, PluginError> {
+        let recording = match self.measure {
+            Measure::Samples(event) => Recording::Samples(event),
+            Measure::Locks => Recording::Waits {
+                min_wait: options.min_wait.unwrap_or(lock::DEFAULT_MIN_WAIT),
+                sampler: DurationSampler::seeded(frequency_hz),
+            },
             Measure::Heap => {
                 let session =
                     heap::HeapSession::open(self.procfs.clone(), self.jcmd.clone(), pids)?;
@@ -102,7 +128,7 @@ impl Plugin for JvmPlugin {
         let mut session = JvmSession {
             procfs: self.procfs.clone(),
             jcmd: self.jcmd.clone(),
-            event,
+            recording,
             // Unique per session so concurrent profiles of one JVM do not
             // touch each other's recordings.
             name: format!("odp-{}", uuid::Uuid::new_v4().simple()),
@@ -140,17 +166,46 @@ fn attach_failure(tool: &'static str, refusal: Option<(u32, String)>, pids: &[u3
 /// One JVM of the profile.
 struct JvmTarget {
     attach: Attach,
-    /// The period of the recording running now, as a frequency.
+    /// The period of the recording running now, as a frequency (0 for
+    /// recordings that do not depend on it).
     running_hz: Option<u32>,
+    /// When that recording started, in Unix nanoseconds: waits count
+    /// from then.
+    started_nanos: i64,
     last_dump: Instant,
     seen_chunks: VecDeque<i64>,
     failures: u32,
 }
 
+impl JvmTarget {
+    /// Whether a chunk of the recording is read for the first time (and
+    /// remembers it).
+    fn first_read(&mut self, chunk_start: i64) -> bool {
+        if self.seen_chunks.contains(&chunk_start) {
+            return false;
+        }
+        if self.seen_chunks.len() == SEEN_CHUNKS {
+            self.seen_chunks.pop_front();
+        }
+        self.seen_chunks.push_back(chunk_start);
+        true
+    }
+}
+
+/// What a session records.
+enum Recording {
+    Samples(SampleEvent),
+    /// Waits of at least `min_wait`, as samples of the period.
+    Waits {
+        min_wait: Duration,
+        sampler: DurationSampler,
+    },
+}
+
 struct JvmSession {
     procfs: ProcFs,
     jcmd: PathBuf,
-    event: SampleEvent,
+    recording: Recording,
     name: String,
     rate_hz: u32,
     paused: bool,
@@ -160,19 +215,39 @@ struct JvmSession {
 
 impl JvmSession {
     fn start_line(&self) -> String {
-        let event = self.event.jfr_name();
-        let sampling = match self.event {
+        let event = match &self.recording {
+            Recording::Samples(event) => *event,
+            Recording::Waits { min_wait, .. } => {
+                return format!(
+                    "JFR.start name={} settings=none {} maxage={MAX_AGE}",
+                    self.name,
+                    lock::event_settings(*min_wait)
+                );
+            }
+        };
+        let name = event.jfr_name();
+        let sampling = match event {
             SampleEvent::Execution => {
                 let period_ms = (1000 / self.rate_hz).max(1);
-                format!("+{event}#period={period_ms}ms")
+                format!("+{name}#period={period_ms}ms")
             }
-            SampleEvent::Allocation => format!("+{event}#throttle={}/s", self.rate_hz),
+            SampleEvent::Allocation => format!("+{name}#throttle={}/s", self.rate_hz),
         };
         format!(
-            "JFR.start name={} settings=none +{event}#enabled=true +{event}#stackTrace=true \
+            "JFR.start name={} settings=none +{name}#enabled=true +{name}#stackTrace=true \
              {sampling} maxage={MAX_AGE}",
             self.name
         )
+    }
+
+    /// The rate the recording runs at, as the JFR settings see it: a wait
+    /// recording is the same at every rate (only the sampler's period
+    /// changes), so a new rate does not restart it.
+    fn recording_hz(&self) -> u32 {
+        match self.recording {
+            Recording::Samples(_) => self.rate_hz,
+            Recording::Waits { .. } => 0,
+        }
     }
 
     /// Brings every JVM's recording to what the session wants (running at
@@ -215,7 +290,7 @@ impl JvmSession {
         stats: &mut PollStats,
         force_dump: bool,
     ) -> Result<(), String> {
-        let wanted_hz = (!self.paused).then_some(self.rate_hz);
+        let wanted_hz = (!self.paused).then_some(self.recording_hz());
         let target = &self.targets[&pid];
         let running = target.running_hz;
         let due = force_dump || target.last_dump.elapsed() >= DUMP_INTERVAL;
@@ -231,6 +306,7 @@ impl JvmSession {
         }
         if wanted_hz.is_some() && self.targets[&pid].running_hz.is_none() {
             let line = self.start_line();
+            let started_nanos = unix_nanos();
             let output = self.targets[&pid]
                 .attach
                 .command(&line)
@@ -240,6 +316,7 @@ impl JvmSession {
             }
             let target = self.targets.get_mut(&pid).expect("target");
             target.running_hz = wanted_hz;
+            target.started_nanos = started_nanos;
             target.last_dump = Instant::now();
         }
         Ok(())
@@ -274,28 +351,64 @@ impl JvmSession {
         let bytes = fs::read(&local);
         remove(&local);
         let bytes = bytes.map_err(|e| format!("cannot read {}: {e}", local.display()))?;
-        let chunks = jfr::parse(bytes, self.event).map_err(|e| e.to_string())?;
         let target = self.targets.get_mut(&pid).expect("target");
-        for chunk in chunks {
-            if target.seen_chunks.contains(&chunk.start_nanos) {
-                continue;
-            }
-            if target.seen_chunks.len() == SEEN_CHUNKS {
-                target.seen_chunks.pop_front();
-            }
-            target.seen_chunks.push_back(chunk.start_nanos);
-            for sample in &chunk.samples {
-                let tid = if sample.tid == 0 { pid } else { sample.tid };
-                if let Some(name) = &sample.thread_name {
-                    sink.name_thread(tid, || Some(name.clone()));
+        match &mut self.recording {
+            Recording::Samples(event) => {
+                let chunks = jfr::parse(bytes, *event).map_err(|e| e.to_string())?;
+                for chunk in chunks {
+                    if !target.first_read(chunk.start_nanos) {
+                        continue;
+                    }
+                    for sample in &chunk.samples {
+                        let tid = thread(pid, sample.tid, &sample.thread_name, sink);
+                        let frames = sample.frames.iter().map(|f| sink.intern(f)).collect();
+                        sink.add_stack(frames, tid, sample.weight);
+                        stats.samples += 1;
+                    }
                 }
-                let frames = sample.frames.iter().map(|f| sink.intern(f)).collect();
-                sink.add_stack(frames, tid, sample.weight);
-                stats.samples += 1;
+            }
+            Recording::Waits { sampler, .. } => {
+                let chunks = lock::parse(bytes).map_err(|e| e.to_string())?;
+                for chunk in chunks {
+                    if !target.first_read(chunk.start_nanos) {
+                        continue;
+                    }
+                    for wait in &chunk.events {
+                        let samples = sampler.samples(wait.nanos_since(target.started_nanos));
+                        if samples == 0 {
+                            continue;
+                        }
+                        let tid = thread(pid, wait.tid, &wait.thread_name, sink);
+                        let frames = wait
+                            .frames
+                            .iter()
+                            .chain([&wait.blocker])
+                            .map(|f| sink.intern(f))
+                            .collect();
+                        sink.add_stack(frames, tid, samples);
+                        stats.samples += samples;
+                    }
+                }
             }
         }
         Ok(())
     }
+}
+
+/// The thread of an event (the JVM's pid when JFR did not say), named in
+/// the window.
+fn thread(pid: u32, tid: u32, name: &Option<String>, sink: &mut WindowSink) -> u32 {
+    let tid = if tid == 0 { pid } else { tid };
+    if let Some(name) = name {
+        sink.name_thread(tid, || Some(name.clone()));
+    }
+    tid
+}
+
+fn unix_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 fn remove(path: &Path) {
@@ -306,9 +419,10 @@ fn remove(path: &Path) {
 
 impl Session for JvmSession {
     fn event(&self) -> EventKind {
-        match self.event {
-            SampleEvent::Execution => EventKind::CpuClock,
-            SampleEvent::Allocation => EventKind::AllocBytes,
+        match self.recording {
+            Recording::Samples(SampleEvent::Execution) => EventKind::CpuClock,
+            Recording::Samples(SampleEvent::Allocation) => EventKind::AllocBytes,
+            Recording::Waits { .. } => EventKind::Lock,
         }
     }
 
@@ -317,10 +431,11 @@ impl Session for JvmSession {
     }
 
     fn window_period(&mut self) -> u64 {
-        match self.event {
-            SampleEvent::Execution => NANOS / u64::from(self.rate_hz),
+        match &self.recording {
+            Recording::Samples(SampleEvent::Execution) => NANOS / u64::from(self.rate_hz),
             // Each sample already weighs its bytes.
-            SampleEvent::Allocation => 1,
+            Recording::Samples(SampleEvent::Allocation) => 1,
+            Recording::Waits { sampler, .. } => sampler.period(),
         }
     }
 
@@ -329,8 +444,13 @@ impl Session for JvmSession {
     }
 
     fn set_frequency(&mut self, frequency_hz: u32) {
-        // The next poll dumps the recording and starts one at this rate.
+        // The next poll dumps the recording and starts one at this rate
+        // (a wait recording runs on; its waits from now on read as samples
+        // of the new period).
         self.rate_hz = frequency_hz.max(1);
+        if let Recording::Waits { sampler, .. } = &mut self.recording {
+            sampler.set_frequency(self.rate_hz);
+        }
     }
 
     fn set_paused(&mut self, paused: bool) {
@@ -354,6 +474,7 @@ impl Session for JvmSession {
             self.targets.entry(pid).or_insert_with(|| JvmTarget {
                 attach: Attach::new(self.procfs.clone(), pid, self.jcmd.clone()),
                 running_hz: None,
+                started_nanos: 0,
                 last_dump: Instant::now(),
                 seen_chunks: VecDeque::new(),
                 failures: 0,
