@@ -101,6 +101,12 @@ impl Workload {
         workload
     }
 
+    /// The same program, profiled for `event` instead of CPU.
+    const fn measuring(mut self, event: EventKind) -> Self {
+        self.event = Some(event);
+        self
+    }
+
     const fn exercising(mut self, functions: &'static [&'static str]) -> Self {
         self.exercises = functions;
         self
@@ -184,6 +190,28 @@ const JVM_LOCK: &[Workload] = &[
     Workload::locks("jvm-lock-idle", "idle"),
 ];
 
+/// Wall profiles weigh each stack by the time threads spent in it, on CPU
+/// or waiting: the shares are of all the threads' wall time.
+const PYTHON_WALL: &[Workload] = &[
+    Workload::new("python-threading-wait", Language::Python, "threading-wait")
+        .measuring(EventKind::Wall)
+        .exercising(&["acquire", "take_turns"])
+        .at_least(40.0),
+    // Computing only, in one thread: the wait rules' burner.
+    Workload::new("python-burn-wall", Language::Python, "burn").measuring(EventKind::Wall),
+];
+
+/// Off-CPU profiles weigh each stack by the time threads spent switched
+/// out in it; the burner's wall profile is nearly all on CPU.
+const NATIVE_WAIT: &[Workload] = &[
+    Workload::new("native-lock-off-cpu", Language::Native, "lock")
+        .measuring(EventKind::OffCpu)
+        .exercising(&["pthread_mutex_lock", "contend"])
+        // The main thread, asleep while they contend, holds a fifth.
+        .at_least(30.0),
+    Workload::new("native-burn-wall", Language::Native, "burn").measuring(EventKind::Wall),
+];
+
 const NATIVE: &[Workload] = &[
     Workload::new("native-lock", Language::Native, "lock").exercising(&["pthread_mutex_lock"]),
     Workload::new("native-malloc", Language::Native, "malloc").exercising(&["malloc"]),
@@ -226,8 +254,18 @@ fn native_rule_captures() {
 }
 
 #[test]
+fn python_wall_rule_captures() {
+    captures(PYTHON_WALL);
+}
+
+#[test]
+fn native_wait_rule_captures() {
+    captures(NATIVE_WAIT);
+}
+
+#[test]
 fn every_capture_file_belongs_to_a_workload() {
-    let known: Vec<String> = [PYTHON, JVM, JVM_LOCK, NATIVE]
+    let known: Vec<String> = [PYTHON, JVM, JVM_LOCK, NATIVE, PYTHON_WALL, NATIVE_WAIT]
         .iter()
         .flat_map(|w| w.iter())
         .map(|w| format!("{}.txt", w.name))

@@ -159,7 +159,10 @@ mod tests {
                     .find(|e| !events.iter().any(|x| x == e))
                     .expect("a rule reads some events, not all");
                 let elsewhere = flag_in(&set, Some(other), (function, module), 100_000);
-                assert!(!elsewhere.contains(&id.to_string()), "{id} fired on {other}");
+                assert!(
+                    !elsewhere.contains(&id.to_string()),
+                    "{id} fired on {other}"
+                );
                 let unknown = flag_in(&set, None, (function, module), 100_000);
                 assert!(!unknown.contains(&id.to_string()), "{id} fired on no event");
             }

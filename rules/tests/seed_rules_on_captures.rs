@@ -56,7 +56,14 @@ const CAPTURES: &[(&str, &[&str])] = &[
     ("python-json", &["py-json"]),
     ("python-logging", &["py-logging-format"]),
     ("python-burn", &[]),
+    // Wall time: four threads taking turns on a threading.Semaphore; the
+    // burner's single thread only computes.
+    ("python-threading-wait", &["py-threading-wait"]),
+    ("python-burn-wall", &[]),
     ("native-lock", &["native-lock-contention"]),
+    // Off CPU, the same program: blocked in the mutex, not spinning in it.
+    ("native-lock-off-cpu", &["native-mutex-wait"]),
+    ("native-burn-wall", &[]),
     ("native-malloc", &["native-malloc-free"]),
     ("native-memcpy", &["native-memcpy"]),
     ("native-burn", &[]),

@@ -11,6 +11,13 @@
 //! `/proc/PID/mem`, which the DWARF unwinder walks as it walks a sample's
 //! stack copy. The kernel part of such a wait is left out (procfs gives it
 //! only as names).
+//!
+//! procfs gives no frame pointer register, which code built with frame
+//! pointers needs (its unwind rules find the caller from `rbp`). The
+//! frames that saved one are on the stack: [`frame_pointer_candidates`]
+//! finds the words that look like a saved frame (a higher stack address,
+//! then a return address), and the unwinder keeps the longest walk among
+//! them.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -57,6 +64,31 @@ pub fn syscall_registers(line: &str) -> Option<(u64, u64)> {
     (sp != 0 && pc != 0).then_some((sp, pc))
 }
 
+/// Most candidate frame pointers tried per wait: the walk is redone for
+/// each, once per thread found sleeping at attach.
+pub const MAX_CANDIDATES: usize = 16;
+
+/// Addresses in the stack copy (which starts at `sp`) where a frame built
+/// with a frame pointer may begin, nearest first: a word holding a higher
+/// address inside the copy (the caller's saved frame pointer) followed by a
+/// word that is not (a return address).
+pub fn frame_pointer_candidates(stack: &[u8], sp: u64) -> Vec<u64> {
+    let end = sp + stack.len() as u64;
+    let word = |i: usize| -> Option<u64> {
+        Some(u64::from_ne_bytes(stack.get(i..i + 8)?.try_into().ok()?))
+    };
+    let in_stack = |v: u64| (sp..end).contains(&v);
+    (0..stack.len().saturating_sub(15))
+        .step_by(8)
+        .filter_map(|i| {
+            let here = sp + i as u64;
+            let (saved, ret) = (word(i)?, word(i + 8)?);
+            (in_stack(saved) && saved > here && !in_stack(ret) && ret > 0x1000).then_some(here)
+        })
+        .take(MAX_CANDIDATES)
+        .collect()
+}
+
 /// Up to [`STACK_BYTES`] of the stack from `sp` up, as a sample's copy
 /// would hold; shorter where the stack's mapping ends.
 fn read_stack(mem: &std::path::Path, sp: u64) -> Option<Vec<u8>> {
@@ -93,6 +125,20 @@ mod tests {
         );
         assert_eq!(syscall_registers("running\n"), None);
         assert_eq!(syscall_registers("-1 0x0 0x0\n"), None);
+    }
+
+    #[test]
+    fn finds_saved_frames_on_a_stack() {
+        let sp = 0x7000_0000u64;
+        let mut stack = vec![0u8; 64];
+        let mut put = |at: usize, v: u64| stack[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        put(0, 0x40_1000); // a return address, no frame before it
+        put(16, sp + 48); // a saved frame pointer ...
+        put(24, 0x40_2000); // ... and its return address
+        put(48, sp + 8); // pointing down: not a saved frame
+        put(56, 0x40_3000);
+        assert_eq!(frame_pointer_candidates(&stack, sp), [sp + 16]);
+        assert!(frame_pointer_candidates(&[], sp).is_empty());
     }
 
     #[test]

@@ -165,6 +165,24 @@ fn unwind_user_stack(unwinders: &mut unwind::Unwinders, unwound: &mut Vec<u64>, 
     }
 }
 
+/// Unwinds a wait found at attach (see [`blocked`]), whose frame pointer
+/// is unknown: the longest walk over the candidates.
+fn unwind_blocked(unwinders: &mut unwind::Unwinders, unwound: &mut Vec<u64>, s: &mut RawSample) {
+    let Some(regs) = s.regs else {
+        return;
+    };
+    let mut best = Vec::new();
+    let candidates = blocked::frame_pointer_candidates(&s.stack, regs.sp);
+    for bp in std::iter::once(0).chain(candidates) {
+        let regs = super::perf::UserRegs { bp, ..regs };
+        unwinders.unwind(s.pid, regs, &s.stack, unwound);
+        if unwound.len() > best.len() {
+            std::mem::swap(&mut best, unwound);
+        }
+    }
+    s.user = best;
+}
+
 impl Session for NativeSession {
     fn event(&self) -> EventKind {
         match (self.mode, &self.cpu) {
@@ -272,7 +290,7 @@ impl NativeSession {
             let attached = s.attach(pid, tid);
             if new && attached.is_ok() {
                 if let Some(mut wait) = blocked::wait_under_way(&self.procfs, pid, tid) {
-                    unwind_user_stack(&mut self.unwinders, &mut self.unwound, &mut wait);
+                    unwind_blocked(&mut self.unwinders, &mut self.unwound, &mut wait);
                     wait.stack = Vec::new();
                     wait.regs = None;
                     s.seed_wait(tid, wait, monotonic_now());
