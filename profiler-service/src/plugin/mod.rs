@@ -34,6 +34,13 @@ pub trait Plugin: Send + Sync {
     /// The name reported in heartbeats.
     fn name(&self) -> &'static str;
 
+    /// The runtime whose processes it samples.
+    fn language(&self) -> Language;
+
+    /// The events it measures: a start asking for one of them in its
+    /// runtime gets this plugin.
+    fn measures(&self) -> &'static [EventKind];
+
     /// Starts sampling the given processes. Called on the profile's own
     /// thread, where the session then stays (sessions need not be `Send`).
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError>;
@@ -121,53 +128,42 @@ pub trait Session {
     }
 }
 
-/// The plugin for each runtime (and, for the JVM, each event it can
-/// measure). Cloning shares the plugins.
+/// The plugins: for each runtime, one per kind of event it measures. A
+/// profile gets the plugin of its target's runtime that measures its event
+/// (see [`Plugin::measures`]). Cloning shares the plugins.
 #[derive(Clone)]
 pub struct Plugins {
-    native: Arc<dyn Plugin>,
-    native_off_cpu: Arc<dyn Plugin>,
-    native_wall: Arc<dyn Plugin>,
-    python: Arc<dyn Plugin>,
-    python_wall: Arc<dyn Plugin>,
-    jvm: Arc<dyn Plugin>,
-    jvm_alloc: Arc<dyn Plugin>,
-    jvm_heap: Arc<dyn Plugin>,
-    jvm_lock: Arc<dyn Plugin>,
+    list: Vec<Arc<dyn Plugin>>,
     runtime_info: runtime_info::Collector,
 }
 
 impl Plugins {
     /// The standard plugins, reading `/proc` through `procfs`.
     pub fn standard(procfs: ProcFs, settings: PluginSettings) -> Self {
-        let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd.clone());
+        let native = native::NativePlugin::new(procfs.clone());
         let python =
             python::PythonPlugin::new(procfs.clone(), settings.py_spy, settings.python_native);
+        let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd.clone());
         Plugins {
-            runtime_info: runtime_info::Collector::new(procfs.clone(), settings.jcmd),
-            native: Arc::new(native::NativePlugin::new(procfs.clone())),
-            native_off_cpu: Arc::new(
-                native::NativePlugin::new(procfs.clone()).measuring(native::Mode::OffCpu),
-            ),
-            native_wall: Arc::new(
-                native::NativePlugin::new(procfs.clone()).measuring(native::Mode::Wall),
-            ),
-            python: Arc::new(python.clone()),
-            python_wall: Arc::new(python.wall()),
-            jvm: Arc::new(jvm.clone()),
-            jvm_alloc: Arc::new(jvm.clone().allocations()),
-            jvm_lock: Arc::new(jvm.clone().locks()),
-            jvm_heap: Arc::new(jvm.heap()),
+            runtime_info: runtime_info::Collector::new(procfs, settings.jcmd),
+            list: vec![
+                Arc::new(native.clone()),
+                Arc::new(native.clone().measuring(native::Mode::OffCpu)),
+                Arc::new(native.measuring(native::Mode::Wall)),
+                Arc::new(python.clone()),
+                Arc::new(python.wall()),
+                Arc::new(jvm.clone()),
+                Arc::new(jvm.clone().allocations()),
+                Arc::new(jvm.clone().locks()),
+                Arc::new(jvm.heap()),
+            ],
         }
     }
 
     /// The CPU-sampling plugin of a runtime.
     pub fn get(&self, language: Language) -> &dyn Plugin {
-        match language {
-            Language::Native => &*self.native,
-            Language::Python => &*self.python,
-            Language::Jvm => &*self.jvm,
-        }
+        self.for_event(language, None)
+            .expect("every runtime has a CPU plugin")
     }
 
     /// The plugin that measures `event` (its CPU event when `None`) in a
@@ -177,19 +173,17 @@ impl Plugins {
         language: Language,
         event: Option<EventKind>,
     ) -> Result<&dyn Plugin, String> {
-        match (language, event) {
-            (_, None | Some(EventKind::Cycles | EventKind::CpuClock)) => Ok(self.get(language)),
-            (Language::Native, Some(EventKind::OffCpu)) => Ok(&*self.native_off_cpu),
-            (Language::Native, Some(EventKind::Wall)) => Ok(&*self.native_wall),
-            (Language::Python, Some(EventKind::Wall)) => Ok(&*self.python_wall),
-            (Language::Jvm, Some(EventKind::AllocBytes)) => Ok(&*self.jvm_alloc),
-            (Language::Jvm, Some(EventKind::HeapBytes)) => Ok(&*self.jvm_heap),
-            (Language::Jvm, Some(EventKind::Lock)) => Ok(&*self.jvm_lock),
-            (_, Some(event)) => Err(format!(
-                "the {language} plugin cannot measure {event}; {}",
-                Language::MEASURES
-            )),
-        }
+        let event = event.unwrap_or(EventKind::CpuClock);
+        self.list
+            .iter()
+            .find(|p| p.language() == language && p.measures().contains(&event))
+            .map(|p| &**p)
+            .ok_or_else(|| {
+                format!(
+                    "the {language} plugin cannot measure {event}; {}",
+                    Language::MEASURES
+                )
+            })
     }
 
     /// What a target's processes run (flags, libraries, executable), for

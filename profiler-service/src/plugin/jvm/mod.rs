@@ -29,7 +29,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use odp_core::EventKind;
+use odp_core::{EventKind, Language};
 use tracing::{debug, warn};
 
 use self::attach::Attach;
@@ -101,6 +101,19 @@ impl JvmPlugin {
 impl Plugin for JvmPlugin {
     fn name(&self) -> &'static str {
         "jvm"
+    }
+
+    fn language(&self) -> Language {
+        Language::Jvm
+    }
+
+    fn measures(&self) -> &'static [EventKind] {
+        match self.measure {
+            Measure::Samples(SampleEvent::Execution) => &[EventKind::CpuClock, EventKind::Cycles],
+            Measure::Samples(SampleEvent::Allocation) => &[EventKind::AllocBytes],
+            Measure::Locks => &[EventKind::Lock],
+            Measure::Heap => &[EventKind::HeapBytes],
+        }
     }
 
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {

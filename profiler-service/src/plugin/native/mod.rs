@@ -36,7 +36,7 @@ pub mod unwind;
 use std::borrow::Borrow;
 use std::collections::HashMap;
 
-use odp_core::{EventKind, Frame};
+use odp_core::{EventKind, Frame, Language};
 
 use self::perf::{OpenError, PerfSet, RawSample};
 use self::session::NativeSession;
@@ -108,6 +108,18 @@ impl Default for NativePlugin {
 impl Plugin for NativePlugin {
     fn name(&self) -> &'static str {
         "native"
+    }
+
+    fn language(&self) -> Language {
+        Language::Native
+    }
+
+    fn measures(&self) -> &'static [EventKind] {
+        match self.mode {
+            Mode::Cpu => &[EventKind::CpuClock, EventKind::Cycles],
+            Mode::OffCpu => &[EventKind::OffCpu],
+            Mode::Wall => &[EventKind::Wall],
+        }
     }
 
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {

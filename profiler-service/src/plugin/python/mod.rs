@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use odp_core::EventKind;
+use odp_core::{EventKind, Language};
 use tracing::{debug, warn};
 
 use super::{Plugin, PluginError, PollStats, Session, WindowSink};
@@ -76,6 +76,18 @@ impl PythonPlugin {
 impl Plugin for PythonPlugin {
     fn name(&self) -> &'static str {
         "python"
+    }
+
+    fn language(&self) -> Language {
+        Language::Python
+    }
+
+    fn measures(&self) -> &'static [EventKind] {
+        if self.idle {
+            &[EventKind::Wall]
+        } else {
+            &[EventKind::CpuClock, EventKind::Cycles]
+        }
     }
 
     fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
