@@ -1,1 +1,1 @@
-//! End-to-end tests live in `e2e/`; see the README.
+//! End-to-end tests live in `e2e/`; see docs/testing.md.

@@ -381,7 +381,7 @@ async fn aggregates_filters_diffs_and_timelines() {
     assert_eq!(status, 422);
     assert_eq!(
         body["error"]["message"],
-        "cannot compare cpu-clock with alloc-bytes"
+        "cannot compare cpu-clock with alloc-bytes: their samples measure different things"
     );
 
     // Timeline: host b's windows in time order.
@@ -485,7 +485,7 @@ async fn aggregates_filters_diffs_and_timelines() {
     assert!(out.status.success(), "{stdout}");
     assert!(
         stdout
-            .starts_with("120 cpu-clock samples of 2 profiles on 2 hosts: agg-a (80), agg-b (40)"),
+            .starts_with("120 cpu-clock samples (1.21 s of CPU time) of 2 profiles on 2 hosts: agg-a (80), agg-b (40)"),
         "{stdout}"
     );
     let hot_line = stdout

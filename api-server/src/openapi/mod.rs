@@ -183,7 +183,7 @@ pub async fn openapi_json(Extension(document): Extension<DocumentJson>) -> impl 
     )
 }
 
-/// Prometheus metrics of the api-server (see the README's Metrics).
+/// Prometheus metrics of the api-server (see docs/operations.md, Metrics).
 #[utoipa::path(
     get,
     path = "/metrics",

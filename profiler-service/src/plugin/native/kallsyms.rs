@@ -99,7 +99,7 @@ garbage line
 
     #[test]
     fn this_machines_table_names_a_scheduler_function() {
-        // The tests run as root (see README), where kallsyms shows addresses.
+        // The tests run as root (docs/testing.md), where kallsyms shows addresses.
         let table = shared().expect("kallsyms readable");
         assert!(table.len() > 1000);
         let (addr, _) = table

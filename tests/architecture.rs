@@ -1,0 +1,151 @@
+//! The dependency arrows that must never exist (ARCHITECTURE.md), checked
+//! on the workspace's real dependency graph from `cargo metadata`: what a
+//! crate pulls in when built for production (normal and build
+//! dependencies, transitively), never its dev-dependencies.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The target this machine builds for, from `rustc -vV`.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let output = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_owned()
+}
+
+/// Package name → the names of its normal and build dependencies, for
+/// every package of the resolved graph.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    // Only this platform's graph: the build downloaded exactly its crates,
+    // so reading it needs no network.
+    let output = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_triple()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(output.status.success(), "{output:?}");
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut graph = BTreeMap::new();
+    for node in metadata["resolve"]["nodes"].as_array().unwrap() {
+        let name = names[node["id"].as_str().unwrap()].to_owned();
+        let deps: BTreeSet<String> = node["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|dep| {
+                dep["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|kind| kind["kind"].as_str() != Some("dev"))
+            })
+            .map(|dep| names[dep["pkg"].as_str().unwrap()].to_owned())
+            .collect();
+        graph.entry(name).or_insert_with(BTreeSet::new).extend(deps);
+    }
+    graph
+}
+
+/// Everything `from` pulls in, itself excluded.
+fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<&str> = vec![from];
+    while let Some(name) = todo.pop() {
+        for dep in graph.get(name).into_iter().flatten() {
+            if seen.insert(dep.clone()) {
+                todo.push(dep);
+            }
+        }
+    }
+    seen
+}
+
+/// Arrows of ARCHITECTURE.md: `(from, to)`, none of which may exist.
+fn forbidden() -> Vec<(&'static str, &'static str)> {
+    let mut arrows = Vec::new();
+    for pure in ["odp-core", "odp-profile", "odp-rules"] {
+        for to in ["odp-store", "rdkafka", "sqlx", "tokio"] {
+            arrows.push((pure, to));
+        }
+    }
+    for to in ["odp-store", "odp-api-server", "odp-pipeline"] {
+        arrows.push(("odp-profiler-service", to));
+    }
+    arrows.push(("odp-api-server", "odp-pipeline"));
+    arrows.push(("odp-pipeline", "odp-api-server"));
+    for client in ["odp-client", "odpctl"] {
+        for to in ["odp-store", "odp-api-server"] {
+            arrows.push((client, to));
+        }
+    }
+    let production = [
+        "odp-core",
+        "odp-profile",
+        "odp-rules",
+        "odp-store",
+        "odp-metrics",
+        "odp-api-server",
+        "odp-profiler-service",
+        "odp-pipeline",
+        "odp-client",
+        "odpctl",
+    ];
+    for crate_ in production {
+        for to in ["odp-tests", "odp-devstack"] {
+            arrows.push((crate_, to));
+        }
+    }
+    arrows
+}
+
+/// The arrows that exist today and are to go (issue 16): the rules take
+/// their input types from the store, and with it sqlx and tokio. Listed so
+/// no other appears meanwhile, and checked so the list shrinks when they go.
+const KNOWN: &[(&str, &str)] = &[
+    ("odp-rules", "odp-store"),
+    ("odp-rules", "sqlx"),
+    ("odp-rules", "tokio"),
+];
+
+#[test]
+fn no_forbidden_dependency_arrow() {
+    let graph = graph();
+    let mut found = Vec::new();
+    for (from, to) in forbidden() {
+        assert!(graph.contains_key(from), "no package {from}");
+        if reaches(&graph, from).contains(to) {
+            found.push((from, to));
+        }
+    }
+    let unexpected: Vec<_> = found.iter().filter(|a| !KNOWN.contains(a)).collect();
+    assert!(unexpected.is_empty(), "forbidden arrows: {unexpected:?}");
+    let gone: Vec<_> = KNOWN.iter().filter(|a| !found.contains(a)).collect();
+    assert!(gone.is_empty(), "gone, drop them from KNOWN: {gone:?}");
+}
+
+#[test]
+fn the_check_sees_real_arrows() {
+    // So a broken graph reader cannot pass the test above vacuously.
+    let graph = graph();
+    assert!(reaches(&graph, "odp-api-server").contains("odp-store"));
+    assert!(reaches(&graph, "odp-pipeline").contains("rdkafka"));
+    assert!(reaches(&graph, "odp-store").contains("sqlx"));
+    // Dev-dependencies are left out: the pipeline's tests use the devstack.
+    assert!(!reaches(&graph, "odp-pipeline").contains("odp-devstack"));
+}
