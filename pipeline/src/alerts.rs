@@ -2,26 +2,22 @@
 //!
 //! Deliveries are queued by `odp_store::save_detections` when a rule first
 //! flags a profile. The sender claims due ones (several pipelines never
-//! claim the same one) and sends each by its channel's kind: a webhook
-//! POSTs a JSON body signed with the channel's secret (`X-ODP-Signature:
-//! sha256=<hex HMAC-SHA256 of the body>`, and the delivery id in
-//! `X-ODP-Delivery` so receivers can drop repeats); an email channel mails
-//! a plain-text message through its SMTP relay ([`crate::email`]). It logs
+//! claim the same one) and sends each through the [`crate::notify`]er of
+//! its channel's kind (a signed webhook, an email). It logs
 //! each attempt, and on failure tries again after an exponential backoff
 //! until it gives up. Delivery is at least once: a sender that dies between
 //! sending and recording sends again once its claim's lease runs out.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
+use std::sync::Arc;
+
 use odp_store::{AttemptOutcome, DueDelivery, StoreError};
-use serde::Serialize;
-use sha2::Sha256;
 use sqlx::PgPool;
 use tokio::sync::watch;
-use uuid::Uuid;
 
+pub use crate::notify::webhook::{signature, AlertPayload, RulePayload, StackPayload};
+use crate::notify::Notifiers;
 use crate::AlertOptions;
 
 /// Longest wait between two attempts of one delivery.
@@ -44,19 +40,6 @@ pub enum AlertError {
     CaFile(#[from] std::io::Error),
 }
 
-/// `sha256=<hex>`: the HMAC-SHA256 of `body` keyed with `secret`.
-pub fn signature(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let mut hex = String::with_capacity(7 + 2 * digest.len());
-    hex.push_str("sha256=");
-    for byte in digest {
-        hex.push_str(&format!("{byte:02x}"));
-    }
-    hex
-}
-
 /// The wait after a delivery's `failures`-th failed attempt (from 1):
 /// `base`, then doubled each time, capped at [`MAX_BACKOFF`].
 pub fn backoff(base: Duration, failures: u32) -> Duration {
@@ -70,87 +53,19 @@ pub fn retry_in(options: &AlertOptions, attempt: u32) -> Option<Duration> {
     (attempt < options.max_attempts).then(|| backoff(options.backoff_base(), attempt))
 }
 
-/// The JSON body of an alert.
-#[derive(Debug, Clone, Serialize)]
-pub struct AlertPayload {
-    pub delivery_id: Uuid,
-    pub profile_id: Uuid,
-    pub service: String,
-    pub host: String,
-    pub rule: RulePayload,
-    /// Matched samples, percent of the profile's samples.
-    pub share: f64,
-    pub threshold_pct: f64,
-    pub stacks: Vec<StackPayload>,
-    pub detected_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct RulePayload {
-    pub id: String,
-    pub title: String,
-    pub explanation: String,
-    pub fix: String,
-    pub link: String,
-}
-
-/// One of the heaviest matching stacks, frame names root first.
-#[derive(Debug, Clone, Serialize)]
-pub struct StackPayload {
-    pub count: u64,
-    pub frames: Vec<String>,
-}
-
-impl AlertPayload {
-    pub fn of(d: &DueDelivery) -> AlertPayload {
-        AlertPayload {
-            delivery_id: d.id,
-            profile_id: d.profile_id,
-            service: d.service.clone(),
-            host: d.host.clone(),
-            rule: RulePayload {
-                id: d.rule_id.clone(),
-                title: d.title.clone(),
-                explanation: d.explanation.clone(),
-                fix: d.fix.clone(),
-                link: d.link.clone(),
-            },
-            share: d.share,
-            threshold_pct: d.threshold_pct,
-            stacks: d
-                .stacks
-                .iter()
-                .map(|s| StackPayload {
-                    count: s.count,
-                    frames: s.frames.clone(),
-                })
-                .collect(),
-            detected_at: d.detected_at,
-        }
-    }
-}
-
 /// Sends due deliveries.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Sender {
     pool: PgPool,
-    http: reqwest::Client,
+    notifiers: Arc<Notifiers>,
     options: AlertOptions,
 }
 
 impl Sender {
     pub fn new(pool: PgPool, options: AlertOptions) -> Result<Sender, AlertError> {
-        let mut builder = reqwest::Client::builder()
-            .timeout(SEND_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none());
-        if let Some(path) = &options.ca_file {
-            for cert in reqwest::Certificate::from_pem_bundle(&std::fs::read(path)?)? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
         Ok(Sender {
             pool,
-            http: builder.build()?,
+            notifiers: Arc::new(Notifiers::standard(&options)?),
             options,
         })
     }
@@ -179,15 +94,10 @@ impl Sender {
 
     /// One attempt; never fails, the outcome says how it went.
     async fn send(&self, d: &DueDelivery) -> AttemptOutcome {
-        let sent = match d.kind.as_str() {
-            "email" => {
-                crate::email::send(d, self.options.profile_base_url.as_deref(), SEND_TIMEOUT)
-                    .await
-                    .map_err(|f| (f.reply_code, f.error))
-            }
-            "webhook" => self.post_webhook(d).await,
+        let sent = match self.notifiers.get(&d.kind) {
+            Some(notifier) => notifier.send(d).await,
             // A kind added to the schema before this sender knows it.
-            other => Err((None, format!("unknown channel kind {other:?}"))),
+            None => Err((None, format!("unknown channel kind {:?}", d.kind))),
         };
         let (status_code, error) = match sent {
             Ok(status_code) => {
@@ -215,30 +125,6 @@ impl Sender {
             error: Some(error),
             success: false,
             retry_in,
-        }
-    }
-
-    /// POSTs the signed JSON body; the HTTP status when it was a success,
-    /// else the status (if any) and why.
-    async fn post_webhook(&self, d: &DueDelivery) -> Result<u16, (Option<u16>, String)> {
-        let body = serde_json::to_vec(&AlertPayload::of(d)).expect("alert payload serializes");
-        let signature = signature(d.secret.as_bytes(), &body);
-        let response = self
-            .http
-            .post(&d.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("X-ODP-Signature", signature)
-            .header("X-ODP-Delivery", d.id.to_string())
-            .body(body)
-            .send()
-            .await;
-        match response {
-            Ok(r) if r.status().is_success() => Ok(r.status().as_u16()),
-            Ok(r) => Err((
-                Some(r.status().as_u16()),
-                format!("webhook answered {}", r.status()),
-            )),
-            Err(e) => Err((None, error_chain(&e))),
         }
     }
 }
@@ -279,17 +165,6 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signature_is_hex_hmac_sha256() {
-        // RFC 4231 test case 2.
-        assert_eq!(
-            signature(b"Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-        assert_ne!(signature(b"other", b"{}"), signature(b"secret", b"{}"));
-        assert_eq!(signature(b"secret", b"{}").len(), 7 + 64);
-    }
 
     #[test]
     fn backoff_doubles_from_the_base_up_to_the_cap() {

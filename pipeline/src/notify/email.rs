@@ -15,6 +15,10 @@ use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use odp_store::DueDelivery;
 
+use super::{Notifier, Sending};
+use crate::alerts::SEND_TIMEOUT;
+use crate::AlertOptions;
+
 /// Port of a relay URL that names none.
 pub const DEFAULT_SMTP_PORT: u16 = 25;
 /// Heaviest matching stacks listed in a message.
@@ -171,6 +175,34 @@ pub async fn send(
             reply_code: e.status().map(u16::from),
             error: crate::alerts::error_chain(&e),
         }),
+    }
+}
+
+/// Mails alerts to email channels.
+pub struct EmailNotifier {
+    /// Where a message links to its profile, when the UI's URL is known.
+    profile_base_url: Option<String>,
+}
+
+impl EmailNotifier {
+    pub fn new(options: &AlertOptions) -> Self {
+        EmailNotifier {
+            profile_base_url: options.profile_base_url.clone(),
+        }
+    }
+}
+
+impl Notifier for EmailNotifier {
+    fn kind(&self) -> &'static str {
+        "email"
+    }
+
+    fn send<'a>(&'a self, delivery: &'a DueDelivery) -> Sending<'a> {
+        Box::pin(async move {
+            send(delivery, self.profile_base_url.as_deref(), SEND_TIMEOUT)
+                .await
+                .map_err(|f| (f.reply_code, f.error))
+        })
     }
 }
 
