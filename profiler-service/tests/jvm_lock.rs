@@ -10,17 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use odp_core::event::FinishReason;
-use odp_core::{EventKind, Language, Snapshot, Target};
-use odp_profiler_service::cost::CostSettings;
+use odp_core::{EventKind, Language, Snapshot};
 use odp_profiler_service::plugin::jvm::lock;
-use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
-use odp_profiler_service::targets::ProcFs;
-use uuid::Uuid;
+use odp_profiler_service::runner::ProfileSpec;
 
 mod support;
 
@@ -76,47 +71,20 @@ fn start(mode: &str, jvm_args: &[&str]) -> Killed {
 /// A lock profile of `pid` through the runner, as the agent takes it.
 fn profile_locks(pid: u32, min_wait: Option<Duration>) -> Vec<Snapshot> {
     let spec = ProfileSpec {
-        profile_id: Uuid::new_v4(),
-        host: "test-host".into(),
-        agent_id: "test-agent".into(),
-        target: Target::Pid(pid),
-        duration: PROFILE,
-        frequency_hz: FREQUENCY_HZ,
-        window: Duration::from_secs(1),
-        cost: CostSettings::default(),
         plugin: Some(Language::Jvm),
         event: Some(EventKind::Lock),
         min_wait,
+        ..support::profile_spec(pid, PROFILE, FREQUENCY_HZ)
     };
-    let (_stop_tx, stop_rx) = mpsc::channel();
-    let mut started = None;
-    let mut snapshots = Vec::new();
-    let mut result = None;
-    runner::run(
-        &Plugins::default(),
-        &ProcFs::default(),
-        &spec,
-        &stop_rx,
-        |event| {
-            match event {
-                RunnerEvent::Started { event, .. } => started = Some(event),
-                RunnerEvent::Window(s) => snapshots.push(*s),
-                RunnerEvent::Cost(_) => {}
-                RunnerEvent::Finished(reason) => result = Some(Ok(reason)),
-                RunnerEvent::Failed(error) => result = Some(Err(error)),
-            }
-            true
-        },
-    );
-    assert_eq!(result, Some(Ok(FinishReason::DurationElapsed)));
-    assert_eq!(started, Some(EventKind::Lock));
+    let report = support::run_to_end(&spec);
+    assert_eq!(report.event, EventKind::Lock);
     let period = 1_000_000_000 / u64::from(FREQUENCY_HZ);
-    for snapshot in &snapshots {
+    for snapshot in &report.snapshots {
         assert_eq!(snapshot.event, EventKind::Lock);
         // Samples of the profile's period, like a CPU profile's.
         assert_eq!(snapshot.period, period);
     }
-    snapshots
+    report.snapshots
 }
 
 /// What a lock profile says: seconds waited per leaf, and per leaf and

@@ -10,21 +10,17 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{mpsc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use odp_core::cost::CostEventKind;
-use odp_core::event::FinishReason;
-use odp_core::{EventKind, Snapshot, Target};
-use odp_profiler_service::cost::CostSettings;
-use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_core::{EventKind, Snapshot};
+use odp_profiler_service::runner::ProfileSpec;
 use odp_profiler_service::targets::ProcFs;
-use uuid::Uuid;
 
 mod support;
 
-use support::{start_python_script, start_workload, Killed};
+use support::{profile_spec, run_to_end, start_python_script, start_workload, Killed};
 
 /// One program at a time: their shares depend on having the CPUs.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -111,53 +107,29 @@ impl Profiled {
 
 fn profile(pid: u32, event: EventKind, seconds: u64) -> Profiled {
     let spec = ProfileSpec {
-        profile_id: Uuid::new_v4(),
-        host: "test-host".into(),
-        agent_id: "test-agent".into(),
-        target: Target::Pid(pid),
-        duration: Duration::from_secs(seconds),
-        frequency_hz: FREQUENCY_HZ,
-        window: Duration::from_secs(1),
-        cost: CostSettings::default(),
-        plugin: None,
         event: Some(event),
-        min_wait: None,
+        ..profile_spec(pid, Duration::from_secs(seconds), FREQUENCY_HZ)
     };
-    let (_stop_tx, stop_rx) = mpsc::channel();
-    let mut started = None;
-    let mut snapshots = Vec::new();
-    let mut sampling = Vec::new();
-    let mut result = None;
-    runner::run(
-        &Plugins::default(),
-        &ProcFs::default(),
-        &spec,
-        &stop_rx,
-        |e| {
-            match e {
-                RunnerEvent::Started { event, .. } => started = Some(event),
-                RunnerEvent::Window(s) => snapshots.push(*s),
-                RunnerEvent::Cost(CostEventKind::WaitsSampled {
-                    switches,
-                    sampled_one_in,
-                    ..
-                }) => sampling.push((switches, sampled_one_in)),
-                RunnerEvent::Cost(_) => {}
-                RunnerEvent::Finished(reason) => result = Some(Ok(reason)),
-                RunnerEvent::Failed(error) => result = Some(Err(error)),
-            }
-            true
-        },
-    );
-    assert_eq!(result, Some(Ok(FinishReason::DurationElapsed)));
-    let event = started.expect("the profile started");
-    for snapshot in &snapshots {
-        assert_eq!(snapshot.event, event);
+    let report = run_to_end(&spec);
+    for snapshot in &report.snapshots {
+        assert_eq!(snapshot.event, report.event);
         assert_eq!(snapshot.period, PERIOD_NS, "samples of 1/F s");
     }
+    let sampling = report
+        .cost
+        .iter()
+        .filter_map(|c| match c {
+            CostEventKind::WaitsSampled {
+                switches,
+                sampled_one_in,
+                ..
+            } => Some((*switches, *sampled_one_in)),
+            _ => None,
+        })
+        .collect();
     Profiled {
-        event,
-        snapshots,
+        event: report.event,
+        snapshots: report.snapshots,
         sampling,
     }
 }

@@ -12,7 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use odp_core::Snapshot;
+use odp_core::cost::CostEventKind;
+use odp_core::event::FinishReason;
+use odp_core::{EventKind, Snapshot};
+use odp_profiler_service::plugin::Plugins;
+use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::targets::ProcFs;
 
 /// Compiles tests/data/burn.c into the test's temporary directory.
 pub fn build_burner(name: &str) -> PathBuf {
@@ -229,4 +234,60 @@ pub fn start_python_script(script: &str, args: &[&str]) -> Killed {
         .expect("start the Python workload");
     std::thread::sleep(Duration::from_millis(500));
     Killed(child)
+}
+
+/// A profile of `pid` as the agent's runner takes it: 1 s windows, no cost
+/// control, the plugin detected; set `event`, `plugin`, `min_wait` on it.
+pub fn profile_spec(pid: u32, duration: Duration, frequency_hz: u32) -> ProfileSpec {
+    ProfileSpec {
+        profile_id: uuid::Uuid::new_v4(),
+        host: "test-host".into(),
+        agent_id: "test-agent".into(),
+        target: odp_core::Target::Pid(pid),
+        duration,
+        frequency_hz,
+        window: Duration::from_secs(1),
+        cost: odp_profiler_service::cost::CostSettings::default(),
+        plugin: None,
+        event: None,
+        min_wait: None,
+    }
+}
+
+/// What the runner reported of a profile that ran to its end.
+pub struct RunnerReport {
+    /// The event the session measured.
+    pub event: EventKind,
+    pub snapshots: Vec<Snapshot>,
+    pub cost: Vec<CostEventKind>,
+}
+
+/// Runs `spec` through the runner with the standard plugins, and checks
+/// it started and ran its whole duration.
+pub fn run_to_end(spec: &ProfileSpec) -> RunnerReport {
+    let (_stop_tx, stop_rx) = std::sync::mpsc::channel();
+    let (mut started, mut result) = (None, None);
+    let (mut snapshots, mut cost) = (Vec::new(), Vec::new());
+    runner::run(
+        &Plugins::default(),
+        &ProcFs::default(),
+        spec,
+        &stop_rx,
+        |e| {
+            match e {
+                RunnerEvent::Started { event, .. } => started = Some(event),
+                RunnerEvent::Window(s) => snapshots.push(*s),
+                RunnerEvent::Cost(report) => cost.push(report),
+                RunnerEvent::Finished(reason) => result = Some(Ok(reason)),
+                RunnerEvent::Failed(error) => result = Some(Err(error)),
+            }
+            true
+        },
+    );
+    assert_eq!(result, Some(Ok(FinishReason::DurationElapsed)));
+    RunnerReport {
+        event: started.expect("the profile started"),
+        snapshots,
+        cost,
+    }
 }
