@@ -18,9 +18,7 @@
 //! (about 2 minutes for 5 rounds; `ODP_BENCH_ROUNDS` sets the rounds;
 //! needs root and `perf` on PATH).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -82,20 +80,9 @@ fn parse(line: &str) -> (f64, f64) {
 }
 
 fn run(binary: &Path, condition: Condition, perf_data: &Path) -> Run {
-    let mut workload = Command::new(binary)
-        .args([&WARMUP_MS.to_string(), &MEASURE_MS.to_string(), PAIRS])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the workload");
+    let (warmup, measure) = (WARMUP_MS.to_string(), MEASURE_MS.to_string());
+    let (mut workload, read_line) = common::start_reporting(binary, &[&warmup, &measure, PAIRS]);
     let pid = workload.id();
-    let stdout = workload.stdout.take().expect("piped stdout");
-    let read_line = move || {
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the workload's result");
-        line
-    };
     let (line, profiler_share) = match condition {
         Condition::Unprofiled => (read_line(), 0.0),
         Condition::Agent => {

@@ -24,9 +24,7 @@
 //! (about 4 minutes for 6 rounds; `ODP_BENCH_ROUNDS` sets the rounds; needs
 //! perf_event access like the live tests, and `perf` on PATH).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -90,20 +88,9 @@ fn throughput(line: &str) -> (f64, f64) {
 }
 
 fn run(tree: &Path, condition: Condition, perf_data: &Path) -> Run {
-    let mut workload = Command::new(tree)
-        .args(["count", &WARMUP_MS.to_string(), &MEASURE_MS.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the workload");
+    let (warmup, measure) = (WARMUP_MS.to_string(), MEASURE_MS.to_string());
+    let (mut workload, read_line) = common::start_reporting(tree, &["count", &warmup, &measure]);
     let pid = workload.id();
-    let stdout = workload.stdout.take().expect("piped stdout");
-    let read_line = move || {
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the workload's result");
-        line
-    };
     let (mut steady_share, mut samples_per_s) = (None, None);
     let (line, profiler_share) = match condition {
         Condition::Unprofiled => (read_line(), 0.0),

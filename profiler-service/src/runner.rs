@@ -122,7 +122,7 @@ pub fn run(
     let runtime_info = plugins.runtime_info(runtime.language, &pids);
     let start = Instant::now();
     let mut control = Control::new(spec.profile_id, spec.frequency_hz, spec.cost.clone(), start);
-    let mut session = match plugin.open_with(
+    let mut session = match plugin.open(
         &pids,
         control.frequency(),
         &OpenOptions {

@@ -62,12 +62,14 @@ fn build_unwind(name: &str) -> PathBuf {
 /// runner does, and returns the one window with the samples counted.
 fn sample(pid: u32, user_stacks: bool, duration: Duration) -> (Snapshot, u64) {
     let plugin = NativePlugin::new(ProcFs::default()).with_user_stacks(user_stacks);
-    let mut session = plugin.open(&[pid], FREQUENCY).unwrap_or_else(|e| {
-        panic!(
-            "cannot sample pid {pid}: {e}\n(this test needs perf_event access to another \
+    let mut session = plugin
+        .open(&[pid], FREQUENCY, &Default::default())
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot sample pid {pid}: {e}\n(this test needs perf_event access to another \
              process: run as root, grant CAP_PERFMON or set kernel.perf_event_paranoid <= 1)"
-        )
-    });
+            )
+        });
     let mut sink = WindowSink::new();
     let mut samples = 0;
     let end = Instant::now() + duration;

@@ -198,6 +198,26 @@ pub fn reaped_children_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// Starts a workload that prints one result line when it is done, with
+/// its stdout piped; returns it and the reader of that line.
+pub fn start_reporting(binary: &Path, args: &[&str]) -> (Child, impl FnOnce() -> String) {
+    let mut workload = Command::new(binary)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the workload");
+    let stdout = workload.stdout.take().expect("piped stdout");
+    let read_line = move || {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the workload's result");
+        line
+    };
+    (workload, read_line)
+}
+
 /// Runs `perf record ARGS -p PID -o DATA` while `during` runs (reading the
 /// workload's result), until perf ends with its target; returns what
 /// `during` returned and perf's CPU share of one core over its life. Only

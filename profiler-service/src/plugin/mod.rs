@@ -43,19 +43,14 @@ pub trait Plugin: Send + Sync {
 
     /// Starts sampling the given processes. Called on the profile's own
     /// thread, where the session then stays (sessions need not be `Send`).
-    fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError>;
-
-    /// [`Plugin::open`] with the profile's options, for plugins that have
-    /// some (the wait events' minimum wait); the others ignore them.
-    fn open_with(
+    /// `options` are what the profile asks beyond that (the wait events'
+    /// minimum wait); plugins without such settings ignore them.
+    fn open(
         &self,
         pids: &[u32],
         frequency_hz: u32,
         options: &OpenOptions,
-    ) -> Result<Box<dyn Session>, PluginError> {
-        let _ = options;
-        self.open(pids, frequency_hz)
-    }
+    ) -> Result<Box<dyn Session>, PluginError>;
 }
 
 /// See [`Session::take_wait_sampling`].

@@ -8,7 +8,7 @@ import { h, isoToLocalInput, localInputToIso, notice, pct } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { frameMenu } from './profile';
 import { searchBox } from './search';
-import { amount, EVENT_CHOICES, totalText, type SampleUnit } from '../units';
+import { amount, EVENT_CHOICES, isTimed, totalText, type SampleUnit } from '../units';
 
 interface AggregateResponse extends SampleUnit {
   service: string;
@@ -117,7 +117,7 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
             'tr',
             {},
             h('td', {}, x.host),
-            h('td', { class: 'num' }, String(x.samples), agg.period && agg.unit === 'nanoseconds' ? ` (${amount(x.samples, agg)})` : ''),
+            h('td', { class: 'num' }, String(x.samples), isTimed(agg) ? ` (${amount(x.samples, agg)})` : ''),
             h('td', { class: 'num' }, pct(agg.samples ? x.samples / agg.samples : 0)),
             h('td', { class: 'num' }, String(x.profiles)),
           ),

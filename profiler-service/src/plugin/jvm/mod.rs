@@ -116,11 +116,7 @@ impl Plugin for JvmPlugin {
         }
     }
 
-    fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
-        self.open_with(pids, frequency_hz, &OpenOptions::default())
-    }
-
-    fn open_with(
+    fn open(
         &self,
         pids: &[u32],
         frequency_hz: u32,

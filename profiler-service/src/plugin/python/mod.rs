@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use odp_core::{EventKind, Language};
 use tracing::{debug, warn};
 
-use super::{Plugin, PluginError, PollStats, Session, WindowSink};
+use super::{OpenOptions, Plugin, PluginError, PollStats, Session, WindowSink};
 use crate::cost::budget::process_cpu_time;
 use crate::targets::ProcFs;
 
@@ -90,7 +90,12 @@ impl Plugin for PythonPlugin {
         }
     }
 
-    fn open(&self, pids: &[u32], frequency_hz: u32) -> Result<Box<dyn Session>, PluginError> {
+    fn open(
+        &self,
+        pids: &[u32],
+        frequency_hz: u32,
+        _options: &OpenOptions,
+    ) -> Result<Box<dyn Session>, PluginError> {
         let dir = tempfile::Builder::new()
             .prefix("odp-py-spy-")
             .tempdir()
