@@ -6,12 +6,28 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Language;
+
 /// At most this many libraries are reported per profile; a process with
 /// more (a Python environment with every package installed) is cut at the
 /// limit and says so in [`RuntimeInfo::libraries_truncated`].
 pub const MAX_LIBRARIES: usize = 2000;
 /// At most this many runtime flags are reported.
 pub const MAX_FLAGS: usize = 500;
+
+/// A profile's runtime as its agent reported it in `profile_started`:
+/// what rules on library versions and runtime options read. Fields an
+/// agent did not report (agents older than the runtime contract) are empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRuntime {
+    #[serde(default)]
+    pub language: Option<Language>,
+    /// `3.11`, `17.0.15`.
+    #[serde(default)]
+    pub runtime_version: Option<String>,
+    #[serde(default)]
+    pub runtime: RuntimeInfo,
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuntimeInfo {

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use odp_store::runtime::{profile_runtime, ProfileRuntime};
+use odp_core::runtime::ProfileRuntime;
+use odp_store::runtime::profile_runtime;
 use odp_store::{AlertSubject, StoreError};
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -255,7 +256,7 @@ async fn evaluate_on(
 
 /// Writes each hit stack's frame names into it, from the profile they were
 /// found in: detections keep them, as no global table of stacks does.
-fn name_stacks(found: &mut [odp_store::Detection], data: &odp_store::ProfileFrames) {
+fn name_stacks(found: &mut [odp_rules::Detection], data: &odp_profile::ProfileFrames) {
     let by_id: std::collections::HashMap<Uuid, &[u32]> = data
         .stacks
         .iter()

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use odp_store::runtime::ProfileRuntime;
+use odp_core::runtime::ProfileRuntime;
 use tokio::time::Instant;
 use uuid::Uuid;
 

@@ -9,7 +9,7 @@ use odp_core::Language;
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::detect::Detector;
 use odp_pipeline::reanalysis::run_next;
-use odp_store::RuleDef;
+use odp_rules::RuleDef;
 use sqlx::PgPool;
 use uuid::Uuid;
 

@@ -17,12 +17,15 @@
 //! - [`many`]: flame graphs and top tables of many views without merging
 //!   their trees (aggregates);
 //! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG;
-//! - [`windows`]: dropping and merging windows (retention, downsampling).
+//! - [`windows`]: dropping and merging windows (retention, downsampling);
+//! - [`frames`]: samples per distinct stack with frames deduplicated, what
+//!   detection rules match.
 //!
 //! Decoding never panics on bad input.
 
 pub mod codec;
 pub mod flame;
+pub mod frames;
 pub mod many;
 pub mod names;
 pub mod profile;
@@ -34,6 +37,7 @@ pub mod view;
 pub mod windows;
 
 pub use codec::{CodecError, Level};
+pub use frames::{FrameRef, ProfileFrames, StackSamples};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
 pub use select::{scale, weigh, NodeSums, Selection};

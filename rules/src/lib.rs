@@ -22,17 +22,21 @@
 
 use std::fmt;
 
+use odp_core::runtime::ProfileRuntime;
 use odp_core::Target;
-use odp_store::runtime::ProfileRuntime;
-use odp_store::{Detection, ProfileFrames, ProfileIdentity, RuleDef, StackHit};
+use odp_profile::ProfileFrames;
 
+pub mod detection;
 pub mod library_version;
+pub mod rule_def;
 pub mod runtime_option;
 pub mod seed;
 pub mod share_regression;
 pub mod stack_share;
 pub mod version;
 
+pub use detection::{Detection, StackHit};
+pub use rule_def::RuleDef;
 pub use share_regression::RunHistory;
 
 /// How many of a detection's heaviest matching stacks are kept.
@@ -159,6 +163,18 @@ fn check(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
         });
     }
     compile_kind(def)
+}
+
+/// Who a profile profiles: what its service is derived from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfileIdentity {
+    pub target: Option<Target>,
+    /// The profile's host, or failing a profile row, the first snapshot's.
+    pub host: Option<String>,
+    /// The service recorded with the request, when the schema has one.
+    pub service: Option<String>,
+    /// The profile ended normally (finished or stopped).
+    pub ended: bool,
 }
 
 /// The service a profile belongs to, what per-service thresholds are keyed
@@ -307,7 +323,7 @@ pub(crate) fn top_stacks(mut hits: Vec<StackHit>) -> Vec<StackHit> {
 /// Test helper: a profile from stacks of `(function, module)` frames.
 #[cfg(test)]
 pub(crate) fn profile(stacks: &[(&[(&str, &str)], u64)]) -> ProfileFrames {
-    use odp_store::{FrameRef, StackSamples};
+    use odp_profile::{FrameRef, StackSamples};
     use std::collections::HashMap;
     let mut frames: Vec<FrameRef> = Vec::new();
     let mut index: HashMap<(String, String), u32> = HashMap::new();

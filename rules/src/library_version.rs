@@ -94,8 +94,8 @@ impl RuleKind for LibraryVersion {
 mod tests {
     use super::*;
     use crate::profile;
+    use odp_core::runtime::ProfileRuntime;
     use odp_core::runtime::RuntimeInfo;
-    use odp_store::runtime::ProfileRuntime;
 
     fn library(kind: LibraryKind, name: &str, version: Option<&str>) -> Library {
         Library {

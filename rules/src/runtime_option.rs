@@ -98,8 +98,8 @@ impl RuleKind for RuntimeOption {
 mod tests {
     use super::*;
     use crate::profile;
+    use odp_core::runtime::ProfileRuntime;
     use odp_core::runtime::RuntimeInfo;
-    use odp_store::runtime::ProfileRuntime;
 
     fn runtime(language: Language, version: Option<&str>, flags: &[&str]) -> ProfileRuntime {
         ProfileRuntime {

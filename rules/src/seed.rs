@@ -2,7 +2,7 @@
 //! Figure 5 and their Python and native counterparts. Installed into the
 //! database at start-up, where admins may override any of them.
 
-use odp_store::RuleDef;
+use crate::RuleDef;
 
 /// The pack, as built into the binary.
 pub const SEED_JSON: &str = include_str!("../seed.json");
@@ -16,9 +16,9 @@ pub fn seed_rules() -> Result<Vec<RuleDef>, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Detection;
     use crate::{profile, ProfileInput, RuleSet};
-    use odp_store::runtime::ProfileRuntime;
-    use odp_store::Detection;
+    use odp_core::runtime::ProfileRuntime;
 
     /// A frame each seed rule must recognise, as the plugins report it
     /// (tests/captures/ holds whole captures of real programs).

@@ -10,7 +10,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use odp_store::{ProfileFrames, StackHit};
+use odp_profile::ProfileFrames;
+
+use crate::StackHit;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -194,8 +196,8 @@ fn leaf_stacks(data: &ProfileFrames, function: &str) -> (u64, Vec<StackHit>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RuleDef;
     use crate::{profile, RuleSet};
-    use odp_store::RuleDef;
 
     fn rule(threshold_pct: f64) -> RuleDef {
         RuleDef {

@@ -11,9 +11,9 @@
 use regex::Regex;
 use serde::Deserialize;
 
+use crate::StackHit;
 use crate::{regex, top_stacks, Evidence, ProfileInput, RuleKind};
 use odp_core::EventKind;
-use odp_store::StackHit;
 
 pub const KIND: &str = "stack_share";
 
@@ -103,7 +103,7 @@ mod tests {
     use super::*;
     use crate::profile;
 
-    fn measure(spec: serde_json::Value, data: &odp_store::ProfileFrames) -> Evidence {
+    fn measure(spec: serde_json::Value, data: &odp_profile::ProfileFrames) -> Evidence {
         StackShare::from_spec(&spec)
             .unwrap()
             .measure(&ProfileInput::new("s", data))

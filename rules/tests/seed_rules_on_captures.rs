@@ -12,9 +12,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use odp_profile::{FrameRef, ProfileFrames, StackSamples};
 use odp_rules::seed::seed_rules;
+use odp_rules::RuleDef;
 use odp_rules::{stack_share, ProfileInput, RuleSet};
-use odp_store::{FrameRef, ProfileFrames, RuleDef, StackSamples};
 
 /// Every capture and the seed rules that must flag it. Each
 /// `stack_share` rule has a program of its own; the others a rule flags

@@ -15,7 +15,9 @@ use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::detections::{name_stacks, AlertSubject, IssueStack, StackHit};
+use odp_rules::StackHit;
+
+use crate::detections::{name_stacks, AlertSubject, IssueStack};
 use crate::{Result, StoreError};
 
 /// A webhook channel to create.

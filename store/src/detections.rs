@@ -5,65 +5,14 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use odp_core::Target;
-use serde::{Deserialize, Serialize};
+use odp_rules::{Detection, ProfileIdentity, StackHit};
+use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::query::{frame_names, stack_frame_ids};
 use crate::Result;
-
-/// One of the heaviest stacks behind a detection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StackHit {
-    pub stack_id: Uuid,
-    pub count: u64,
-    /// The stack's frame names, root first, kept with the detection (the
-    /// profile's blocks hold the stack, no global table does); empty in
-    /// detections saved before, whose stacks are looked up by id.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub frames: Vec<String>,
-}
-
-impl StackHit {
-    pub fn new(stack_id: Uuid, count: u64) -> StackHit {
-        StackHit {
-            stack_id,
-            count,
-            frames: Vec::new(),
-        }
-    }
-}
-
-/// A rule's finding on one profile, as evaluation writes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Detection {
-    pub rule_id: String,
-    /// Matched samples as a percentage of all the profile's samples.
-    pub share: f64,
-    /// The threshold that applied (after per-service overrides).
-    pub threshold_pct: f64,
-    pub samples_matched: u64,
-    pub samples_total: u64,
-    pub stacks: Vec<StackHit>,
-    /// What the rule kind found beyond the share (e.g. a regression's grown
-    /// functions), for people.
-    #[serde(default)]
-    pub detail: serde_json::Value,
-}
-
-/// Who a profile profiles: what its service is derived from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProfileIdentity {
-    pub target: Option<Target>,
-    /// The profile's host, or failing a profile row, the first snapshot's.
-    pub host: Option<String>,
-    /// The service recorded with the request, when the schema has one.
-    pub service: Option<String>,
-    /// The profile ended normally (finished or stopped).
-    pub ended: bool,
-}
 
 /// Reads what a profile's service is derived from. Works for snapshots of
 /// a profile the database has no request for (the host comes from them).

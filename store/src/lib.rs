@@ -43,7 +43,7 @@ pub use channels::{
 };
 pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
-    AlertSubject, Detection, Issue, IssueStack, ProfileIdentity, StackHit,
+    AlertSubject, Issue, IssueStack,
 };
 pub use imports::import_profile;
 pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome};
@@ -51,9 +51,7 @@ pub use pool::{connect_with, PoolConfig};
 pub use profiles::{
     mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
 };
-pub use query::{
-    profile_frames, profile_stacks, FrameRef, ProfileFrames, ProfileStacks, StackSamples,
-};
+pub use query::{profile_frames, profile_stacks, ProfileStacks};
 pub use read::{read, HostView, Read, ReadResult, ReadScope};
 pub use reanalysis::{
     claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
@@ -66,7 +64,7 @@ pub use requests::{
 pub use rollups::{profiles_to_roll_up, roll_up, RolledUp};
 pub use rules::{
     create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,
-    RuleDef, RuleRow,
+    RuleRow,
 };
 pub use schedules::{
     advance as advance_schedule, claim_run, due as due_schedules, finish_run, record_missed,

@@ -4,9 +4,8 @@
 
 use std::collections::HashMap;
 
-use odp_core::hash::{frame_hash, stack_hash};
 use odp_core::WeightedStack;
-use odp_profile::{weigh, NameTree, Selection};
+use odp_profile::ProfileFrames;
 use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -25,35 +24,6 @@ pub struct ProfileStacks {
     pub stacks: Vec<WeightedStack>,
 }
 
-/// One distinct frame of a profile, as detection rules match it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FrameRef {
-    pub function: String,
-    pub module: String,
-}
-
-/// One distinct stack of a profile with its merged count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackSamples {
-    /// The stack's content hash (XXH3-128 of its frames'), stable across
-    /// profiles: what detections name their heaviest stacks by.
-    pub stack_id: Uuid,
-    /// Indexes into [`ProfileFrames::frames`], root first.
-    pub frames: Vec<u32>,
-    pub count: u64,
-}
-
-/// A profile's samples merged per stack across windows and hosts, frames
-/// deduplicated: the input of issue detection.
-#[derive(Debug, Clone, Default)]
-pub struct ProfileFrames {
-    pub event: Option<String>,
-    pub snapshots: i64,
-    pub samples: u64,
-    pub frames: Vec<FrameRef>,
-    pub stacks: Vec<StackSamples>,
-}
-
 /// All samples of a profile merged across windows and hosts.
 pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileStacks> {
     let result = read(pool, &Read::profile(profile_id)).await?;
@@ -68,42 +38,7 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
 /// All samples of a profile (of its first event), weighted by period,
 /// per distinct stack of whole frames.
 pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFrames> {
-    let profile = load_profile(pool, profile_id).await?;
-    let names = NameTree::new(&profile);
-    let sums = profile.select(&Selection::default(), &names);
-    let counts = weigh(&[&sums]).remove(0);
-    let frame_hashes: Vec<u128> = profile.frames.iter().map(frame_hash).collect();
-    let mut stacks = Vec::new();
-    let mut samples = 0u64;
-    let mut hashes = Vec::new();
-    for (node, &count) in counts.iter().enumerate() {
-        if count == 0 {
-            continue;
-        }
-        let frames = profile.tree.stack(node as u32);
-        hashes.clear();
-        hashes.extend(frames.iter().map(|&f| frame_hashes[f as usize]));
-        samples += count;
-        stacks.push(StackSamples {
-            stack_id: Uuid::from_u128(stack_hash(&hashes)),
-            frames,
-            count,
-        });
-    }
-    Ok(ProfileFrames {
-        event: sums.event.map(|e| e.as_str().to_owned()),
-        snapshots: sums.windows as i64,
-        samples,
-        frames: profile
-            .frames
-            .into_iter()
-            .map(|f| FrameRef {
-                function: f.function,
-                module: f.module,
-            })
-            .collect(),
-        stacks,
-    })
+    Ok(ProfileFrames::of(load_profile(pool, profile_id).await?))
 }
 
 /// The frame ids of each stack stored as rows (before blocks), root first.

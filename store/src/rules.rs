@@ -5,64 +5,48 @@
 //! [`save_user_rule`] (an admin creating or editing one, seed ids included)
 //! makes it `user`, and the pack never overwrites it again.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use sqlx::postgres::PgArguments;
+use odp_rules::RuleDef;
+use serde::Serialize;
+use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::QueryAs;
 use sqlx::types::Json;
-use sqlx::{PgPool, Postgres};
+use sqlx::{FromRow, PgPool, Postgres, Row};
 
 use crate::reanalysis::Reanalysis;
 use crate::Result;
 
-/// A rule as the pack file and the database hold it. `kind` selects the
-/// rule kind and `spec` carries its kind-specific parameters, so new kinds
-/// need no schema change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
-#[serde(deny_unknown_fields)]
-pub struct RuleDef {
-    pub id: String,
-    pub title: String,
-    pub explanation: String,
-    pub fix: String,
-    pub link: String,
-    pub kind: String,
-    pub spec: serde_json::Value,
-    /// Flag at or above this percentage of samples.
-    pub threshold_pct: f64,
-    /// Per-service overrides of `threshold_pct`.
-    #[serde(default)]
-    #[sqlx(json)]
-    pub service_thresholds: BTreeMap<String, f64>,
-    #[serde(default = "enabled_by_default")]
-    pub enabled: bool,
-}
-
-fn enabled_by_default() -> bool {
-    true
-}
-
-impl RuleDef {
-    /// The threshold that applies to a profile of `service`.
-    pub fn threshold_for(&self, service: &str) -> f64 {
-        self.service_thresholds
-            .get(service)
-            .copied()
-            .unwrap_or(self.threshold_pct)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct RuleRow {
     #[serde(flatten)]
-    #[sqlx(flatten)]
     pub rule: RuleDef,
     /// `seed` or `user`.
     pub source: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl<'r> FromRow<'r, PgRow> for RuleRow {
+    fn from_row(row: &'r PgRow) -> sqlx::Result<Self> {
+        let Json(service_thresholds) = row.try_get("service_thresholds")?;
+        Ok(RuleRow {
+            rule: RuleDef {
+                id: row.try_get("id")?,
+                title: row.try_get("title")?,
+                explanation: row.try_get("explanation")?,
+                fix: row.try_get("fix")?,
+                link: row.try_get("link")?,
+                kind: row.try_get("kind")?,
+                spec: row.try_get("spec")?,
+                threshold_pct: row.try_get("threshold_pct")?,
+                service_thresholds,
+                enabled: row.try_get("enabled")?,
+            },
+            source: row.try_get("source")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
 }
 
 const COLUMNS: &str = "id, title, explanation, fix, link, kind, spec, threshold_pct,

@@ -3,26 +3,11 @@
 //! and its flags, libraries and executable, which rules on library
 //! versions and runtime options read.
 
-use odp_core::runtime::RuntimeInfo;
-use odp_core::Language;
-use serde::{Deserialize, Serialize};
+use odp_core::runtime::ProfileRuntime;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::{Result, StoreError};
-
-/// A profile's runtime as its agent reported it; fields an agent did not
-/// report (agents older than the runtime contract) are empty.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfileRuntime {
-    #[serde(default)]
-    pub language: Option<Language>,
-    /// `3.11`, `17.0.15`.
-    #[serde(default)]
-    pub runtime_version: Option<String>,
-    #[serde(default)]
-    pub runtime: RuntimeInfo,
-}
 
 /// The runtime reported by the profile's latest `profile_started` event;
 /// `None` when none was received (yet: the event and the first windows

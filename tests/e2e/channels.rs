@@ -109,7 +109,7 @@ async fn detect(pool: &sqlx::PgPool, profile: &str, service: &str, rule: &str) {
         service,
         host: "web-1",
     };
-    let found = odp_store::Detection {
+    let found = odp_rules::Detection {
         rule_id: rule.to_owned(),
         share: 42.0,
         threshold_pct: 10.0,

@@ -411,7 +411,7 @@ mod tests {
         };
         assert_eq!(keys(schedule), documented_keys("Schedule"));
         let rule = odp_store::RuleRow {
-            rule: odp_store::RuleDef {
+            rule: odp_rules::RuleDef {
                 id: "r".into(),
                 title: "t".into(),
                 explanation: "e".into(),

@@ -5,8 +5,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::cost::StartOptions;
+use odp_core::runtime::ProfileRuntime;
 use odp_core::Target;
-use odp_store::runtime::{profile_runtime, ProfileRuntime};
+use odp_store::runtime::profile_runtime;
 use odp_store::{
     mode_of, Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind,
 };
