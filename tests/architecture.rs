@@ -100,6 +100,7 @@ fn forbidden() -> Vec<(&'static str, &'static str)> {
         "odp-rules",
         "odp-store",
         "odp-metrics",
+        "odp-plumbing",
         "odp-api-server",
         "odp-profiler-service",
         "odp-pipeline",

@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use odp_plumbing::{KafkaArgs, Topics};
+
 #[derive(Debug, clap::Parser)]
 #[command(
     name = "odp-api-server",
@@ -63,23 +65,13 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     #[arg(long, env = "ODP_DATABASE_URL")]
     pub database_url: String,
-    #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
-    pub kafka_bootstrap: String,
-    #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
-    pub topic_commands: String,
-    /// Topic of the agents' heartbeats, followed to tell whether a host's
-    /// agent is live before the pipeline has stored them.
-    #[arg(long, env = "ODP_TOPIC_EVENTS", default_value = "odp.events")]
-    pub topic_events: String,
-    /// Extra librdkafka setting for the Kafka clients, `key=value`
-    /// (repeat it, or comma-separate in the environment): e.g.
-    /// `security.protocol=SASL_SSL`.
-    #[arg(
-        long = "kafka-option",
-        env = "ODP_KAFKA_OPTIONS",
-        value_delimiter = ','
-    )]
-    pub kafka_options: Vec<String>,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// Commands go to the commands topic; agents' heartbeats are followed
+    /// on the events topic, to tell whether a host's agent is live before
+    /// the pipeline has stored them.
+    #[command(flatten)]
+    pub topics: Topics,
     /// HS256 secret that bearer tokens are signed with (at least 16 bytes).
     #[arg(long, env = "ODP_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
@@ -162,9 +154,7 @@ impl ServeConfig {
             }
             _ => {}
         }
-        if self.kafka_bootstrap.trim().is_empty() {
-            return Err("--kafka-bootstrap is empty".into());
-        }
+        self.topics.validate().map_err(|e| e.to_string())?;
         match (&self.tls_cert, &self.tls_key, self.insecure_http) {
             (Some(_), Some(_), false) | (None, None, true) => {}
             (Some(_), Some(_), true) => {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use odp_core::command::{Command, CommandAction, CommandSigner};
 use odp_core::cost::StartOptions;
+use odp_plumbing::Kafka;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::ClientConfig;
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -26,23 +26,18 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     pub fn new(
-        bootstrap: &str,
-        kafka_options: &[(String, String)],
+        kafka: &Kafka,
         topic: &str,
         signer: CommandSigner,
         ttl_secs: i64,
         metrics: Arc<ApiMetrics>,
     ) -> Result<Self, rdkafka::error::KafkaError> {
-        let mut client = ClientConfig::new();
         // Defaults an operator may override with --kafka-option.
-        client
-            .set("enable.idempotence", "true")
-            .set("message.timeout.ms", "15000");
-        for (key, value) in kafka_options {
-            client.set(key, value);
-        }
-        let producer = client
-            .set("bootstrap.servers", bootstrap)
+        let producer = kafka
+            .client(&[
+                ("enable.idempotence", "true"),
+                ("message.timeout.ms", "15000"),
+            ])
             .set("partitioner", "murmur2_random")
             .create()?;
         Ok(Dispatcher {

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use odp_core::event::{AgentEvent, AgentEventKind};
+use odp_plumbing::Kafka;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
@@ -117,13 +118,9 @@ fn assign_from_end(
 
 /// The follower's client settings: a group id librdkafka requires but
 /// never uses, as nothing is committed.
-pub fn consumer_config(bootstrap: &str, options: &[(String, String)]) -> ClientConfig {
-    let mut client = ClientConfig::new();
-    for (key, value) in options {
-        client.set(key, value);
-    }
+pub fn consumer_config(kafka: &Kafka) -> ClientConfig {
+    let mut client = kafka.client(&[]);
     client
-        .set("bootstrap.servers", bootstrap)
         .set(
             "group.id",
             format!("odp-api-heartbeats-{}", uuid::Uuid::new_v4().simple()),

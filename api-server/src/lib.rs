@@ -170,11 +170,13 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     let pool =
         odp_store::connect_and_migrate_with(&config.database_url, &config.pool_config()).await?;
     let command_secs = config.start_ack_timeout_secs as i64;
-    let kafka_options =
-        odp_core::kafka_options::parse(&config.kafka_options).map_err(ServeError::Config)?;
+    let kafka = config
+        .kafka
+        .validate()
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     let heartbeats = HeartbeatTracker::spawn(
-        heartbeats::consumer_config(&config.kafka_bootstrap, &kafka_options),
-        config.topic_events.clone(),
+        heartbeats::consumer_config(&kafka),
+        config.topics.events.clone(),
     );
     let control = Control::new(pool.clone(), &config.deploy, command_secs)
         .map_err(ServeError::Config)?
@@ -182,9 +184,8 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     let mut registry = odp_metrics::Registry::default();
     let metrics = ApiMetrics::register(&mut registry);
     let dispatcher = Dispatcher::new(
-        &config.kafka_bootstrap,
-        &kafka_options,
-        &config.topic_commands,
+        &kafka,
+        &config.topics.commands,
         signer,
         config.command_ttl_secs,
         metrics.clone(),

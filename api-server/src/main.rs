@@ -10,7 +10,9 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     match Cli::parse().command {
-        CliCommand::Serve(config) => odp_api_server::serve(config, shutdown_signal()).await?,
+        CliCommand::Serve(config) => {
+            odp_api_server::serve(config, odp_plumbing::shutdown_signal()).await?
+        }
         CliCommand::Keygen {
             private_key,
             public_key,
@@ -58,13 +60,4 @@ fn write_private(path: &std::path::Path, pem: &str) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))?;
     file.write_all(pem.as_bytes())?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

@@ -32,7 +32,6 @@ pub mod filter;
 pub mod flamegraph;
 pub mod folded;
 pub mod hash;
-pub mod kafka_options;
 pub mod liveness;
 pub mod merge;
 pub mod model;

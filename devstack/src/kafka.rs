@@ -3,83 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use odp_plumbing::Topics;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{kafka_error, DevError, IoContext, Result};
 use crate::ports::port_accepts;
 use crate::process::{wait_for, ServiceProcess};
-
-/// The four topics of ODP (see DESIGN.md), with their names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Topics {
-    pub commands: String,
-    pub stacks: String,
-    pub events: String,
-    pub dead_letter: String,
-}
-
-/// A topic to create.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicSpec {
-    pub name: String,
-    pub partitions: i32,
-}
-
-impl Default for Topics {
-    fn default() -> Self {
-        Self::with_prefix("")
-    }
-}
-
-impl Topics {
-    pub const COMMANDS_PARTITIONS: i32 = 4;
-    pub const STACKS_PARTITIONS: i32 = 4;
-    pub const EVENTS_PARTITIONS: i32 = 1;
-    pub const DEAD_LETTER_PARTITIONS: i32 = 1;
-
-    /// The default names with `prefix` in front, e.g. `t42-odp.commands`,
-    /// so parallel tests on one broker own their topics.
-    pub fn with_prefix(prefix: &str) -> Self {
-        Self {
-            commands: format!("{prefix}odp.commands"),
-            stacks: format!("{prefix}odp.stacks"),
-            events: format!("{prefix}odp.events"),
-            dead_letter: format!("{prefix}odp.dead-letter"),
-        }
-    }
-
-    /// The topics with their partition counts.
-    pub fn specs(&self) -> Vec<TopicSpec> {
-        let spec = |name: &String, partitions| TopicSpec {
-            name: name.clone(),
-            partitions,
-        };
-        vec![
-            spec(&self.commands, Self::COMMANDS_PARTITIONS),
-            spec(&self.stacks, Self::STACKS_PARTITIONS),
-            spec(&self.events, Self::EVENTS_PARTITIONS),
-            spec(&self.dead_letter, Self::DEAD_LETTER_PARTITIONS),
-        ]
-    }
-
-    /// The topic flags every ODP service takes:
-    /// `--topic-commands X --topic-stacks Y --topic-events Z --topic-dead-letter W`.
-    pub fn cli_args(&self) -> Vec<String> {
-        [
-            ("--topic-commands", &self.commands),
-            ("--topic-stacks", &self.stacks),
-            ("--topic-events", &self.events),
-            ("--topic-dead-letter", &self.dead_letter),
-        ]
-        .into_iter()
-        .flat_map(|(flag, name)| [flag.to_owned(), name.clone()])
-        .collect()
-    }
-}
 
 /// librdkafka settings every service gets on the local stack
 /// (`ODP_KAFKA_OPTIONS`). Apache Kafka needs none of this.

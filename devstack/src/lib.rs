@@ -28,7 +28,7 @@ mod tools;
 pub use demo::{build_demo, cpu_seconds, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
-pub use kafka::{create_topics, fetch_metadata, TopicSpec, Topics, TANSU_KAFKA_OPTIONS};
+pub use kafka::{create_topics, fetch_metadata, TANSU_KAFKA_OPTIONS};
 pub use odp_client::{http_client, ApiClient, ClientError, Reply};
 pub use platform::{
     mint_scoped_token, mint_token, write_dev_cert, write_signing_keys, Platform, PlatformOptions,

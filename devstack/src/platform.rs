@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{DevError, IoContext, Result};
-use crate::kafka::{Topics, TANSU_KAFKA_OPTIONS};
+use odp_plumbing::Topics;
+
+use crate::kafka::TANSU_KAFKA_OPTIONS;
 use crate::ports::pick_free_ports;
 use crate::process::{wait_for, ServiceProcess};
 use crate::tools::workspace_binary;

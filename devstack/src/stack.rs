@@ -9,7 +9,9 @@ use sqlx::PgPool;
 use tempfile::TempDir;
 
 use crate::error::{DevError, IoContext, Result};
-use crate::kafka::{create_topics, spawn_tansu, wait_broker_ready, BrokerStorage, Topics};
+use odp_plumbing::Topics;
+
+use crate::kafka::{create_topics, spawn_tansu, wait_broker_ready, BrokerStorage};
 use crate::ports::pick_free_ports;
 use crate::postgres::{check_traversable, PostgresCluster};
 use crate::process::{ServiceBuilder, ServiceProcess};

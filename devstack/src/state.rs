@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DevError, IoContext, Result};
-use crate::kafka::Topics;
 use crate::postgres::PostgresCluster;
+use odp_plumbing::Topics;
 
 /// Bumped when the layout changes incompatibly.
 pub const STACK_RECORD_VERSION: u32 = 1;

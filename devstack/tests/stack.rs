@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use odp_devstack::{workspace_binary, Stack, StackOptions, Topics};
+use odp_devstack::{workspace_binary, Stack, StackOptions};
+use odp_plumbing::Topics;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{ClientConfig, Message};

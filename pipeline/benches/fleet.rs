@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
-use odp_devstack::{ServiceProcess, Stack, StackOptions, Topics};
+use odp_devstack::{ServiceProcess, Stack, StackOptions};
+use odp_plumbing::Topics;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;

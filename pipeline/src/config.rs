@@ -1,28 +1,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Topic names; defaults are DESIGN.md's.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Topics {
-    #[arg(
-        long = "topic-stacks",
-        env = "ODP_TOPIC_STACKS",
-        default_value = "odp.stacks"
-    )]
-    pub stacks: String,
-    #[arg(
-        long = "topic-events",
-        env = "ODP_TOPIC_EVENTS",
-        default_value = "odp.events"
-    )]
-    pub events: String,
-    #[arg(
-        long = "topic-dead-letter",
-        env = "ODP_TOPIC_DEAD_LETTER",
-        default_value = "odp.dead-letter"
-    )]
-    pub dead_letter: String,
-}
+use odp_plumbing::{KafkaArgs, Topics};
 
 /// The alert sender: how often it polls and how it retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,17 +55,8 @@ impl AlertOptions {
     about = "Stores snapshots and agent events from Kafka into Postgres"
 )]
 pub struct Config {
-    #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
-    pub kafka_bootstrap: String,
-    /// Extra librdkafka setting for the Kafka clients, `key=value`
-    /// (repeat it, or comma-separate in the environment): e.g.
-    /// `security.protocol=SASL_SSL`.
-    #[arg(
-        long = "kafka-option",
-        env = "ODP_KAFKA_OPTIONS",
-        value_delimiter = ','
-    )]
-    pub kafka_options: Vec<String>,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
     #[arg(long, env = "ODP_DATABASE_URL")]
     pub database_url: String,
     #[arg(long, env = "ODP_PIPELINE_GROUP", default_value = "odp-pipeline")]

@@ -48,7 +48,7 @@ mod rejoin;
 pub mod retention;
 mod worker;
 
-pub use config::{AlertOptions, Config, Topics};
+pub use config::{AlertOptions, Config};
 pub use worker::run;
 
 #[derive(Debug, thiserror::Error)]

@@ -8,15 +8,6 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let config = odp_pipeline::Config::parse();
-    odp_pipeline::run(config, shutdown_signal()).await?;
+    odp_pipeline::run(config, odp_plumbing::shutdown_signal()).await?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

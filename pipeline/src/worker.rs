@@ -8,7 +8,7 @@ use odp_core::Snapshot;
 use odp_store::StoreError;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::{Offset, TopicPartitionList};
 use sqlx::PgPool;
 
 use crate::batch::{self, Prepared, RawMessage, Rejected};
@@ -74,18 +74,17 @@ pub async fn run(
     ));
     let in_flight = Arc::new(InFlight::default());
     let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut client = ClientConfig::new();
-    // A default the operator may override with --kafka-option.
-    client.set("enable.idempotence", "true");
-    for (key, value) in
-        odp_core::kafka_options::parse(&config.kafka_options).map_err(PipelineError::Config)?
-    {
-        client.set(key, value);
-    }
+    let kafka = config
+        .kafka
+        .validate()
+        .map_err(|e| PipelineError::Config(e.to_string()))?;
+    config
+        .topics
+        .validate()
+        .map_err(|e| PipelineError::Config(e.to_string()))?;
     let consumer: Arc<KafkaConsumer> = Arc::new(
-        client
-            .clone()
-            .set("bootstrap.servers", &config.kafka_bootstrap)
+        kafka
+            .client(&[])
             .set("group.id", &config.group_id)
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "earliest")
@@ -109,8 +108,9 @@ pub async fn run(
         }
         .run(watch_stopped),
     );
-    let producer: FutureProducer = client
-        .set("bootstrap.servers", &config.kafka_bootstrap)
+    // Idempotence is a default the operator may override with --kafka-option.
+    let producer: FutureProducer = kafka
+        .client(&[("enable.idempotence", "true")])
         .set("compression.type", "lz4")
         .create()?;
     tracing::info!(group = %config.group_id, stacks = %config.topics.stacks, events = %config.topics.events, "pipeline started");

@@ -11,8 +11,9 @@ use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use odp_core::runtime::LibraryKind;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Language};
-use odp_devstack::{Stack, StackOptions, Topics};
+use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::Config;
+use odp_plumbing::Topics;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;
@@ -63,15 +64,14 @@ impl Harness {
             .unwrap();
         let pool = stack.connect().await.unwrap();
         let config = Config {
-            kafka_bootstrap: stack.kafka_bootstrap().to_owned(),
+            kafka: odp_plumbing::KafkaArgs {
+                bootstrap: stack.kafka_bootstrap().to_owned(),
+                options: Vec::new(),
+            },
             database_url: stack.database_url().to_owned(),
             group_id: "odp-pipeline-test".into(),
             session_timeout_ms: 10_000,
-            topics: odp_pipeline::Topics {
-                stacks: topics.stacks.clone(),
-                events: topics.events.clone(),
-                dead_letter: topics.dead_letter.clone(),
-            },
+            topics: topics.clone(),
             batch_max: 100,
             batch_wait_ms: 50,
             queued_batches: 4,
@@ -82,7 +82,6 @@ impl Harness {
             alerts: Default::default(),
             retention: Default::default(),
             metrics_listen: None,
-            kafka_options: Vec::new(),
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let worker = tokio::spawn(odp_pipeline::run(config, async {

@@ -123,7 +123,10 @@ mod tests {
         let mut stacks: Vec<_> = data.stacks.iter().map(|s| (name(s), s.count)).collect();
         stacks.sort();
         // hot: 0.9 s + 1 s, cold: 0.1 s, of 2 s; 1100 samples kept.
-        assert_eq!(stacks, [(vec!["main", "cold"], 55), (vec!["main", "hot"], 1045)]);
+        assert_eq!(
+            stacks,
+            [(vec!["main", "cold"], 55), (vec!["main", "hot"], 1045)]
+        );
         let hot_stack = data.stacks.iter().find(|s| s.count == 1045).unwrap();
         let expected = stack_hash(&[frame_hash(&main), frame_hash(&hot)]);
         assert_eq!(hot_stack.stack_id, Uuid::from_u128(expected));

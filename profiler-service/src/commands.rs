@@ -208,12 +208,8 @@ impl Intake {
     pub async fn connect(config: &Config) -> Result<Intake> {
         let topic = config.topics.commands.clone();
         let group = format!("odp-agent-{}", config.host_id);
-        let mut client = ClientConfig::new();
-        for (key, value) in &config.kafka_options {
-            client.set(key, value);
-        }
+        let mut client = config.kafka.client(&[]);
         client
-            .set("bootstrap.servers", &config.kafka_bootstrap)
             .set("group.id", &group)
             .set("client.id", format!("odp-agent-{}", config.agent_id))
             .set("enable.auto.commit", "false")

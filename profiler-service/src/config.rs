@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Parser;
 use odp_core::command::CommandVerifier;
 use odp_core::cost::{DutyCycle, FdaSettings};
+use odp_plumbing::{Kafka, KafkaArgs, Topics};
 
 use crate::cost::CostDefaults;
 use crate::error::{Error, Result};
@@ -25,30 +26,13 @@ pub const MIN_WINDOW: Duration = Duration::from_millis(100);
     about = "ODP host agent: profiles processes of this host on signed command"
 )]
 pub struct Args {
-    /// Kafka bootstrap servers (host:port, comma separated).
-    #[arg(long, env = "ODP_KAFKA_BOOTSTRAP", default_value = "127.0.0.1:9092")]
-    pub kafka_bootstrap: String,
-    /// Extra librdkafka setting for the Kafka clients, `key=value`
-    /// (repeat it, or comma-separate in the environment): e.g.
-    /// `security.protocol=SASL_SSL`.
-    #[arg(
-        long = "kafka-option",
-        env = "ODP_KAFKA_OPTIONS",
-        value_delimiter = ','
-    )]
-    pub kafka_options: Vec<String>,
-    /// Topic the api-server sends signed commands to.
-    #[arg(long, env = "ODP_TOPIC_COMMANDS", default_value = "odp.commands")]
-    pub topic_commands: String,
-    /// Topic snapshots are published to.
-    #[arg(long, env = "ODP_TOPIC_STACKS", default_value = "odp.stacks")]
-    pub topic_stacks: String,
-    /// Topic heartbeats and lifecycle events are published to.
-    #[arg(long, env = "ODP_TOPIC_EVENTS", default_value = "odp.events")]
-    pub topic_events: String,
-    /// Topic undecodable commands are copied to.
-    #[arg(long, env = "ODP_TOPIC_DEAD_LETTER", default_value = "odp.dead-letter")]
-    pub topic_dead_letter: String,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// Commands are read from the commands topic (undecodable ones copied
+    /// to dead letters); snapshots go to stacks, heartbeats and lifecycle
+    /// events to events.
+    #[command(flatten)]
+    pub topics: Topics,
     /// This host's id, the key of its commands (default: the hostname).
     #[arg(long, env = "ODP_HOST_ID")]
     pub host_id: Option<String>,
@@ -170,20 +154,10 @@ pub struct SpoolSettings {
     pub max_bytes: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Topics {
-    pub commands: String,
-    pub stacks: String,
-    pub events: String,
-    pub dead_letter: String,
-}
-
 /// The validated configuration of the agent.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub kafka_bootstrap: String,
-    /// Extra librdkafka settings for every client.
-    pub kafka_options: Vec<(String, String)>,
+    pub kafka: Kafka,
     pub topics: Topics,
     pub host_id: String,
     pub agent_id: String,
@@ -232,15 +206,11 @@ impl Args {
                 .join(host_id.replace('/', "_"))
         });
         let config = Config {
-            kafka_bootstrap: self.kafka_bootstrap,
-            kafka_options: odp_core::kafka_options::parse(&self.kafka_options)
-                .map_err(Error::Config)?,
-            topics: Topics {
-                commands: self.topic_commands,
-                stacks: self.topic_stacks,
-                events: self.topic_events,
-                dead_letter: self.topic_dead_letter,
-            },
+            kafka: self
+                .kafka
+                .validate()
+                .map_err(|e| Error::Config(e.to_string()))?,
+            topics: self.topics,
             host_id,
             agent_id,
             command_public_key_pem: pem,
@@ -277,15 +247,10 @@ impl Config {
     /// Checks what a [`Config`] built by hand (tests, embedding) must hold.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::Config(msg));
-        for (flag, value) in [
-            ("--kafka-bootstrap", &self.kafka_bootstrap),
-            ("--topic-commands", &self.topics.commands),
-            ("--topic-stacks", &self.topics.stacks),
-            ("--topic-events", &self.topics.events),
-            ("--topic-dead-letter", &self.topics.dead_letter),
-            ("--host-id", &self.host_id),
-            ("--agent-id", &self.agent_id),
-        ] {
+        self.topics
+            .validate()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        for (flag, value) in [("--host-id", &self.host_id), ("--agent-id", &self.agent_id)] {
             if value.trim().is_empty() {
                 return bad(format!("{flag} must not be empty"));
             }
@@ -365,7 +330,7 @@ mod tests {
             .unwrap()
             .into_config()
             .unwrap();
-        assert_eq!(config.kafka_bootstrap, "127.0.0.1:9092");
+        assert_eq!(config.kafka.bootstrap(), "127.0.0.1:9092");
         assert_eq!(config.topics.commands, "odp.commands");
         assert_eq!(config.topics.dead_letter, "odp.dead-letter");
         assert_eq!(config.host_id, hostname().unwrap());

@@ -62,12 +62,8 @@ impl PeerWatch {
     /// Assigns the host's events partition from `--peer-live-secs` ago.
     pub async fn connect(config: &Config, me: AgentClaim) -> Result<PeerWatch> {
         let topic = config.topics.events.clone();
-        let mut client = ClientConfig::new();
-        for (key, value) in &config.kafka_options {
-            client.set(key, value);
-        }
+        let mut client = config.kafka.client(&[]);
         client
-            .set("bootstrap.servers", &config.kafka_bootstrap)
             // Required by librdkafka; nothing is ever committed under it.
             .set("group.id", format!("odp-agent-peers-{}", config.agent_id))
             .set("client.id", format!("odp-agent-{}", config.agent_id))

@@ -25,11 +25,12 @@ use odp_core::Snapshot;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use rdkafka::ClientConfig;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use crate::config::{Config, Topics};
+use odp_plumbing::Topics;
+
+use crate::config::Config;
 use crate::error::Error;
 use crate::metrics::AgentMetrics;
 use crate::spool::{Finished, Spool};
@@ -94,28 +95,26 @@ impl Publisher {
     /// Creates the producer and opens the spool (indexing the files an
     /// earlier run left, which [`Self::spawn_resender`] sends first).
     pub fn new(config: &Config, metrics: Arc<AgentMetrics>) -> Result<Self, Error> {
-        let mut client = ClientConfig::new();
         // Defaults an operator may override with --kafka-option (a shorter
         // message.timeout.ms spools sooner when the broker is gone).
-        client
-            .set("compression.type", "lz4")
+        let defaults = [
+            ("compression.type", "lz4"),
             // Give up on a message after a minute rather than librdkafka's
             // five: a profile's end (and shutdown) must not hang on a broker
             // that is gone; its snapshots go to the spool instead.
-            .set("message.timeout.ms", "60000")
+            ("message.timeout.ms", "60000"),
             // A busy 10 s window of a large process can pass the 1 MB
             // default; the broker's own limit still applies.
-            .set("message.max.bytes", "16777216")
+            ("message.max.bytes", "16777216"),
             // No duplicate or reordered batch on a retry. The pipeline
             // drops duplicates by (agent, profile, sequence) anyway, so a
             // broker that cannot take librdkafka's epoch bump may turn it
             // off (the dev stack does: odp_devstack::TANSU_KAFKA_OPTIONS).
-            .set("enable.idempotence", "true");
-        for (key, value) in &config.kafka_options {
-            client.set(key, value);
-        }
-        let producer: FutureProducer = client
-            .set("bootstrap.servers", &config.kafka_bootstrap)
+            ("enable.idempotence", "true"),
+        ];
+        let producer: FutureProducer = config
+            .kafka
+            .client(&defaults)
             .set("client.id", format!("odp-agent-{}", config.agent_id))
             // Events are keyed by host id: with the partitioner the
             // api-server keys commands with, agents find their host's

@@ -2,8 +2,8 @@ use std::time::Duration;
 
 use odp_devstack::{
     build_demo, Platform, PlatformOptions, ServiceProcess, Stack, StackEndpoints, StackOptions,
-    Topics,
 };
+use odp_plumbing::Topics;
 
 /// A stack with topics of its own and the three services started.
 pub(crate) struct Harness {

@@ -13,7 +13,8 @@
 
 use std::time::{Duration, Instant};
 
-use odp_devstack::{Stack, StackOptions, Topics};
+use odp_devstack::{Stack, StackOptions};
+use odp_plumbing::Topics;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use sqlx::{Connection as _, Executor as _};

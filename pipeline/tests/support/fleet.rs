@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use odp_devstack::{
-    pick_free_ports, workspace_binary, ServiceProcess, Stack, StackOptions, Topics,
-    TANSU_KAFKA_OPTIONS,
+    pick_free_ports, workspace_binary, ServiceProcess, Stack, StackOptions, TANSU_KAFKA_OPTIONS,
 };
+use odp_plumbing::Topics;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;

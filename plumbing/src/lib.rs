@@ -1,0 +1,15 @@
+//! What ODP's service binaries (api-server, pipeline, agent) and its dev
+//! stack share, so each is written once:
+//!
+//! - [`KafkaArgs`]: `--kafka-bootstrap` and `--kafka-option`, validated
+//!   into [`Kafka`], which makes every librdkafka client configuration;
+//! - [`Topics`]: the four topic names and their `--topic-*` flags;
+//! - [`shutdown_signal`]: SIGTERM or Ctrl-C.
+
+pub mod kafka;
+pub mod shutdown;
+pub mod topics;
+
+pub use kafka::{Kafka, KafkaArgs, KafkaConfigError};
+pub use shutdown::shutdown_signal;
+pub use topics::{EmptyTopic, TopicSpec, Topics};
