@@ -8,22 +8,25 @@
 //! but the OpenAPI document (`/api/openapi.json`, see [`openapi`]) needs a
 //! bearer token.
 
-pub mod auth;
+mod auth;
 mod body_limit;
-pub mod config;
-pub mod control;
-pub mod cron_schedule;
-pub mod deploy;
-pub mod dispatch;
-pub mod error;
+mod config;
+mod control;
+mod cron_schedule;
+mod deploy;
+mod dispatch;
+mod error;
 mod extract;
-pub mod heartbeats;
-pub mod metrics;
-pub mod openapi;
-pub mod routes;
+mod heartbeats;
+mod metrics;
+mod openapi;
+mod render;
+mod routes;
 pub mod scheduler;
-pub mod tls;
-pub mod web;
+mod service;
+mod tls;
+mod validate;
+mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -40,7 +43,9 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use auth::Grant;
 pub use config::{Cli, CliCommand, ServeConfig};
+pub use tls::generate_dev_cert;
 
 use crate::auth::Authenticator;
 use crate::control::Control;
@@ -99,6 +104,7 @@ pub fn app(state: AppState) -> Router {
 /// handler's `#[utoipa::path]`, so the two cannot drift.
 fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
     let (bounded, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(routes::profiles::start, routes::list::list))
         .merge(routes::profiles::router())
         .merge(routes::flamegraph::router())
         .merge(routes::issues::router())

@@ -23,7 +23,7 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("writing {}", public_key.display()))?;
         }
         CliCommand::DevCert { cert, key, names } => {
-            let (cert_pem, key_pem) = odp_api_server::tls::generate_dev_cert(&names)?;
+            let (cert_pem, key_pem) = odp_api_server::generate_dev_cert(&names)?;
             std::fs::write(&cert, cert_pem)
                 .with_context(|| format!("writing {}", cert.display()))?;
             write_private(&key, &key_pem)?;
@@ -35,7 +35,7 @@ async fn main() -> anyhow::Result<()> {
             services,
             ttl_secs,
         } => {
-            let grant = odp_api_server::auth::Grant {
+            let grant = odp_api_server::Grant {
                 subject: sub,
                 role,
                 services,

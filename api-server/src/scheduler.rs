@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
 use crate::error::ApiError;
-use crate::routes::profiles::{create_and_dispatch, ValidStart};
+use crate::service::profiles::{self, ValidStart};
 use crate::AppState;
 
 /// At most this many schedules fire per tick; the rest stay due for the
@@ -170,7 +170,7 @@ async fn start_profile(
         options: schedule.options.clone(),
     };
     let requested_by = format!("schedule:{}", schedule.id);
-    match create_and_dispatch(state, start, &requested_by, None).await {
+    match profiles::start(state, start, &requested_by, None).await {
         Ok(Inserted::Created(row) | Inserted::Replayed(row)) => {
             tracing::info!(schedule = %schedule.id, profile_id = %row.id, "scheduled profile started");
             (RunOutcome::Started, Some(row.id), None)

@@ -2,6 +2,7 @@
 //! deduplicated: what detection rules match.
 
 use odp_core::hash::{frame_hash, stack_hash};
+use odp_core::EventKind;
 use uuid::Uuid;
 
 use crate::{weigh, NameTree, Profile, Selection};
@@ -28,7 +29,7 @@ pub struct StackSamples {
 /// deduplicated: the input of issue detection.
 #[derive(Debug, Clone, Default)]
 pub struct ProfileFrames {
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     pub snapshots: i64,
     pub samples: u64,
     pub frames: Vec<FrameRef>,
@@ -61,7 +62,7 @@ impl ProfileFrames {
             });
         }
         ProfileFrames {
-            event: sums.event.map(|e| e.as_str().to_owned()),
+            event: sums.event,
             snapshots: sums.windows as i64,
             samples,
             frames: profile
@@ -81,7 +82,7 @@ impl ProfileFrames {
 mod tests {
     use super::*;
     use crate::profile::{ProfileBuilder, Window};
-    use odp_core::{EventKind, Frame};
+    use odp_core::Frame;
 
     fn window(sequence: u64, start_ms: i64, period: u64) -> Window {
         Window {
@@ -111,7 +112,7 @@ mod tests {
         b.samples(slow, 1, &[m, h], 100);
         let data = ProfileFrames::of(b.build());
 
-        assert_eq!(data.event.as_deref(), Some("cpu-clock"));
+        assert_eq!(data.event, Some(EventKind::CpuClock));
         assert_eq!(data.snapshots, 2);
         assert_eq!(data.samples, 1100);
         let name = |s: &StackSamples| {

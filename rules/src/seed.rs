@@ -102,7 +102,7 @@ mod tests {
             (&[("main", "/app"), ("work", "/app"), frame], matched),
             (&[("main", "/app"), ("work", "/app")], 100_000 - matched),
         ]);
-        data.event = event.map(str::to_owned);
+        data.event = event.map(|e| e.parse().unwrap());
         set.evaluate(&ProfileInput::new("svc", &data))
             .into_iter()
             .map(|d| d.rule_id)

@@ -57,11 +57,7 @@ impl RuleKind for StackShare {
     fn measure(&self, profile: &ProfileInput<'_>) -> Evidence {
         let data = profile.data;
         if let Some(events) = &self.events {
-            let event = data
-                .event
-                .as_deref()
-                .and_then(|e| e.parse::<EventKind>().ok());
-            if !event.is_some_and(|e| events.contains(&e)) {
+            if !data.event.is_some_and(|e| events.contains(&e)) {
                 return Evidence::default();
             }
         }
@@ -165,9 +161,9 @@ mod tests {
     fn events_limit_a_rule_to_profiles_of_those_events() {
         let mut data = profile(&[(&[("main", ""), ("futex_wait", "")], 10)]);
         let spec = serde_json::json!({"function": "futex", "events": ["off-cpu", "wall"]});
-        data.event = Some("off-cpu".into());
+        data.event = Some(EventKind::OffCpu);
         assert_eq!(measure(spec.clone(), &data).matched, 10);
-        data.event = Some("cpu-clock".into());
+        data.event = Some(EventKind::CpuClock);
         assert_eq!(measure(spec.clone(), &data), Evidence::default());
         data.event = None;
         assert_eq!(measure(spec, &data), Evidence::default());

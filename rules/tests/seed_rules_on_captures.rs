@@ -90,7 +90,7 @@ fn capture(name: &str) -> ProfileFrames {
         .lines()
         .find_map(|l| l.strip_prefix("# event: "))
         .and_then(|l| l.split(' ').next())
-        .map(str::to_owned);
+        .map(|e| e.parse().expect("a known event"));
     let mut data = ProfileFrames {
         event,
         ..ProfileFrames::default()

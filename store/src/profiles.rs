@@ -53,15 +53,16 @@ impl ProfileStatus {
     /// The states a profile may be in to move to `self`: lifecycle events
     /// may be redelivered or arrive late, and must never move a profile
     /// backwards or out of a terminal state.
-    fn allowed_from(self) -> &'static [&'static str] {
+    fn allowed_from(self) -> &'static [ProfileStatus] {
+        use ProfileStatus::{Dispatched, Requested, Running};
         match self {
             ProfileStatus::Requested => &[],
-            ProfileStatus::Dispatched => &["requested"],
-            ProfileStatus::Running => &["requested", "dispatched"],
+            ProfileStatus::Dispatched => &[Requested],
+            ProfileStatus::Running => &[Requested, Dispatched],
             ProfileStatus::Finished | ProfileStatus::Stopped | ProfileStatus::Failed => {
-                &["requested", "dispatched", "running"]
+                &[Requested, Dispatched, Running]
             }
-            ProfileStatus::Expired => &["requested", "dispatched"],
+            ProfileStatus::Expired => &[Requested, Dispatched],
         }
     }
 }
@@ -364,7 +365,13 @@ where
     .bind(event)
     .bind(agent_id)
     .bind(status.is_terminal())
-    .bind(status.allowed_from())
+    .bind(
+        status
+            .allowed_from()
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>(),
+    )
     .execute(executor)
     .await?;
     Ok(result.rows_affected() == 1)
@@ -386,8 +393,7 @@ mod tests {
             ProfileStatus::Expired,
         ] {
             assert_eq!(s.as_str().parse::<ProfileStatus>().unwrap(), s);
-            for from in s.allowed_from() {
-                let from: ProfileStatus = from.parse().unwrap();
+            for &from in s.allowed_from() {
                 assert!(!from.is_terminal(), "{s} may not follow terminal {from}");
             }
         }

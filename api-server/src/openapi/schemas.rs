@@ -330,7 +330,7 @@ mod tests {
     use odp_store::{ProfileRow, RequestRow, ScheduleRow};
 
     use super::*;
-    use crate::routes::profiles::ProfileView;
+    use crate::service::profiles::ProfileView;
 
     /// The property names of component schema `name` in the document.
     fn documented_keys(name: &str) -> BTreeSet<String> {

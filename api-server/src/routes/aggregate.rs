@@ -21,13 +21,11 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors};
-use crate::routes::profiles::validate_name;
-use crate::routes::render::{render, Format, Rendering, SampleUnit};
-use crate::routes::start_options::parse_event;
+use crate::validate::validate_name;
+use crate::render::{render, Format, Rendering, SampleUnit};
+use crate::service::start_options::parse_event;
 use crate::AppState;
 
-/// Longest range one aggregate may cover.
-pub(crate) const MAX_RANGE_DAYS: i64 = 31;
 /// At most this many `host` values.
 const MAX_HOSTS: usize = 1000;
 
@@ -86,41 +84,6 @@ struct ValidAggregate {
     query: ServiceQuery,
     format: Format,
     tree: TreeParams,
-}
-
-pub(crate) fn filter_error(e: FilterError) -> ApiError {
-    ApiError::Unprocessable(e.to_string())
-}
-
-pub(crate) fn parse_time(what: &str, text: &str) -> Result<DateTime<Utc>, ApiError> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| {
-            ApiError::Unprocessable(format!(
-                "`{what}` must be an RFC 3339 time like 2026-11-21T10:00:00Z: {e}"
-            ))
-        })
-}
-
-/// A validated `[since, until)` range of at most [`MAX_RANGE_DAYS`].
-pub(crate) fn parse_range(
-    what: (&str, &str),
-    since: &str,
-    until: &str,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
-    let (since, until) = (parse_time(what.0, since)?, parse_time(what.1, until)?);
-    if since >= until {
-        return Err(ApiError::Unprocessable(format!(
-            "`{}` must be before `{}`",
-            what.0, what.1
-        )));
-    }
-    if until - since > chrono::Duration::days(MAX_RANGE_DAYS) {
-        return Err(ApiError::Unprocessable(format!(
-            "the range may cover at most {MAX_RANGE_DAYS} days"
-        )));
-    }
-    Ok((since, until))
 }
 
 /// Parses the query pairs: `host` may repeat or hold a comma-separated
@@ -230,136 +193,6 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
         format,
         tree,
     })
-}
-
-/// How a JSON flame graph is cut: a node budget and an optional subtree
-/// to open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TreeParams {
-    pub(crate) max_nodes: usize,
-    /// Frame names from the root.
-    pub(crate) focus: Vec<String>,
-}
-
-/// Nodes in a JSON flame graph unless `max_nodes` says otherwise: what a
-/// browser draws and a person reads, at about half a megabyte.
-pub(crate) const DEFAULT_MAX_NODES: usize = 8192;
-pub(crate) const MAX_MAX_NODES: usize = 200_000;
-
-impl TreeParams {
-    pub(crate) fn new(max_nodes: Option<usize>, focus: Option<String>) -> Result<Self, ApiError> {
-        let max_nodes = match max_nodes {
-            None => DEFAULT_MAX_NODES,
-            Some(n) if (1..=MAX_MAX_NODES).contains(&n) => n,
-            Some(_) => {
-                return Err(ApiError::Unprocessable(format!(
-                    "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
-                )))
-            }
-        };
-        let focus: Vec<String> = match focus {
-            None => Vec::new(),
-            Some(path) if path.len() > 64 * 1024 => {
-                return Err(ApiError::Unprocessable("`focus` is too long".into()))
-            }
-            Some(path) => path.split(';').map(str::to_owned).collect(),
-        };
-        Ok(TreeParams { max_nodes, focus })
-    }
-
-    /// The flame graph of `result` cut as asked; 404 when `focus` names a
-    /// path the result does not have.
-    pub(crate) fn flame_graph(&self, result: &ReadResult) -> Result<FlameNode, ApiError> {
-        let path: Vec<&str> = self.focus.iter().map(String::as_str).collect();
-        let focus = (!path.is_empty()).then_some(path.as_slice());
-        result.flame_graph(self.max_nodes, focus).ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "no frame path {:?} in the result",
-                self.focus.join(";")
-            ))
-        })
-    }
-}
-
-/// The stacks a format renders: every one, or for SVG only those wide
-/// enough to be drawn (inferno skips boxes under 0.1 px of 1200; lighter
-/// subtrees fold into their parents, so every drawn width is unchanged).
-fn stacks_for(format: Format, result: &ReadResult) -> Vec<odp_core::WeightedStack> {
-    match format {
-        Format::Svg => stacks::pruned_stacks(&result.merged(), result.samples() / 12_000),
-        _ => result.stacks(),
-    }
-}
-
-/// What a response renders from a read: the JSON flame graph, or the
-/// stacks of the other formats. Computed off the async threads, as an
-/// aggregate's takes a while.
-pub(crate) async fn shape(
-    result: std::sync::Arc<ReadResult>,
-    format: Format,
-    tree: TreeParams,
-) -> Result<(Option<FlameNode>, Vec<odp_core::WeightedStack>), ApiError> {
-    tokio::task::spawn_blocking(move || match format {
-        Format::Json => Ok((Some(tree.flame_graph(&result)?), Vec::new())),
-        _ => Ok((None, stacks_for(format, &result))),
-    })
-    .await
-    .map_err(|e| ApiError::Internal(e.to_string()))?
-}
-
-/// The filters the single-profile endpoints (`/flamegraph`, `/top`) take:
-/// threads, frames and a time window.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SliceParams<'a> {
-    pub thread: Option<&'a str>,
-    pub include: Option<&'a str>,
-    pub exclude: Option<&'a str>,
-    pub window_since: Option<&'a str>,
-    pub window_until: Option<&'a str>,
-}
-
-impl SliceParams<'_> {
-    /// A read of `profile_id` narrowed as these parameters say.
-    fn validate(&self, profile_id: uuid::Uuid) -> Result<Read, ApiError> {
-        let window_since = self
-            .window_since
-            .map(|t| parse_time("window_since", t))
-            .transpose()?;
-        let window_until = self
-            .window_until
-            .map(|t| parse_time("window_until", t))
-            .transpose()?;
-        if let (Some(since), Some(until)) = (window_since, window_until) {
-            if since >= until {
-                return Err(ApiError::Unprocessable(
-                    "`window_since` must be before `window_until`".into(),
-                ));
-            }
-        }
-        let thread = self
-            .thread
-            .map(ThreadFilter::new)
-            .transpose()
-            .map_err(filter_error)?;
-        let stacks = StackFilter::new(self.include, self.exclude).map_err(filter_error)?;
-        Ok(Read {
-            from: window_since,
-            to: window_until,
-            thread,
-            stacks,
-            ..Read::profile(profile_id)
-        })
-    }
-}
-
-/// A profile's samples, narrowed by `params`.
-pub(crate) async fn read_profile(
-    pool: &sqlx::PgPool,
-    profile_id: uuid::Uuid,
-    params: SliceParams<'_>,
-) -> Result<ReadResult, ApiError> {
-    let read = params.validate(profile_id)?;
-    Ok(odp_store::read(pool, &read).await?)
 }
 
 #[derive(Debug, Serialize, ToSchema)]

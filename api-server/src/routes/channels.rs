@@ -20,8 +20,8 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::list::MAX_PAGE;
-use crate::routes::profiles::validate_name;
+use crate::service::MAX_PAGE;
+use crate::validate::validate_name;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -23,10 +23,11 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::aggregate::{filter_error, parse_range};
-use crate::routes::profiles::{load, validate_name};
-use crate::routes::render::SampleUnit;
-use crate::routes::start_options::parse_event;
+use crate::service::queries::{filter_error, parse_range};
+use crate::service::profiles;
+use crate::validate::validate_name;
+use crate::render::SampleUnit;
+use crate::service::start_options::parse_event;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -191,7 +192,7 @@ async fn load_side(
 ) -> Result<LoadedSide, ApiError> {
     let (label, read) = match side {
         Side::Profile(id) => {
-            load(state, *id).await?;
+            profiles::get(state, *id).await?;
             (format!("profile {id}"), Read::profile(*id))
         }
         Side::Aggregate {

@@ -15,12 +15,12 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::aggregate::{read_profile, shape, SliceParams, TreeParams};
-use crate::routes::profiles::load;
-use crate::routes::render::{period_nanos, render, Rendering, SampleUnit};
+use crate::service::queries::{read_profile, shape, SliceParams, TreeParams};
+use crate::service::profiles;
+use crate::render::{period_nanos, render, Rendering, SampleUnit};
 use crate::AppState;
 
-pub use crate::routes::render::Format;
+pub use crate::render::Format;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -105,7 +105,7 @@ async fn flame_graph(
     AppQuery(query): AppQuery<FlameGraphQuery>,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
-    let row = load(&state, id).await?;
+    let row = profiles::get(&state, id).await?;
     let slice = SliceParams {
         thread: query.thread.as_deref(),
         include: query.include.as_deref(),
@@ -210,7 +210,7 @@ async fn top(
             "`limit` must be between 1 and 1000".into(),
         ));
     }
-    load(&state, id).await?;
+    profiles::get(&state, id).await?;
     let slice = SliceParams {
         thread: query.thread.as_deref(),
         include: query.include.as_deref(),

@@ -18,7 +18,7 @@ use crate::control::DeployOutcome;
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, ErrorBody};
-use crate::routes::profiles::validate_name;
+use crate::validate::validate_name;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -22,7 +22,8 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors, ErrorBody};
-use crate::routes::profiles::{validate_name, ProfileView};
+use crate::service::profiles::ProfileView;
+use crate::validate::validate_name;
 use crate::AppState;
 
 /// Uploads may be this large; the API's other routes take 1 MiB.

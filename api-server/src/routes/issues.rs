@@ -13,7 +13,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::profiles::load;
+use crate::service::profiles;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -50,7 +50,7 @@ async fn profile_issues(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<IssuesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
-    load(&state, id).await?;
+    profiles::get(&state, id).await?;
     let issues = odp_store::profile_issues(&state.pool, id).await?;
     Ok(Json(IssuesResponse {
         profile_id: id,

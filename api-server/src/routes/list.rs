@@ -11,12 +11,13 @@ use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
+use crate::service::MAX_PAGE;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors};
-use crate::routes::profiles::{validate_labels, validate_name, ProfileView};
+use crate::service::profiles::ProfileView;
+use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
 
-pub const MAX_PAGE: i64 = 500;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

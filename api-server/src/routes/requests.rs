@@ -13,7 +13,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::profiles::validate_name;
+use crate::validate::validate_name;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {

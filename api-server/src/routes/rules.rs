@@ -21,7 +21,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::profiles::validate_name;
+use crate::validate::validate_name;
 use crate::AppState;
 
 /// Most per-service threshold overrides on one rule.

@@ -17,8 +17,9 @@ use crate::cron_schedule::CronSchedule;
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::profiles::{validate_name, StartRequest, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
-use crate::routes::start_options::ProfileOptions;
+use crate::service::profiles::{StartRequest, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
+use crate::validate::validate_name;
+use crate::service::start_options::ProfileOptions;
 use crate::AppState;
 
 /// How many runs `GET /api/v1/schedules/{id}` shows, newest first.

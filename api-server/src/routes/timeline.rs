@@ -14,7 +14,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::routes::profiles::load;
+use crate::service::profiles;
 use crate::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -47,7 +47,7 @@ async fn timeline(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<TimelineJson>, ApiError> {
     caller.require(Role::Viewer)?;
-    load(&state, id).await?;
+    profiles::get(&state, id).await?;
     let windows = odp_store::profile_timeline(&state.pool, id).await?;
     Ok(Json(TimelineJson {
         profile_id: id,

@@ -1,0 +1,10 @@
+//! The api-server's operations, typed in and out: what routes call after
+//! parsing and authorizing a request, and what the scheduler calls. No
+//! route imports another route; what two of them share lives here.
+
+pub(crate) mod profiles;
+pub(crate) mod queries;
+pub(crate) mod start_options;
+
+/// Most items one page of a list returns.
+pub(crate) const MAX_PAGE: i64 = 500;

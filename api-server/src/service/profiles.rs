@@ -1,0 +1,427 @@
+//! Starting profiles: a start request checked into a [`ValidStart`], and
+//! the one path every start takes, a user's or a schedule's (record it,
+//! deploy an agent if the host has none, publish the signed command).
+
+use odp_core::command::{CommandAction, StartProfile};
+use odp_core::cost::StartOptions;
+use odp_core::Target;
+use odp_core::runtime::ProfileRuntime;
+use odp_store::runtime::profile_runtime;
+use odp_store::{
+    mode_of, Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+use crate::service::start_options::ProfileOptions;
+use crate::validate::{validate_labels, validate_name};
+use crate::AppState;
+
+pub const MAX_DURATION_SECS: u64 = 3600;
+pub use odp_core::cost::MAX_FREQUENCY_HZ;
+pub const DEFAULT_FREQUENCY_HZ: u32 = 99;
+
+/// `POST /api/v1/profiles`: profile processes on a host, given by exactly
+/// one of `pid`, `process_name`, `cmdline` or `cgroup`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRequest {
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
+    pub host: String,
+    /// The service the target belongs to; defaults to `process_name`, or
+    /// the host when profiling by pid. Required with `cmdline` and `cgroup`,
+    /// which name no program to default to. Token `services` patterns
+    /// apply to it.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
+    pub service: Option<String>,
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub pid: Option<u32>,
+    /// The executable name (`/proc/PID/comm`), without `/`.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 255)]
+    pub process_name: Option<String>,
+    /// A regex (unanchored) over the full command line, arguments joined
+    /// by spaces: every matching process is profiled.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 1000)]
+    pub cmdline: Option<String>,
+    /// A cgroup path (`/system.slice/x.service`; processes in it and below
+    /// it) or a container id (12 to 64 hex digits).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 4096)]
+    pub cgroup: Option<String>,
+    #[schema(minimum = 1, maximum = 3600)]
+    pub duration_secs: u64,
+    /// Samples per second; 99 when absent.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 10000)]
+    pub frequency_hz: Option<u32>,
+    /// Aggregation window; the agent's default (10 s) when absent.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 300)]
+    pub window_secs: Option<u64>,
+    /// Free-form labels to find the profile by (`{"env": "prod"}`).
+    #[serde(default)]
+    pub labels: Labels,
+    /// Plugin, event and cost control; the agent's defaults when absent.
+    #[serde(default)]
+    pub options: Option<ProfileOptions>,
+}
+
+/// A start request that passed validation.
+#[derive(Debug, PartialEq)]
+pub struct ValidStart {
+    pub host: String,
+    pub service: String,
+    pub target: Target,
+    pub duration_secs: u64,
+    pub frequency_hz: u32,
+    pub window_secs: Option<u64>,
+    pub labels: Labels,
+    pub options: StartOptions,
+}
+
+impl StartRequest {
+    pub fn validate(self) -> Result<ValidStart, ApiError> {
+        let invalid = |m: String| Err(ApiError::Unprocessable(m));
+        validate_name("host", &self.host)?;
+        let target = self.target()?;
+        if !(1..=MAX_DURATION_SECS).contains(&self.duration_secs) {
+            return invalid(format!(
+                "`duration_secs` must be between 1 and {MAX_DURATION_SECS}"
+            ));
+        }
+        let frequency_hz = self.frequency_hz.unwrap_or(DEFAULT_FREQUENCY_HZ);
+        if !(1..=MAX_FREQUENCY_HZ).contains(&frequency_hz) {
+            return invalid(format!(
+                "`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"
+            ));
+        }
+        if let Some(window) = self.window_secs {
+            if !(1..=300).contains(&window) {
+                return invalid("`window_secs` must be between 1 and 300".into());
+            }
+        }
+        let service = match self.service {
+            Some(service) => {
+                validate_name("service", &service)?;
+                service
+            }
+            None => match &target {
+                Target::ProcessName(name) => name.clone(),
+                Target::Pid(_) | Target::Imported(_) => self.host.clone(),
+                // Many programs may match: the caller says which service
+                // they make up rather than the API guessing from a pattern.
+                Target::CommandLine(_) | Target::Cgroup(_) => {
+                    return invalid(
+                        "`service` is required when profiling by `cmdline` or `cgroup`".into(),
+                    )
+                }
+            },
+        };
+        validate_labels(&self.labels)?;
+        let options = self.options.unwrap_or_default().validate(frequency_hz)?;
+        Ok(ValidStart {
+            options,
+            labels: self.labels,
+            service,
+            host: self.host,
+            target,
+            duration_secs: self.duration_secs,
+            frequency_hz,
+            window_secs: self.window_secs,
+        })
+    }
+
+    /// The one target field given, checked.
+    fn target(&self) -> Result<Target, ApiError> {
+        let invalid = |m: String| Err(ApiError::Unprocessable(m));
+        let given = [
+            self.pid.map(Target::Pid),
+            self.process_name.clone().map(Target::ProcessName),
+            self.cmdline.clone().map(Target::CommandLine),
+            self.cgroup.clone().map(Target::Cgroup),
+        ];
+        let mut given = given.into_iter().flatten();
+        let (Some(target), None) = (given.next(), given.next()) else {
+            return invalid(
+                "give exactly one target: `pid`, `process_name`, `cmdline` or `cgroup`".into(),
+            );
+        };
+        match &target {
+            Target::Pid(0) => return invalid("`pid` must be positive".into()),
+            Target::ProcessName(name)
+                if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) =>
+            {
+                return invalid("`process_name` must be 1 to 255 characters without `/`".into())
+            }
+            _ => {}
+        }
+        target.check().map_err(ApiError::Unprocessable)?;
+        Ok(target)
+    }
+}
+
+/// A profile as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct ProfileView {
+    #[serde(flatten)]
+    pub profile: ProfileRow,
+    /// What the agent reported about the target; only in `describe`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ProfileRuntime>,
+    pub links: Links,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Links {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub stop: String,
+    pub flamegraph: String,
+    pub flamegraph_svg: String,
+    pub folded: String,
+    pub top: String,
+}
+
+impl From<ProfileRow> for ProfileView {
+    fn from(profile: ProfileRow) -> Self {
+        let base = format!("/api/v1/profiles/{}", profile.id);
+        ProfileView {
+            links: Links {
+                stop: format!("{base}/stop"),
+                flamegraph: format!("{base}/flamegraph"),
+                flamegraph_svg: format!("{base}/flamegraph?format=svg"),
+                folded: format!("{base}/flamegraph?format=folded"),
+                top: format!("{base}/top"),
+                this: base,
+            },
+            profile,
+            runtime: None,
+        }
+    }
+}
+
+/// Records a start request and publishes its command: the one path every
+/// start takes, a user's or a schedule's. `Created` carries the profile
+/// as dispatched; `Replayed` and `Duplicate` dispatch nothing.
+pub(crate) async fn start(
+    state: &AppState,
+    valid: ValidStart,
+    requested_by: &str,
+    idempotency_key: Option<String>,
+) -> Result<Inserted, ApiError> {
+    let id = Uuid::new_v4();
+    let inserted = state
+        .profiles
+        .insert(&NewProfile {
+            id,
+            host: valid.host.clone(),
+            service: valid.service.clone(),
+            idempotency_key,
+            target: valid.target.clone(),
+            duration_ms: (valid.duration_secs * 1000) as i64,
+            frequency_hz: valid.frequency_hz as i32,
+            requested_by: requested_by.to_owned(),
+            labels: valid.labels.clone(),
+            mode: mode_of(valid.options.event).to_owned(),
+            options: valid.options.clone(),
+        })
+        .await?;
+    match inserted {
+        Inserted::Created(_) => {}
+        other => return Ok(other),
+    }
+    deploy_if_absent(state, &valid.host, requested_by).await;
+    let action = CommandAction::Start(StartProfile {
+        profile_id: id,
+        target: valid.target,
+        duration_ms: valid.duration_secs * 1000,
+        frequency_hz: valid.frequency_hz,
+        window_ms: valid.window_secs.map(|s| s * 1000),
+    });
+    let sent = state
+        .dispatcher
+        .send_with_options(&valid.host, action, &valid.options)
+        .await;
+    if let Err(e) = sent {
+        state
+            .profiles
+            .transition(
+                id,
+                ProfileStatus::Failed,
+                Some("command could not be published"),
+            )
+            .await?;
+        return Err(e);
+    }
+    state
+        .profiles
+        .transition(id, ProfileStatus::Dispatched, None)
+        .await?;
+    tracing::info!(profile_id = %id, host = %valid.host, by = %requested_by, "profile requested");
+    Ok(Inserted::Created(get(state, id).await?))
+}
+
+/// `start` implies `deploy`: with a deployer configured and no live agent
+/// on the host, one is deployed while the start command waits in Kafka
+/// for it (until the command expires). The deploy is a request of its
+/// own; its failure shows there, and the start then expires.
+async fn deploy_if_absent(state: &AppState, host: &str, requested_by: &str) {
+    if state.control.deployer_name().is_none() {
+        return;
+    }
+    match state.control.host_is_live(host).await {
+        Ok(true) => {}
+        Ok(false) => match state.control.deploy(host, requested_by).await {
+            Ok(_) => tracing::info!(%host, "no live agent: deploying one for the start"),
+            Err(e) => tracing::warn!(%host, error = %e, "deploying for a start failed"),
+        },
+        Err(e) => tracing::warn!(%host, error = %e, "checking the host's agent failed"),
+    }
+}
+
+/// A profile by id; 404 when there is none.
+pub(crate) async fn get(state: &AppState, id: Uuid) -> Result<ProfileRow, ApiError> {
+    state
+        .profiles
+        .get(id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no profile {id}")))
+}
+
+/// Asks the profile's agent to stop it early (the last partial window
+/// is flushed); 409 when it has ended already.
+pub(crate) async fn stop(
+    state: &AppState,
+    row: &ProfileRow,
+    requested_by: &str,
+) -> Result<(), ApiError> {
+    let id = row.id;
+    if row.status()?.is_terminal() {
+        return Err(ApiError::Conflict(format!(
+            "profile {id} is already {}",
+            row.status
+        )));
+    }
+    let new = NewRequest {
+        kind: RequestKind::Stop,
+        host: row.host.clone(),
+        profile_id: Some(id),
+        mode: None,
+        requested_by: requested_by.to_owned(),
+    };
+    let send = state
+        .dispatcher
+        .send(&row.host, CommandAction::Stop { profile_id: id });
+    state.control.record_command(new, send).await?;
+    tracing::info!(profile_id = %id, by = %requested_by, "stop requested");
+    Ok(())
+}
+
+/// A profile with what its agent reported about the target.
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ProfileView, ApiError> {
+    let profile = get(state, id).await?;
+    let runtime = profile_runtime(&state.pool, id).await?;
+    Ok(ProfileView {
+        runtime,
+        ..ProfileView::from(profile)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(json: serde_json::Value) -> Result<ValidStart, ApiError> {
+        serde_json::from_value::<StartRequest>(json)
+            .unwrap()
+            .validate()
+    }
+
+    #[test]
+    fn accepts_a_pid_or_a_process_name() {
+        let v =
+            request(serde_json::json!({"host": "h-1", "pid": 42, "duration_secs": 10})).unwrap();
+        assert_eq!(v.target, Target::Pid(42));
+        assert_eq!(
+            v.service, "h-1",
+            "pid targets default to the host as service"
+        );
+        assert_eq!(v.frequency_hz, DEFAULT_FREQUENCY_HZ);
+        let v = request(serde_json::json!({"host": "h", "process_name": "demo", "duration_secs": 1, "frequency_hz": 999})).unwrap();
+        assert_eq!(v.target, Target::ProcessName("demo".into()));
+        assert_eq!(v.service, "demo");
+        let v = request(
+            serde_json::json!({"host": "h", "pid": 7, "service": "checkout", "duration_secs": 1}),
+        )
+        .unwrap();
+        assert_eq!(v.service, "checkout");
+    }
+
+    #[test]
+    fn accepts_a_cmdline_regex_or_a_cgroup_with_a_service() {
+        let v = request(
+            serde_json::json!({"host": "h", "cmdline": "java .*checkout",
+            "service": "checkout", "duration_secs": 1}),
+        )
+        .unwrap();
+        assert_eq!(v.target, Target::CommandLine("java .*checkout".into()));
+        for cgroup in ["/system.slice/docker-abc.scope", "4f1d2c3b4a5e"] {
+            let v = request(serde_json::json!({"host": "h", "cgroup": cgroup,
+                "service": "s", "duration_secs": 1}))
+            .unwrap();
+            assert_eq!(v.target, Target::Cgroup(cgroup.into()));
+        }
+    }
+
+    #[test]
+    fn explains_a_regex_that_does_not_compile() {
+        let err = request(serde_json::json!({"host": "h", "cmdline": "java (",
+            "service": "s", "duration_secs": 1}))
+        .unwrap_err();
+        let ApiError::Unprocessable(message) = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            message.contains("cmdline") && message.contains("unclosed"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn refuses_out_of_range_and_ambiguous_requests() {
+        for bad in [
+            serde_json::json!({"host": "h", "duration_secs": 10}),
+            serde_json::json!({"host": "h", "pid": 1, "process_name": "x", "duration_secs": 10}),
+            serde_json::json!({"host": "h", "pid": 0, "duration_secs": 10}),
+            serde_json::json!({"host": "", "pid": 1, "duration_secs": 10}),
+            serde_json::json!({"host": "a b", "pid": 1, "duration_secs": 10}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 0}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 3601}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "frequency_hz": 0}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "frequency_hz": 10001}),
+            serde_json::json!({"host": "h", "process_name": "a/b", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "window_secs": 0}),
+            serde_json::json!({"host": "h", "pid": 1, "duration_secs": 5, "service": "a b"}),
+            serde_json::json!({"host": "h", "pid": 1, "cmdline": "x", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "x", "cgroup": "/a", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "x", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "/a", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cmdline": "a".repeat(1001), "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "system.slice", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "abc123", "service": "s", "duration_secs": 5}),
+            serde_json::json!({"host": "h", "cgroup": "/a/../b", "service": "s", "duration_secs": 5}),
+        ] {
+            assert!(
+                matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))),
+                "{bad}"
+            );
+        }
+    }
+}
