@@ -10,7 +10,8 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-pub use odp_core::token::{Grant, Role};
+pub use odp_core::token::Grant;
+pub(crate) use odp_core::token::Role;
 use odp_core::token::{TokenError, TokenVerifier};
 
 use crate::error::ApiError;
@@ -50,7 +51,7 @@ impl Authenticator {
 
 /// The authenticated caller.
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub subject: String,
     pub role: Role,
     pub services: Vec<String>,
@@ -58,7 +59,7 @@ pub struct Caller {
 
 impl Caller {
     /// Fails with 403 unless the caller has at least `role`.
-    pub fn require(&self, role: Role) -> Result<(), ApiError> {
+    pub(crate) fn require(&self, role: Role) -> Result<(), ApiError> {
         if self.role >= role {
             Ok(())
         } else {
@@ -71,7 +72,7 @@ impl Caller {
 
     /// Fails with 403 unless the caller may start or stop profiles of
     /// `service`.
-    pub fn require_profiling(&self, service: &str) -> Result<(), ApiError> {
+    pub(crate) fn require_profiling(&self, service: &str) -> Result<(), ApiError> {
         self.require(Role::Profiler)?;
         if self.role == Role::Admin || self.services.iter().any(|p| glob_match(p, service)) {
             Ok(())
@@ -109,7 +110,7 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 /// Shell-style glob: `*` matches any run of characters, `?` any one.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
     // Iterative matcher with one backtrack point: linear in practice and
     // immune to the exponential blow-up of naive recursion on `a*a*a*b`.

@@ -18,13 +18,13 @@ use cron::TimeUnitSpec;
 
 /// How far back a tick enumerates occurrences missed during downtime;
 /// older ones are neither fired nor recorded.
-pub const MAX_CATCH_UP: Duration = Duration::days(7);
+pub(crate) const MAX_CATCH_UP: Duration = Duration::days(7);
 /// At most this many missed occurrences (the latest) are recorded per tick.
-pub const MAX_MISSED_RECORDED: usize = 1000;
+pub(crate) const MAX_MISSED_RECORDED: usize = 1000;
 
 /// A validated cron expression in a time zone.
 #[derive(Debug, Clone)]
-pub struct CronSchedule {
+pub(crate) struct CronSchedule {
     schedule: cron::Schedule,
     zone: Tz,
 }
@@ -33,7 +33,11 @@ impl CronSchedule {
     /// Parses and checks `expression` in `timezone`; the error is a
     /// message for the user. Schedules firing more often than once a
     /// minute are refused unless `allow_sub_minute`.
-    pub fn parse(expression: &str, timezone: &str, allow_sub_minute: bool) -> Result<Self, String> {
+    pub(crate) fn parse(
+        expression: &str,
+        timezone: &str,
+        allow_sub_minute: bool,
+    ) -> Result<Self, String> {
         let zone = Tz::from_str(timezone).map_err(|_| {
             format!(
                 "unknown time zone {timezone:?}: use an IANA name such as `Europe/Paris` or `UTC`"
@@ -70,7 +74,7 @@ impl CronSchedule {
 
     /// The first occurrence strictly after `t`; `None` if there is none
     /// (e.g. a year that has passed).
-    pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.schedule
             .after(&t.with_timezone(&self.zone))
             .next()
@@ -95,7 +99,7 @@ impl CronSchedule {
 
 /// What one tick does with one due schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TickPlan {
+pub(crate) struct TickPlan {
     /// Occurrences not fired, oldest first (at most [`MAX_MISSED_RECORDED`]).
     pub missed: Vec<DateTime<Utc>>,
     /// How many more missed occurrences were left unrecorded.
@@ -110,7 +114,7 @@ pub struct TickPlan {
 /// occurrence in `[next_run_at, now]` but the latest is missed (no
 /// scheduler ran then, so they are reported, not fired in bulk); the
 /// latest fires if it fell due at most `grace` ago, else it is missed too.
-pub fn plan_tick(
+pub(crate) fn plan_tick(
     schedule: &CronSchedule,
     next_run_at: DateTime<Utc>,
     now: DateTime<Utc>,

@@ -59,7 +59,7 @@ pub struct DeployOptions {
     pub local_agent_log_dir: Option<PathBuf>,
 }
 
-pub type DeployFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub(crate) type DeployFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// Starts an agent on a host; `Err` carries what went wrong for the user.
 pub trait Deployer: Send + Sync {

@@ -118,7 +118,7 @@ fn assign_from_end(
 
 /// The follower's client settings: a group id librdkafka requires but
 /// never uses, as nothing is committed.
-pub fn consumer_config(kafka: &Kafka) -> ClientConfig {
+pub(crate) fn consumer_config(kafka: &Kafka) -> ClientConfig {
     let mut client = kafka.client(&[]);
     client
         .set(

@@ -28,7 +28,7 @@ struct RouteLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CommandLabels {
+pub(crate) struct CommandLabels {
     pub action: &'static str,
     pub outcome: &'static str,
 }
@@ -75,7 +75,7 @@ impl ApiMetrics {
 }
 
 /// Middleware counting and timing every request.
-pub async fn track(
+pub(crate) async fn track(
     State(metrics): State<Arc<ApiMetrics>>,
     request: Request,
     next: Next,

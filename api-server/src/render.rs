@@ -16,7 +16,7 @@ use crate::error::ApiError;
 /// folded stacks, an SVG flame graph, gzip pprof or speedscope JSON.
 #[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
+pub(crate) enum Format {
     #[default]
     Json,
     Folded,
@@ -29,7 +29,7 @@ pub enum Format {
 
 /// What is rendered: stacks and what they measure.
 #[derive(Debug, Clone)]
-pub struct Rendering {
+pub(crate) struct Rendering {
     /// Shown as the SVG's title and the speedscope profile's name.
     pub title: String,
     /// File name of downloads, without extension (`profile-<id>`).
@@ -47,7 +47,7 @@ pub struct Rendering {
 
 /// Renders `data` as `format`; [`Format::Json`] is `json`'s response, as
 /// each endpoint has its own JSON shape.
-pub async fn render(
+pub(crate) async fn render(
     format: Format,
     data: Rendering,
     json: impl FnOnce(Rendering) -> Response,
@@ -128,7 +128,7 @@ fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
 /// multiply counts by it to show time (or bytes), so that a wall or
 /// off-CPU profile reads in seconds, not samples.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct SampleUnit {
+pub(crate) struct SampleUnit {
     /// `nanoseconds`, `bytes`, `cycles`, or `samples` when the event is
     /// unknown (an imported file that did not say).
     pub unit: &'static str,
@@ -138,7 +138,7 @@ pub struct SampleUnit {
 
 impl SampleUnit {
     /// For samples of `event`, each standing for `period` of its units.
-    pub fn new(event: Option<&str>, period: Option<f64>) -> Self {
+    pub(crate) fn new(event: Option<&str>, period: Option<f64>) -> Self {
         let event = event.and_then(|e| e.parse::<odp_core::EventKind>().ok());
         SampleUnit {
             unit: event.map_or("samples", odp_core::EventKind::unit),
@@ -147,7 +147,7 @@ impl SampleUnit {
     }
 
     /// Nanoseconds per sample, for time-based events.
-    pub fn period_nanos(&self) -> Option<i64> {
+    pub(crate) fn period_nanos(&self) -> Option<i64> {
         let timed = self.unit == "nanoseconds";
         self.period.filter(|_| timed).map(|p| p.round() as i64)
     }
@@ -156,7 +156,7 @@ impl SampleUnit {
 /// The period of a profile sampled at `frequency_hz` of `event`, when the
 /// event is time-based (its samples stand for a span of time): for the
 /// profiles stored before reads reported their windows' own period.
-pub fn period_nanos(event: Option<&str>, frequency_hz: i64) -> Option<i64> {
+pub(crate) fn period_nanos(event: Option<&str>, frequency_hz: i64) -> Option<i64> {
     let timed = event
         .and_then(|e| e.parse::<odp_core::EventKind>().ok())
         .is_some_and(odp_core::EventKind::is_timed);

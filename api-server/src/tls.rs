@@ -18,7 +18,7 @@ pub fn generate_dev_cert(names: &[String]) -> Result<(String, String), rcgen::Er
 
 /// Serves `app` over HTTPS until `shutdown` resolves, then lets requests
 /// in flight finish for up to 10 s.
-pub async fn serve_https(
+pub(crate) async fn serve_https(
     app: Router,
     addr: SocketAddr,
     cert: &Path,

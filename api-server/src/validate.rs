@@ -5,7 +5,7 @@ use odp_store::Labels;
 
 use crate::error::ApiError;
 
-pub const MAX_LABELS: usize = 16;
+pub(crate) const MAX_LABELS: usize = 16;
 
 /// Up to 16 labels; keys of 1 to 63 letters, digits, `.`, `-` or `_`,
 /// values of up to 256 characters without control characters or

@@ -26,7 +26,7 @@ fn is_api_path(path: &str) -> bool {
 /// Replaces `router`'s fallback: `/api/...` answers a JSON 404, anything
 /// else a file of `web_dir` (or `index.html`), or a short note when no
 /// web directory is configured.
-pub fn with_web_ui(router: Router, web_dir: Option<&Path>) -> Router {
+pub(crate) fn with_web_ui(router: Router, web_dir: Option<&Path>) -> Router {
     let files =
         web_dir.map(|dir| ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html"))));
     router.fallback(move |request: Request| {

@@ -10,7 +10,7 @@
 //! holds nothing about its data, and clients and test tools read it
 //! before they have a token.
 
-pub mod schemas;
+pub(crate) mod schemas;
 
 use std::sync::Arc;
 
@@ -44,7 +44,7 @@ use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
         (name = "platform", description = "Health, metrics and this document"),
     ),
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// `bearer`: a JWT in `Authorization: Bearer <token>`.
 struct BearerToken;
@@ -70,14 +70,15 @@ impl Modify for BearerToken {
 
 /// The document as `app` builds it: every route's path item plus
 /// [`ApiDoc`].
-pub fn document() -> utoipa::openapi::OpenApi {
+#[cfg(test)]
+pub(crate) fn document() -> utoipa::openapi::OpenApi {
     crate::route_parts().2
 }
 
 /// The document as served: [`document`] in JSON, with its response
 /// links' fields spelled as OpenAPI spells them (utoipa 5.5 serializes
 /// `Link` in snake_case: `operation_id` where the spec says `operationId`).
-pub fn document_json(document: &utoipa::openapi::OpenApi) -> String {
+pub(crate) fn document_json(document: &utoipa::openapi::OpenApi) -> String {
     let mut value = serde_json::to_value(document).expect("the OpenAPI document serializes");
     let operations = value["paths"]
         .as_object_mut()
@@ -110,21 +111,21 @@ pub fn document_json(document: &utoipa::openapi::OpenApi) -> String {
 /// Every error: `{"error": {"code", "message"}}`. A refused duplicate
 /// start also carries the live `profile`.
 #[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     pub code: ErrorCode,
     /// What was wrong, for people.
     pub message: String,
 }
 
 /// The error's kind; the HTTP status says the same.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
+pub(crate) enum ErrorCode {
     BadRequest,
     Unauthorized,
     Forbidden,
@@ -140,7 +141,7 @@ pub enum ErrorCode {
 /// Never built: the derive documents the statuses `ApiError` produces.
 #[allow(dead_code)]
 #[derive(IntoResponses)]
-pub enum CommonErrors {
+pub(crate) enum CommonErrors {
     /// Malformed input: a query, path or body that does not parse.
     #[response(status = 400)]
     BadRequest(#[to_schema] ErrorBody),
@@ -162,11 +163,11 @@ pub enum CommonErrors {
 #[allow(dead_code)]
 #[derive(IntoResponses)]
 #[response(status = 404)]
-pub struct NotFound(#[to_schema] ErrorBody);
+pub(crate) struct NotFound(#[to_schema] ErrorBody);
 
 /// The serialized document, shared by every request for it.
 #[derive(Clone)]
-pub struct DocumentJson(pub Arc<str>);
+pub(crate) struct DocumentJson(pub Arc<str>);
 
 /// The OpenAPI 3 document of this API.
 #[utoipa::path(
@@ -176,7 +177,9 @@ pub struct DocumentJson(pub Arc<str>);
     security(()),
     responses((status = 200, description = "This document", content_type = "application/json", body = Object)),
 )]
-pub async fn openapi_json(Extension(document): Extension<DocumentJson>) -> impl IntoResponse {
+pub(crate) async fn openapi_json(
+    Extension(document): Extension<DocumentJson>,
+) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
         document.0.to_string(),

@@ -18,7 +18,7 @@ use uuid::Uuid;
 /// Which process(es) a profile samples (`odp_core::Target`).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "snake_case", tag = "by", content = "value")]
-pub enum Target {
+pub(crate) enum Target {
     /// One process by id.
     Pid(u32),
     /// Every process whose executable name equals this.
@@ -35,7 +35,7 @@ pub enum Target {
 /// How an agent undeploys (`odp_core::command::UndeployMode`).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum UndeployMode {
+pub(crate) enum UndeployMode {
     /// Stop running profiles, flush them and exit.
     Now,
     /// Refuse new profiles and exit once running ones finish.
@@ -44,7 +44,7 @@ pub enum UndeployMode {
 
 /// A profile as the API shows it: the stored row plus links.
 #[derive(Serialize, ToSchema)]
-pub struct Profile {
+pub(crate) struct Profile {
     pub id: Uuid,
     pub host: String,
     pub service: String,
@@ -78,7 +78,7 @@ pub struct Profile {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ProfileLinks {
+pub(crate) struct ProfileLinks {
     #[serde(rename = "self")]
     pub this: String,
     pub stop: String,
@@ -90,7 +90,7 @@ pub struct ProfileLinks {
 
 /// A deploy, undeploy or stop request and how it went.
 #[derive(Serialize, ToSchema)]
-pub struct ControlRequest {
+pub(crate) struct ControlRequest {
     pub id: Uuid,
     /// deploy, undeploy or stop.
     pub kind: String,
@@ -106,7 +106,7 @@ pub struct ControlRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     pub id: Uuid,
     pub name: String,
     pub service: String,
@@ -131,7 +131,7 @@ pub struct Schedule {
 
 /// A schedule with its latest runs, newest first.
 #[derive(Serialize, ToSchema)]
-pub struct ScheduleWithRuns {
+pub(crate) struct ScheduleWithRuns {
     #[serde(flatten)]
     pub schedule: Schedule,
     pub runs: Vec<crate::routes::schedules::RunView>,
@@ -139,7 +139,7 @@ pub struct ScheduleWithRuns {
 
 /// A stack matching a detection rule, frames root first.
 #[derive(Serialize, ToSchema)]
-pub struct IssueStack {
+pub(crate) struct IssueStack {
     pub stack_id: Uuid,
     pub count: u64,
     pub frames: Vec<String>,
@@ -147,7 +147,7 @@ pub struct IssueStack {
 
 /// A detection with its rule's text.
 #[derive(Serialize, ToSchema)]
-pub struct Issue {
+pub(crate) struct Issue {
     pub rule_id: String,
     pub kind: String,
     pub title: String,
@@ -170,7 +170,7 @@ pub struct Issue {
 
 /// A re-analysis of past profiles after a rule changed.
 #[derive(Serialize, ToSchema)]
-pub struct Reanalysis {
+pub(crate) struct Reanalysis {
     pub id: Uuid,
     pub rule_id: String,
     pub requested_by: String,
@@ -187,7 +187,7 @@ pub struct Reanalysis {
 
 /// A detection rule.
 #[derive(Serialize, ToSchema)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub id: String,
     pub title: String,
     pub explanation: String,
@@ -209,7 +209,7 @@ pub struct Rule {
 /// One alert to a channel (`odp_store::DeliveryRow`) and how sending it
 /// went.
 #[derive(Serialize, ToSchema)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     pub id: Uuid,
     pub profile_id: Uuid,
     pub rule_id: String,
@@ -233,7 +233,7 @@ pub struct Delivery {
 
 /// One try at sending a delivery (`odp_store::AttemptRow`).
 #[derive(Serialize, ToSchema)]
-pub struct DeliveryAttempt {
+pub(crate) struct DeliveryAttempt {
     pub attempt: i32,
     pub attempted_at: DateTime<Utc>,
     /// The HTTP status (webhook) or SMTP reply code (email), when the
@@ -246,7 +246,7 @@ pub struct DeliveryAttempt {
 
 /// One window of a profile on one host.
 #[derive(Serialize, ToSchema)]
-pub struct TimelineWindow {
+pub(crate) struct TimelineWindow {
     pub host: String,
     pub window_start: DateTime<Utc>,
     pub window_end: DateTime<Utc>,
@@ -257,7 +257,7 @@ pub struct TimelineWindow {
 
 /// A flame graph node; the root is named `all`.
 #[derive(Serialize, ToSchema)]
-pub struct FlameNode {
+pub(crate) struct FlameNode {
     pub name: String,
     /// Samples in this node and everything it called.
     pub total: u64,
@@ -272,7 +272,7 @@ pub struct FlameNode {
 
 /// A function's share of the samples, with one binomial standard error.
 #[derive(Serialize, ToSchema)]
-pub struct FunctionShare {
+pub(crate) struct FunctionShare {
     pub function: String,
     pub self_samples: u64,
     pub total_samples: u64,
@@ -283,7 +283,7 @@ pub struct FunctionShare {
 
 /// A node of a differential flame graph.
 #[derive(Serialize, ToSchema)]
-pub struct DiffNode {
+pub(crate) struct DiffNode {
     pub name: String,
     pub baseline_total: u64,
     pub baseline_self: u64,
@@ -297,7 +297,7 @@ pub struct DiffNode {
 
 /// How one function's share moved between baseline and target.
 #[derive(Serialize, ToSchema)]
-pub struct FunctionChange {
+pub(crate) struct FunctionChange {
     pub function: String,
     pub baseline_self_share: f64,
     pub target_self_share: f64,
@@ -310,7 +310,7 @@ pub struct FunctionChange {
 /// speedscope's file format (`format=speedscope`), as speedscope.app
 /// reads it.
 #[derive(Serialize, ToSchema)]
-pub struct SpeedscopeFile {
+pub(crate) struct SpeedscopeFile {
     #[serde(rename = "$schema")]
     pub schema: String,
     #[schema(value_type = Object)]

@@ -8,10 +8,9 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use odp_core::filter::{FilterError, StackFilter, ThreadFilter};
+use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::flamegraph::FlameNode;
-use odp_profile::stacks;
-use odp_store::{Read, ReadResult, ReadScope};
+use odp_store::{Read, ReadScope};
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -21,15 +20,16 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors};
-use crate::validate::validate_name;
 use crate::render::{render, Format, Rendering, SampleUnit};
+use crate::service::queries::{filter_error, parse_range, shape, TreeParams, MAX_MAX_NODES};
 use crate::service::start_options::parse_event;
+use crate::validate::validate_name;
 use crate::AppState;
 
 /// At most this many `host` values.
 const MAX_HOSTS: usize = 1000;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(aggregate))
 }
 
@@ -314,6 +314,7 @@ async fn aggregate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::queries::DEFAULT_MAX_NODES;
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()
@@ -377,61 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn slice_params_validate_only_when_set() {
-        let id = uuid::Uuid::nil();
-        let whole = SliceParams::default().validate(id).unwrap();
-        assert!(whole.thread.is_none() && whole.from.is_none() && whole.stacks.is_noop());
-        let read = SliceParams {
-            thread: Some("^worker-"),
-            exclude: Some("gc"),
-            window_since: Some("2026-11-01T00:00:00Z"),
-            ..Default::default()
-        }
-        .validate(id)
-        .unwrap();
-        assert!(read.thread.unwrap().matches("worker-2"));
-        assert!(read.from.is_some() && read.to.is_none());
-        assert!(read.stacks.exclude.is_some() && read.stacks.include.is_none());
-        for params in [
-            SliceParams {
-                window_since: Some("2026-11-02T00:00:00Z"),
-                window_until: Some("2026-11-01T00:00:00Z"),
-                ..Default::default()
-            },
-            SliceParams {
-                window_until: Some("noon"),
-                ..Default::default()
-            },
-            SliceParams {
-                include: Some("("),
-                ..Default::default()
-            },
-            SliceParams {
-                thread: Some(""),
-                ..Default::default()
-            },
-        ] {
-            assert!(
-                matches!(params.validate(id), Err(ApiError::Unprocessable(_))),
-                "{params:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn node_budgets_and_focus_paths_are_checked() {
-        assert_eq!(
-            TreeParams::new(None, None).unwrap().max_nodes,
-            DEFAULT_MAX_NODES
-        );
-        let tree = TreeParams::new(Some(100), Some("main;demo_hot".into())).unwrap();
-        assert_eq!((tree.max_nodes, tree.focus.len()), (100, 2));
-        for bad in [0, 200_001] {
-            assert!(matches!(
-                TreeParams::new(Some(bad), None),
-                Err(ApiError::Unprocessable(_))
-            ));
-        }
+    fn node_budgets_are_checked() {
         for bad in ["0", "many", "-1"] {
             assert!(invalid(&[("max_nodes", bad)]).contains("max_nodes"));
         }

@@ -24,7 +24,7 @@ use crate::service::MAX_PAGE;
 use crate::validate::validate_name;
 use crate::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(describe, update, remove))
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ChannelKind {
+pub(crate) enum ChannelKind {
     /// POSTs each alert as JSON signed with the secret (`X-ODP-Signature`).
     Webhook,
     /// Mails each alert as plain text through an SMTP relay.
@@ -47,28 +47,30 @@ pub enum ChannelKind {
 // Documents the body only: `create` reads `kind` first and then parses
 // that kind's body, so an error names the bad field of the kind given.
 #[allow(dead_code)]
-pub enum CreateChannelRequest {
+pub(crate) enum CreateChannelRequest {
     Webhook(CreateWebhookRequest),
     Email(CreateEmailRequest),
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum WebhookKind {
+pub(crate) enum WebhookKind {
     Webhook,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum EmailKind {
+pub(crate) enum EmailKind {
     Email,
 }
 
 /// A webhook: alerts POSTed as JSON, signed with `secret`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateWebhookRequest {
-    pub kind: WebhookKind,
+pub(crate) struct CreateWebhookRequest {
+    /// Checked by serde (the body names its kind), never read after.
+    #[serde(rename = "kind")]
+    pub _kind: WebhookKind,
     /// Unique among channels.
     #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub name: String,
@@ -90,8 +92,10 @@ pub struct CreateWebhookRequest {
 /// An email channel: alerts mailed as plain text through an SMTP relay.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateEmailRequest {
-    pub kind: EmailKind,
+pub(crate) struct CreateEmailRequest {
+    /// Checked by serde (the body names its kind), never read after.
+    #[serde(rename = "kind")]
+    pub _kind: EmailKind,
     /// Unique among channels.
     #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub name: String,
@@ -125,7 +129,7 @@ fn enabled() -> bool {
 /// field must suit the channel's kind.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UpdateChannelRequest {
+pub(crate) struct UpdateChannelRequest {
     #[serde(default)]
     pub enabled: Option<bool>,
     /// A new glob over the services whose alerts go here.
@@ -158,7 +162,7 @@ pub struct UpdateChannelRequest {
 /// A channel as the API shows it: everything but the webhook's secret.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Channel)]
-pub struct ChannelView {
+pub(crate) struct ChannelView {
     pub id: Uuid,
     pub name: String,
     pub kind: ChannelKind,

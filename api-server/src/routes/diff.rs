@@ -23,14 +23,14 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::service::queries::{filter_error, parse_range};
-use crate::service::profiles;
-use crate::validate::validate_name;
 use crate::render::SampleUnit;
+use crate::service::profiles;
+use crate::service::queries::{filter_error, parse_range};
 use crate::service::start_options::parse_event;
+use crate::validate::validate_name;
 use crate::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(diff_handler))
 }
 
@@ -38,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// differential flame graph.
 #[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum DiffFormat {
+pub(crate) enum DiffFormat {
     #[default]
     Json,
     Svg,
@@ -49,7 +49,7 @@ pub enum DiffFormat {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct DiffQuery {
+pub(crate) struct DiffQuery {
     /// The baseline profile's id.
     baseline: Option<Uuid>,
     #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]

@@ -15,14 +15,14 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::service::queries::{read_profile, shape, SliceParams, TreeParams};
-use crate::service::profiles;
 use crate::render::{period_nanos, render, Rendering, SampleUnit};
+use crate::service::profiles;
+use crate::service::queries::{read_profile, shape, SliceParams, TreeParams};
 use crate::AppState;
 
-pub use crate::render::Format;
+use crate::render::Format;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(flame_graph))
         .routes(routes!(top))
@@ -31,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct FlameGraphQuery {
+pub(crate) struct FlameGraphQuery {
     #[serde(default)]
     #[param(inline)]
     pub format: Format,
@@ -151,7 +151,7 @@ async fn flame_graph(
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct TopQuery {
+pub(crate) struct TopQuery {
     /// How many functions; 20 when absent.
     #[serde(default = "default_limit")]
     #[param(minimum = 1, maximum = 1000)]

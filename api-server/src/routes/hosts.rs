@@ -21,7 +21,7 @@ use crate::openapi::{schemas, CommonErrors, ErrorBody};
 use crate::validate::validate_name;
 use crate::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(deploy))

@@ -27,15 +27,15 @@ use crate::validate::validate_name;
 use crate::AppState;
 
 /// Uploads may be this large; the API's other routes take 1 MiB.
-pub const MAX_IMPORT_BYTES: usize = 32 << 20;
+pub(crate) const MAX_IMPORT_BYTES: usize = 32 << 20;
 /// The agent id and host imported samples are stored under by default.
-pub const IMPORT_AGENT: &str = "import";
-pub const DEFAULT_HOST: &str = "imported";
+pub(crate) const IMPORT_AGENT: &str = "import";
+pub(crate) const DEFAULT_HOST: &str = "imported";
 
 /// The import route with its own body limit. `app` merges it after the
 /// global 1 MiB limit layer, which would otherwise apply to it too, so it
 /// carries its own tracing layer as well (and `app` its own timeout).
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(import))
         .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES))
@@ -48,7 +48,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// pprof (protocol buffers, gzip-compressed or not) or folded stacks.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum ImportFormat {
+pub(crate) enum ImportFormat {
     Pprof,
     Folded,
 }
@@ -65,7 +65,7 @@ impl ImportFormat {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ImportQuery {
+pub(crate) struct ImportQuery {
     /// The service the profile belongs to (the token must be allowed to
     /// profile it).
     #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
@@ -201,7 +201,7 @@ fn event_names() -> String {
 
 /// Stacks read from an uploaded file, and what the file says about them.
 #[derive(Debug, Default, PartialEq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub stacks: Vec<WeightedStack>,
     /// The sample type the counts come from (pprof).
     pub sample_type: String,
@@ -240,7 +240,7 @@ fn parse_pprof(body: &[u8], sample_type: Option<&str>) -> Result<Parsed, ApiErro
 
 /// What a pprof sample type measures, for the names Go, perf converters
 /// and ODP's own export use.
-pub fn event_of_sample_type(name: &str) -> Option<EventKind> {
+pub(crate) fn event_of_sample_type(name: &str) -> Option<EventKind> {
     match name {
         "samples" | "cpu" => Some(EventKind::CpuClock),
         "alloc_space" => Some(EventKind::AllocBytes),

@@ -16,7 +16,7 @@ use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::service::profiles;
 use crate::AppState;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(profile_issues))
         .routes(routes!(rules))

@@ -11,18 +11,17 @@ use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
-use crate::service::MAX_PAGE;
 use crate::extract::AppQuery;
 use crate::openapi::{schemas, CommonErrors};
 use crate::service::profiles::ProfileView;
+use crate::service::MAX_PAGE;
 use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
-
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub service: Option<String>,
     #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
@@ -44,7 +43,7 @@ pub struct ListQuery {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = ProfilesPage)]
-pub struct ListResponse {
+pub(crate) struct ListResponse {
     #[schema(value_type = Vec<schemas::Profile>)]
     pub profiles: Vec<ProfileView>,
     /// Pass as `cursor` for the next page; absent on the last page.

@@ -27,7 +27,7 @@ use crate::AppState;
 /// Most per-service threshold overrides on one rule.
 const MAX_SERVICE_THRESHOLDS: usize = 256;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create))
         .routes(routes!(describe, replace, change))
@@ -38,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// from the path).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RuleBody {
+pub(crate) struct RuleBody {
     /// Lower-case letters, digits, `.`, `-` and `_`; 1 to 63 characters.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 63, pattern = "^[a-z0-9][a-z0-9._-]*$")]
@@ -74,7 +74,7 @@ fn enabled() -> bool {
 /// `PATCH`: absent fields stay as they are.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RulePatch {
+pub(crate) struct RulePatch {
     #[serde(default)]
     pub enabled: Option<bool>,
     #[serde(default)]
@@ -90,7 +90,7 @@ pub struct RulePatch {
 
 /// A rule with its latest re-analysis of past profiles.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct RuleView {
+pub(crate) struct RuleView {
     #[serde(flatten)]
     #[schema(inline, value_type = schemas::Rule)]
     pub rule: RuleRow,

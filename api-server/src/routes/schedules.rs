@@ -18,14 +18,14 @@ use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{schemas, CommonErrors, NotFound};
 use crate::service::profiles::{StartRequest, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
-use crate::validate::validate_name;
 use crate::service::start_options::ProfileOptions;
+use crate::validate::validate_name;
 use crate::AppState;
 
 /// How many runs `GET /api/v1/schedules/{id}` shows, newest first.
 const RUNS_SHOWN: i64 = 50;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(describe, update, remove))
@@ -35,7 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// `process_name`, `cmdline` or `cgroup`), and when to profile it.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateScheduleRequest {
+pub(crate) struct CreateScheduleRequest {
     #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub name: String,
     #[serde(default)]
@@ -89,7 +89,7 @@ fn enabled() -> bool {
 /// `PATCH /api/v1/schedules/{id}`: absent fields stay as they are.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UpdateScheduleRequest {
+pub(crate) struct UpdateScheduleRequest {
     #[serde(default)]
     pub enabled: Option<bool>,
     #[serde(default)]
@@ -106,7 +106,7 @@ pub struct UpdateScheduleRequest {
 
 /// A schedule with its latest runs.
 #[derive(Debug, Serialize)]
-pub struct ScheduleDetail {
+pub(crate) struct ScheduleDetail {
     #[serde(flatten)]
     pub schedule: ScheduleRow,
     pub runs: Vec<RunView>,
@@ -120,7 +120,7 @@ struct SchedulesResponse {
 
 /// One firing of a schedule.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct RunView {
+pub(crate) struct RunView {
     pub scheduled_for: DateTime<Utc>,
     pub fired_at: DateTime<Utc>,
     pub outcome: String,

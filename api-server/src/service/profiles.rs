@@ -4,8 +4,8 @@
 
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::cost::StartOptions;
-use odp_core::Target;
 use odp_core::runtime::ProfileRuntime;
+use odp_core::Target;
 use odp_store::runtime::profile_runtime;
 use odp_store::{
     mode_of, Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind,
@@ -19,15 +19,15 @@ use crate::service::start_options::ProfileOptions;
 use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
 
-pub const MAX_DURATION_SECS: u64 = 3600;
-pub use odp_core::cost::MAX_FREQUENCY_HZ;
-pub const DEFAULT_FREQUENCY_HZ: u32 = 99;
+pub(crate) const MAX_DURATION_SECS: u64 = 3600;
+pub(crate) use odp_core::cost::MAX_FREQUENCY_HZ;
+pub(crate) const DEFAULT_FREQUENCY_HZ: u32 = 99;
 
 /// `POST /api/v1/profiles`: profile processes on a host, given by exactly
 /// one of `pid`, `process_name`, `cmdline` or `cgroup`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StartRequest {
+pub(crate) struct StartRequest {
     #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
     pub host: String,
     /// The service the target belongs to; defaults to `process_name`, or
@@ -74,7 +74,7 @@ pub struct StartRequest {
 
 /// A start request that passed validation.
 #[derive(Debug, PartialEq)]
-pub struct ValidStart {
+pub(crate) struct ValidStart {
     pub host: String,
     pub service: String,
     pub target: Target,
@@ -86,7 +86,7 @@ pub struct ValidStart {
 }
 
 impl StartRequest {
-    pub fn validate(self) -> Result<ValidStart, ApiError> {
+    pub(crate) fn validate(self) -> Result<ValidStart, ApiError> {
         let invalid = |m: String| Err(ApiError::Unprocessable(m));
         validate_name("host", &self.host)?;
         let target = self.target()?;
@@ -168,7 +168,7 @@ impl StartRequest {
 
 /// A profile as the API shows it.
 #[derive(Debug, Serialize)]
-pub struct ProfileView {
+pub(crate) struct ProfileView {
     #[serde(flatten)]
     pub profile: ProfileRow,
     /// What the agent reported about the target; only in `describe`.
@@ -178,7 +178,7 @@ pub struct ProfileView {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Links {
+pub(crate) struct Links {
     #[serde(rename = "self")]
     pub this: String,
     pub stop: String,

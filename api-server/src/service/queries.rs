@@ -126,7 +126,7 @@ pub(crate) async fn shape(
 /// The filters the single-profile endpoints (`/flamegraph`, `/top`) take:
 /// threads, frames and a time window.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SliceParams<'a> {
+pub(crate) struct SliceParams<'a> {
     pub thread: Option<&'a str>,
     pub include: Option<&'a str>,
     pub exclude: Option<&'a str>,
@@ -176,4 +176,67 @@ pub(crate) async fn read_profile(
 ) -> Result<ReadResult, ApiError> {
     let read = params.validate(profile_id)?;
     Ok(odp_store::read(pool, &read).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_params_validate_only_when_set() {
+        let id = uuid::Uuid::nil();
+        let whole = SliceParams::default().validate(id).unwrap();
+        assert!(whole.thread.is_none() && whole.from.is_none() && whole.stacks.is_noop());
+        let read = SliceParams {
+            thread: Some("^worker-"),
+            exclude: Some("gc"),
+            window_since: Some("2026-11-01T00:00:00Z"),
+            ..Default::default()
+        }
+        .validate(id)
+        .unwrap();
+        assert!(read.thread.unwrap().matches("worker-2"));
+        assert!(read.from.is_some() && read.to.is_none());
+        assert!(read.stacks.exclude.is_some() && read.stacks.include.is_none());
+        for params in [
+            SliceParams {
+                window_since: Some("2026-11-02T00:00:00Z"),
+                window_until: Some("2026-11-01T00:00:00Z"),
+                ..Default::default()
+            },
+            SliceParams {
+                window_until: Some("noon"),
+                ..Default::default()
+            },
+            SliceParams {
+                include: Some("("),
+                ..Default::default()
+            },
+            SliceParams {
+                thread: Some(""),
+                ..Default::default()
+            },
+        ] {
+            assert!(
+                matches!(params.validate(id), Err(ApiError::Unprocessable(_))),
+                "{params:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn node_budgets_and_focus_paths_are_checked() {
+        assert_eq!(
+            TreeParams::new(None, None).unwrap().max_nodes,
+            DEFAULT_MAX_NODES
+        );
+        let tree = TreeParams::new(Some(100), Some("main;demo_hot".into())).unwrap();
+        assert_eq!((tree.max_nodes, tree.focus.len()), (100, 2));
+        for bad in [0, 200_001] {
+            assert!(matches!(
+                TreeParams::new(Some(bad), None),
+                Err(ApiError::Unprocessable(_))
+            ));
+        }
+    }
 }

@@ -14,7 +14,7 @@ use crate::error::ApiError;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProfileOptions {
+pub(crate) struct ProfileOptions {
     /// `native`, `python` or `jvm`: overrides the agent's language
     /// detection (e.g. `native` on a Python process to see the
     /// interpreter's C frames).
@@ -55,7 +55,7 @@ pub struct ProfileOptions {
 /// Atys' Algorithm 1; absent fields take the defaults shown.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FdaOptions {
+pub(crate) struct FdaOptions {
     /// False turns FDA off even where the agent enables it by default.
     #[serde(default)]
     #[schema(default = true)]
@@ -87,7 +87,7 @@ pub struct FdaOptions {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DutyCycleOptions {
+pub(crate) struct DutyCycleOptions {
     #[schema(minimum = 1, maximum = 3600)]
     pub on_secs: u64,
     #[schema(minimum = 1, maximum = 3600)]
@@ -97,7 +97,7 @@ pub struct DutyCycleOptions {
 impl ProfileOptions {
     /// The options as the start command carries them, checked for a
     /// profile at `frequency_hz`.
-    pub fn validate(self, frequency_hz: u32) -> Result<StartOptions, ApiError> {
+    pub(crate) fn validate(self, frequency_hz: u32) -> Result<StartOptions, ApiError> {
         let invalid = |m: String| ApiError::Unprocessable(format!("options: {m}"));
         let plugin = match self.plugin {
             Some(p) => Some(p.parse::<Language>().map_err(|_| {
