@@ -149,12 +149,20 @@ async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (f64, i6
 
 /// What one agent records of a single busy thread: samples × their period
 /// (the agent may lower the rate to keep within its overhead budget) is
-/// the thread's CPU time over the profile's windows, within 10%. Two
-/// agents would record twice that.
+/// the thread's CPU time over the profile's windows, within 20%. Two
+/// agents would record twice that. The margin is for a loaded machine:
+/// with other tests on both cores the demo gets ~60% of one, and the
+/// windows' bounds (stamped by the agent) and the test's CPU readings
+/// (every 50 ms, when its task gets to run) drift by a few hundred ms
+/// against a 4 s profile; an idle machine stays within 5%.
 fn assert_one_agents_worth(sampled_secs: f64, agents: i64, cpu_secs: f64) {
     assert_eq!(agents, 1, "snapshots from {agents} agents");
+    println!(
+        "samples × period {sampled_secs:.2} s, demo CPU {cpu_secs:.2} s: {:.3}×",
+        sampled_secs / cpu_secs
+    );
     assert!(
-        sampled_secs > 0.9 * cpu_secs && sampled_secs < 1.1 * cpu_secs,
+        sampled_secs > 0.8 * cpu_secs && sampled_secs < 1.2 * cpu_secs,
         "samples × period = {sampled_secs:.2} s where the demo used {cpu_secs:.2} s of CPU"
     );
 }
