@@ -91,12 +91,7 @@ impl Topics {
 
     /// Checks that no name is empty (a flag given as `--topic-stacks ""`).
     pub fn validate(&self) -> Result<(), EmptyTopic> {
-        for (flag, name) in [
-            ("--topic-commands", &self.commands),
-            ("--topic-stacks", &self.stacks),
-            ("--topic-events", &self.events),
-            ("--topic-dead-letter", &self.dead_letter),
-        ] {
+        for (flag, name) in self.by_flag() {
             if name.trim().is_empty() {
                 return Err(EmptyTopic(flag));
             }
@@ -107,15 +102,20 @@ impl Topics {
     /// The topic flags every ODP service takes:
     /// `--topic-commands X --topic-stacks Y --topic-events Z --topic-dead-letter W`.
     pub fn cli_args(&self) -> Vec<String> {
+        self.by_flag()
+            .into_iter()
+            .flat_map(|(flag, name)| [flag.to_owned(), name.clone()])
+            .collect()
+    }
+
+    /// Each name with the flag that sets it.
+    fn by_flag(&self) -> [(&'static str, &String); 4] {
         [
             ("--topic-commands", &self.commands),
             ("--topic-stacks", &self.stacks),
             ("--topic-events", &self.events),
             ("--topic-dead-letter", &self.dead_letter),
         ]
-        .into_iter()
-        .flat_map(|(flag, name)| [flag.to_owned(), name.clone()])
-        .collect()
     }
 }
 
