@@ -79,7 +79,7 @@ fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<S
 /// Arrows of ARCHITECTURE.md: `(from, to)`, none of which may exist.
 fn forbidden() -> Vec<(&'static str, &'static str)> {
     let mut arrows = Vec::new();
-    for pure in ["odp-core", "odp-profile", "odp-rules"] {
+    for pure in ["odp-core", "odp-profile", "odp-rules", "odp-api-types"] {
         for to in ["odp-store", "rdkafka", "sqlx", "tokio"] {
             arrows.push((pure, to));
         }
@@ -96,6 +96,7 @@ fn forbidden() -> Vec<(&'static str, &'static str)> {
     }
     let production = [
         "odp-core",
+        "odp-api-types",
         "odp-profile",
         "odp-rules",
         "odp-store",

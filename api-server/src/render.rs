@@ -5,9 +5,10 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use odp_api_types::SampleUnit;
 use odp_core::pprof::{self, PprofMeta};
 use odp_core::{folded, speedscope, WeightedStack};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -123,34 +124,23 @@ fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
     Ok(svg)
 }
 
-/// What one sample of an answer stands for: `period` units of `unit`
-/// (a sample of a 99 Hz CPU profile is 10,101,010 nanoseconds). Views
-/// multiply counts by it to show time (or bytes), so that a wall or
-/// off-CPU profile reads in seconds, not samples.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub(crate) struct SampleUnit {
-    /// `nanoseconds`, `bytes`, `cycles`, or `samples` when the event is
-    /// unknown (an imported file that did not say).
-    pub unit: &'static str,
-    /// Units per sample, when known.
-    pub period: Option<f64>,
+/// What one sample of `event` stands for, each standing for `period` of
+/// its units: views multiply counts by it to show time (or bytes), so that
+/// a wall or off-CPU profile reads in seconds, not samples.
+pub(crate) fn sample_unit(event: Option<&str>, period: Option<f64>) -> SampleUnit {
+    let event = event.and_then(|e| e.parse::<odp_core::EventKind>().ok());
+    SampleUnit {
+        unit: event
+            .map_or("samples", odp_core::EventKind::unit)
+            .to_owned(),
+        period: period.filter(|p| *p > 0.0 && event.is_some()),
+    }
 }
 
-impl SampleUnit {
-    /// For samples of `event`, each standing for `period` of its units.
-    pub(crate) fn new(event: Option<&str>, period: Option<f64>) -> Self {
-        let event = event.and_then(|e| e.parse::<odp_core::EventKind>().ok());
-        SampleUnit {
-            unit: event.map_or("samples", odp_core::EventKind::unit),
-            period: period.filter(|p| *p > 0.0 && event.is_some()),
-        }
-    }
-
-    /// Nanoseconds per sample, for time-based events.
-    pub(crate) fn period_nanos(&self) -> Option<i64> {
-        let timed = self.unit == "nanoseconds";
-        self.period.filter(|_| timed).map(|p| p.round() as i64)
-    }
+/// Nanoseconds per sample, for time-based events.
+pub(crate) fn nanos_per_sample(units: &SampleUnit) -> Option<i64> {
+    let timed = units.unit == "nanoseconds";
+    units.period.filter(|_| timed).map(|p| p.round() as i64)
 }
 
 /// The period of a profile sampled at `frequency_hz` of `event`, when the
@@ -247,14 +237,17 @@ mod tests {
 
     #[test]
     fn sample_units_follow_the_event() {
-        let wall = SampleUnit::new(Some("wall"), Some(10_101_010.1));
+        let wall = sample_unit(Some("wall"), Some(10_101_010.1));
         assert_eq!(wall.unit, "nanoseconds");
-        assert_eq!(wall.period_nanos(), Some(10_101_010));
-        let bytes = SampleUnit::new(Some("alloc-bytes"), Some(524_288.0));
-        assert_eq!((bytes.unit, bytes.period_nanos()), ("bytes", None));
-        let unknown = SampleUnit::new(None, Some(5.0));
-        assert_eq!((unknown.unit, unknown.period), ("samples", None));
-        assert_eq!(SampleUnit::new(Some("off-cpu"), None).period_nanos(), None);
+        assert_eq!(nanos_per_sample(&wall), Some(10_101_010));
+        let bytes = sample_unit(Some("alloc-bytes"), Some(524_288.0));
+        assert_eq!(
+            (bytes.unit.as_str(), nanos_per_sample(&bytes)),
+            ("bytes", None)
+        );
+        let unknown = sample_unit(None, Some(5.0));
+        assert_eq!((unknown.unit.as_str(), unknown.period), ("samples", None));
+        assert_eq!(nanos_per_sample(&sample_unit(Some("off-cpu"), None)), None);
     }
 
     #[test]

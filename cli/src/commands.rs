@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
+use odp_client::types::{CreateScheduleRequest, StartRequest, TopResponse};
 use odp_client::{ApiClient, ClientError};
-use serde_json::{json, Value};
+use uuid::Uuid;
 
 #[derive(Debug, clap::Parser)]
 #[command(name = "odpctl", about = "Start, watch, stop and read ODP profiles")]
@@ -54,18 +55,25 @@ pub(crate) struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// Sets the request field of the target given.
-    pub(crate) fn insert_into(self, request: &mut Value) {
-        let fields = [
-            ("pid", self.pid.map(Value::from)),
-            ("process_name", self.process_name.map(Value::from)),
-            ("cmdline", self.cmdline.map(Value::from)),
-            ("cgroup", self.cgroup.map(Value::from)),
-        ];
-        for (key, value) in fields {
-            if let Some(value) = value {
-                request[key] = value;
-            }
+    /// `request` aimed at the target given.
+    pub(crate) fn start(self, request: StartRequest) -> StartRequest {
+        StartRequest {
+            pid: self.pid,
+            process_name: self.process_name,
+            cmdline: self.cmdline,
+            cgroup: self.cgroup,
+            ..request
+        }
+    }
+
+    /// A schedule's `request` aimed at the target given.
+    pub(crate) fn schedule(self, request: CreateScheduleRequest) -> CreateScheduleRequest {
+        CreateScheduleRequest {
+            pid: self.pid,
+            process_name: self.process_name,
+            cmdline: self.cmdline,
+            cgroup: self.cgroup,
+            ..request
         }
     }
 }
@@ -162,23 +170,19 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
             labels,
             options,
         } => {
-            let labels: serde_json::Map<String, Value> =
-                labels.into_iter().map(|(k, v)| (k, json!(v))).collect();
-            let mut request = json!({
-                "host": host,
-                "duration_secs": duration_secs,
-                "frequency_hz": frequency_hz,
-                "labels": labels,
+            let request = target.start(StartRequest {
+                host,
+                service,
+                duration_secs,
+                frequency_hz: Some(frequency_hz),
+                labels: labels.into_iter().collect(),
+                options: options.into_options(),
+                ..StartRequest::default()
             });
-            target.insert_into(&mut request);
-            options.insert_into(&mut request);
-            if let Some(service) = service {
-                request["service"] = json!(service);
-            }
-            let id = client.start_profile(&request).await?;
+            let id = client.start_profile(&request).await?.id;
             println!("{id}");
             if wait {
-                follow(&client, &id, duration_secs).await?;
+                follow(&client, id, duration_secs).await?;
             }
         }
         Command::Stop { id } => {
@@ -217,16 +221,16 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Prints each status change until the profile ends; fails (exit 6) if it
 /// did not finish.
-async fn follow(client: &ApiClient, id: &str, duration_secs: u64) -> anyhow::Result<()> {
+async fn follow(client: &ApiClient, id: Uuid, duration_secs: u64) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(duration_secs + 180);
     let profile = client
         .wait_finished(id, timeout, |status| eprintln!("{id}: {status}"))
         .await?;
-    let status = profile["status"].as_str().unwrap_or_default();
+    let status = profile.status.as_str();
     if !matches!(status, "finished" | "stopped") {
         return Err(ProfileEnded(format!(
             "profile {id} ended {status}: {}",
-            profile["status_reason"]
+            profile.status_reason.unwrap_or_default()
         ))
         .into());
     }
@@ -286,35 +290,36 @@ async fn list(client: &ApiClient, filter: ListFilter, limit: u32) -> anyhow::Res
         "{:<36}  {:<10}  {:<20}  {:<16}  created",
         "id", "status", "service", "host"
     );
-    for p in page["profiles"].as_array().into_iter().flatten() {
+    for p in &page.profiles {
         println!(
             "{:<36}  {:<10}  {:<20}  {:<16}  {}",
-            p["id"].as_str().unwrap_or("?"),
-            p["status"].as_str().unwrap_or("?"),
-            p["service"].as_str().unwrap_or("?"),
-            p["host"].as_str().unwrap_or("?"),
-            p["created_at"].as_str().unwrap_or("?"),
+            p.id,
+            p.status,
+            p.service,
+            p.host,
+            p.created_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         );
     }
     Ok(())
 }
 
-fn print_top(top: &Value) {
-    let samples = top["samples"].as_u64().unwrap_or(0);
+fn print_top(top: &TopResponse) {
+    let samples = top.samples;
+    let event = top.event.as_deref();
     println!(
         "{samples} {} samples{}",
-        top["event"].as_str().unwrap_or(""),
-        crate::units::time_of(top, samples)
+        event.unwrap_or(""),
+        crate::units::time_of(&top.units, event, samples)
     );
     println!("{:<40} {:>16} {:>8}", "function", "self", "total");
-    for f in top["functions"].as_array().into_iter().flatten() {
-        let pct = |key: &str| f[key].as_f64().unwrap_or(0.0) * 100.0;
+    for f in &top.functions {
         println!(
             "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%",
-            f["function"].as_str().unwrap_or("?"),
-            pct("self_share"),
-            pct("self_share_stderr"),
-            pct("total_share")
+            f.function,
+            f.self_share * 100.0,
+            f.self_share_stderr * 100.0,
+            f.total_share * 100.0
         );
     }
 }
@@ -350,6 +355,7 @@ pub(crate) fn exit_code(error: &anyhow::Error) -> i32 {
 #[cfg(test)]
 mod tests {
     use clap::Parser as _;
+    use serde_json::{json, Value};
 
     use super::*;
 
@@ -359,9 +365,12 @@ mod tests {
         let Command::Start { target, .. } = cli.command else {
             panic!("not a start")
         };
-        let mut request = json!({});
-        target.insert_into(&mut request);
-        Ok(request)
+        let request = serde_json::to_value(target.start(StartRequest::default())).unwrap();
+        let given = ["pid", "process_name", "cmdline", "cgroup"]
+            .into_iter()
+            .filter(|key| !request[key].is_null())
+            .map(|key| (key.to_owned(), request[key].clone()));
+        Ok(Value::Object(given.collect()))
     }
 
     #[test]

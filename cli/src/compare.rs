@@ -6,9 +6,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context as _};
+use odp_client::types::AggregateJson;
 use odp_client::ApiClient;
 use odp_client::Method;
-use odp_core::flamegraph::FlameNode;
 use odp_core::stats::top_functions;
 use serde_json::Value;
 
@@ -132,8 +132,10 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
             match format {
                 Some(format) => write_out(&client.get_bytes(&path(&format)).await?, output)?,
                 None => {
-                    let aggregate = client.call(Method::GET, &path("json"), None, 200).await?;
-                    write_out(top_table(&aggregate, limit)?.as_bytes(), output)?;
+                    let aggregate: AggregateJson = client
+                        .send(Method::GET, &path("json"), None::<&()>, 200)
+                        .await?;
+                    write_out(top_table(&aggregate, limit).as_bytes(), output)?;
                 }
             }
         }
@@ -197,27 +199,19 @@ fn change_table(diff: &Value) -> String {
 }
 
 /// The top functions of an aggregate, computed from its flame graph tree.
-fn top_table(aggregate: &Value, limit: usize) -> anyhow::Result<String> {
-    let root: FlameNode = serde_json::from_value(aggregate["root"].clone())
-        .context("the aggregate's `root` is no flame graph")?;
-    let hosts: Vec<String> = aggregate["hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|h| {
-            format!(
-                "{} ({})",
-                h["host"].as_str().unwrap_or("?"),
-                h["samples"].as_u64().unwrap_or(0)
-            )
-        })
+fn top_table(aggregate: &AggregateJson, limit: usize) -> String {
+    let hosts: Vec<String> = aggregate
+        .hosts
+        .iter()
+        .map(|h| format!("{} ({})", h.host, h.samples))
         .collect();
-    let samples = aggregate["samples"].as_u64().unwrap_or(0);
+    let samples = aggregate.samples;
+    let event = aggregate.event.as_deref();
     let mut out = format!(
         "{samples} {} samples{} of {} profiles on {} hosts: {}\n",
-        aggregate["event"].as_str().unwrap_or(""),
-        crate::units::time_of(aggregate, samples),
-        aggregate["profiles"].as_u64().unwrap_or(0),
+        event.unwrap_or(""),
+        crate::units::time_of(&aggregate.units, event, samples),
+        aggregate.profiles,
         hosts.len(),
         hosts.join(", ")
     );
@@ -225,7 +219,7 @@ fn top_table(aggregate: &Value, limit: usize) -> anyhow::Result<String> {
         "{:<40} {:>16} {:>8}\n",
         "function", "self", "total"
     ));
-    for f in top_functions(&root.to_stacks(), limit) {
+    for f in top_functions(&aggregate.root.to_stacks(), limit) {
         out.push_str(&format!(
             "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%\n",
             f.function,
@@ -234,7 +228,7 @@ fn top_table(aggregate: &Value, limit: usize) -> anyhow::Result<String> {
             f.total_share * 100.0
         ));
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -270,13 +264,16 @@ mod tests {
         );
 
         let aggregate = json!({
-            "samples": 10, "event": "cpu-clock", "profiles": 2,
-            "hosts": [{"host": "a", "samples": 6}, {"host": "b", "samples": 4}],
+            "service": "s", "since": "2026-11-21T10:00:00Z", "until": "2026-11-21T11:00:00Z",
+            "samples": 10, "event": "cpu-clock", "profiles": 2, "snapshots": 2,
+            "unit": "nanoseconds", "period": 10_101_010.1,
+            "hosts": [{"host": "a", "samples": 6, "profiles": 1, "snapshots": 1},
+                      {"host": "b", "samples": 4, "profiles": 1, "snapshots": 1}],
             "root": {"name": "all", "total": 10, "self_count": 0, "children": [
                 {"name": "hot", "total": 6, "self_count": 6, "children": []},
                 {"name": "warm", "total": 4, "self_count": 4, "children": []}]}
         });
-        let table = top_table(&aggregate, 5).unwrap();
+        let table = top_table(&serde_json::from_value(aggregate).unwrap(), 5);
         assert!(table.contains("on 2 hosts: a (6), b (4)"), "{table}");
         let hot = table.lines().find(|l| l.starts_with("hot")).unwrap();
         assert!(hot.contains("60.0%"), "{table}");

@@ -77,7 +77,7 @@ pub(crate) async fn run(client: &ApiClient, command: FileCommand) -> anyhow::Res
             let bytes =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let profile = client.import_profile(&query.join("&"), bytes).await?;
-            println!("{}", profile["id"].as_str().unwrap_or_default());
+            println!("{}", profile.id);
         }
     }
     Ok(())

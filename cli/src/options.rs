@@ -2,7 +2,7 @@
 //! start request): plugin, event and cost control. The API checks the
 //! values; the CLI only shapes them.
 
-use serde_json::{json, Map, Value};
+use odp_client::types::{DutyCycleOptions, FdaOptions, ProfileOptions};
 
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct StartOptionArgs {
@@ -38,35 +38,34 @@ pub(crate) struct StartOptionArgs {
 }
 
 impl StartOptionArgs {
-    /// Sets the request's `options` when any was given.
-    pub(crate) fn insert_into(self, request: &mut Value) {
-        let mut options = Map::new();
-        let mut set = |key: &str, value: Option<Value>| {
-            if let Some(value) = value {
-                options.insert(key.to_owned(), value);
-            }
+    /// The request's `options`, when any was given.
+    pub(crate) fn into_options(self) -> Option<ProfileOptions> {
+        let fda = match (self.fda, self.no_fda) {
+            (_, true) => Some(FdaOptions {
+                enabled: Some(false),
+                ..FdaOptions::default()
+            }),
+            (Some(theta), false) => Some(FdaOptions {
+                theta: Some(theta),
+                ..FdaOptions::default()
+            }),
+            (None, false) => None,
         };
-        set("plugin", self.plugin.map(Value::from));
-        set("event", self.event.map(Value::from));
-        set("min_wait_us", self.min_wait_us.map(Value::from));
-        set("fsp_share", self.fsp_share.map(Value::from));
-        set(
-            "fda",
-            match (self.fda, self.no_fda) {
-                (_, true) => Some(json!({"enabled": false})),
-                (Some(theta), false) => Some(json!({"theta": theta})),
-                (None, false) => None,
-            },
-        );
-        set(
-            "duty_cycle",
-            self.duty_cycle
-                .map(|(on, period)| json!({"on_secs": on, "period_secs": period})),
-        );
-        set("overhead_budget", self.overhead_budget.map(Value::from));
-        if !options.is_empty() {
-            request["options"] = Value::Object(options);
-        }
+        let options = ProfileOptions {
+            plugin: self.plugin,
+            event: self.event,
+            min_wait_us: self.min_wait_us,
+            fsp_share: self.fsp_share,
+            fda,
+            duty_cycle: self
+                .duty_cycle
+                .map(|(on_secs, period_secs)| DutyCycleOptions {
+                    on_secs,
+                    period_secs,
+                }),
+            overhead_budget: self.overhead_budget,
+        };
+        (options != ProfileOptions::default()).then_some(options)
     }
 }
 
@@ -83,6 +82,8 @@ fn parse_duty_cycle(text: &str) -> Result<(u64, u64), String> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use odp_client::types::StartRequest;
+    use serde_json::{json, Value};
 
     #[derive(Parser)]
     struct Cli {
@@ -90,11 +91,31 @@ mod tests {
         options: StartOptionArgs,
     }
 
+    /// The options as the request's JSON carries them.
     fn request(args: &[&str]) -> Result<Value, clap::Error> {
         let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))?;
-        let mut request = json!({});
-        cli.options.insert_into(&mut request);
-        Ok(request)
+        let request = StartRequest {
+            options: cli.options.into_options(),
+            ..StartRequest::default()
+        };
+        let mut json = serde_json::to_value(request).unwrap();
+        Ok(match json["options"].take() {
+            Value::Null => json!({}),
+            options => json!({"options": without_nulls(options)}),
+        })
+    }
+
+    /// `value` without its null fields, as a client would leave them out.
+    fn without_nulls(value: Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k, without_nulls(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `odpctl schedules`: profiling on a cron schedule.
 
 use crate::commands::TargetArgs;
+use odp_client::types::{CreateScheduleRequest, Schedule};
 use odp_client::{ApiClient, Method};
 use serde_json::{json, Value};
 
@@ -81,25 +82,30 @@ pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::R
             disabled,
             options,
         } => {
-            let mut body = json!({
-                "name": name, "host": host, "cron": cron, "timezone": timezone,
-                "duration_secs": duration_secs, "enabled": !disabled,
+            let body = target.schedule(CreateScheduleRequest {
+                name,
+                host,
+                service,
+                cron,
+                timezone,
+                duration_secs,
+                frequency_hz,
+                enabled: !disabled,
+                options: options.into_options(),
+                window_secs: None,
+                pid: None,
+                process_name: None,
+                cmdline: None,
+                cgroup: None,
             });
-            target.insert_into(&mut body);
-            options.insert_into(&mut body);
-            for (key, value) in [
-                ("service", service.map(Value::from)),
-                ("frequency_hz", frequency_hz.map(Value::from)),
-            ] {
-                if let Some(value) = value {
-                    body[key] = value;
-                }
-            }
-            let created = client
-                .call(Method::POST, "/api/v1/schedules", Some(&body), 201)
+            let created: Schedule = client
+                .send(Method::POST, "/api/v1/schedules", Some(&body), 201)
                 .await?;
-            println!("{}", created["id"].as_str().unwrap_or("?"));
-            eprintln!("next run: {}", created["next_run_at"]);
+            println!("{}", created.id);
+            match created.next_run_at {
+                Some(next) => eprintln!("next run: {}", next.to_rfc3339()),
+                None => eprintln!("next run: none (disabled)"),
+            }
         }
         ScheduleAction::Enable { id } => set_enabled(client, &id, true).await?,
         ScheduleAction::Disable { id } => set_enabled(client, &id, false).await?,

@@ -2,16 +2,16 @@
 //! lock) say how many nanoseconds one sample stands for (`unit`,
 //! `period`), so tables can say how long, not only how often.
 
-use serde_json::Value;
+use odp_client::types::SampleUnit;
 
-/// ` (1.52 s of wall time)` for an answer of `samples` samples whose unit is
-/// time, else nothing.
-pub(crate) fn time_of(answer: &Value, samples: u64) -> String {
-    let timed = answer["unit"].as_str() == Some("nanoseconds");
-    let Some(period) = answer["period"].as_f64().filter(|_| timed) else {
+/// ` (1.52 s of wall time)` for an answer of `samples` samples of `event`
+/// whose unit is time, else nothing.
+pub(crate) fn time_of(units: &SampleUnit, event: Option<&str>, samples: u64) -> String {
+    let timed = units.unit == "nanoseconds";
+    let Some(period) = units.period.filter(|_| timed) else {
         return String::new();
     };
-    let what = match answer["event"].as_str() {
+    let what = match event {
         Some("wall") => "wall time",
         Some("off-cpu") => "time off CPU",
         Some("lock") => "time waiting for locks",
@@ -37,14 +37,20 @@ mod tests {
 
     #[test]
     fn timed_answers_say_how_long() {
-        let wall =
-            serde_json::json!({"event": "wall", "unit": "nanoseconds", "period": 10_101_010.0});
-        assert_eq!(time_of(&wall, 100), " (1.01 s of wall time)");
-        let off = serde_json::json!({"event": "off-cpu", "unit": "nanoseconds", "period": 1e7});
-        assert_eq!(time_of(&off, 3), " (30.0 ms of time off CPU)");
-        let bytes = serde_json::json!({"event": "alloc-bytes", "unit": "bytes", "period": 512.0});
-        assert_eq!(time_of(&bytes, 3), "");
-        assert_eq!(time_of(&serde_json::json!({}), 3), "");
+        let unit = |unit: &str, period: Option<f64>| SampleUnit {
+            unit: unit.into(),
+            period,
+        };
+        let wall = unit("nanoseconds", Some(10_101_010.0));
+        assert_eq!(time_of(&wall, Some("wall"), 100), " (1.01 s of wall time)");
+        let off = unit("nanoseconds", Some(1e7));
+        assert_eq!(
+            time_of(&off, Some("off-cpu"), 3),
+            " (30.0 ms of time off CPU)"
+        );
+        let bytes = unit("bytes", Some(512.0));
+        assert_eq!(time_of(&bytes, Some("alloc-bytes"), 3), "");
+        assert_eq!(time_of(&unit("samples", None), None, 3), "");
         assert_eq!(duration(812_000.0), "812 us");
     }
 }

@@ -1,8 +1,13 @@
 //! A small async client of ODP's REST API, shared by `odpctl`, the quick
 //! start and the end-to-end tests.
 
+use std::fmt::Display;
 use std::time::Duration;
 
+pub use odp_api_types as types;
+use odp_api_types::{Profile, ProfilesPage, TopResponse};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
@@ -177,62 +182,75 @@ impl ApiClient {
         Ok(reply)
     }
 
-    /// Starts a profile; returns its id.
-    pub async fn start_profile(&self, request: &Value) -> Result<String> {
-        let reply = self
-            .expect(
-                reqwest::Method::POST,
-                "/api/v1/profiles",
-                Some(request),
-                202,
-            )
-            .await?;
-        reply.body["id"].as_str().map(str::to_owned).ok_or_else(|| {
-            ClientError::Unexpected(format!("start reply has no id: {}", reply.text))
-        })
+    /// Sends a request (`body` any of the API's request types, or JSON of
+    /// their shape) and decodes the answer as `T` when the API answers
+    /// `status`; any other answer is a [`ClientError::Status`].
+    pub async fn send<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+        status: u16,
+    ) -> Result<T> {
+        let body = body
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| ClientError::Setup(format!("{path}: request body: {e}")))?;
+        self.typed(method, path, body.as_ref(), status).await
     }
 
-    pub async fn stop_profile(&self, id: &str) -> Result<Value> {
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        status: u16,
+    ) -> Result<T> {
+        decode(path, self.expect(method, path, body, status).await?)
+    }
+
+    /// Starts a profile (a [`StartRequest`], or any JSON of its shape);
+    /// returns it as dispatched.
+    pub async fn start_profile(&self, request: &impl Serialize) -> Result<Profile> {
+        let path = "/api/v1/profiles";
+        self.send(reqwest::Method::POST, path, Some(request), 202)
+            .await
+    }
+
+    pub async fn stop_profile(&self, id: impl Display) -> Result<Profile> {
         let path = format!("/api/v1/profiles/{id}/stop");
-        Ok(self
-            .expect(reqwest::Method::POST, &path, None, 202)
-            .await?
-            .body)
+        self.typed(reqwest::Method::POST, &path, None, 202).await
     }
 
-    pub async fn profile(&self, id: &str) -> Result<Value> {
+    pub async fn profile(&self, id: impl Display) -> Result<Profile> {
         let path = format!("/api/v1/profiles/{id}");
-        Ok(self
-            .expect(reqwest::Method::GET, &path, None, 200)
-            .await?
-            .body)
+        self.typed(reqwest::Method::GET, &path, None, 200).await
     }
 
     /// Polls until the profile reaches a terminal status; returns the
     /// profile. `progress` is told each status seen.
     pub async fn wait_finished(
         &self,
-        id: &str,
+        id: impl Display,
         timeout: Duration,
         mut progress: impl FnMut(&str),
-    ) -> Result<Value> {
+    ) -> Result<Profile> {
         let mut last = String::new();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let profile = self.profile(id).await?;
-            let status = profile["status"].as_str().unwrap_or("").to_owned();
-            if status != last {
-                progress(&status);
-                last = status.clone();
+            let profile = self.profile(&id).await?;
+            if profile.status != last {
+                progress(&profile.status);
+                last = profile.status.clone();
             }
-            if TERMINAL.contains(&status.as_str()) {
+            if TERMINAL.contains(&profile.status.as_str()) {
                 return Ok(profile);
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(ClientError::Timeout {
                     what: format!("profile {id} to finish"),
                     timeout,
-                    detail: format!(" (last status {status})"),
+                    detail: format!(" (last status {})", profile.status),
                 });
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -243,20 +261,20 @@ impl ApiClient {
     /// different terminal status.
     pub async fn wait_for_status(
         &self,
-        id: &str,
+        id: impl Display,
         status: &str,
         timeout: Duration,
-    ) -> Result<Value> {
+    ) -> Result<Profile> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let profile = self.profile(id).await?;
-            let now = profile["status"].as_str().unwrap_or("");
+            let profile = self.profile(&id).await?;
+            let now = profile.status.as_str();
             if now == status {
                 return Ok(profile);
             }
             if TERMINAL.contains(&now) || tokio::time::Instant::now() >= deadline {
                 return Err(ClientError::Unexpected(format!(
-                    "profile {id} is {now}, waited for {status}: {profile}"
+                    "profile {id} is {now}, waited for {status}: {profile:?}"
                 )));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -264,20 +282,15 @@ impl ApiClient {
     }
 
     /// One page of `GET /api/v1/profiles` for an already encoded query.
-    pub async fn list_profiles(&self, query: &str) -> Result<Value> {
+    pub async fn list_profiles(&self, query: &str) -> Result<ProfilesPage> {
         let path = format!("/api/v1/profiles?{query}");
-        Ok(self
-            .expect(reqwest::Method::GET, &path, None, 200)
-            .await?
-            .body)
+        self.typed(reqwest::Method::GET, &path, None, 200).await
     }
 
-    pub async fn top(&self, id: &str, limit: usize) -> Result<Value> {
+    /// The profile's `limit` hottest functions.
+    pub async fn top(&self, id: impl Display, limit: usize) -> Result<TopResponse> {
         let path = format!("/api/v1/profiles/{id}/top?limit={limit}");
-        Ok(self
-            .expect(reqwest::Method::GET, &path, None, 200)
-            .await?
-            .body)
+        self.typed(reqwest::Method::GET, &path, None, 200).await
     }
 
     /// Sends `body` as it is (`content_type`), with the bearer token when
@@ -323,14 +336,14 @@ impl ApiClient {
     }
 
     /// A profile's flame graph in any format, as bytes (pprof is binary).
-    pub async fn flamegraph_bytes(&self, id: &str, format: &str) -> Result<Vec<u8>> {
+    pub async fn flamegraph_bytes(&self, id: impl Display, format: &str) -> Result<Vec<u8>> {
         self.get_bytes(&format!("/api/v1/profiles/{id}/flamegraph?format={format}"))
             .await
     }
 
     /// Imports a pprof or folded file (`POST /api/v1/profiles/import` with
     /// the already encoded `query`); returns the new profile.
-    pub async fn import_profile(&self, query: &str, file: Vec<u8>) -> Result<Value> {
+    pub async fn import_profile(&self, query: &str, file: Vec<u8>) -> Result<Profile> {
         let path = format!("/api/v1/profiles/import?{query}");
         let reply = self
             .send_bytes(
@@ -351,14 +364,21 @@ impl ApiClient {
                 message,
             });
         }
-        Ok(reply.body)
+        decode(&path, reply)
     }
 
-    pub async fn flamegraph(&self, id: &str, format: &str) -> Result<String> {
+    pub async fn flamegraph(&self, id: impl Display, format: &str) -> Result<String> {
         let path = format!("/api/v1/profiles/{id}/flamegraph?format={format}");
         Ok(self
             .expect(reqwest::Method::GET, &path, None, 200)
             .await?
             .text)
     }
+}
+
+/// A reply's body as `T`, or what did not match.
+fn decode<T: DeserializeOwned>(path: &str, reply: Reply) -> Result<T> {
+    serde_json::from_value(reply.body).map_err(|e| {
+        ClientError::Unexpected(format!("{path}: unexpected reply ({e}): {}", reply.text))
+    })
 }

@@ -50,6 +50,7 @@ pub struct StartProfile {
     pub window_ms: Option<u64>,
 }
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UndeployMode {

@@ -22,6 +22,7 @@ use crate::model::{EventKind, Language};
 /// Per-profile cost-control settings; every field absent means "the
 /// agent's default".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct StartOptions {
     /// FSP: keep the busiest threads up to this cumulative share of a
     /// window's samples, in (0, 1]; 1 keeps every thread.
@@ -62,6 +63,7 @@ pub const MAX_MIN_WAIT_US: u64 = 10_000_000;
 /// Frequency dynamic adjustment (Atys, Algorithm 1). Absent fields take
 /// the defaults below.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct FdaSettings {
     /// False turns FDA off for this profile even when the agent's default
@@ -99,6 +101,7 @@ impl Default for FdaSettings {
 
 /// Profile for `on_ms` at the start of every `period_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct DutyCycle {
     pub on_ms: u64,
     pub period_ms: u64,

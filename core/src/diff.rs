@@ -15,6 +15,7 @@ use crate::folded::to_folded;
 use crate::model::WeightedStack;
 use crate::stats::top_functions;
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiffNode {
     pub name: String,
@@ -27,10 +28,12 @@ pub struct DiffNode {
     /// `target_total` over the target's total samples.
     pub target_share: f64,
     /// Sorted by name.
+    #[cfg_attr(feature = "schema", schema(no_recursion))]
     pub children: Vec<DiffNode>,
 }
 
 /// How one function's share moved between baseline and target.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionChange {
     pub function: String,

@@ -9,6 +9,7 @@ use crate::model::WeightedStack;
 
 pub const ROOT_NAME: &str = "all";
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlameNode {
     pub name: String,
@@ -17,6 +18,7 @@ pub struct FlameNode {
     /// Samples where this node was the leaf.
     pub self_count: u64,
     /// Sorted by name, as flame graphs draw them.
+    #[cfg_attr(feature = "schema", schema(no_recursion))]
     pub children: Vec<FlameNode>,
     /// For an `other` node that stands for children cut by a node budget:
     /// how many it stands for (0 for every real node).

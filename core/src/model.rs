@@ -72,6 +72,7 @@ pub struct WeightedStack {
 /// What one sample measures, so that counts of different units are never
 /// added together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     /// Hardware CPU cycles (a PMU is present).
@@ -175,6 +176,7 @@ impl FromStr for EventKind {
 
 /// The runtime a target process runs, which decides the agent plugin that
 /// samples it (`native` perf_event, `python` py-spy, `jvm` JFR).
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
@@ -235,6 +237,7 @@ impl FromStr for Language {
 }
 
 /// Which process(es) on a host a profile samples.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "by", content = "value")]
 pub enum Target {

@@ -18,6 +18,7 @@ pub const MAX_FLAGS: usize = 500;
 /// A profile's runtime as its agent reported it in `profile_started`:
 /// what rules on library versions and runtime options read. Fields an
 /// agent did not report (agents older than the runtime contract) are empty.
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRuntime {
     #[serde(default)]
@@ -29,6 +30,7 @@ pub struct ProfileRuntime {
     pub runtime: RuntimeInfo,
 }
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuntimeInfo {
     /// Runtime options as the runtime spells them: JVM flags from
@@ -54,6 +56,7 @@ impl RuntimeInfo {
     }
 }
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Library {
     pub kind: LibraryKind,
@@ -65,6 +68,7 @@ pub struct Library {
     pub version: Option<String>,
 }
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LibraryKind {
@@ -86,6 +90,7 @@ impl LibraryKind {
     }
 }
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Executable {
     pub path: String,

@@ -10,7 +10,11 @@ use crate::model::WeightedStack;
 
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
+/// speedscope's file format (`format=speedscope`), as speedscope.app
+/// reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = SpeedscopeFile))]
 pub struct File {
     #[serde(rename = "$schema")]
     pub schema: String,
@@ -23,16 +27,22 @@ pub struct File {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = SpeedscopeShared))]
 pub struct Shared {
     pub frames: Vec<FrameName>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = SpeedscopeFrameName))]
 pub struct FrameName {
     pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = SpeedscopeSampledProfile))]
 pub struct SampledProfile {
     /// Always `sampled`.
     #[serde(rename = "type")]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::WeightedStack;
 
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionShare {
     pub function: String,

@@ -11,9 +11,11 @@
 //! # }
 //! ```
 
+mod broker;
 mod demo;
 mod dev;
 mod error;
+pub mod fixtures;
 mod kafka;
 mod platform;
 mod ports;
@@ -25,6 +27,7 @@ mod state;
 mod sys;
 mod tools;
 
+pub use broker::Broker;
 pub use demo::{build_demo, cpu_seconds, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use odp_client::types::{StartRequest, TopResponse};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use uuid::Uuid;
 
 use crate::demo::cpu_seconds;
 use crate::dev::up;
@@ -146,14 +147,14 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
         "==> profiling process `cpu-split` on host {host} for {} s at {} Hz through the REST API",
         options.duration_secs, options.frequency_hz
     );
-    let id = client
-        .start_profile(&json!({
-            "host": host,
-            "process_name": "cpu-split",
-            "duration_secs": options.duration_secs,
-            "frequency_hz": options.frequency_hz,
-        }))
-        .await?;
+    let request = StartRequest {
+        host: host.clone(),
+        process_name: Some("cpu-split".into()),
+        duration_secs: options.duration_secs,
+        frequency_hz: Some(options.frequency_hz),
+        ..StartRequest::default()
+    };
+    let id = client.start_profile(&request).await?.id;
     let timeout = Duration::from_secs(options.duration_secs + 90);
     // The demo's share of a CPU while the profile runs says how many
     // samples one agent takes: duration × frequency × share.
@@ -169,18 +170,18 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let demo_share = cpu_at_start
         .zip(cpu_seconds(demo_pid))
         .map(|((start, at), end)| (end - start) / at.elapsed().as_secs_f64());
-    if profile["status"] != "finished" {
+    if profile.status != "finished" {
         return Err(DevError::Invalid(format!(
             "profile ended {}: {}; logs are in {}",
-            profile["status"],
-            profile["status_reason"],
+            profile.status,
+            profile.status_reason.unwrap_or_default(),
             state_dir.join("logs").display()
         )));
     }
     // The pipeline stores the last window a moment after the agent says
     // the profile finished; wait until the counts settle.
-    let top = settled_top(&client, &id).await?;
-    print_top(&top, profile["event"].as_str().unwrap_or("samples"));
+    let top = settled_top(&client, id).await?;
+    print_top(&top, profile.event.as_deref().unwrap_or("samples"));
     if let Some(share) = demo_share {
         println!(
             "  (the demo kept {:.0}% of a CPU busy: one agent sampling it {} s at {} Hz takes about {:.0})",
@@ -220,12 +221,12 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     Ok(())
 }
 
-async fn settled_top(client: &odp_client::ApiClient, id: &str) -> Result<Value> {
+async fn settled_top(client: &odp_client::ApiClient, id: Uuid) -> Result<TopResponse> {
     let mut last = client.top(id, 10).await?;
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let next = client.top(id, 10).await?;
-        if next["samples"] == last["samples"] && next["samples"].as_u64().unwrap_or(0) > 0 {
+        if next.samples == last.samples && next.samples > 0 {
             return Ok(next);
         }
         last = next;
@@ -233,21 +234,18 @@ async fn settled_top(client: &odp_client::ApiClient, id: &str) -> Result<Value> 
     Ok(last)
 }
 
-fn print_top(top: &Value, event: &str) {
-    let samples = top["samples"].as_u64().unwrap_or(0);
+fn print_top(top: &TopResponse, event: &str) {
+    let samples = top.samples;
     println!();
     println!("top functions by self time ({samples} {event} samples):");
     println!("  {:<32} {:>16} {:>10}", "function", "self share", "total");
-    for f in top["functions"].as_array().into_iter().flatten() {
-        let share = f["self_share"].as_f64().unwrap_or(0.0) * 100.0;
-        let err = f["self_share_stderr"].as_f64().unwrap_or(0.0) * 100.0;
-        let total = f["total_share"].as_f64().unwrap_or(0.0) * 100.0;
+    for f in &top.functions {
+        let share = f.self_share * 100.0;
+        let err = f.self_share_stderr * 100.0;
+        let total = f.total_share * 100.0;
         println!(
             "  {:<32} {:>8.1}% ± {:<4.1} {:>9.1}%",
-            f["function"].as_str().unwrap_or("?"),
-            share,
-            err,
-            total
+            f.function, share, err, total
         );
     }
 }

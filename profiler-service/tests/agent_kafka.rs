@@ -21,7 +21,7 @@ const COMMAND_PARTITIONS: i32 = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_serves_commands_through_kafka() {
-    let broker = Broker::start();
+    let broker = Broker::start().await.expect("start the broker");
     let h = Harness::new(&broker, COMMAND_PARTITIONS).await;
     let burner = support::spawn_burner("burn-kafka");
     let pid = burner.id();

@@ -34,7 +34,7 @@ fn start(profile_id: Uuid, pid: u32) -> StartProfile {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_profiles_python_and_java_with_their_plugins() {
-    let broker = Broker::start();
+    let broker = Broker::start().await.expect("start the broker");
     let h = Harness::new(&broker, 1).await;
     let python = support::start_python(60);
     let classes = support::build_java();

@@ -42,11 +42,9 @@ fn free_port() -> u16 {
 
 /// Starts Tansu (in-memory storage) on `port` and creates the topics.
 async fn start_broker(port: u16, topics: &[String]) -> Broker {
-    let broker = tokio::task::spawn_blocking(move || Broker::start_on(port))
-        .await
-        .unwrap();
+    let broker = Broker::start_on(port).await.expect("start the broker");
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &broker.bootstrap)
+        .set("bootstrap.servers", broker.bootstrap())
         .create()
         .unwrap();
     let new: Vec<NewTopic<'_>> = topics

@@ -10,10 +10,11 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
+
+use odp_api_types::ChannelKind;
 
 use odp_rules::StackHit;
 
@@ -46,7 +47,7 @@ pub struct NewEmailChannel {
     pub enabled: bool,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ChannelRow {
     pub id: Uuid,
     pub name: String,
@@ -54,13 +55,46 @@ pub struct ChannelRow {
     pub kind: String,
     /// The webhook's URL, or the email channel's SMTP relay.
     pub url: String,
-    #[serde(skip_serializing)]
     pub secret: String,
     pub service_pattern: String,
     pub enabled: bool,
     pub created_at: DateTime<Utc>,
     pub email_from: Option<String>,
     pub email_to: Vec<String>,
+}
+
+/// The channel as the API shows it: its kind's fields, never the secret.
+impl TryFrom<ChannelRow> for odp_api_types::Channel {
+    type Error = StoreError;
+
+    fn try_from(row: ChannelRow) -> Result<Self> {
+        let kind = match row.kind.as_str() {
+            "webhook" => ChannelKind::Webhook,
+            "email" => ChannelKind::Email,
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "channel {} has unknown kind {other:?}",
+                    row.id
+                )))
+            }
+        };
+        let (url, smtp_url) = match kind {
+            ChannelKind::Webhook => (Some(row.url), None),
+            ChannelKind::Email => (None, Some(row.url)),
+        };
+        Ok(odp_api_types::Channel {
+            id: row.id,
+            name: row.name,
+            kind,
+            url,
+            smtp_url,
+            from: row.email_from,
+            to: row.email_to,
+            service_pattern: row.service_pattern,
+            enabled: row.enabled,
+            created_at: row.created_at,
+        })
+    }
 }
 
 pub(crate) const CHANNEL_COLUMNS: &str =

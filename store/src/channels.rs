@@ -7,7 +7,7 @@
 //! is sent to a channel once it is gone.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use odp_api_types::{Delivery, DeliveryAttempt};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -40,7 +40,7 @@ pub struct DeliveryFilter {
 
 /// One alert of a rule about a profile to a channel, and how sending it
 /// went.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DeliveryRow {
     pub id: Uuid,
     pub profile_id: Uuid,
@@ -60,18 +60,29 @@ pub struct DeliveryRow {
     pub finished_at: Option<DateTime<Utc>>,
     /// Every attempt, first first.
     #[sqlx(json)]
-    pub attempt_log: Vec<AttemptRow>,
+    pub attempt_log: Vec<DeliveryAttempt>,
 }
 
-/// One try at sending a delivery.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttemptRow {
-    pub attempt: i32,
-    pub attempted_at: DateTime<Utc>,
-    /// The HTTP status or SMTP reply code, when the server answered.
-    pub status_code: Option<i32>,
-    pub error: Option<String>,
-    pub success: bool,
+impl From<DeliveryRow> for Delivery {
+    fn from(row: DeliveryRow) -> Self {
+        Delivery {
+            id: row.id,
+            profile_id: row.profile_id,
+            rule_id: row.rule_id,
+            rule_title: row.rule_title,
+            service: row.service,
+            host: row.host,
+            share: row.share,
+            threshold_pct: row.threshold_pct,
+            detected_at: row.detected_at,
+            status: row.status,
+            attempts: row.attempts,
+            next_attempt_at: row.next_attempt_at,
+            created_at: row.created_at,
+            finished_at: row.finished_at,
+            attempt_log: row.attempt_log,
+        }
+    }
 }
 
 pub async fn get_channel(pool: &PgPool, id: Uuid) -> Result<Option<ChannelRow>> {

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+pub use odp_api_types::{Issue, IssueStack};
 use odp_rules::{Detection, ProfileIdentity, StackHit};
-use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -199,33 +199,6 @@ pub(crate) async fn name_stacks(
                 .collect()
         })
         .collect())
-}
-
-/// A matching stack with its frames' names, root first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct IssueStack {
-    pub stack_id: Uuid,
-    pub count: u64,
-    pub frames: Vec<String>,
-}
-
-/// A detection with its rule's text, as the API shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Issue {
-    pub rule_id: String,
-    pub kind: String,
-    pub title: String,
-    pub explanation: String,
-    pub fix: String,
-    pub link: String,
-    pub share: f64,
-    pub threshold_pct: f64,
-    pub samples_matched: u64,
-    pub samples_total: u64,
-    pub stacks: Vec<IssueStack>,
-    pub detail: serde_json::Value,
-    pub first_evaluated_at: DateTime<Utc>,
-    pub last_evaluated_at: DateTime<Utc>,
 }
 
 #[derive(sqlx::FromRow)]

@@ -38,8 +38,8 @@ pub use alerts::{
 };
 pub use blocks::{compact_profile, load_profile, load_profiles, profiles_to_compact, Compacted};
 pub use channels::{
-    channel_deliveries, delete_channel, get_channel, update_channel, AttemptRow, ChannelPatch,
-    DeliveryFilter, DeliveryRow,
+    channel_deliveries, delete_channel, get_channel, update_channel, ChannelPatch, DeliveryFilter,
+    DeliveryRow,
 };
 pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,

@@ -153,7 +153,7 @@ pub struct ProfileFilter {
     pub limit: i64,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ProfileRow {
     pub id: Uuid,
     pub host: String,
@@ -177,6 +177,35 @@ pub struct ProfileRow {
     /// The plugin, event and cost control the start asked for.
     #[sqlx(json)]
     pub options: StartOptions,
+}
+
+/// The profile as the API shows it, without the agent's runtime report
+/// (which only the profile's own page reads).
+impl From<ProfileRow> for odp_api_types::Profile {
+    fn from(row: ProfileRow) -> Self {
+        odp_api_types::Profile {
+            links: odp_api_types::ProfileLinks::of(row.id),
+            id: row.id,
+            host: row.host,
+            service: row.service,
+            target: row.target,
+            mode: row.mode,
+            duration_ms: row.duration_ms,
+            frequency_hz: row.frequency_hz,
+            status: row.status,
+            status_reason: row.status_reason,
+            requested_by: row.requested_by,
+            event: row.event,
+            agent_id: row.agent_id,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+            labels: row.labels,
+            options: row.options,
+            runtime: None,
+        }
+    }
 }
 
 impl ProfileRow {

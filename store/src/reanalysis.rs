@@ -8,13 +8,12 @@
 //! batch, so progress is visible and a job survives its worker.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::Result;
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Reanalysis {
     pub id: Uuid,
     pub rule_id: String,
@@ -25,13 +24,29 @@ pub struct Reanalysis {
     /// Profiles to evaluate, known once a worker starts the job.
     pub profiles_total: Option<i64>,
     pub profiles_done: i64,
-    #[serde(skip)]
     pub cursor_created_at: Option<DateTime<Utc>>,
-    #[serde(skip)]
     pub cursor_id: Option<Uuid>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub error: Option<String>,
+}
+
+/// The job as the API shows it: without the worker's cursor.
+impl From<Reanalysis> for odp_api_types::Reanalysis {
+    fn from(job: Reanalysis) -> Self {
+        odp_api_types::Reanalysis {
+            id: job.id,
+            rule_id: job.rule_id,
+            requested_by: job.requested_by,
+            requested_at: job.requested_at,
+            status: job.status,
+            profiles_total: job.profiles_total,
+            profiles_done: job.profiles_done,
+            started_at: job.started_at,
+            finished_at: job.finished_at,
+            error: job.error,
+        }
+    }
 }
 
 const COLUMNS: &str = "id, rule_id, requested_by, requested_at, status, profiles_total,

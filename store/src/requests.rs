@@ -58,7 +58,7 @@ pub struct NewRequest {
     pub requested_by: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct RequestRow {
     pub id: Uuid,
     pub kind: String,
@@ -71,6 +71,24 @@ pub struct RequestRow {
     pub command_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl From<RequestRow> for odp_api_types::ControlRequest {
+    fn from(row: RequestRow) -> Self {
+        odp_api_types::ControlRequest {
+            id: row.id,
+            kind: row.kind,
+            host: row.host,
+            profile_id: row.profile_id,
+            mode: row.mode,
+            requested_by: row.requested_by,
+            status: row.status,
+            status_reason: row.status_reason,
+            command_id: row.command_id,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
 }
 
 const COLUMNS: &str = "id, kind, host, profile_id, mode, requested_by, status, status_reason, \

@@ -7,7 +7,6 @@
 
 use chrono::{DateTime, Utc};
 use odp_rules::RuleDef;
-use serde::Serialize;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::QueryAs;
 use sqlx::types::Json;
@@ -16,14 +15,34 @@ use sqlx::{FromRow, PgPool, Postgres, Row};
 use crate::reanalysis::Reanalysis;
 use crate::Result;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RuleRow {
-    #[serde(flatten)]
     pub rule: RuleDef,
     /// `seed` or `user`.
     pub source: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl From<RuleRow> for odp_api_types::Rule {
+    fn from(row: RuleRow) -> Self {
+        let rule = row.rule;
+        odp_api_types::Rule {
+            id: rule.id,
+            title: rule.title,
+            explanation: rule.explanation,
+            fix: rule.fix,
+            link: rule.link,
+            kind: rule.kind,
+            spec: rule.spec,
+            threshold_pct: rule.threshold_pct,
+            service_thresholds: rule.service_thresholds,
+            enabled: rule.enabled,
+            source: row.source,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
 }
 
 impl<'r> FromRow<'r, PgRow> for RuleRow {

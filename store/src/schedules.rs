@@ -39,7 +39,7 @@ pub struct NewSchedule {
     pub options: StartOptions,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ScheduleRow {
     pub id: Uuid,
     pub name: String,
@@ -100,7 +100,7 @@ impl RunOutcome {
     }
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ScheduleRunRow {
     pub id: i64,
     pub schedule_id: Uuid,
@@ -109,6 +109,43 @@ pub struct ScheduleRunRow {
     pub outcome: String,
     pub profile_id: Option<Uuid>,
     pub detail: Option<String>,
+}
+
+impl From<ScheduleRow> for odp_api_types::Schedule {
+    fn from(row: ScheduleRow) -> Self {
+        odp_api_types::Schedule {
+            id: row.id,
+            name: row.name,
+            service: row.service,
+            host: row.host,
+            target: row.target,
+            mode: row.mode,
+            duration_secs: row.duration_secs,
+            frequency_hz: row.frequency_hz,
+            window_secs: row.window_secs,
+            cron: row.cron,
+            timezone: row.timezone,
+            enabled: row.enabled,
+            created_by: row.created_by,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            next_run_at: row.next_run_at,
+            last_run_at: row.last_run_at,
+            options: row.options,
+        }
+    }
+}
+
+impl From<ScheduleRunRow> for odp_api_types::RunView {
+    fn from(run: ScheduleRunRow) -> Self {
+        odp_api_types::RunView {
+            scheduled_for: run.scheduled_for,
+            fired_at: run.fired_at,
+            outcome: run.outcome,
+            profile_id: run.profile_id,
+            detail: run.detail,
+        }
+    }
 }
 
 /// Schedules in Postgres.

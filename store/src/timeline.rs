@@ -2,22 +2,11 @@
 //! event, in time order.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+pub use odp_api_types::TimelineWindow;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::Result;
-
-/// One window of a profile on one host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TimelineWindow {
-    pub host: String,
-    pub window_start: DateTime<Utc>,
-    pub window_end: DateTime<Utc>,
-    pub event: String,
-    pub samples: i64,
-    pub frequency_hz: i32,
-}
 
 /// A profile's windows in time order, of its first event only.
 pub async fn profile_timeline(pool: &PgPool, profile_id: Uuid) -> Result<Vec<TimelineWindow>> {

@@ -68,8 +68,11 @@ fn odpctl(h: &common::Harness, token: &str, args: &[&str]) -> std::process::Outp
 async fn create_profile(client: &ApiClient, host: &str, pid: u32, service: &str) -> Uuid {
     let body =
         serde_json::json!({"host": host, "pid": pid, "service": service, "duration_secs": 30});
-    let id = client.start_profile(&body).await.expect("create a profile");
-    id.parse().expect("a profile id")
+    client
+        .start_profile(&body)
+        .await
+        .expect("create a profile")
+        .id
 }
 
 async fn get(client: &ApiClient, path: &str) -> (u16, Value, String) {

@@ -193,10 +193,11 @@ async fn bad_requests_get_clear_4xx_errors() {
     let id = client
         .start_profile(&json!({"host": host, "pid": 1, "duration_secs": 1}))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let pool = h.pool().await;
     sqlx::query("update profiles set status = 'finished' where id = $1::uuid")
-        .bind(&id)
+        .bind(id)
         .execute(&pool)
         .await
         .unwrap();

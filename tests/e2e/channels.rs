@@ -103,8 +103,7 @@ fn signature(secret: &str, body: &[u8]) -> String {
 
 /// Queues alerts the way the pipeline's detection does: a rule flagging
 /// the profile for the first time enqueues one per matching channel.
-async fn detect(pool: &sqlx::PgPool, profile: &str, service: &str, rule: &str) {
-    let profile = uuid::Uuid::parse_str(profile).unwrap();
+async fn detect(pool: &sqlx::PgPool, profile: uuid::Uuid, service: &str, rule: &str) {
     let subject = odp_store::AlertSubject {
         service,
         host: "web-1",
@@ -123,13 +122,13 @@ async fn detect(pool: &sqlx::PgPool, profile: &str, service: &str, rule: &str) {
         .unwrap();
 }
 
-async fn import(client: &ApiClient, service: &str) -> String {
+async fn import(client: &ApiClient, service: &str) -> uuid::Uuid {
     let folded = b"main;work;hot 30\nmain;work 70\n".to_vec();
     let profile = client
         .import_profile(&format!("service={service}&format=folded"), folded)
         .await
         .unwrap();
-    profile["id"].as_str().unwrap().to_owned()
+    profile.id
 }
 
 /// Polls the channel's deliveries until `done` holds for the page.
@@ -400,9 +399,9 @@ async fn the_delivery_log_shows_what_the_pipeline_sent() {
     // A search alert matches the email channel's `*` only; a checkout
     // alert matches both.
     let search = import(&admin, "search").await;
-    detect(&pool, &search, "search", "jvm-hashtable").await;
+    detect(&pool, search, "search", "jvm-hashtable").await;
     let first = import(&admin, "checkout").await;
-    detect(&pool, &first, "checkout", "jvm-hashtable").await;
+    detect(&pool, first, "checkout", "jvm-hashtable").await;
     let payload = next_call(&mut received, SECRET).await;
     assert_eq!(payload["profile_id"], json!(first));
 
@@ -514,7 +513,7 @@ async fn the_delivery_log_shows_what_the_pipeline_sent() {
         200
     );
     let second = import(&admin, "checkout").await;
-    detect(&pool, &second, "checkout", "jvm-hashtable").await;
+    detect(&pool, second, "checkout", "jvm-hashtable").await;
     let on = json!({"enabled": true, "secret": ROTATED});
     assert_eq!(
         call(&admin, Method::PATCH, &hook_path, Some(&on))
@@ -522,7 +521,7 @@ async fn the_delivery_log_shows_what_the_pipeline_sent() {
             .status,
         200
     );
-    detect(&pool, &second, "checkout", "jvm-stringbuffer").await;
+    detect(&pool, second, "checkout", "jvm-stringbuffer").await;
     let payload = next_call(&mut received, ROTATED).await;
     assert_eq!(payload["rule"]["id"], "jvm-stringbuffer");
     let log = deliveries_until(&admin, &hook_id, |d| {

@@ -95,15 +95,16 @@ async fn forged_expired_and_misaddressed_commands_are_rejected() {
     let id = client
         .start_profile(&json!({"host": host, "pid": std::process::id(), "duration_secs": 1}))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let profile = client
-        .wait_finished(&id, Duration::from_secs(60), |_| {})
+        .wait_finished(id, Duration::from_secs(60), |_| {})
         .await
         .unwrap();
     assert_eq!(
-        profile["status"],
+        profile.status,
         "finished",
-        "{profile}\n{}",
+        "{profile:?}\n{}",
         h.platform.logs()
     );
     for rejected in [forged_profile, expired_profile, misaddressed_profile] {

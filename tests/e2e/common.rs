@@ -82,16 +82,21 @@ impl Harness {
             .expect("connect to postgres")
     }
 
-    /// Polls `query` (a count) until it reaches `want`, or panics with the
-    /// services' logs.
-    pub(crate) async fn wait_count(
+    /// Polls `query` (a count, `bind` its one parameter) until it reaches
+    /// `want`, or panics with the services' logs.
+    pub(crate) async fn wait_count<B>(
         &self,
         pool: &sqlx::PgPool,
         query: &str,
-        bind: &str,
+        bind: B,
         want: i64,
         timeout: Duration,
-    ) {
+    ) where
+        B: for<'q> sqlx::Encode<'q, sqlx::Postgres>
+            + sqlx::Type<sqlx::Postgres>
+            + std::fmt::Display
+            + Copy,
+    {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (n,): (i64,) = sqlx::query_as(query)

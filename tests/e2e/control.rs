@@ -182,7 +182,7 @@ async fn duplicates_retries_listing_and_expiry() {
         .wait_finished(id, Duration::from_secs(60), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(expired["status"], "expired", "{expired}");
+    assert_eq!(expired.status, "expired", "{expired:?}");
     let (status, body) = start(a, None).await;
     assert_eq!(status, 202, "{body}");
 }

@@ -94,12 +94,12 @@ async fn deploys_follow_heartbeats_and_requests_record_their_outcome() {
     let demo = h.spawn_demo();
     let fresh_host = format!("{}-on-demand", h.platform.host_id);
     let request = json!({"host": fresh_host, "pid": demo.pid(), "duration_secs": 2});
-    let profile = admin.start_profile(&request).await.unwrap();
+    let profile = admin.start_profile(&request).await.unwrap().id;
     let ended = admin
-        .wait_finished(&profile, Duration::from_secs(90), |_| {})
+        .wait_finished(profile, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(ended["status"], "finished", "{ended}");
+    assert_eq!(ended.status, "finished", "{ended:?}");
     let deploys = admin
         .request(
             Method::GET,
@@ -116,12 +116,12 @@ async fn deploys_follow_heartbeats_and_requests_record_their_outcome() {
 
     // A stop is a request that ends when the profile does.
     let long = json!({"host": host, "pid": demo.pid(), "duration_secs": 120});
-    let profile = admin.start_profile(&long).await.unwrap();
+    let profile = admin.start_profile(&long).await.unwrap().id;
     admin
-        .wait_for_status(&profile, "running", Duration::from_secs(30))
+        .wait_for_status(profile, "running", Duration::from_secs(30))
         .await
         .unwrap();
-    admin.stop_profile(&profile).await.unwrap();
+    admin.stop_profile(profile).await.unwrap();
     let stops = admin
         .request(Method::GET, "/api/v1/requests?kind=stop", None)
         .await
@@ -129,7 +129,7 @@ async fn deploys_follow_heartbeats_and_requests_record_their_outcome() {
     let stop_id = stops.body["requests"][0]["id"].as_str().unwrap().to_owned();
     let stopped = settled(&admin, &stop_id, Duration::from_secs(30)).await;
     assert_eq!(stopped["status"], "finished", "{stopped}");
-    assert_eq!(stopped["profile_id"], profile.as_str());
+    assert_eq!(stopped["profile_id"], profile.to_string());
 
     // An undeploy ends when the host's heartbeats stop.
     let path = format!("/api/v1/hosts/{host}/undeploy?mode=now");

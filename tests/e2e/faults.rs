@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use crate::common::{self, Harness};
 
@@ -25,9 +26,9 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
     let client = h.platform.client();
     let request = json!({"host": h.platform.host_id, "pid": demo.pid(),
                          "duration_secs": PROFILE_SECS, "frequency_hz": 49});
-    let id = client.start_profile(&request).await.unwrap();
+    let id = client.start_profile(&request).await.unwrap().id;
     client
-        .wait_for_status(&id, "running", Duration::from_secs(60))
+        .wait_for_status(id, "running", Duration::from_secs(60))
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     let started = Instant::now();
@@ -35,26 +36,26 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
     let mut recoveries: Vec<(&str, Duration)> = Vec::new();
 
     for round in ["pipeline SIGKILL 1", "pipeline SIGKILL 2"] {
-        wait_stored_after(&h, &pool, &id, Duration::from_secs(5)).await;
+        wait_stored_after(&h, &pool, id, Duration::from_secs(5)).await;
         h.platform.pipeline.kill().unwrap();
         tokio::time::sleep(Duration::from_secs(2)).await;
         h.platform.pipeline.respawn().unwrap();
-        recoveries.push((round, recovery(&h, &pool, &id).await));
+        recoveries.push((round, recovery(&h, &pool, id).await));
     }
 
     assert!(h.stack.freeze_broker(), "SIGSTOP the broker");
     tokio::time::sleep(Duration::from_secs(30)).await;
     assert!(h.stack.thaw_broker(), "SIGCONT the broker");
-    recoveries.push(("broker frozen 30 s", recovery(&h, &pool, &id).await));
+    recoveries.push(("broker frozen 30 s", recovery(&h, &pool, id).await));
 
     h.stack.restart_broker().await.unwrap();
-    recoveries.push(("broker restarted", recovery(&h, &pool, &id).await));
+    recoveries.push(("broker restarted", recovery(&h, &pool, id).await));
 
     h.stack.postgres().stop().unwrap();
     tokio::time::sleep(Duration::from_secs(30)).await;
     h.stack.postgres().start(false, false).await.unwrap();
     let pool = h.pool().await;
-    recoveries.push(("postgres stopped 30 s", recovery(&h, &pool, &id).await));
+    recoveries.push(("postgres stopped 30 s", recovery(&h, &pool, id).await));
 
     for (fault, took) in &recoveries {
         println!("recovery after {fault}: {:.1} s", took.as_secs_f64());
@@ -66,17 +67,12 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
     );
 
     let ended = client
-        .wait_finished(&id, Duration::from_secs(PROFILE_SECS + 120), |_| {})
+        .wait_finished(id, Duration::from_secs(PROFILE_SECS + 120), |_| {})
         .await
         .unwrap();
-    assert_eq!(
-        ended["status"],
-        "finished",
-        "{ended}\n{}",
-        h.platform.logs()
-    );
-    let acknowledged = acknowledged_by_agent(&h, &pool, &id).await;
-    let stored = stored_when_settled(&pool, &id, acknowledged.0.clone(), acknowledged.1).await;
+    assert_eq!(ended.status, "finished", "{ended:?}\n{}", h.platform.logs());
+    let acknowledged = acknowledged_by_agent(&h, &pool, id).await;
+    let stored = stored_when_settled(&pool, id, acknowledged.0.clone(), acknowledged.1).await;
     assert_eq!(
         stored,
         acknowledged,
@@ -88,7 +84,7 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
                 max(sequence)
          from snapshots where profile_id = $1::uuid",
     )
-    .bind(&id)
+    .bind(id)
     .fetch_one(&pool)
     .await
     .unwrap();
@@ -104,14 +100,14 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
 }
 
 /// How long after now until a window that ended after now is stored.
-async fn recovery(h: &Harness, pool: &PgPool, id: &str) -> Duration {
+async fn recovery(h: &Harness, pool: &PgPool, id: Uuid) -> Duration {
     let from = Instant::now();
     wait_stored_after(h, pool, id, Duration::from_secs(180)).await;
     from.elapsed()
 }
 
 /// Waits until a window ending after the call is stored for `id`.
-async fn wait_stored_after(h: &Harness, pool: &PgPool, id: &str, timeout: Duration) {
+async fn wait_stored_after(h: &Harness, pool: &PgPool, id: Uuid, timeout: Duration) {
     let since = chrono::Utc::now();
     let deadline = Instant::now() + timeout;
     loop {
@@ -139,7 +135,7 @@ async fn wait_stored_after(h: &Harness, pool: &PgPool, id: &str, timeout: Durati
 /// (agent, snapshots, samples) the agent's `profile_finished` reports the
 /// broker acknowledged, plus those it had spooled then (a broker restart
 /// can fail a send the broker in fact kept) and delivers afterwards.
-async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: &str) -> (String, i64, i64) {
+async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: Uuid) -> (String, i64, i64) {
     let rows: Vec<(String, Value)> = sqlx::query_as(
         "select agent_id, body from profile_events
          where profile_id = $1::uuid and kind = 'profile_finished'",
@@ -166,7 +162,7 @@ async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: &str) -> (String,
 /// (or a minute passed).
 async fn stored_when_settled(
     pool: &PgPool,
-    id: &str,
+    id: Uuid,
     agent: String,
     want: i64,
 ) -> (String, i64, i64) {

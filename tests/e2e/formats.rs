@@ -67,7 +67,7 @@ async fn imported_profiles_read_back_in_every_format() {
         json!({"by": "imported", "value": "folded"})
     );
     let id = profile["id"].as_str().unwrap().to_owned();
-    assert_eq!(client.profile(&id).await.unwrap()["status"], "finished");
+    assert_eq!(client.profile(&id).await.unwrap().status, "finished");
 
     let text = String::from_utf8(export(&client, &id, "folded").await).unwrap();
     assert_eq!(text, "main;hot 7\nmain;warm 3\n");
@@ -77,7 +77,10 @@ async fn imported_profiles_read_back_in_every_format() {
         (Some(10), Some(1))
     );
     let top = client.top(&id, 5).await.unwrap();
-    assert_eq!(top["functions"][0]["function"], "hot");
+    assert_eq!(
+        top.functions.first().map(|f| f.function.as_str()),
+        Some("hot")
+    );
     let scope: Value = serde_json::from_slice(&export(&client, &id, "speedscope").await).unwrap();
     assert_eq!(
         scope["$schema"],
@@ -166,13 +169,8 @@ async fn imported_profiles_read_back_in_every_format() {
         .list_profiles("service=checkout&host=ci-runner-1")
         .await
         .unwrap();
-    let ids: Vec<&str> = listed["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, vec![go_id.as_str()]);
+    let ids: Vec<String> = listed.profiles.iter().map(|p| p.id.to_string()).collect();
+    assert_eq!(ids, vec![go_id]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,18 +1,17 @@
 //! Labels on profiles: set at start (API and `odpctl start --label`),
 //! returned with the profile, and used to filter the list.
 
+use std::collections::BTreeMap;
+
+use odp_client::types::ProfilesPage;
 use reqwest::Method;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 use crate::common;
 
-fn ids(page: &Value) -> Vec<String> {
-    page["profiles"]
-        .as_array()
-        .expect("a page of profiles")
-        .iter()
-        .map(|p| p["id"].as_str().unwrap().to_owned())
-        .collect()
+fn ids(page: &ProfilesPage) -> Vec<Uuid> {
+    page.profiles.iter().map(|p| p.id).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,15 +24,20 @@ async fn profiles_carry_labels_and_the_list_filters_by_them() {
     let prod = client
         .start_profile(&start(1, json!({"env": "prod", "release": "v1.2:rc"})))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let staging = client
         .start_profile(&start(2, json!({"env": "staging"})))
         .await
-        .unwrap();
-    let shown = client.profile(&prod).await.unwrap();
+        .unwrap()
+        .id;
+    let shown = client.profile(prod).await.unwrap();
     assert_eq!(
-        shown["labels"],
-        json!({"env": "prod", "release": "v1.2:rc"})
+        shown.labels,
+        BTreeMap::from([
+            ("env".to_owned(), "prod".to_owned()),
+            ("release".to_owned(), "v1.2:rc".to_owned()),
+        ])
     );
 
     let list = |query: &str| {
@@ -41,20 +45,17 @@ async fn profiles_carry_labels_and_the_list_filters_by_them() {
         let query = query.to_owned();
         async move { client.list_profiles(&query).await.unwrap() }
     };
-    assert_eq!(ids(&list("labels=env:prod").await), vec![prod.clone()]);
-    assert_eq!(
-        ids(&list("labels=env:staging").await),
-        vec![staging.clone()]
-    );
+    assert_eq!(ids(&list("labels=env:prod").await), vec![prod]);
+    assert_eq!(ids(&list("labels=env:staging").await), vec![staging]);
     // All pairs must match; values may hold `:`.
     assert_eq!(
         ids(&list("labels=env:prod,release:v1.2:rc").await),
-        vec![prod.clone()]
+        vec![prod]
     );
     assert!(ids(&list("labels=env:prod,release:v2").await).is_empty());
     assert_eq!(
         ids(&list("labels=env:%20prod%20,%20release:v1.2:rc").await),
-        vec![prod.clone()],
+        vec![prod],
         "spaces around keys and values are ignored"
     );
     assert_eq!(ids(&list("").await).len(), 2);
@@ -76,7 +77,7 @@ async fn profiles_carry_labels_and_the_list_filters_by_them() {
     let output = tokio::task::block_in_place(|| common::odpctl(&h, &h.platform.token, &args));
     let listed = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(listed.contains(&canary), "{listed}");
-    assert!(!listed.contains(&prod), "{listed}");
+    assert!(!listed.contains(&prod.to_string()), "{listed}");
     let bad = ["list", "--label", "no-equals-sign"];
     let output = tokio::task::block_in_place(|| common::odpctl(&h, &h.platform.token, &bad));
     assert_eq!(output.status.code(), Some(2), "{output:?}");

@@ -33,11 +33,11 @@ async fn every_service_exposes_metrics_of_its_work() {
     let demo = h.spawn_demo();
     let client = h.platform.client();
     let request = json!({"host": h.platform.host_id, "pid": demo.pid(), "duration_secs": 2});
-    let id = client.start_profile(&request).await.unwrap();
+    let id = client.start_profile(&request).await.unwrap().id;
     let missing = client.profile("00000000-0000-0000-0000-000000000000").await;
     assert!(missing.is_err());
     client
-        .wait_finished(&id, Duration::from_secs(60), |_| {})
+        .wait_finished(id, Duration::from_secs(60), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
 

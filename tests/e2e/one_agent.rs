@@ -110,29 +110,24 @@ async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (f64, i6
     let timeline = CpuTimeline::start(demo.pid());
     let request = json!({"host": h.platform.host_id, "pid": demo.pid(),
                          "duration_secs": secs, "frequency_hz": HZ});
-    let id = client.start_profile(&request).await.unwrap();
+    let id = client.start_profile(&request).await.unwrap().id;
     let ended = client
-        .wait_finished(&id, Duration::from_secs(secs + 90), |_| {})
+        .wait_finished(id, Duration::from_secs(secs + 90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(
-        ended["status"],
-        "finished",
-        "{ended}\n{}",
-        h.platform.logs()
-    );
+    assert_eq!(ended.status, "finished", "{ended:?}\n{}", h.platform.logs());
     let pool = h.pool().await;
     // Every window the agent's broker acknowledged, stored.
     let (acknowledged,): (i64,) = sqlx::query_as(
         "select (body->>'snapshots')::bigint from profile_events
          where profile_id = $1::uuid and kind = 'profile_finished'",
     )
-    .bind(&id)
+    .bind(id)
     .fetch_one(&pool)
     .await
     .unwrap();
     let stored = "select count(*) from snapshots where profile_id = $1::uuid";
-    h.wait_count(&pool, stored, &id, acknowledged, Duration::from_secs(60))
+    h.wait_count(&pool, stored, id, acknowledged, Duration::from_secs(60))
         .await;
     let (sampled_secs, agents, from_ms, to_ms): (f64, i64, i64, i64) = sqlx::query_as(
         "select sum(samples::float8 * period::float8) / 1e9, count(distinct agent_id),
@@ -140,7 +135,7 @@ async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (f64, i6
                 (extract(epoch from max(window_end)) * 1000)::bigint
          from snapshots where profile_id = $1::uuid",
     )
-    .bind(&id)
+    .bind(id)
     .fetch_one(&pool)
     .await
     .unwrap();
@@ -251,9 +246,9 @@ async fn racing_deploys_and_starts_leave_one_agent() {
         let reply = reply.unwrap();
         assert!(matches!(reply.status, 200 | 202), "{}", reply.text);
     }
-    let id = c.unwrap();
+    let id = c.unwrap().id;
     client
-        .wait_finished(&id, Duration::from_secs(90), |_| {})
+        .wait_finished(id, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     // Agents heartbeat every 2 s; give any second one time to show up.
@@ -264,7 +259,7 @@ async fn racing_deploys_and_starts_leave_one_agent() {
                 (select count(distinct agent_id) from snapshots where profile_id = $2::uuid)",
     )
     .bind(&h.platform.host_id)
-    .bind(&id)
+    .bind(id)
     .fetch_one(&pool)
     .await
     .unwrap();
@@ -276,12 +271,7 @@ async fn a_profile_stores_only_the_samples_of_the_agent_that_acknowledged_it() {
     let h = common::start_without_agent("owner").await;
     let client = h.platform.client();
     let request = json!({"host": h.platform.host_id, "pid": 1, "duration_secs": 60});
-    let id: Uuid = client
-        .start_profile(&request)
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
+    let id: Uuid = client.start_profile(&request).await.unwrap().id;
     let topics = h.stack.topics().clone();
     let producer = common::producer(h.stack.kafka_bootstrap());
     let key = id.to_string();

@@ -111,7 +111,7 @@ async fn seed_config(h: &common::Harness) -> String {
         .import_profile("service=fuzzed&format=folded", folded.as_bytes().to_vec())
         .await
         .expect("import a profile");
-    let profile_id = profile["id"].as_str().expect("profile id");
+    let profile_id = profile.id;
     let schedule = client
         .call(
             Method::POST,

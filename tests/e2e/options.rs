@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use odp_core::runtime::LibraryKind;
+use odp_core::Language;
 use reqwest::Method;
 use serde_json::json;
 
@@ -63,22 +65,23 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
 
     let options = json!({"plugin": "native", "fsp_share": 1.0, "fda": {"enabled": false},
                          "overhead_budget": 0.5});
-    let cpu = client.start_profile(&start(options)).await.unwrap();
+    let cpu = client.start_profile(&start(options)).await.unwrap().id;
     // Another mode of the same target is not a duplicate of the CPU
     // profile, and its event reaches the agent, which detects a native
     // program, has no native allocation sampler and says so.
     let alloc = client
         .start_profile(&start(json!({"event": "alloc-bytes"})))
         .await
-        .expect("a second mode of a profiled target is accepted");
+        .expect("a second mode of a profiled target is accepted")
+        .id;
     let failed = client
-        .wait_finished(&alloc, Duration::from_secs(60), |_| {})
+        .wait_finished(alloc, Duration::from_secs(60), |_| {})
         .await
         .unwrap();
-    assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(failed["mode"], "alloc", "{failed}");
-    let reason = failed["status_reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("cannot measure alloc-bytes"), "{failed}");
+    assert_eq!(failed.status, "failed", "{failed:?}");
+    assert_eq!(failed.mode, "alloc", "{failed:?}");
+    let reason = failed.status_reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("cannot measure alloc-bytes"), "{failed:?}");
     // The same mode twice is.
     let twice = client
         .request(Method::POST, "/api/v1/profiles", Some(&start(json!({}))))
@@ -87,35 +90,42 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
     assert_eq!(twice.status, 409, "{}", twice.text);
 
     let done = client
-        .wait_finished(&cpu, Duration::from_secs(90), |_| {})
+        .wait_finished(cpu, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(done["status"], "finished", "{done}");
-    assert_eq!(done["mode"], "cpu");
+    assert_eq!(done.status, "finished", "{done:?}");
+    assert_eq!(done.mode, "cpu");
+    // The options exactly as the API shows them: read raw, since decoding
+    // would fill in FDA settings the reply left out.
+    let shown = client
+        .call(Method::GET, &format!("/api/v1/profiles/{cpu}"), None, 200)
+        .await
+        .unwrap();
     assert_eq!(
-        done["options"],
+        shown["options"],
         json!({"plugin": "native", "fsp_share": 1.0, "overhead_budget": 0.5,
                "fda": {"enabled": false, "theta": 0.05, "lambda": 0.8, "stable_windows": 5,
                        "top_n": 10, "min_hz": 19}})
     );
-    let runtime = &done["runtime"];
-    assert_eq!(runtime["language"], "native", "{done}");
-    let exe = runtime["runtime"]["executable"]["path"]
-        .as_str()
+    let runtime = done.runtime.clone().unwrap_or_default();
+    assert_eq!(runtime.language, Some(Language::Native), "{done:?}");
+    let exe = runtime
+        .runtime
+        .executable
+        .as_ref()
+        .map(|e| e.path.as_str())
         .unwrap_or_default();
     assert!(
         exe.ends_with("cpu-split"),
-        "the demo's executable: {runtime}"
+        "the demo's executable: {runtime:?}"
     );
-    let libraries = runtime["runtime"]["libraries"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
     assert!(
-        libraries
+        runtime
+            .runtime
+            .libraries
             .iter()
-            .any(|l| l["kind"] == "shared" && l["name"] == "libc"),
-        "the demo links libc: {runtime}"
+            .any(|l| l.kind == LibraryKind::Shared && l.name == "libc"),
+        "the demo links libc: {runtime:?}"
     );
     // odpctl passes its option flags through: the API's refusal is exit 2.
     let pid = demo.pid().to_string();
@@ -162,6 +172,11 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
     assert_eq!(created["options"], json!({"event": "alloc-bytes"}));
     assert_eq!(created["mode"], "alloc");
     // Lists do not carry the runtime (one query per profile).
-    let list = client.list_profiles("").await.unwrap();
+    // Raw, since a decoded profile cannot tell an absent runtime from a
+    // null one.
+    let list = client
+        .call(Method::GET, "/api/v1/profiles?", None, 200)
+        .await
+        .unwrap();
     assert!(list["profiles"][0].get("runtime").is_none(), "{list}");
 }

@@ -25,36 +25,37 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
             "frequency_hz": 499,
         }))
         .await
-        .expect("start profile");
+        .expect("start profile")
+        .id;
     let profile = client
-        .wait_finished(&id, Duration::from_secs(90), |_| {})
+        .wait_finished(id, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     assert_eq!(
-        profile["status"],
+        profile.status,
         "finished",
-        "{profile}\n{}",
+        "{profile:?}\n{}",
         h.platform.logs()
     );
     assert!(
-        matches!(profile["event"].as_str(), Some("cpu-clock" | "cycles")),
-        "the agent says which event it sampled: {profile}"
+        matches!(profile.event.as_deref(), Some("cpu-clock" | "cycles")),
+        "the agent says which event it sampled: {profile:?}"
     );
 
     // The last window lands in the pipeline just after the finish event.
     let pool = h.pool().await;
-    let mut top = client.top(&id, 50).await.unwrap();
+    let mut top = client.top(id, 50).await.unwrap();
     for _ in 0..40 {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let next = client.top(&id, 50).await.unwrap();
-        if next["samples"] == top["samples"] && top["samples"].as_u64().unwrap_or(0) > 0 {
+        let next = client.top(id, 50).await.unwrap();
+        if next.samples == top.samples && top.samples > 0 {
             break;
         }
         top = next;
     }
     let (snapshots,): (i64,) =
         sqlx::query_as("select count(*) from snapshots where profile_id = $1::uuid")
-            .bind(&id)
+            .bind(id)
             .fetch_one(&pool)
             .await
             .unwrap();
@@ -67,19 +68,17 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
     let (reports,): (i64,) = sqlx::query_as(
         "select count(*) from profile_events where profile_id = $1::uuid and kind = 'window_stats'",
     )
-    .bind(&id)
+    .bind(id)
     .fetch_one(&pool)
     .await
     .unwrap();
     assert!(reports >= 2, "window_stats reports stored: {reports}");
 
     let self_samples = |name: &str| {
-        top["functions"]
-            .as_array()
-            .unwrap()
+        top.functions
             .iter()
-            .find(|f| f["function"] == name)
-            .and_then(|f| f["self_samples"].as_u64())
+            .find(|f| f.function == name)
+            .map(|f| f.self_samples)
             .unwrap_or(0)
     };
     let counts: Vec<u64> = EXPECTED
@@ -89,7 +88,7 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
     let n: u64 = counts.iter().sum();
     assert!(
         n >= 300,
-        "too few samples in the demo's functions to judge ({n}): {top}"
+        "too few samples in the demo's functions to judge ({n}): {top:?}"
     );
     // Each share among the three is a binomial estimate with standard error
     // sqrt(p(1-p)/n). Allow 5 standard errors (a false alarm about once in
@@ -101,20 +100,20 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         let bound = 5.0 * stderr + 0.03;
         assert!(
             (share - expected).abs() <= bound,
-            "{name}: measured {share:.3}, expected {expected} ± {bound:.3} (n = {n})\n{top}"
+            "{name}: measured {share:.3}, expected {expected} ± {bound:.3} (n = {n})\n{top:?}"
         );
     }
 
     // Stacks are complete: the hot leaf sits under `main`.
-    let folded = client.flamegraph(&id, "folded").await.unwrap();
+    let folded = client.flamegraph(id, "folded").await.unwrap();
     assert!(
         folded.lines().any(|l| l.contains("main;demo_hot ")),
         "{folded}"
     );
     let tree: serde_json::Value =
-        serde_json::from_str(&client.flamegraph(&id, "json").await.unwrap()).unwrap();
-    assert_eq!(tree["root"]["total"], top["samples"]);
-    let svg = client.flamegraph(&id, "svg").await.unwrap();
+        serde_json::from_str(&client.flamegraph(id, "json").await.unwrap()).unwrap();
+    assert_eq!(tree["root"]["total"], top.samples);
+    let svg = client.flamegraph(id, "svg").await.unwrap();
     assert!(svg.starts_with("<?xml") && svg.contains("demo_hot"));
 
     // The demo's pure arithmetic trips none of the seed rules.
@@ -145,21 +144,22 @@ async fn stopping_a_profile_flushes_its_last_partial_window() {
     let id = client
         .start_profile(&json!({"host": h.platform.host_id, "pid": demo.pid(), "duration_secs": 60, "frequency_hz": 199}))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     client
-        .wait_for_status(&id, "running", Duration::from_secs(60))
+        .wait_for_status(id, "running", Duration::from_secs(60))
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    client.stop_profile(&id).await.unwrap();
+    client.stop_profile(id).await.unwrap();
     let profile = client
-        .wait_finished(&id, Duration::from_secs(60), |_| {})
+        .wait_finished(id, Duration::from_secs(60), |_| {})
         .await
         .unwrap();
     assert_eq!(
-        profile["status"],
+        profile.status,
         "stopped",
-        "{profile}\n{}",
+        "{profile:?}\n{}",
         h.platform.logs()
     );
 
@@ -167,11 +167,15 @@ async fn stopping_a_profile_flushes_its_last_partial_window() {
     h.wait_count(
         &pool,
         "select count(*) from snapshots where profile_id = $1::uuid",
-        &id,
+        id,
         1,
         Duration::from_secs(30),
     )
     .await;
-    let top = client.top(&id, 5).await.unwrap();
-    assert_eq!(top["functions"][0]["function"], "demo_hot", "{top}");
+    let top = client.top(id, 5).await.unwrap();
+    assert_eq!(
+        top.functions.first().map(|f| f.function.as_str()),
+        Some("demo_hot"),
+        "{top:?}"
+    );
 }

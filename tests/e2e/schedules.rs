@@ -233,9 +233,9 @@ async fn after_downtime_the_server_reports_missed_runs_and_fires_only_the_latest
     );
 
     let profile_id = profile_id.expect("the started run links its profile");
-    let profile = admin.profile(&profile_id.to_string()).await.unwrap();
-    assert_eq!(profile["requested_by"], format!("schedule:{id}"));
-    assert_eq!(profile["service"], "sched-demo");
+    let profile = admin.profile(profile_id).await.unwrap();
+    assert_eq!(profile.requested_by, format!("schedule:{id}"));
+    assert_eq!(profile.service, "sched-demo");
     let detail = admin
         .call(Method::GET, &format!("/api/v1/schedules/{id}"), None, 200)
         .await
@@ -344,9 +344,9 @@ async fn concurrent_schedulers_fire_each_due_run_exactly_once() {
             .unwrap();
     assert_eq!(profiles, 1);
     let profile_id = recorded[3].2.expect("started run links its profile");
-    let profile = admin.profile(&profile_id.to_string()).await.unwrap();
-    assert_eq!(profile["requested_by"], format!("schedule:{id}"));
-    assert_eq!(profile["status"], "dispatched");
+    let profile = admin.profile(profile_id).await.unwrap();
+    assert_eq!(profile.requested_by, format!("schedule:{id}"));
+    assert_eq!(profile.status, "dispatched");
     let (next,): (DateTime<Utc>,) =
         sqlx::query_as("select next_run_at from schedules where id = $1::uuid")
             .bind(&id)

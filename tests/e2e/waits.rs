@@ -85,9 +85,9 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
         .wait_finished(&off_id, Duration::from_secs(90), |_| {})
         .await
         .unwrap();
-    assert_eq!(off["status"], "finished", "{off}");
-    assert_eq!(off["mode"], "off-cpu", "{off}");
-    assert_eq!(off["options"]["min_wait_us"], 1, "{off}");
+    assert_eq!(off.status, "finished", "{off:?}");
+    assert_eq!(off.mode, "off-cpu", "{off:?}");
+    assert_eq!(off.options.min_wait_us, Some(1), "{off:?}");
 
     let flame = client
         .call(
@@ -166,12 +166,13 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
                                "duration_secs": 3}),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let cpu = client
-        .wait_finished(&cpu_id, Duration::from_secs(90), |_| {})
+        .wait_finished(cpu_id, Duration::from_secs(90), |_| {})
         .await
         .unwrap();
-    assert_eq!(cpu["status"], "finished", "{cpu}");
+    assert_eq!(cpu.status, "finished", "{cpu:?}");
 
     // Never added together: a diff of the two and an aggregate of both are
     // refused, an aggregate of one event is not.

@@ -1,6 +1,7 @@
 // Every call goes to the REST API with the bearer token. Errors come back
 // as `ApiError` with the server's message; a 401 sends the user to sign in.
 
+import type { components } from './api.gen';
 import { clearToken, getToken } from './auth';
 
 export class ApiError extends Error {
@@ -13,7 +14,7 @@ export class ApiError extends Error {
   }
   /** The route does not exist on this server (a feature not deployed). */
   get notAvailable(): boolean {
-    const b = this.body as { error?: { message?: string } } | null;
+    const b = this.body as Partial<Schemas['ErrorBody']> | null;
     return this.status === 404 && b?.error?.message === 'no such route';
   }
 }
@@ -54,7 +55,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     }
   }
   if (!response.ok) {
-    const err = json as { error?: { message?: string } | string } | null;
+    // The API answers errors with an ErrorBody; a proxy in between may not.
+    const err = json as { error?: Partial<Schemas['ErrorDetail']> | string } | null;
     const message =
       typeof err?.error === 'string' ? err.error : err?.error?.message ?? `${response.status} ${response.statusText}`;
     if (response.status === 401) {
@@ -84,73 +86,30 @@ export function flameTreeQuery(query: Query, focus: string[] = []): Query {
   return { ...query, max_nodes: FLAME_MAX_NODES, focus: focus.length ? focus.join(';') : undefined };
 }
 
-export interface ProfileView {
-  id: string;
-  host: string;
-  service: string;
-  target: unknown;
-  mode: string;
-  duration_ms: number;
-  frequency_hz: number;
-  status: string;
-  status_reason: string | null;
-  requested_by: string;
-  event: string | null;
-  agent_id: string | null;
-  created_at: string;
-  updated_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  /** Free-form `{key: value}` to find profiles by. */
-  labels?: Record<string, string>;
-  /** Plugin, event and cost control the start asked for. */
-  options?: Record<string, unknown>;
-  /** What the agent reported about the target (profile detail only). */
-  runtime?: ProfileRuntime | null;
-}
+/** The API's schemas, generated from the api-server's OpenAPI document
+ *  (`npm run gen:api` writes src/api.gen.ts from openapi.json). Use these
+ *  for responses and request bodies; the few hand-written types below only
+ *  refine fields the document types as free-form objects. */
+export type Schemas = components['schemas'];
 
-export interface RuntimeLibrary {
-  kind: 'jar' | 'python' | 'shared' | string;
-  name: string;
-  version?: string;
-}
+/** A profile (`GET /api/v1/profiles/{id}`, the list's rows, a start's
+ *  answer); `runtime` only on the profile's own page. */
+export type ProfileView = Schemas['Profile'];
 
-export interface ProfileRuntime {
-  language: string | null;
-  runtime_version: string | null;
-  runtime: {
-    flags?: string[];
-    libraries?: RuntimeLibrary[];
-    libraries_truncated?: boolean;
-    executable?: { path: string; build_id?: string };
-  };
-}
+export type ProfilesPage = Schemas['ProfilesPage'];
 
-export interface TopFunction {
-  function: string;
-  self_samples: number;
-  total_samples: number;
-  self_share: number;
-  total_share: number;
-  self_share_stderr: number;
-}
+/** What the agent reported about the target once it started. */
+export type ProfileRuntime = Schemas['ProfileRuntime'];
 
-export interface Issue {
-  rule_id: string;
-  kind: string;
-  title: string;
-  explanation: string;
-  fix: string;
-  link: string;
-  share: number;
-  threshold_pct: number;
-  samples_matched: number;
-  samples_total: number;
-  stacks: Array<{ stack_id: string; count: number; frames: string[] }>;
-  /** What the rule kind found beyond the share (a regression's grown
-   *  functions and new rules, the libraries or flags a runtime rule
-   *  matched); null for stack-share rules. */
-  detail?: unknown;
-}
+/** One library the agent found in the target. */
+export type RuntimeLibrary = Schemas['Library'];
+
+/** A row of `/top`: a function's self and total share. */
+export type TopFunction = Schemas['FunctionShare'];
+
+/** A detection in a profile (`/issues`). Its `detail` is free-form in the
+ *  document; `regressionDetail` and `runtimeMatchText` (rulefmt.ts) read it
+ *  per rule kind. */
+export type Issue = Schemas['Issue'];
 
 export const LIVE_STATUSES = ['requested', 'dispatched', 'running'];

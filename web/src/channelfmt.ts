@@ -3,63 +3,21 @@
 // they unit-test). The server checks every field; nothing here repeats
 // its rules, so its 422 message is what people read.
 
+import type { Schemas } from './api';
 import { when } from './format';
 
-export type ChannelKind = 'webhook' | 'email';
+export type ChannelKind = Schemas['ChannelKind'];
 
 /** A channel as the API shows it; a webhook's secret never comes back. */
-export interface Channel {
-  id: string;
-  name: string;
-  kind: ChannelKind;
-  /** The webhook's URL; null for email. */
-  url: string | null;
-  /** The email channel's relay, smtp://host[:port]; null for webhooks. */
-  smtp_url: string | null;
-  from: string | null;
-  to: string[];
-  /** Glob over the services whose alerts go here. */
-  service_pattern: string;
-  enabled: boolean;
-  created_at: string;
-}
+export type Channel = Schemas['Channel'];
 
-export interface DeliveryAttempt {
-  attempt: number;
-  attempted_at: string;
-  /** The HTTP status (webhook) or SMTP reply code (email), when the
-   *  server answered. */
-  status_code: number | null;
-  error: string | null;
-  success: boolean;
-}
+export type DeliveryAttempt = Schemas['DeliveryAttempt'];
 
 /** One alert (a rule's detection in a profile) sent to a channel. */
-export interface Delivery {
-  id: string;
-  profile_id: string;
-  rule_id: string;
-  rule_title: string;
-  service: string;
-  host: string;
-  /** Matched samples, percent of the profile's. */
-  share: number;
-  threshold_pct: number;
-  detected_at: string;
-  status: 'pending' | 'delivered' | 'failed' | string;
-  attempts: number;
-  next_attempt_at: string | null;
-  created_at: string;
-  finished_at: string | null;
-  /** Every attempt, first first. */
-  attempt_log: DeliveryAttempt[];
-}
+export type Delivery = Schemas['Delivery'];
 
-export interface DeliveriesPage {
-  deliveries: Delivery[];
-  /** `before` of the next (older) page; null on the last. */
-  next_before: string | null;
-}
+/** A page of a channel's delivery log, newest first. */
+export type DeliveriesPage = Schemas['DeliveriesPage'];
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 
@@ -93,27 +51,19 @@ export function scopeText(pattern: string): string {
  *  of `kind` only (the server refuses the other kind's). A blank service
  *  pattern is left to the server's default (all services); the secret is
  *  sent as typed. */
-export function createBody(kind: ChannelKind, f: FormFields, enabled: boolean): Record<string, unknown> {
+export function createBody(kind: ChannelKind, f: FormFields, enabled: boolean): Schemas['CreateChannelRequest'] {
   const text = (k: string) => (f[k] ?? '').trim();
-  const body: Record<string, unknown> = { kind, name: text('name'), enabled };
-  if (text('service_pattern')) body.service_pattern = text('service_pattern');
-  if (kind === 'webhook') {
-    body.url = text('url');
-    body.secret = f.secret ?? '';
-  } else {
-    body.smtp_url = text('smtp_url');
-    body.from = text('from');
-    body.to = parseRecipients(f.to ?? '');
-  }
-  return body;
+  const common = { name: text('name'), enabled, ...(text('service_pattern') ? { service_pattern: text('service_pattern') } : {}) };
+  if (kind === 'webhook') return { kind, ...common, url: text('url'), secret: f.secret ?? '' };
+  return { kind, ...common, smtp_url: text('smtp_url'), from: text('from'), to: parseRecipients(f.to ?? '') };
 }
 
 /** The body of `PATCH /api/v1/channels/{id}` from the edit form: only
  *  what differs from `c` (empty when nothing does). A blank pattern means
  *  all services; a blank secret keeps the current one. */
-export function patchBody(c: Channel, f: FormFields): Record<string, unknown> {
+export function patchBody(c: Channel, f: FormFields): Schemas['UpdateChannelRequest'] {
   const text = (k: string) => (f[k] ?? '').trim();
-  const body: Record<string, unknown> = {};
+  const body: Schemas['UpdateChannelRequest'] = {};
   const pattern = text('service_pattern') || '*';
   if (pattern !== c.service_pattern) body.service_pattern = pattern;
   if (c.kind === 'webhook') {

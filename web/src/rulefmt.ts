@@ -1,36 +1,16 @@
 // Detection rules, their re-analyses and regression findings: the API's
 // shapes and how the views word them (no DOM here, so they unit-test).
 
-export interface Rule {
-  id: string;
-  title: string;
-  explanation: string;
-  fix: string;
-  link: string;
-  kind: string;
-  spec: Record<string, unknown>;
-  threshold_pct: number;
-  service_thresholds: Record<string, number>;
-  enabled: boolean;
-  source: string;
-  created_at: string;
-  updated_at: string;
-}
+import type { RuntimeLibrary, Schemas } from './api';
 
-export interface Reanalysis {
-  id: string;
-  rule_id: string;
-  requested_by: string;
-  requested_at: string;
-  status: 'pending' | 'running' | 'finished' | 'failed' | string;
-  profiles_total: number | null;
-  profiles_done: number;
-  started_at: string | null;
-  finished_at: string | null;
-  error: string | null;
-}
+/** A rule; `spec` is the rule kind's own parameters (free-form in the
+ *  document, worded by `specText`). */
+export type Rule = Schemas['Rule'];
 
-export type RuleView = Rule & { reanalysis: Reanalysis | null };
+export type Reanalysis = Schemas['Reanalysis'];
+
+/** A rule with its latest re-analysis (`GET`/`PATCH /api/v1/rules/{id}`). */
+export type RuleView = Schemas['RuleView'];
 
 /** Whether a re-analysis is still to be polled. */
 export function reanalysisActive(r: Reanalysis | null | undefined): boolean {
@@ -40,7 +20,7 @@ export function reanalysisActive(r: Reanalysis | null | undefined): boolean {
 /** "re-analysed N/M profiles" and the like. */
 export function reanalysisText(r: Reanalysis | null | undefined): string {
   if (!r) return '—';
-  const of = r.profiles_total === null ? '' : `/${r.profiles_total}`;
+  const of = r.profiles_total == null ? '' : `/${r.profiles_total}`;
   switch (r.status) {
     case 'pending':
       return 're-analysis queued';
@@ -102,7 +82,7 @@ export function parseThreshold(text: string): number {
 
 /** The body of `POST /api/v1/rules` for a stack-share rule from the form's
  *  fields (blank module: none). */
-export function stackShareBody(f: Record<string, string | boolean>): Record<string, unknown> {
+export function stackShareBody(f: Record<string, string | boolean>): Schemas['RuleBody'] {
   const text = (k: string) => String(f[k] ?? '').trim();
   const spec: Record<string, unknown> = { function: text('function') };
   if (text('module')) spec.module = text('module');
@@ -119,6 +99,8 @@ export function stackShareBody(f: Record<string, string | boolean>): Record<stri
   };
 }
 
+/** A `share_regression` issue's `detail` (hand-written: `Issue.detail` is
+ *  free-form in the document). */
 export interface RegressionDetail {
   runs_compared: number;
   functions: Array<{ function: string; share_pct: number; baseline_pct: number; growth_points: number }>;
@@ -146,19 +128,13 @@ export function regressionSummary(share: number, d: RegressionDetail): string {
 
 export { points as growthPoints };
 
-interface RuntimeLibrary {
-  kind?: string;
-  name?: string;
-  version?: string;
-}
-
 /** What a `library_version` or `runtime_option` detection matched, in a
  *  line ("jar log4j 1.2.17", "jvm 17.0.2, flags -Xint"), or null for other
  *  kinds' details. */
 export function runtimeMatchText(kind: string, detail: unknown): string | null {
   const d = (detail ?? {}) as Record<string, unknown>;
   if (kind === 'library_version') {
-    const libs = Array.isArray(d.libraries) ? (d.libraries as RuntimeLibrary[]) : [];
+    const libs = Array.isArray(d.libraries) ? (d.libraries as Array<Partial<RuntimeLibrary>>) : [];
     const names = libs.map((l) => [l.kind, l.name, l.version ?? '(version unknown)'].filter(Boolean).join(' '));
     const more = typeof d.libraries_matched === 'number' ? ` (${d.libraries_matched} in all)` : '';
     return names.length ? `uses ${names.join(', ')}${more}` : null;

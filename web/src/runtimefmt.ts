@@ -1,7 +1,7 @@
 // How the profile view words what the agent reported about a target's
 // runtime and what the start asked of it (no DOM here, so it unit-tests).
 
-import type { ProfileRuntime, RuntimeLibrary } from './api';
+import type { ProfileRuntime, RuntimeLibrary, Schemas } from './api';
 
 /** "jvm 17.0.15", "python", "native"; null before the agent reported. */
 export function runtimeTitle(r: ProfileRuntime | null | undefined): string | null {
@@ -35,15 +35,15 @@ export function librariesByKind(r: ProfileRuntime | null | undefined): Array<[st
 }
 
 /** The start's options in a line: "plugin jvm · alloc-bytes · FDA off". */
-export function optionsText(options: Record<string, unknown> | null | undefined): string {
+export function optionsText(options: Partial<Schemas['StartOptions']> | null | undefined): string {
   const o = options ?? {};
   const parts: string[] = [];
-  if (o.plugin) parts.push(`plugin ${String(o.plugin)}`);
-  if (o.event) parts.push(String(o.event));
+  if (o.plugin) parts.push(`plugin ${o.plugin}`);
+  if (o.event) parts.push(o.event);
   if (typeof o.fsp_share === 'number') parts.push(o.fsp_share >= 1 ? 'FSP off' : `FSP ${o.fsp_share * 100}%`);
-  const fda = o.fda as { enabled?: boolean; theta?: number } | undefined;
+  const fda = o.fda;
   if (fda) parts.push(fda.enabled === false ? 'FDA off' : `FDA θ=${fda.theta ?? 0.05}`);
-  const duty = o.duty_cycle as { on_ms?: number; period_ms?: number } | undefined;
+  const duty = o.duty_cycle;
   if (duty?.on_ms && duty.period_ms) parts.push(`on ${duty.on_ms / 1000} s of every ${duty.period_ms / 1000} s`);
   if (typeof o.overhead_budget === 'number') parts.push(`budget ${o.overhead_budget * 100}% of a core`);
   return parts.length ? parts.join(' · ') : 'agent defaults';

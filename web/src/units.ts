@@ -3,12 +3,11 @@
 // stands for (`period`), so views say how long, not only how often: a wall
 // or off-CPU profile reads in seconds. Pure, so it unit-tests.
 
-/** The unit fields of a flame graph, top or aggregate answer. */
-export interface SampleUnit {
-  event?: string | null;
-  unit?: string;
-  period?: number | null;
-}
+import type { Schemas } from './api';
+
+/** The unit fields of a flame graph, top or aggregate answer (the
+ *  document's `SampleUnit` and the answer's `event`), any of them absent. */
+export type SampleUnit = Partial<Pick<Schemas['FlameGraphJson'], 'event' | 'unit' | 'period'>>;
 
 /** What a start (or a schedule's runs) may measure, for the forms. */
 export const EVENT_CHOICES: Array<[string, string]> = [

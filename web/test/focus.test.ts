@@ -12,8 +12,8 @@ import {
 } from '../src/flame/focus';
 import { findByName, flatten, type FlameNode, type FlatTree } from '../src/flame/layout';
 
-const leaf = (name: string, total: number): FlameNode => ({ name, total, self_count: total });
-const other = (total: number, merged: number): FlameNode => ({ name: 'other', total, self_count: total, merged });
+const leaf = (name: string, total: number): FlameNode => ({ name, total, self_count: total, children: [] });
+const other = (total: number, merged: number): FlameNode => ({ name: 'other', total, self_count: total, merged, children: [] });
 const node = (name: string, children: FlameNode[]): FlameNode => ({
   name,
   total: children.reduce((s, c) => s + c.total, 0),

@@ -26,9 +26,9 @@ const profile: FlameNode = {
       total: 100,
       self_count: 0,
       children: [
-        { name: 'demo_hot', total: 60, self_count: 40, children: [{ name: 'memcpy', total: 20, self_count: 20 }] },
-        { name: 'demo_warm', total: 30, self_count: 30 },
-        { name: 'demo_cool', total: 10, self_count: 10 },
+        { name: 'demo_hot', total: 60, self_count: 40, children: [{ name: 'memcpy', total: 20, self_count: 20, children: [] }] },
+        { name: 'demo_warm', total: 30, self_count: 30, children: [] },
+        { name: 'demo_cool', total: 10, self_count: 10, children: [] },
       ],
     },
   ],
@@ -46,7 +46,7 @@ describe('flatten', () => {
   });
 
   it('handles stacks deeper than the JS call stack allows recursively', () => {
-    let node: FlameNode = { name: 'leaf', total: 1, self_count: 1 };
+    let node: FlameNode = { name: 'leaf', total: 1, self_count: 1, children: [] };
     for (let d = 0; d < 50_000; d++) node = { name: `f${d}`, total: 1, self_count: 0, children: [node] };
     const t = flatten(node);
     expect(t.count).toBe(50_001);
@@ -115,12 +115,12 @@ const cut: FlameNode = {
           total: 60,
           self_count: 0,
           children: [
-            { name: 'parse', total: 45, self_count: 45 },
-            { name: 'other', total: 15, self_count: 15, merged: 4 },
+            { name: 'parse', total: 45, self_count: 45, children: [] },
+            { name: 'other', total: 15, self_count: 15, merged: 4, children: [] },
           ],
         },
-        { name: 'idle', total: 25, self_count: 25 },
-        { name: 'other', total: 15, self_count: 15, merged: 2 },
+        { name: 'idle', total: 25, self_count: 25, children: [] },
+        { name: 'other', total: 15, self_count: 15, merged: 2, children: [] },
       ],
     },
   ],
@@ -134,6 +134,7 @@ const diffLeaf: DiffNode = {
   target_self: 1,
   baseline_share: 1,
   target_share: 1,
+  children: [],
 };
 
 describe('other nodes', () => {

@@ -183,7 +183,7 @@ describe('profile runtime', () => {
         plugin: 'native',
         event: 'alloc-bytes',
         fsp_share: 1,
-        fda: { enabled: false },
+        fda: { enabled: false, theta: 0.05, lambda: 0.8, stable_windows: 5, top_n: 10, min_hz: 19, max_hz: null },
         duty_cycle: { on_ms: 2000, period_ms: 10000 },
         overhead_budget: 0.5,
       }),

@@ -10,16 +10,14 @@
 //! holds nothing about its data, and clients and test tools read it
 //! before they have a token.
 
-pub(crate) mod schemas;
-
 use std::sync::Arc;
 
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::Extension;
-use serde::Serialize;
+pub(crate) use odp_api_types::{ErrorBody, ErrorCode, ErrorDetail};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
+use utoipa::{IntoResponses, Modify, OpenApi};
 
 /// The document's description and what no handler carries: the security
 /// scheme, the tags, and `/metrics`, which `odp-metrics` routes.
@@ -108,35 +106,6 @@ pub(crate) fn document_json(document: &utoipa::openapi::OpenApi) -> String {
     value.to_string()
 }
 
-/// Every error: `{"error": {"code", "message"}}`. A refused duplicate
-/// start also carries the live `profile`.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Serialize, ToSchema)]
-pub(crate) struct ErrorDetail {
-    pub code: ErrorCode,
-    /// What was wrong, for people.
-    pub message: String,
-}
-
-/// The error's kind; the HTTP status says the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ErrorCode {
-    BadRequest,
-    Unauthorized,
-    Forbidden,
-    NotFound,
-    Conflict,
-    Invalid,
-    TooLarge,
-    Unavailable,
-    Internal,
-}
-
 /// What any authenticated endpoint may answer besides its own results.
 /// Never built: the derive documents the statuses `ApiError` produces.
 #[allow(dead_code)]
@@ -213,6 +182,27 @@ mod tests {
             Value::Array(items) => items.iter().for_each(|v| references(v, found)),
             _ => {}
         }
+    }
+
+    /// The document the web UI's types are generated from
+    /// (`web/openapi.json`, read by `npm run gen:api`) is this server's.
+    /// `ODP_BLESS=1` rewrites it.
+    #[test]
+    fn the_web_uis_copy_of_the_document_is_current() {
+        let served: Value =
+            serde_json::from_str(&super::document_json(&super::document())).unwrap();
+        let pretty = serde_json::to_string_pretty(&served).unwrap() + "\n";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../web/openapi.json");
+        if std::env::var_os("ODP_BLESS").is_some() {
+            std::fs::write(path, &pretty).unwrap();
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == pretty,
+            "web/openapi.json differs from the served document: \
+             run `ODP_BLESS=1 cargo test -p odp-api-server the_web_uis_copy` \
+             and `npm run gen:api` in web/"
+        );
     }
 
     #[test]

@@ -8,19 +8,18 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
+use odp_api_types::{AggregateBody, AggregateJson, HostSummary};
 use odp_core::filter::{StackFilter, ThreadFilter};
-use odp_core::flamegraph::FlameNode;
 use odp_store::{Read, ReadScope};
-use serde::Serialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
-use crate::openapi::{schemas, CommonErrors};
-use crate::render::{render, Format, Rendering, SampleUnit};
+use crate::openapi::CommonErrors;
+use crate::render::{nanos_per_sample, render, sample_unit, Format, Rendering};
 use crate::service::queries::{filter_error, parse_range, shape, TreeParams, MAX_MAX_NODES};
 use crate::service::start_options::parse_event;
 use crate::validate::validate_name;
@@ -195,41 +194,6 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
     })
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-struct HostSummary {
-    host: String,
-    samples: u64,
-    profiles: u64,
-    snapshots: i64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct AggregateJson {
-    service: String,
-    since: DateTime<Utc>,
-    until: DateTime<Utc>,
-    event: Option<String>,
-    /// What one sample stands for: multiply counts by it for time.
-    #[serde(flatten)]
-    units: SampleUnit,
-    profiles: u64,
-    snapshots: i64,
-    samples: u64,
-    hosts: Vec<HostSummary>,
-    #[schema(value_type = schemas::FlameNode)]
-    root: FlameNode,
-}
-
-/// The JSON answers: the merged tree (`format=json`) or a speedscope
-/// file. Never built: it documents what `render` answers.
-#[allow(dead_code)]
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-enum AggregateBody {
-    Tree(AggregateJson),
-    Speedscope(schemas::SpeedscopeFile),
-}
-
 /// A service's flame graph across its hosts and a time range (merged per
 /// host, then across hosts).
 #[utoipa::path(
@@ -274,7 +238,7 @@ async fn aggregate(
     let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
     let result = std::sync::Arc::new(result);
     let (root, stacks) = shape(result.clone(), format, tree).await?;
-    let units = SampleUnit::new(result.event.as_deref(), result.period);
+    let units = sample_unit(result.event.as_deref(), result.period);
     let rendering = Rendering {
         title: format!(
             "{} on {} hosts, {} .. {}",
@@ -286,7 +250,7 @@ async fn aggregate(
         file_stem: format!("aggregate-{}", query.service),
         event: result.event.clone(),
         // Profiles sampled at different rates are weighted to one period.
-        period_nanos: units.period_nanos(),
+        period_nanos: nanos_per_sample(&units),
         duration_nanos: None,
         time_nanos: query.since.timestamp_nanos_opt(),
         samples: result.samples(),

@@ -8,10 +8,13 @@ mod checks;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use chrono::{DateTime, Utc};
-use odp_store::{ChannelPatch, ChannelRow, DeliveryFilter, DeliveryRow};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use odp_api_types::{
+    Channel, ChannelKind, ChannelList, CreateChannelRequest, CreateEmailRequest,
+    CreateWebhookRequest, DeliveriesPage, Delivery, DeliveryStatus, UpdateChannelRequest,
+};
+use odp_store::{ChannelPatch, ChannelRow, DeliveryFilter};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -19,7 +22,7 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
-use crate::openapi::{schemas, CommonErrors, NotFound};
+use crate::openapi::{CommonErrors, NotFound};
 use crate::service::MAX_PAGE;
 use crate::validate::validate_name;
 use crate::AppState;
@@ -29,197 +32,6 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list, create))
         .routes(routes!(describe, update, remove))
         .routes(routes!(deliveries))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ChannelKind {
-    /// POSTs each alert as JSON signed with the secret (`X-ODP-Signature`).
-    Webhook,
-    /// Mails each alert as plain text through an SMTP relay.
-    Email,
-}
-
-/// `POST /api/v1/channels`: a webhook or an email channel, told apart by
-/// `kind`.
-#[derive(Deserialize, ToSchema)]
-#[serde(untagged)]
-// Documents the body only: `create` reads `kind` first and then parses
-// that kind's body, so an error names the bad field of the kind given.
-#[allow(dead_code)]
-pub(crate) enum CreateChannelRequest {
-    Webhook(CreateWebhookRequest),
-    Email(CreateEmailRequest),
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum WebhookKind {
-    Webhook,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum EmailKind {
-    Email,
-}
-
-/// A webhook: alerts POSTed as JSON, signed with `secret`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateWebhookRequest {
-    /// Checked by serde (the body names its kind), never read after.
-    #[serde(rename = "kind")]
-    pub _kind: WebhookKind,
-    /// Unique among channels.
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
-    pub name: String,
-    /// The http(s) URL alerts are POSTed to; no credentials in it.
-    #[schema(min_length = 1, max_length = 2000, pattern = "^https?://")]
-    pub url: String,
-    /// The HMAC-SHA256 key of `X-ODP-Signature`. Never returned.
-    #[schema(min_length = 16, max_length = 512, write_only)]
-    pub secret: String,
-    /// Glob over the services whose alerts go here (`*` any run of
-    /// characters, `?` one); all services when absent.
-    #[serde(default = "all_services")]
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._*?-]+$")]
-    pub service_pattern: String,
-    #[serde(default = "enabled")]
-    pub enabled: bool,
-}
-
-/// An email channel: alerts mailed as plain text through an SMTP relay.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateEmailRequest {
-    /// Checked by serde (the body names its kind), never read after.
-    #[serde(rename = "kind")]
-    pub _kind: EmailKind,
-    /// Unique among channels.
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
-    pub name: String,
-    /// The relay, `smtp://host[:port]` (port 25 by default).
-    #[schema(min_length = 1, max_length = 2000, pattern = "^smtp://")]
-    pub smtp_url: String,
-    /// The sender's address, `local@domain`.
-    #[schema(min_length = 3, max_length = 254, pattern = "^[^@\\s]+@[^@\\s]+$")]
-    pub from: String,
-    /// The recipients' addresses, `local@domain`.
-    #[schema(min_items = 1, max_items = 50)]
-    pub to: Vec<String>,
-    /// Glob over the services whose alerts go here (`*` any run of
-    /// characters, `?` one); all services when absent.
-    #[serde(default = "all_services")]
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._*?-]+$")]
-    pub service_pattern: String,
-    #[serde(default = "enabled")]
-    pub enabled: bool,
-}
-
-fn all_services() -> String {
-    "*".into()
-}
-
-fn enabled() -> bool {
-    true
-}
-
-/// `PATCH /api/v1/channels/{id}`: absent fields stay as they are; each
-/// field must suit the channel's kind.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct UpdateChannelRequest {
-    #[serde(default)]
-    pub enabled: Option<bool>,
-    /// A new glob over the services whose alerts go here.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._*?-]+$")]
-    pub service_pattern: Option<String>,
-    /// Webhook: a new URL.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 2000, pattern = "^https?://")]
-    pub url: Option<String>,
-    /// Webhook: a new secret (rotation); deliveries sent from now on are
-    /// signed with it.
-    #[serde(default)]
-    #[schema(min_length = 16, max_length = 512, write_only)]
-    pub secret: Option<String>,
-    /// Email: a new relay.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 2000, pattern = "^smtp://")]
-    pub smtp_url: Option<String>,
-    /// Email: a new sender address.
-    #[serde(default)]
-    #[schema(min_length = 3, max_length = 254, pattern = "^[^@\\s]+@[^@\\s]+$")]
-    pub from: Option<String>,
-    /// Email: replaces every recipient.
-    #[serde(default)]
-    #[schema(min_items = 1, max_items = 50)]
-    pub to: Option<Vec<String>>,
-}
-
-/// A channel as the API shows it: everything but the webhook's secret.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = Channel)]
-pub(crate) struct ChannelView {
-    pub id: Uuid,
-    pub name: String,
-    pub kind: ChannelKind,
-    /// The webhook's URL; `null` for email.
-    pub url: Option<String>,
-    /// The email channel's relay; `null` for webhooks.
-    pub smtp_url: Option<String>,
-    pub from: Option<String>,
-    pub to: Vec<String>,
-    pub service_pattern: String,
-    pub enabled: bool,
-    pub created_at: DateTime<Utc>,
-}
-
-impl ChannelView {
-    fn of(row: ChannelRow) -> Result<ChannelView, ApiError> {
-        let kind = match row.kind.as_str() {
-            "webhook" => ChannelKind::Webhook,
-            "email" => ChannelKind::Email,
-            other => {
-                return Err(ApiError::Internal(format!(
-                    "channel {} has unknown kind {other:?}",
-                    row.id
-                )))
-            }
-        };
-        let (url, smtp_url) = match kind {
-            ChannelKind::Webhook => (Some(row.url), None),
-            ChannelKind::Email => (None, Some(row.url)),
-        };
-        Ok(ChannelView {
-            id: row.id,
-            name: row.name,
-            kind,
-            url,
-            smtp_url,
-            from: row.email_from,
-            to: row.email_to,
-            service_pattern: row.service_pattern,
-            enabled: row.enabled,
-            created_at: row.created_at,
-        })
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = ChannelList)]
-struct ChannelsResponse {
-    channels: Vec<ChannelView>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-enum DeliveryStatus {
-    Pending,
-    Delivered,
-    Failed,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -236,15 +48,6 @@ struct DeliveriesQuery {
     before: Option<Uuid>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = DeliveriesPage)]
-struct DeliveriesResponse {
-    #[schema(value_type = Vec<schemas::Delivery>)]
-    deliveries: Vec<DeliveryRow>,
-    /// Pass as `before` for the next page; `null` on the last page.
-    next_before: Option<Uuid>,
-}
-
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::Unprocessable(message.into())
 }
@@ -254,10 +57,7 @@ fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ApiError> {
     match fields.iter().find(|(_, given)| *given) {
         Some((field, _)) => Err(invalid(format!(
             "`{field}` is not a field of {} channels",
-            match kind {
-                ChannelKind::Webhook => "webhook",
-                ChannelKind::Email => "email",
-            }
+            kind.as_str()
         ))),
         None => Ok(()),
     }
@@ -271,7 +71,7 @@ fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ApiError> {
     tag = "channels",
     request_body = CreateChannelRequest,
     responses(
-        (status = 201, description = "Created", body = ChannelView,
+        (status = 201, description = "Created", body = Channel,
             links(
                 ("describe" = (operation_id = "describe_channel", parameters(("id" = "$response.body#/id")))),
                 ("update" = (operation_id = "update_channel", parameters(("id" = "$response.body#/id")))),
@@ -295,7 +95,7 @@ async fn create(
         _ => return Err(invalid("`kind` must be \"webhook\" or \"email\"")),
     };
     tracing::info!(channel = %row.id, name = %row.name, kind = %row.kind, by = %caller.subject, "alert channel created");
-    Ok((StatusCode::CREATED, Json(ChannelView::of(row)?)))
+    Ok((StatusCode::CREATED, Json(channel(row)?)))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, ApiError> {
@@ -347,21 +147,21 @@ async fn create_email(
     operation_id = "list_channels",
     tag = "channels",
     responses(
-        (status = 200, description = "The channels", body = ChannelsResponse),
+        (status = 200, description = "The channels", body = ChannelList),
         CommonErrors,
     ),
 )]
 async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
-) -> Result<Json<ChannelsResponse>, ApiError> {
+) -> Result<Json<ChannelList>, ApiError> {
     caller.require(Role::Admin)?;
     let channels = odp_store::list_channels(&state.pool)
         .await?
         .into_iter()
-        .map(ChannelView::of)
+        .map(channel)
         .collect::<Result<_, _>>()?;
-    Ok(Json(ChannelsResponse { channels }))
+    Ok(Json(ChannelList { channels }))
 }
 
 /// One channel (admin).
@@ -372,7 +172,7 @@ async fn list(
     tag = "channels",
     params(("id" = Uuid, Path, description = "Channel id")),
     responses(
-        (status = 200, description = "The channel", body = ChannelView),
+        (status = 200, description = "The channel", body = Channel),
         NotFound,
         CommonErrors,
     ),
@@ -381,9 +181,9 @@ async fn describe(
     state: axum::extract::State<AppState>,
     caller: Caller,
     AppPath(id): AppPath<Uuid>,
-) -> Result<Json<ChannelView>, ApiError> {
+) -> Result<Json<Channel>, ApiError> {
     caller.require(Role::Admin)?;
-    Ok(Json(ChannelView::of(load(&state, id).await?)?))
+    Ok(Json(channel(load(&state, id).await?)?))
 }
 
 /// Change a channel (admin): enable or disable it, its services, its
@@ -396,7 +196,7 @@ async fn describe(
     params(("id" = Uuid, Path, description = "Channel id")),
     request_body = UpdateChannelRequest,
     responses(
-        (status = 200, description = "The changed channel", body = ChannelView),
+        (status = 200, description = "The changed channel", body = Channel),
         NotFound,
         CommonErrors,
     ),
@@ -406,9 +206,9 @@ async fn update(
     caller: Caller,
     AppPath(id): AppPath<Uuid>,
     AppJson(request): AppJson<UpdateChannelRequest>,
-) -> Result<Json<ChannelView>, ApiError> {
+) -> Result<Json<Channel>, ApiError> {
     caller.require(Role::Admin)?;
-    let kind = ChannelView::of(load(&state, id).await?)?.kind;
+    let kind = channel(load(&state, id).await?)?.kind;
     if let Some(pattern) = &request.service_pattern {
         checks::service_pattern(pattern)?;
     }
@@ -462,7 +262,7 @@ async fn update(
         .await?
         .ok_or_else(|| no_channel(id))?;
     tracing::info!(channel = %id, by = %caller.subject, secret_rotated = patch.secret.is_some(), "alert channel changed");
-    Ok(Json(ChannelView::of(row)?))
+    Ok(Json(channel(row)?))
 }
 
 /// Delete a channel with its deliveries, pending ones included (admin).
@@ -499,7 +299,7 @@ async fn remove(
     tag = "channels",
     params(("id" = Uuid, Path, description = "Channel id"), DeliveriesQuery),
     responses(
-        (status = 200, description = "One page of deliveries", body = DeliveriesResponse),
+        (status = 200, description = "One page of deliveries", body = DeliveriesPage),
         NotFound,
         CommonErrors,
     ),
@@ -509,7 +309,7 @@ async fn deliveries(
     caller: Caller,
     AppPath(id): AppPath<Uuid>,
     AppQuery(query): AppQuery<DeliveriesQuery>,
-) -> Result<Json<DeliveriesResponse>, ApiError> {
+) -> Result<Json<DeliveriesPage>, ApiError> {
     caller.require(Role::Admin)?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {
@@ -535,8 +335,8 @@ async fn deliveries(
     let next_before = (deliveries.len() as i64 == limit)
         .then(|| deliveries.last().map(|d| d.id))
         .flatten();
-    Ok(Json(DeliveriesResponse {
-        deliveries,
+    Ok(Json(DeliveriesPage {
+        deliveries: deliveries.into_iter().map(Delivery::from).collect(),
         next_before,
     }))
 }
@@ -545,6 +345,11 @@ async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ApiError> {
     odp_store::get_channel(&state.pool, id)
         .await?
         .ok_or_else(|| no_channel(id))
+}
+
+/// The channel as the API shows it.
+fn channel(row: ChannelRow) -> Result<Channel, ApiError> {
+    Ok(Channel::try_from(row)?)
 }
 
 fn no_channel(id: Uuid) -> ApiError {

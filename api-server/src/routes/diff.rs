@@ -9,11 +9,12 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use odp_core::diff::{diff, render_svg, DiffNode, FunctionChange};
+use odp_api_types::{DiffJson, SideSummary};
+use odp_core::diff::{diff, render_svg};
 use odp_core::filter::StackFilter;
 use odp_core::WeightedStack;
 use odp_store::{Read, ReadScope};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -22,8 +23,8 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
-use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::render::SampleUnit;
+use crate::openapi::{CommonErrors, NotFound};
+use crate::render::sample_unit;
 use crate::service::profiles;
 use crate::service::queries::{filter_error, parse_range};
 use crate::service::start_options::parse_event;
@@ -168,17 +169,6 @@ impl DiffQuery {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-struct SideSummary {
-    label: String,
-    event: Option<String>,
-    /// What one sample of this side stands for.
-    #[serde(flatten)]
-    units: SampleUnit,
-    samples: u64,
-    profiles: u64,
-}
-
 struct LoadedSide {
     summary: SideSummary,
     stacks: Vec<WeightedStack>,
@@ -222,23 +212,12 @@ async fn load_side(
         summary: SideSummary {
             label,
             event: result.event.clone(),
-            units: SampleUnit::new(result.event.as_deref(), result.period),
+            units: sample_unit(result.event.as_deref(), result.period),
             samples: result.samples(),
             profiles: result.profiles,
         },
         stacks: result.stacks(),
     })
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct DiffJson {
-    baseline: SideSummary,
-    target: SideSummary,
-    #[schema(value_type = schemas::DiffNode)]
-    root: DiffNode,
-    /// Largest total-share changes first.
-    #[schema(value_type = Vec<schemas::FunctionChange>)]
-    changes: Vec<FunctionChange>,
 }
 
 /// Compare two profiles or aggregates, each normalized by its own total.

@@ -3,10 +3,10 @@
 
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use odp_api_types::{FlameGraphBody, FlameGraphJson, TopResponse};
 use odp_core::flamegraph;
-use odp_core::stats::FunctionShare;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -14,8 +14,8 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
-use crate::openapi::{schemas, CommonErrors, NotFound};
-use crate::render::{period_nanos, render, Rendering, SampleUnit};
+use crate::openapi::{CommonErrors, NotFound};
+use crate::render::{nanos_per_sample, period_nanos, render, sample_unit, Rendering};
 use crate::service::profiles;
 use crate::service::queries::{read_profile, shape, SliceParams, TreeParams};
 use crate::AppState;
@@ -54,29 +54,6 @@ pub(crate) struct FlameGraphQuery {
     /// `;`-separated from the root (as the UI asks when a cut node is
     /// zoomed).
     pub focus: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct FlameGraphJson {
-    profile_id: Uuid,
-    event: Option<String>,
-    /// What one sample stands for: multiply counts by it for time.
-    #[serde(flatten)]
-    units: SampleUnit,
-    snapshots: i64,
-    samples: u64,
-    #[schema(value_type = schemas::FlameNode)]
-    root: flamegraph::FlameNode,
-}
-
-/// The JSON answers: the tree (`format=json`) or a speedscope file.
-/// Never built: it documents what `render` answers.
-#[allow(dead_code)]
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-enum FlameGraphBody {
-    Tree(FlameGraphJson),
-    Speedscope(schemas::SpeedscopeFile),
 }
 
 /// A profile's flame graph, optionally narrowed to threads, frames and a
@@ -120,12 +97,11 @@ async fn flame_graph(
     let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
     let (started, finished) = (nanos(row.started_at), nanos(row.finished_at));
     let event = data.event.clone().or(row.event);
-    let units = SampleUnit::new(event.as_deref(), data.period);
+    let units = sample_unit(event.as_deref(), data.period);
     let rendering = Rendering {
         title: format!("profile {id}"),
         file_stem: format!("profile-{id}"),
-        period_nanos: units
-            .period_nanos()
+        period_nanos: nanos_per_sample(&units)
             .or_else(|| period_nanos(event.as_deref(), row.frequency_hz.into())),
         event,
         duration_nanos: started.zip(finished).map(|(s, f)| f - s),
@@ -172,18 +148,6 @@ fn default_limit() -> usize {
     20
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-struct TopResponse {
-    profile_id: Uuid,
-    event: Option<String>,
-    #[serde(flatten)]
-    units: SampleUnit,
-    samples: u64,
-    /// Hottest first by self samples.
-    #[schema(value_type = Vec<schemas::FunctionShare>)]
-    functions: Vec<FunctionShare>,
-}
-
 /// The profile's hottest functions: self and total shares with error
 /// bounds.
 #[utoipa::path(
@@ -222,7 +186,7 @@ async fn top(
     let response = TopResponse {
         profile_id: id,
         event: data.event.clone(),
-        units: SampleUnit::new(data.event.as_deref(), data.period),
+        units: sample_unit(data.event.as_deref(), data.period),
         samples: data.samples(),
         functions: data.top_functions(query.limit),
     };

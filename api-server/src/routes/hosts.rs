@@ -4,20 +4,20 @@
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
+use odp_api_types::{AgentView, DeployResponse, HostsResponse, RequestLinks, UndeployResponse};
 use odp_core::command::{CommandAction, UndeployMode};
-use odp_store::{NewRequest, RequestKind, RequestRow};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use odp_store::{NewRequest, RequestKind};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::control::DeployOutcome;
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
-use crate::openapi::{schemas, CommonErrors, ErrorBody};
+use crate::openapi::{CommonErrors, ErrorBody};
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -26,24 +26,6 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list))
         .routes(routes!(deploy))
         .routes(routes!(undeploy))
-}
-
-/// An agent as its latest heartbeat describes it.
-#[derive(Debug, Serialize, ToSchema)]
-struct AgentView {
-    host: String,
-    agent_id: String,
-    version: String,
-    plugins: Vec<String>,
-    running_profiles: Vec<Uuid>,
-    last_seen: DateTime<Utc>,
-    /// Heard from recently enough to take commands.
-    live: bool,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct HostsResponse {
-    agents: Vec<AgentView>,
 }
 
 /// The hosts' agents, from their heartbeats.
@@ -86,18 +68,8 @@ async fn list(
 struct UndeployQuery {
     /// `now`: stop running profiles, flush them and exit; `drain`: refuse
     /// new profiles and exit when the running ones end.
-    #[param(value_type = schemas::UndeployMode)]
+    #[param(value_type = UndeployMode)]
     mode: UndeployMode,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct UndeployResponse {
-    host: String,
-    #[schema(value_type = schemas::UndeployMode)]
-    mode: UndeployMode,
-    command_id: Option<Uuid>,
-    #[schema(value_type = schemas::ControlRequest)]
-    request: RequestRow,
 }
 
 /// Make the host's agent exit, at once or once its profiles end.
@@ -137,7 +109,7 @@ async fn undeploy(
             host,
             mode: query.mode,
             command_id: request.command_id,
-            request,
+            request: request.into(),
         }),
     ))
 }
@@ -147,20 +119,6 @@ fn mode_name(mode: UndeployMode) -> &'static str {
         UndeployMode::Now => "now",
         UndeployMode::Drain => "drain",
     }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct DeployResponse {
-    #[schema(value_type = schemas::ControlRequest)]
-    request: RequestRow,
-    links: RequestLinks,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct RequestLinks {
-    /// The request, to follow until it ends.
-    #[serde(rename = "self")]
-    this: String,
 }
 
 /// Deploy an agent to the host: 200 when an agent is live there already,
@@ -197,7 +155,7 @@ async fn deploy(
     Ok((
         status,
         Json(DeployResponse {
-            request,
+            request: request.into(),
             links: RequestLinks { this },
         }),
     ))

@@ -8,6 +8,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use odp_api_types::Profile;
 use odp_core::model::EventKind;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader, MAX_STACK_DEPTH};
 use odp_core::{folded, pprof, Frame, Snapshot, WeightedStack};
@@ -21,8 +22,7 @@ use uuid::Uuid;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::AppQuery;
-use crate::openapi::{schemas, CommonErrors, ErrorBody};
-use crate::service::profiles::ProfileView;
+use crate::openapi::{CommonErrors, ErrorBody};
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -100,7 +100,7 @@ pub(crate) struct ImportQuery {
         ),
     ),
     responses(
-        (status = 201, description = "The imported profile", body = schemas::Profile,
+        (status = 201, description = "The imported profile", body = Profile,
             links(
                 ("describe" = (operation_id = "describe_profile", parameters(("id" = "$response.body#/id")))),
                 ("stop" = (operation_id = "stop_profile", parameters(("id" = "$response.body#/id")))),
@@ -192,7 +192,7 @@ async fn import(
     .await?;
     tracing::info!(profile_id = %row.id, service = %row.service, format = query.format.as_str(),
         samples, by = %caller.subject, "profile imported");
-    Ok((StatusCode::CREATED, Json(ProfileView::from(row))).into_response())
+    Ok((StatusCode::CREATED, Json(Profile::from(row))).into_response())
 }
 
 fn event_names() -> String {

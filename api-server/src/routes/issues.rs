@@ -2,9 +2,7 @@
 //! the rules themselves. The pipeline evaluates; this only reads.
 
 use axum::Json;
-use odp_store::{Issue, RuleRow};
-use serde::Serialize;
-use utoipa::ToSchema;
+use odp_api_types::{IssuesResponse, Rule, RulesResponse};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -12,7 +10,7 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
-use crate::openapi::{schemas, CommonErrors, NotFound};
+use crate::openapi::{CommonErrors, NotFound};
 use crate::service::profiles;
 use crate::AppState;
 
@@ -20,15 +18,6 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(profile_issues))
         .routes(routes!(rules))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct IssuesResponse {
-    profile_id: Uuid,
-    /// Detections, largest share first, each with its rule's title,
-    /// explanation, fix and link and its heaviest matching stacks.
-    #[schema(value_type = Vec<schemas::Issue>)]
-    issues: Vec<Issue>,
 }
 
 /// The common issues the detection rules found in a profile.
@@ -58,12 +47,6 @@ async fn profile_issues(
     }))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-struct RulesResponse {
-    #[schema(value_type = Vec<schemas::Rule>)]
-    rules: Vec<RuleRow>,
-}
-
 /// The detection rules.
 #[utoipa::path(
     get,
@@ -81,5 +64,7 @@ async fn rules(
 ) -> Result<Json<RulesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
     let rules = odp_store::list_rules(&state.pool).await?;
-    Ok(Json(RulesResponse { rules }))
+    Ok(Json(RulesResponse {
+        rules: rules.into_iter().map(Rule::from).collect(),
+    }))
 }

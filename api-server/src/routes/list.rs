@@ -4,16 +4,16 @@
 
 use axum::Json;
 use chrono::{DateTime, Utc};
+use odp_api_types::{Profile, ProfilesPage};
 use odp_store::{Labels, ProfileFilter, ProfileStatus};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
-use crate::openapi::{schemas, CommonErrors};
-use crate::service::profiles::ProfileView;
+use crate::openapi::CommonErrors;
 use crate::service::MAX_PAGE;
 use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
@@ -41,15 +41,6 @@ pub(crate) struct ListQuery {
     pub labels: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = ProfilesPage)]
-pub(crate) struct ListResponse {
-    #[schema(value_type = Vec<schemas::Profile>)]
-    pub profiles: Vec<ProfileView>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    pub next_cursor: Option<String>,
-}
-
 /// Profiles, newest first, filtered and paginated.
 #[utoipa::path(
     get,
@@ -58,7 +49,7 @@ pub(crate) struct ListResponse {
     tag = "profiles",
     params(ListQuery),
     responses(
-        (status = 200, description = "One page of profiles", body = ListResponse),
+        (status = 200, description = "One page of profiles", body = ProfilesPage),
         CommonErrors,
     ),
 )]
@@ -66,15 +57,15 @@ pub(crate) async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
     AppQuery(query): AppQuery<ListQuery>,
-) -> Result<Json<ListResponse>, ApiError> {
+) -> Result<Json<ProfilesPage>, ApiError> {
     caller.require(Role::Viewer)?;
     let filter = query.into_filter()?;
     let rows = state.profiles.list(&filter).await?;
     let next_cursor = (rows.len() as i64 == filter.limit)
         .then(|| rows.last().map(|r| encode_cursor(r.created_at, r.id)))
         .flatten();
-    Ok(Json(ListResponse {
-        profiles: rows.into_iter().map(ProfileView::from).collect(),
+    Ok(Json(ProfilesPage {
+        profiles: rows.into_iter().map(Profile::from).collect(),
         next_cursor,
     }))
 }

@@ -3,6 +3,7 @@
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use odp_api_types::{DuplicateStart, ErrorCode, ErrorDetail, Profile, StartRequest};
 use odp_store::{Inserted, ProfileRow};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -11,8 +12,8 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
-use crate::openapi::{schemas, CommonErrors, ErrorBody, NotFound};
-use crate::service::profiles::{self, ProfileView, StartRequest};
+use crate::openapi::{CommonErrors, ErrorBody, NotFound};
+use crate::service::profiles::{self, ValidStart};
 use crate::AppState;
 
 /// `start` and `list` share their path, so `routes::router` mounts them
@@ -50,7 +51,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
          description = "1 to 200 visible ASCII characters; a retry with the same key returns the same profile"),
     ),
     responses(
-        (status = 202, description = "Requested and dispatched", body = schemas::Profile,
+        (status = 202, description = "Requested and dispatched", body = Profile,
             links(
                 ("describe" = (operation_id = "describe_profile", parameters(("id" = "$response.body#/id")))),
                 ("stop" = (operation_id = "stop_profile", parameters(("id" = "$response.body#/id")))),
@@ -60,7 +61,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
                 ("timeline" = (operation_id = "timeline", parameters(("id" = "$response.body#/id")))),
             ),
         ),
-        (status = 409, description = "A live profile of the same target exists; the body's `profile` is it", body = ErrorBody),
+        (status = 409, description = "A live profile of the same target exists; the body's `profile` is it", body = DuplicateStart),
         CommonErrors,
     ),
 )]
@@ -70,12 +71,12 @@ pub(crate) async fn start(
     headers: HeaderMap,
     AppJson(request): AppJson<StartRequest>,
 ) -> Result<Response, ApiError> {
-    let valid = request.validate()?;
+    let valid = ValidStart::try_from(request)?;
     caller.require_profiling(&valid.service)?;
     let idempotency_key = idempotency_key(&headers)?;
     match profiles::start(&state, valid, &caller.subject, idempotency_key).await? {
         Inserted::Created(row) | Inserted::Replayed(row) => {
-            Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))).into_response())
+            Ok((StatusCode::ACCEPTED, Json(Profile::from(row))).into_response())
         }
         Inserted::Duplicate(row) => Ok(duplicate(row)),
     }
@@ -87,10 +88,13 @@ fn duplicate(row: ProfileRow) -> Response {
         "{} already has a live profile on {}: {}",
         row.service, row.host, row.id
     );
-    let body = serde_json::json!({
-        "error": { "code": "conflict", "message": message },
-        "profile": ProfileView::from(row),
-    });
+    let body = DuplicateStart {
+        error: ErrorDetail {
+            code: ErrorCode::Conflict,
+            message,
+        },
+        profile: Profile::from(row),
+    };
     (StatusCode::CONFLICT, Json(body)).into_response()
 }
 
@@ -102,7 +106,7 @@ fn duplicate(row: ProfileRow) -> Response {
     tag = "profiles",
     params(("id" = Uuid, Path, description = "Profile id")),
     responses(
-        (status = 202, description = "Stop requested", body = schemas::Profile),
+        (status = 202, description = "Stop requested", body = Profile),
         (status = 409, description = "The profile has ended already", body = ErrorBody),
         NotFound,
         CommonErrors,
@@ -116,7 +120,7 @@ async fn stop(
     let row = profiles::get(&state, id).await?;
     caller.require_profiling(&row.service)?;
     profiles::stop(&state, &row, &caller.subject).await?;
-    Ok((StatusCode::ACCEPTED, Json(ProfileView::from(row))))
+    Ok((StatusCode::ACCEPTED, Json(Profile::from(row))))
 }
 
 /// One profile and its status.
@@ -127,7 +131,7 @@ async fn stop(
     tag = "profiles",
     params(("id" = Uuid, Path, description = "Profile id")),
     responses(
-        (status = 200, description = "The profile", body = schemas::Profile),
+        (status = 200, description = "The profile", body = Profile),
         NotFound,
         CommonErrors,
     ),
@@ -136,7 +140,7 @@ async fn describe(
     state: axum::extract::State<AppState>,
     caller: Caller,
     AppPath(id): AppPath<Uuid>,
-) -> Result<Json<ProfileView>, ApiError> {
+) -> Result<Json<Profile>, ApiError> {
     caller.require(Role::Viewer)?;
     Ok(Json(profiles::describe(&state, id).await?))
 }

@@ -2,9 +2,10 @@
 //! with who asked, when, and how each went; newest first.
 
 use axum::Json;
-use odp_store::{RequestFilter, RequestKind, RequestRow};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use odp_api_types::{ControlRequest, RequestList};
+use odp_store::{RequestFilter, RequestKind};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -12,7 +13,7 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
-use crate::openapi::{schemas, CommonErrors, NotFound};
+use crate::openapi::{CommonErrors, NotFound};
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -38,13 +39,6 @@ struct ListQuery {
     limit: Option<i64>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = RequestList)]
-struct ListResponse {
-    #[schema(value_type = Vec<schemas::ControlRequest>)]
-    requests: Vec<RequestRow>,
-}
-
 /// Deploy, undeploy and stop requests, newest first.
 #[utoipa::path(
     get,
@@ -53,7 +47,7 @@ struct ListResponse {
     tag = "control",
     params(ListQuery),
     responses(
-        (status = 200, description = "The requests", body = ListResponse),
+        (status = 200, description = "The requests", body = RequestList),
         CommonErrors,
     ),
 )]
@@ -61,7 +55,7 @@ async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
     AppQuery(query): AppQuery<ListQuery>,
-) -> Result<Json<ListResponse>, ApiError> {
+) -> Result<Json<RequestList>, ApiError> {
     caller.require(Role::Viewer)?;
     let kind = match query.kind.as_deref() {
         None => None,
@@ -90,7 +84,9 @@ async fn list(
         limit,
     };
     let requests = state.control.requests.list(&filter).await?;
-    Ok(Json(ListResponse { requests }))
+    Ok(Json(RequestList {
+        requests: requests.into_iter().map(ControlRequest::from).collect(),
+    }))
 }
 
 /// One request: who asked, when, and how it went.
@@ -101,7 +97,7 @@ async fn list(
     tag = "control",
     params(("id" = Uuid, Path, description = "Request id")),
     responses(
-        (status = 200, description = "The request", body = schemas::ControlRequest),
+        (status = 200, description = "The request", body = ControlRequest),
         NotFound,
         CommonErrors,
     ),
@@ -110,7 +106,7 @@ async fn describe(
     state: axum::extract::State<AppState>,
     caller: Caller,
     AppPath(id): AppPath<Uuid>,
-) -> Result<Json<RequestRow>, ApiError> {
+) -> Result<Json<ControlRequest>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(state.control.load(id).await?))
+    Ok(Json(state.control.load(id).await?.into()))
 }

@@ -5,22 +5,19 @@
 //!
 //! (`GET /api/v1/rules`, the list, is with the issues in `issues.rs`.)
 
-use std::collections::BTreeMap;
-
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
+use odp_api_types::{Reanalysis, RuleBody, RulePatch, RuleView};
 use odp_rules::RuleDef;
-use odp_store::{Reanalysis, RuleRow};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use odp_store::RuleRow;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
-use crate::openapi::{schemas, CommonErrors, NotFound};
+use crate::openapi::{CommonErrors, NotFound};
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -32,70 +29,6 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create))
         .routes(routes!(describe, replace, change))
         .routes(routes!(latest_reanalysis))
-}
-
-/// A rule as an admin writes it (`POST` carries the `id`; `PUT` takes it
-/// from the path).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RuleBody {
-    /// Lower-case letters, digits, `.`, `-` and `_`; 1 to 63 characters.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 63, pattern = "^[a-z0-9][a-z0-9._-]*$")]
-    pub id: Option<String>,
-    #[schema(min_length = 1, max_length = 200)]
-    pub title: String,
-    #[schema(min_length = 1, max_length = 4000)]
-    pub explanation: String,
-    #[schema(min_length = 1, max_length = 4000)]
-    pub fix: String,
-    /// An http(s) link to read more.
-    #[schema(min_length = 1, max_length = 2000)]
-    pub link: String,
-    /// `stack_share`, `share_regression`, `library_version` or
-    /// `runtime_option` (see rules/README.md).
-    pub kind: String,
-    /// The kind's parameters, e.g. `{"function": "regex", "leaf_only": true}`.
-    #[schema(value_type = Object)]
-    pub spec: serde_json::Value,
-    #[schema(minimum = 0, maximum = 100)]
-    pub threshold_pct: f64,
-    /// Per-service overrides of `threshold_pct`.
-    #[serde(default)]
-    pub service_thresholds: BTreeMap<String, f64>,
-    #[serde(default = "enabled")]
-    pub enabled: bool,
-}
-
-fn enabled() -> bool {
-    true
-}
-
-/// `PATCH`: absent fields stay as they are.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RulePatch {
-    #[serde(default)]
-    pub enabled: Option<bool>,
-    #[serde(default)]
-    #[schema(minimum = 0, maximum = 100)]
-    pub threshold_pct: Option<f64>,
-    /// Replaces all the per-service overrides.
-    #[serde(default)]
-    pub service_thresholds: Option<BTreeMap<String, f64>>,
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub spec: Option<serde_json::Value>,
-}
-
-/// A rule with its latest re-analysis of past profiles.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct RuleView {
-    #[serde(flatten)]
-    #[schema(inline, value_type = schemas::Rule)]
-    pub rule: RuleRow,
-    #[schema(value_type = Option<schemas::Reanalysis>)]
-    pub reanalysis: Option<Reanalysis>,
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {
@@ -181,11 +114,7 @@ async fn create(
     let (rule, job) = odp_store::create_user_rule(&state.pool, &rule, &caller.subject)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("rule {} exists", rule.id)))?;
-    let view = RuleView {
-        rule,
-        reanalysis: Some(job),
-    };
-    Ok((StatusCode::CREATED, Json(view)))
+    Ok((StatusCode::CREATED, Json(view(rule, Some(job)))))
 }
 
 /// One rule and its latest re-analysis.
@@ -208,7 +137,7 @@ async fn describe(
     caller.require(Role::Viewer)?;
     let rule = load(&state, &id).await?;
     let reanalysis = odp_store::latest_reanalysis(&state.pool, &id).await?;
-    Ok(Json(RuleView { rule, reanalysis }))
+    Ok(Json(view(rule, reanalysis)))
 }
 
 /// Replaces a rule (a seed rule becomes the admin's, never reset by the
@@ -284,7 +213,7 @@ async fn change(
     tag = "rules",
     params(("id" = String, Path, description = "Rule id")),
     responses(
-        (status = 200, description = "Its progress", body = schemas::Reanalysis),
+        (status = 200, description = "Its progress", body = Reanalysis),
         NotFound,
         CommonErrors,
     ),
@@ -298,7 +227,7 @@ async fn latest_reanalysis(
     load(&state, &id).await?;
     odp_store::latest_reanalysis(&state.pool, &id)
         .await?
-        .map(Json)
+        .map(|job| Json(job.into()))
         .ok_or_else(|| ApiError::NotFound(format!("rule {id} was never re-analysed")))
 }
 
@@ -316,8 +245,13 @@ async fn save(
     let (rule, job) = odp_store::update_user_rule(&state.pool, &rule, &caller.subject)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no rule {}", rule.id)))?;
-    Ok(Json(RuleView {
-        rule,
-        reanalysis: Some(job),
-    }))
+    Ok(Json(view(rule, Some(job))))
+}
+
+/// The rule with its latest re-analysis, as the API shows them.
+fn view(rule: RuleRow, reanalysis: Option<odp_store::Reanalysis>) -> RuleView {
+    RuleView {
+        rule: rule.into(),
+        reanalysis: reanalysis.map(Reanalysis::from),
+    }
 }

@@ -3,9 +3,7 @@
 //! time window for the flame graph.
 
 use axum::Json;
-use odp_store::TimelineWindow;
-use serde::Serialize;
-use utoipa::ToSchema;
+use odp_api_types::TimelineJson;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -13,19 +11,12 @@ use uuid::Uuid;
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
-use crate::openapi::{schemas, CommonErrors, NotFound};
+use crate::openapi::{CommonErrors, NotFound};
 use crate::service::profiles;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(timeline))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct TimelineJson {
-    profile_id: Uuid,
-    #[schema(value_type = Vec<schemas::TimelineWindow>)]
-    windows: Vec<TimelineWindow>,
 }
 
 /// A profile's windows in time order: host, bounds, event and samples.

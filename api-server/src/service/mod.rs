@@ -4,6 +4,7 @@
 
 pub(crate) mod profiles;
 pub(crate) mod queries;
+pub(crate) mod schedules;
 pub(crate) mod start_options;
 
 /// Most items one page of a list returns.

@@ -2,75 +2,24 @@
 //! the one path every start takes, a user's or a schedule's (record it,
 //! deploy an agent if the host has none, publish the signed command).
 
+use odp_api_types::{Profile, StartRequest};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::cost::StartOptions;
-use odp_core::runtime::ProfileRuntime;
 use odp_core::Target;
 use odp_store::runtime::profile_runtime;
 use odp_store::{
     mode_of, Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind,
 };
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::service::start_options::ProfileOptions;
+use crate::service::start_options::start_options;
 use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
 
 pub(crate) const MAX_DURATION_SECS: u64 = 3600;
 pub(crate) use odp_core::cost::MAX_FREQUENCY_HZ;
 pub(crate) const DEFAULT_FREQUENCY_HZ: u32 = 99;
-
-/// `POST /api/v1/profiles`: profile processes on a host, given by exactly
-/// one of `pid`, `process_name`, `cmdline` or `cgroup`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct StartRequest {
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
-    pub host: String,
-    /// The service the target belongs to; defaults to `process_name`, or
-    /// the host when profiling by pid. Required with `cmdline` and `cgroup`,
-    /// which name no program to default to. Token `services` patterns
-    /// apply to it.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
-    pub service: Option<String>,
-    #[serde(default)]
-    #[schema(minimum = 1)]
-    pub pid: Option<u32>,
-    /// The executable name (`/proc/PID/comm`), without `/`.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub process_name: Option<String>,
-    /// A regex (unanchored) over the full command line, arguments joined
-    /// by spaces: every matching process is profiled.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 1000)]
-    pub cmdline: Option<String>,
-    /// A cgroup path (`/system.slice/x.service`; processes in it and below
-    /// it) or a container id (12 to 64 hex digits).
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 4096)]
-    pub cgroup: Option<String>,
-    #[schema(minimum = 1, maximum = 3600)]
-    pub duration_secs: u64,
-    /// Samples per second; 99 when absent.
-    #[serde(default)]
-    #[schema(minimum = 1, maximum = 10000)]
-    pub frequency_hz: Option<u32>,
-    /// Aggregation window; the agent's default (10 s) when absent.
-    #[serde(default)]
-    #[schema(minimum = 1, maximum = 300)]
-    pub window_secs: Option<u64>,
-    /// Free-form labels to find the profile by (`{"env": "prod"}`).
-    #[serde(default)]
-    pub labels: Labels,
-    /// Plugin, event and cost control; the agent's defaults when absent.
-    #[serde(default)]
-    pub options: Option<ProfileOptions>,
-}
 
 /// A start request that passed validation.
 #[derive(Debug, PartialEq)]
@@ -85,35 +34,37 @@ pub(crate) struct ValidStart {
     pub options: StartOptions,
 }
 
-impl StartRequest {
-    pub(crate) fn validate(self) -> Result<ValidStart, ApiError> {
+impl TryFrom<StartRequest> for ValidStart {
+    type Error = ApiError;
+
+    fn try_from(request: StartRequest) -> Result<ValidStart, ApiError> {
         let invalid = |m: String| Err(ApiError::Unprocessable(m));
-        validate_name("host", &self.host)?;
-        let target = self.target()?;
-        if !(1..=MAX_DURATION_SECS).contains(&self.duration_secs) {
+        validate_name("host", &request.host)?;
+        let target = target_of(&request)?;
+        if !(1..=MAX_DURATION_SECS).contains(&request.duration_secs) {
             return invalid(format!(
                 "`duration_secs` must be between 1 and {MAX_DURATION_SECS}"
             ));
         }
-        let frequency_hz = self.frequency_hz.unwrap_or(DEFAULT_FREQUENCY_HZ);
+        let frequency_hz = request.frequency_hz.unwrap_or(DEFAULT_FREQUENCY_HZ);
         if !(1..=MAX_FREQUENCY_HZ).contains(&frequency_hz) {
             return invalid(format!(
                 "`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"
             ));
         }
-        if let Some(window) = self.window_secs {
+        if let Some(window) = request.window_secs {
             if !(1..=300).contains(&window) {
                 return invalid("`window_secs` must be between 1 and 300".into());
             }
         }
-        let service = match self.service {
+        let service = match request.service {
             Some(service) => {
                 validate_name("service", &service)?;
                 service
             }
             None => match &target {
                 Target::ProcessName(name) => name.clone(),
-                Target::Pid(_) | Target::Imported(_) => self.host.clone(),
+                Target::Pid(_) | Target::Imported(_) => request.host.clone(),
                 // Many programs may match: the caller says which service
                 // they make up rather than the API guessing from a pattern.
                 Target::CommandLine(_) | Target::Cgroup(_) => {
@@ -123,87 +74,47 @@ impl StartRequest {
                 }
             },
         };
-        validate_labels(&self.labels)?;
-        let options = self.options.unwrap_or_default().validate(frequency_hz)?;
+        validate_labels(&request.labels)?;
+        let options = start_options(request.options.unwrap_or_default(), frequency_hz)?;
         Ok(ValidStart {
             options,
-            labels: self.labels,
+            labels: request.labels,
             service,
-            host: self.host,
+            host: request.host,
             target,
-            duration_secs: self.duration_secs,
+            duration_secs: request.duration_secs,
             frequency_hz,
-            window_secs: self.window_secs,
+            window_secs: request.window_secs,
         })
     }
+}
 
-    /// The one target field given, checked.
-    fn target(&self) -> Result<Target, ApiError> {
-        let invalid = |m: String| Err(ApiError::Unprocessable(m));
-        let given = [
-            self.pid.map(Target::Pid),
-            self.process_name.clone().map(Target::ProcessName),
-            self.cmdline.clone().map(Target::CommandLine),
-            self.cgroup.clone().map(Target::Cgroup),
-        ];
-        let mut given = given.into_iter().flatten();
-        let (Some(target), None) = (given.next(), given.next()) else {
-            return invalid(
-                "give exactly one target: `pid`, `process_name`, `cmdline` or `cgroup`".into(),
-            );
-        };
-        match &target {
-            Target::Pid(0) => return invalid("`pid` must be positive".into()),
-            Target::ProcessName(name)
-                if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) =>
-            {
-                return invalid("`process_name` must be 1 to 255 characters without `/`".into())
-            }
-            _ => {}
+/// The one target field given, checked.
+fn target_of(request: &StartRequest) -> Result<Target, ApiError> {
+    let invalid = |m: String| Err(ApiError::Unprocessable(m));
+    let given = [
+        request.pid.map(Target::Pid),
+        request.process_name.clone().map(Target::ProcessName),
+        request.cmdline.clone().map(Target::CommandLine),
+        request.cgroup.clone().map(Target::Cgroup),
+    ];
+    let mut given = given.into_iter().flatten();
+    let (Some(target), None) = (given.next(), given.next()) else {
+        return invalid(
+            "give exactly one target: `pid`, `process_name`, `cmdline` or `cgroup`".into(),
+        );
+    };
+    match &target {
+        Target::Pid(0) => return invalid("`pid` must be positive".into()),
+        Target::ProcessName(name)
+            if name.is_empty() || name.len() > 255 || name.contains(['/', '\0']) =>
+        {
+            return invalid("`process_name` must be 1 to 255 characters without `/`".into())
         }
-        target.check().map_err(ApiError::Unprocessable)?;
-        Ok(target)
+        _ => {}
     }
-}
-
-/// A profile as the API shows it.
-#[derive(Debug, Serialize)]
-pub(crate) struct ProfileView {
-    #[serde(flatten)]
-    pub profile: ProfileRow,
-    /// What the agent reported about the target; only in `describe`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub runtime: Option<ProfileRuntime>,
-    pub links: Links,
-}
-
-#[derive(Debug, Serialize)]
-pub(crate) struct Links {
-    #[serde(rename = "self")]
-    pub this: String,
-    pub stop: String,
-    pub flamegraph: String,
-    pub flamegraph_svg: String,
-    pub folded: String,
-    pub top: String,
-}
-
-impl From<ProfileRow> for ProfileView {
-    fn from(profile: ProfileRow) -> Self {
-        let base = format!("/api/v1/profiles/{}", profile.id);
-        ProfileView {
-            links: Links {
-                stop: format!("{base}/stop"),
-                flamegraph: format!("{base}/flamegraph"),
-                flamegraph_svg: format!("{base}/flamegraph?format=svg"),
-                folded: format!("{base}/flamegraph?format=folded"),
-                top: format!("{base}/top"),
-                this: base,
-            },
-            profile,
-            runtime: None,
-        }
-    }
+    target.check().map_err(ApiError::Unprocessable)?;
+    Ok(target)
 }
 
 /// Records a start request and publishes its command: the one path every
@@ -324,12 +235,12 @@ pub(crate) async fn stop(
 }
 
 /// A profile with what its agent reported about the target.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ProfileView, ApiError> {
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ApiError> {
     let profile = get(state, id).await?;
     let runtime = profile_runtime(&state.pool, id).await?;
-    Ok(ProfileView {
+    Ok(Profile {
         runtime,
-        ..ProfileView::from(profile)
+        ..Profile::from(profile)
     })
 }
 
@@ -338,9 +249,7 @@ mod tests {
     use super::*;
 
     fn request(json: serde_json::Value) -> Result<ValidStart, ApiError> {
-        serde_json::from_value::<StartRequest>(json)
-            .unwrap()
-            .validate()
+        ValidStart::try_from(serde_json::from_value::<StartRequest>(json).unwrap())
     }
 
     #[test]

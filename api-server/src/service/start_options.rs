@@ -5,134 +5,53 @@
 //! and are checked here by the same code the agent checks them with, so a
 //! bad combination is a 422 now rather than a failed profile later.
 
+use odp_api_types::{FdaOptions, ProfileOptions};
 use odp_core::cost::{DutyCycle, FdaSettings, StartOptions};
 use odp_core::{EventKind, Language};
-use serde::Deserialize;
-use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ProfileOptions {
-    /// `native`, `python` or `jvm`: overrides the agent's language
-    /// detection (e.g. `native` on a Python process to see the
-    /// interpreter's C frames).
-    #[serde(default)]
-    #[schema(example = "jvm")]
-    pub plugin: Option<String>,
-    /// `cpu-clock` (the default; `cycles` where a PMU exists); `off-cpu`
-    /// (native: time threads spend switched out, at the stack where they
-    /// blocked); `wall` (native and python: on and off CPU alike); for the
-    /// JVM `alloc-bytes` (allocation samples), `heap-bytes` (one class
-    /// histogram when the profile ends) or `lock` (time waiting for
-    /// monitors and parked). Decides the profile's mode: a CPU and an
-    /// off-CPU profile of one target may run at once.
-    #[serde(default)]
-    #[schema(example = "off-cpu")]
-    pub event: Option<String>,
-    /// `off-cpu` and `lock`: waits shorter than this many microseconds are
-    /// not recorded (at most 10 s); every wait when absent.
-    #[serde(default)]
-    #[schema(maximum = 10000000)]
-    pub min_wait_us: Option<u64>,
-    /// FSP: keep each window's busiest threads up to this cumulative share
-    /// of its samples, in (0, 1]; the agent's default (0.99) when absent.
-    #[serde(default)]
-    pub fsp_share: Option<f64>,
-    /// FDA: adapt the frequency to how fast the hot functions change.
-    #[serde(default)]
-    pub fda: Option<FdaOptions>,
-    /// Sample `on_secs` out of every `period_secs`.
-    #[serde(default)]
-    pub duty_cycle: Option<DutyCycleOptions>,
-    /// CPU the agent may spend on the profile, share of one core in
-    /// (0, 1]; the agent's default (0.01) when absent.
-    #[serde(default)]
-    pub overhead_budget: Option<f64>,
-}
-
-/// Atys' Algorithm 1; absent fields take the defaults shown.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FdaOptions {
-    /// False turns FDA off even where the agent enables it by default.
-    #[serde(default)]
-    #[schema(default = true)]
-    pub enabled: Option<bool>,
-    /// Jensen-Shannon divergence in (0, 1] above which hot spots changed.
-    #[serde(default)]
-    #[schema(default = 0.05)]
-    pub theta: Option<f64>,
-    /// In (0, 1): up to f/λ on a change, down to f·λ when stable.
-    #[serde(default)]
-    #[schema(default = 0.8)]
-    pub lambda: Option<f64>,
-    /// Stable windows before the frequency is lowered.
-    #[serde(default)]
-    #[schema(default = 5, minimum = 1)]
-    pub stable_windows: Option<u32>,
-    /// Hottest functions compared.
-    #[serde(default)]
-    #[schema(default = 10, minimum = 1)]
-    pub top_n: Option<u32>,
-    #[serde(default)]
-    #[schema(default = 19, minimum = 1)]
-    pub min_hz: Option<u32>,
-    /// The requested frequency when absent.
-    #[serde(default)]
-    #[schema(minimum = 1, maximum = 10000)]
-    pub max_hz: Option<u32>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DutyCycleOptions {
-    #[schema(minimum = 1, maximum = 3600)]
-    pub on_secs: u64,
-    #[schema(minimum = 1, maximum = 3600)]
-    pub period_secs: u64,
-}
-
-impl ProfileOptions {
-    /// The options as the start command carries them, checked for a
-    /// profile at `frequency_hz`.
-    pub(crate) fn validate(self, frequency_hz: u32) -> Result<StartOptions, ApiError> {
-        let invalid = |m: String| ApiError::Unprocessable(format!("options: {m}"));
-        let plugin = match self.plugin {
+/// The options as the start command carries them, checked for a profile
+/// at `frequency_hz`.
+pub(crate) fn start_options(
+    options: ProfileOptions,
+    frequency_hz: u32,
+) -> Result<StartOptions, ApiError> {
+    let invalid = |m: String| ApiError::Unprocessable(format!("options: {m}"));
+    let plugin =
+        match options.plugin {
             Some(p) => Some(p.parse::<Language>().map_err(|_| {
                 invalid(format!("`plugin` {p:?} is not one of native, python, jvm"))
             })?),
             None => None,
         };
-        let event = self
-            .event
-            .map(|e| parse_event(&e).map_err(|m| invalid(m.to_string())))
-            .transpose()?;
-        let duty_cycle = match self.duty_cycle {
-            Some(d) if !(1..=3600).contains(&d.on_secs) || !(1..=3600).contains(&d.period_secs) => {
-                return Err(invalid(
-                    "`duty_cycle` seconds must be between 1 and 3600".into(),
-                ))
-            }
-            Some(d) => Some(DutyCycle {
-                on_ms: d.on_secs * 1000,
-                period_ms: d.period_secs * 1000,
-            }),
-            None => None,
-        };
-        let options = StartOptions {
-            fsp_share: self.fsp_share,
-            fda: self.fda.map(FdaOptions::settings),
-            duty_cycle,
-            overhead_budget: self.overhead_budget,
-            plugin,
-            event,
-            min_wait_us: self.min_wait_us,
-        };
-        options.check(frequency_hz).map_err(invalid)?;
-        Ok(options)
-    }
+    let event = options
+        .event
+        .map(|e| parse_event(&e).map_err(|m| invalid(m.to_string())))
+        .transpose()?;
+    let duty_cycle = match options.duty_cycle {
+        Some(d) if !(1..=3600).contains(&d.on_secs) || !(1..=3600).contains(&d.period_secs) => {
+            return Err(invalid(
+                "`duty_cycle` seconds must be between 1 and 3600".into(),
+            ))
+        }
+        Some(d) => Some(DutyCycle {
+            on_ms: d.on_secs * 1000,
+            period_ms: d.period_secs * 1000,
+        }),
+        None => None,
+    };
+    let options = StartOptions {
+        fsp_share: options.fsp_share,
+        fda: options.fda.map(fda_settings),
+        duty_cycle,
+        overhead_budget: options.overhead_budget,
+        plugin,
+        event,
+        min_wait_us: options.min_wait_us,
+    };
+    options.check(frequency_hz).map_err(invalid)?;
+    Ok(options)
 }
 
 /// An `event` parameter, or a 422 naming the events there are.
@@ -146,18 +65,16 @@ pub(crate) fn parse_event(text: &str) -> Result<EventKind, ApiError> {
     })
 }
 
-impl FdaOptions {
-    fn settings(self) -> FdaSettings {
-        let d = FdaSettings::default();
-        FdaSettings {
-            enabled: self.enabled.unwrap_or(d.enabled),
-            theta: self.theta.unwrap_or(d.theta),
-            lambda: self.lambda.unwrap_or(d.lambda),
-            stable_windows: self.stable_windows.unwrap_or(d.stable_windows),
-            top_n: self.top_n.unwrap_or(d.top_n),
-            min_hz: self.min_hz.unwrap_or(d.min_hz),
-            max_hz: self.max_hz.or(d.max_hz),
-        }
+fn fda_settings(fda: FdaOptions) -> FdaSettings {
+    let d = FdaSettings::default();
+    FdaSettings {
+        enabled: fda.enabled.unwrap_or(d.enabled),
+        theta: fda.theta.unwrap_or(d.theta),
+        lambda: fda.lambda.unwrap_or(d.lambda),
+        stable_windows: fda.stable_windows.unwrap_or(d.stable_windows),
+        top_n: fda.top_n.unwrap_or(d.top_n),
+        min_hz: fda.min_hz.unwrap_or(d.min_hz),
+        max_hz: fda.max_hz.or(d.max_hz),
     }
 }
 
@@ -167,7 +84,7 @@ mod tests {
 
     fn check(json: serde_json::Value) -> Result<StartOptions, String> {
         let body: ProfileOptions = serde_json::from_value(json).map_err(|e| e.to_string())?;
-        body.validate(99).map_err(|e| e.to_string())
+        start_options(body, 99).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -8,31 +8,10 @@ pub(crate) mod smtp_sink;
 
 use std::time::Duration;
 
-use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot};
+use odp_core::{EventKind, Snapshot};
+pub(crate) use odp_devstack::fixtures::{count, snapshot};
 use sqlx::PgPool;
 use uuid::Uuid;
-
-/// Window `sequence` of a profile on host `h-1`: stacks of function
-/// frames, root first, on thread 1, one cpu-clock sample each.
-pub(crate) fn snapshot(profile_id: Uuid, sequence: u64, stacks: &[(&[&str], u64)]) -> Snapshot {
-    let mut b = SnapshotBuilder::new();
-    for (names, count) in stacks {
-        let frames: Vec<Frame> = names.iter().map(|n| Frame::function(*n)).collect();
-        b.add(&frames, 1, *count);
-    }
-    b.build(SnapshotHeader {
-        profile_id,
-        host: "h-1".into(),
-        agent_id: "agent".into(),
-        sequence,
-        window_start_ms: 1_700_000_000_000 + sequence as i64 * 10_000,
-        window_end_ms: 1_700_000_010_000 + sequence as i64 * 10_000,
-        event: EventKind::CpuClock,
-        period: 1,
-        frequency_hz: 99,
-    })
-}
 
 /// A window with `string_buffer_pct`% of 1000 samples in
 /// `java.lang.StringBuffer.append`, which a seed rule flags.
@@ -48,10 +27,6 @@ pub(crate) fn string_buffer_window(profile_id: Uuid, string_buffer_pct: u64) -> 
             (&["main", "work"], 1000 - string_buffer_pct * 10),
         ],
     )
-}
-
-pub(crate) async fn count(pool: &PgPool, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
 
 /// Waits until no alert delivery is pending (a hung test fails after 30 s).

@@ -1,7 +1,6 @@
 //! A Tansu broker on a spare loopback port, and a harness that creates
 //! per-test topics, signs commands and records what the agent publishes.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -24,68 +23,8 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Partitions of the stacks, events and dead-letter topics.
 const OUTPUT_PARTITIONS: i32 = 2;
 
-fn tansu_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("ODP_TANSU_BIN") {
-        return PathBuf::from(path);
-    }
-    let in_path = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("tansu"))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-    in_path
-        .into_iter()
-        .chain(cargo_home.map(|c| c.join("bin/tansu")))
-        .find(|p| p.is_file())
-        .expect(
-            "this test needs the Tansu broker: `cargo install tansu --locked --features dynostore`, \
-             or point ODP_TANSU_BIN at it",
-        )
-}
-
-/// A Tansu broker with in-memory storage on a spare loopback port.
-pub struct Broker {
-    pub bootstrap: String,
-    _process: Killed,
-}
-
-impl Broker {
-    pub fn start() -> Broker {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("pick a free port")
-            .port();
-        Broker::start_on(port)
-    }
-
-    /// A broker on `port`, e.g. one clients were already pointed at.
-    pub fn start_on(port: u16) -> Broker {
-        let url = format!("tcp://127.0.0.1:{port}");
-        let child = Command::new(tansu_binary())
-            .arg("broker")
-            .args(["--listener-url", &url, "--advertised-listener-url", &url])
-            .args(["--storage-engine", "memory://tansu/"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start tansu");
-        let process = Killed(child);
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "tansu did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Broker {
-            bootstrap: format!("127.0.0.1:{port}"),
-            _process: process,
-        }
-    }
-}
+/// The broker the tests talk to: the dev stack's Tansu, in memory.
+pub use odp_devstack::Broker;
 
 /// What the test saw the agent publish.
 #[derive(Debug, Clone)]
@@ -126,7 +65,7 @@ impl Harness {
         ]
         .map(|t| format!("{prefix}{t}"));
         let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", &broker.bootstrap)
+            .set("bootstrap.servers", broker.bootstrap())
             .create()
             .unwrap();
         let new: Vec<NewTopic<'_>> = topics
@@ -157,13 +96,13 @@ impl Harness {
             Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}command.pub.pem"));
         std::fs::write(&key_path, public).unwrap();
         let producer: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", &broker.bootstrap)
+            .set("bootstrap.servers", broker.bootstrap())
             .set("partitioner", "murmur2_random")
             .create()
             .unwrap();
 
         let consumer: StreamConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &broker.bootstrap)
+            .set("bootstrap.servers", broker.bootstrap())
             .set("group.id", format!("{prefix}observer"))
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "earliest")
@@ -218,7 +157,7 @@ impl Harness {
         Harness {
             host: format!("host-{}", &Uuid::new_v4().simple().to_string()[..8]),
             agent_id: format!("agent-{}", &Uuid::new_v4().simple().to_string()[..8]),
-            bootstrap: broker.bootstrap.clone(),
+            bootstrap: broker.bootstrap().to_owned(),
             topics,
             key_path,
             signer: CommandSigner::from_private_pem(&private).unwrap(),

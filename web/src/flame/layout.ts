@@ -3,28 +3,15 @@
 // arrays: the subtree of node i is the contiguous range [i, i + size[i]),
 // so layout, pruning and search are linear scans without recursion.
 
-/** A node as the API sends it (`/flamegraph?format=json`, `/aggregate`). */
-export interface FlameNode {
-  name: string;
-  total: number;
-  self_count: number;
-  children?: FlameNode[];
-  /** Only on an `other` node, which stands for this many children the
-   *  server's node budget (`max_nodes`) cut; real frames have none. */
-  merged?: number;
-}
+import type { Schemas } from '../api';
+
+/** A node as the API sends it (`/flamegraph?format=json`, `/aggregate`).
+ *  `merged` is only on an `other` node, which stands for this many
+ *  children the server's node budget (`max_nodes`) cut. */
+export type FlameNode = Schemas['FlameNode'];
 
 /** A node of a diff (`/diff`): both sides' counts and shares. */
-export interface DiffNode {
-  name: string;
-  baseline_total: number;
-  baseline_self: number;
-  target_total: number;
-  target_self: number;
-  baseline_share: number;
-  target_share: number;
-  children?: DiffNode[];
-}
+export type DiffNode = Schemas['DiffNode'];
 
 export interface FlatTree {
   count: number;

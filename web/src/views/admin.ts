@@ -1,22 +1,12 @@
 // Hosts: agents from heartbeats; admins may undeploy them. (Detection
 // rules are in rules.ts.)
 
-import { get, post } from '../api';
+import { get, post, type Schemas } from '../api';
 import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
 
-interface Agent {
-  host: string;
-  agent_id: string;
-  version: string;
-  plugins: string[];
-  running_profiles: string[];
-  last_seen: string;
-  live: boolean;
-}
-
 export async function hostsView(): Promise<HTMLElement> {
-  const { agents } = await get<{ agents: Agent[] }>('/api/v1/hosts');
+  const { agents } = await get<Schemas['HostsResponse']>('/api/v1/hosts');
   const admin = hasRole('admin');
   const message = h('div', {});
   const undeploy = (host: string, mode: 'now' | 'drain') =>

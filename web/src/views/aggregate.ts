@@ -1,25 +1,14 @@
 // Service aggregate: one flame graph across every host and profile of a
 // service in a time range, with the per-host breakdown.
 
-import { ApiError, flameTreeQuery, get } from '../api';
+import { ApiError, flameTreeQuery, get, type Schemas } from '../api';
 import { FlameGraph } from '../flame/graph';
-import { flatten, type FlameNode } from '../flame/layout';
+import { flatten } from '../flame/layout';
 import { h, isoToLocalInput, localInputToIso, notice, pct } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { frameMenu } from './profile';
 import { searchBox } from './search';
-import { amount, EVENT_CHOICES, isTimed, totalText, type SampleUnit } from '../units';
-
-interface AggregateResponse extends SampleUnit {
-  service: string;
-  since: string;
-  until: string;
-  event: string | null;
-  profiles: number;
-  samples: number;
-  hosts: Array<{ host: string; samples: number; profiles: number }>;
-  root: FlameNode;
-}
+import { amount, EVENT_CHOICES, isTimed, totalText } from '../units';
 
 const FIELDS = ['service', 'since', 'until', 'host', 'thread', 'include', 'exclude', 'event'] as const;
 
@@ -81,8 +70,8 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
     const v = value(f);
     if (v) query[f] = f === 'since' || f === 'until' ? localInputToIso(v) : v;
   }
-  const aggregate = (focus: string[] = []) => get<AggregateResponse>('/api/v1/aggregate', flameTreeQuery(query, focus));
-  let agg: AggregateResponse;
+  const aggregate = (focus: string[] = []) => get<Schemas['AggregateJson']>('/api/v1/aggregate', flameTreeQuery(query, focus));
+  let agg: Schemas['AggregateJson'];
   try {
     agg = await aggregate();
   } catch (err) {

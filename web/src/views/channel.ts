@@ -114,7 +114,7 @@ function deliveryLog(c: Channel, route: Route, scope: ViewScope): HTMLElement {
                 try {
                   const older = await page(nextBefore);
                   loaded = loaded.concat(older.deliveries);
-                  nextBefore = older.next_before;
+                  nextBefore = older.next_before ?? null;
                   draw();
                 } catch (err) {
                   more.replaceChildren(loadError(err));
@@ -134,7 +134,7 @@ function deliveryLog(c: Channel, route: Route, scope: ViewScope): HTMLElement {
       const first = await page(null);
       if (!scope.active) return;
       loaded = first.deliveries;
-      nextBefore = first.next_before;
+      nextBefore = first.next_before ?? null;
       draw();
     } catch (err) {
       body.replaceChildren(loadError(err));

@@ -2,7 +2,7 @@
 // systems and people): the list, enabling and disabling, deleting, and the
 // create form. One channel with its delivery log is channel.ts.
 
-import { ApiError, del, get, patch } from '../api';
+import { ApiError, del, get, patch, type Schemas } from '../api';
 import { hasRole } from '../auth';
 import { channelTarget, channelVia, scopeText, type Channel } from '../channelfmt';
 import { h, notice, when } from '../format';
@@ -38,7 +38,7 @@ export function toggleButton(c: Channel, done: (changed: Channel | null, err?: E
       onclick: async (e: Event) => {
         (e.currentTarget as HTMLButtonElement).disabled = true;
         try {
-          done(await patch<Channel>(`/api/v1/channels/${encodeURIComponent(c.id)}`, { enabled: !c.enabled }));
+          done(await patch<Channel>(`/api/v1/channels/${encodeURIComponent(c.id)}`, { enabled: !c.enabled } satisfies Schemas['UpdateChannelRequest']));
         } catch (err) {
           done(null, err as Error);
         }
@@ -111,7 +111,7 @@ export async function channelsView(_route: Route, scope: ViewScope): Promise<HTM
     if (!scope.active) return false;
     let channels: Channel[];
     try {
-      channels = (await get<{ channels: Channel[] }>('/api/v1/channels')).channels;
+      channels = (await get<Schemas['ChannelList']>('/api/v1/channels')).channels;
     } catch (err) {
       list.replaceChildren(loadError(err));
       return false;

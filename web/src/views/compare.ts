@@ -2,32 +2,12 @@
 // diff flame graph — red grew, blue shrank, shares normalized per side —
 // and a table of the largest changes.
 
-import { ApiError, get, type ProfileView } from '../api';
+import { ApiError, get, type ProfilesPage, type ProfileView, type Schemas } from '../api';
 import { FlameGraph } from '../flame/graph';
-import { flattenDiff, type DiffNode } from '../flame/layout';
+import { flattenDiff } from '../flame/layout';
 import { h, localInputToIso, notice, pct, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { searchBox } from './search';
-
-interface Side {
-  label: string;
-  event: string | null;
-  samples: number;
-}
-
-interface DiffResponse {
-  baseline: Side;
-  target: Side;
-  root: DiffNode;
-  changes: Array<{
-    function: string;
-    baseline_self_share: number;
-    target_self_share: number;
-    baseline_total_share: number;
-    target_total_share: number;
-    delta_total_points: number;
-  }>;
-}
 
 const SIDE_FIELDS = ['service', 'since', 'until'] as const;
 
@@ -61,7 +41,7 @@ function sidePicker(side: 'baseline' | 'target', q: URLSearchParams, recent: Pro
 export async function compareView(route: Route, scope: ViewScope): Promise<HTMLElement> {
   const q = route.query;
   const recent = (
-    await get<{ profiles: ProfileView[] }>('/api/v1/profiles', { status: 'finished', limit: 50 })
+    await get<ProfilesPage>('/api/v1/profiles', { status: 'finished', limit: 50 })
   ).profiles;
   const form = h(
     'form',
@@ -100,9 +80,9 @@ export async function compareView(route: Route, scope: ViewScope): Promise<HTMLE
     result.replaceChildren(notice('info', 'Pick a baseline and a target: two profiles, or a service and time range for each.'));
     return page;
   }
-  let diff: DiffResponse;
+  let diff: Schemas['DiffJson'];
   try {
-    diff = await get<DiffResponse>('/api/v1/diff', query);
+    diff = await get<Schemas['DiffJson']>('/api/v1/diff', query);
   } catch (err) {
     const text =
       err instanceof ApiError && err.notAvailable

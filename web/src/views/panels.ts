@@ -1,7 +1,7 @@
 // Panels beside a flame graph: the hot-leaf table, detected issues, the
 // timeline of samples per window and the target's runtime.
 
-import { ApiError, get, type Issue, type ProfileView, type TopFunction } from '../api';
+import { ApiError, get, type Issue, type ProfileView, type Schemas, type TopFunction } from '../api';
 import { h, notice, pct, when } from '../format';
 import { growthPoints, regressionDetail, regressionSummary, runtimeMatchText, type RegressionDetail } from '../rulefmt';
 import { executableText, librariesByKind, optionsText, runtimeTitle } from '../runtimefmt';
@@ -133,15 +133,6 @@ export function issuesPanel(issues: Issue[]): HTMLElement {
   );
 }
 
-interface TimelineWindow {
-  host: string;
-  window_start: string;
-  window_end: string;
-  event: string;
-  samples: number;
-  frequency_hz: number;
-}
-
 /** A window's bar height: samples stand for 1/f s each at f Hz, so windows
  *  FDA sampled at different rates compare by time, not by raw count. */
 export function timelineWeight(w: { samples: number; frequency_hz: number }): number {
@@ -152,9 +143,9 @@ export function timelineWeight(w: { samples: number; frequency_hz: number }): nu
  *  windows), labelled with the frequency used. Says so when the server has
  *  no timeline. */
 export async function timelinePanel(profileId: string): Promise<HTMLElement> {
-  let windows: TimelineWindow[];
+  let windows: Schemas['TimelineWindow'][];
   try {
-    windows = (await get<{ windows: TimelineWindow[] }>(`/api/v1/profiles/${profileId}/timeline`)).windows;
+    windows = (await get<Schemas['TimelineJson']>(`/api/v1/profiles/${profileId}/timeline`)).windows;
   } catch (err) {
     if (err instanceof ApiError && err.status === 404)
       return notice('info', `Timeline not available on this server (${err.message}).`);

@@ -1,30 +1,17 @@
 // One profile: interactive flame graph with search and filters, the
 // hot-leaf table, detected issues and the timeline.
 
-import { flameTreeQuery, get, LIVE_STATUSES, type Issue, type ProfileView, type TopFunction } from '../api';
+import { flameTreeQuery, get, LIVE_STATUSES, type Issue, type ProfileView, type Schemas } from '../api';
 import { getToken } from '../auth';
 import { FlameGraph, type MenuItem } from '../flame/graph';
-import { flatten, type FlameNode } from '../flame/layout';
+import { flatten } from '../flame/layout';
 import { h, notice, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { codeSearchUrl } from '../settings';
 import { hotLeafTable, issuesPanel, runtimePanel, timelinePanel } from './panels';
 import { labelChips, stopButton, targetText } from './profiles';
 import { searchBox } from './search';
-import { totalText, type SampleUnit } from '../units';
-
-interface FlameResponse extends SampleUnit {
-  profile_id: string;
-  event: string | null;
-  snapshots: number;
-  samples: number;
-  root: FlameNode;
-}
-
-interface TopResponse {
-  samples: number;
-  functions: TopFunction[];
-}
+import { totalText } from '../units';
 
 const FILTERS = ['thread', 'include', 'exclude'] as const;
 
@@ -59,11 +46,11 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
   for (const f of FILTERS) filters[f] = route.query.get(f) ?? '';
   const flamePath = `/api/v1/profiles/${id}/flamegraph`;
   const flameTree = (focus: string[] = []) =>
-    get<FlameResponse>(flamePath, flameTreeQuery({ format: 'json', ...filters }, focus));
+    get<Schemas['FlameGraphJson']>(flamePath, flameTreeQuery({ format: 'json', ...filters }, focus));
   const [flame, top, issues] = await Promise.all([
     flameTree(),
-    get<TopResponse>(`/api/v1/profiles/${id}/top`, { limit: 50, ...filters }),
-    get<{ issues: Issue[] }>(`/api/v1/profiles/${id}/issues`).then(
+    get<Schemas['TopResponse']>(`/api/v1/profiles/${id}/top`, { limit: 50, ...filters }),
+    get<Schemas['IssuesResponse']>(`/api/v1/profiles/${id}/issues`).then(
       (r) => r.issues,
       () => [] as Issue[],
     ),

@@ -1,25 +1,18 @@
 // Profiles: list with filters and live status, start and stop forms.
 
 import { EVENT_CHOICES, WAIT_EVENTS } from '../units';
-import { get, LIVE_STATUSES, post, type ProfileView } from '../api';
+import { get, LIVE_STATUSES, post, type ProfilesPage, type ProfileView, type Schemas } from '../api';
 import { hasRole, mayProfile } from '../auth';
 import { h, localInputToIso, notice, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { labelFilter, parseLabels, type Labels } from '../labels';
 
-interface ListResponse {
-  profiles: ProfileView[];
-  next_cursor?: string | null;
-}
-
 const STATUSES = ['', 'requested', 'dispatched', 'running', 'finished', 'stopped', 'failed', 'expired'];
 
-export function targetText(target: unknown): string {
-  // odp_core::Target: {"by": "pid" | "process_name" | "imported", "value": ...}
-  const t = target as { by?: string; value?: unknown } | null;
-  if (t?.by === 'pid') return `pid ${t.value}`;
-  if (t?.by === 'process_name') return String(t.value);
-  if (t?.by) return `${t.by} ${t.value}`;
+export function targetText(target: Schemas['Target'] | null | undefined): string {
+  if (target?.by === 'pid') return `pid ${target.value}`;
+  if (target?.by === 'process_name') return target.value;
+  if (target?.by) return `${target.by} ${target.value}`;
   return JSON.stringify(target ?? '');
 }
 
@@ -87,7 +80,7 @@ function startForm(onStarted: () => void): HTMLElement {
     h('select', { name, id: `start-${name}` }, ...options.map(([value, text]) => h('option', { value }, text)));
   const hostInput = field('host', { required: 'required', list: 'known-hosts' });
   const hosts = h('datalist', { id: 'known-hosts' });
-  void get<{ agents: Array<{ host: string; live: boolean }> }>('/api/v1/hosts')
+  void get<Schemas['HostsResponse']>('/api/v1/hosts')
     .then((r) => hosts.replaceChildren(...r.agents.filter((a) => a.live).map((a) => h('option', { value: a.host }))))
     .catch(() => undefined);
   const result = h('div', {});
@@ -99,13 +92,13 @@ function startForm(onStarted: () => void): HTMLElement {
         e.preventDefault();
         const data = new FormData(form);
         const val = (k: string) => String(data.get(k) ?? '').trim();
-        const body: Record<string, unknown> = { host: val('host'), duration_secs: Number(val('duration_secs')) };
+        const body: Schemas['StartRequest'] = { host: val('host'), duration_secs: Number(val('duration_secs')) };
         if (val('service')) body.service = val('service');
         if (val('pid')) body.pid = Number(val('pid'));
         if (val('process_name')) body.process_name = val('process_name');
         if (val('frequency_hz')) body.frequency_hz = Number(val('frequency_hz'));
         if (val('window_secs')) body.window_secs = Number(val('window_secs'));
-        const options: Record<string, string | number> = {};
+        const options: Schemas['ProfileOptions'] = {};
         if (val('plugin')) options.plugin = val('plugin');
         if (val('event')) options.event = val('event');
         if (val('min_wait_us')) options.min_wait_us = Number(val('min_wait_us'));
@@ -223,7 +216,7 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
             'button',
             {
               onclick: async () => {
-                const r = await get<ListResponse>('/api/v1/profiles', query(cursor));
+                const r = await get<ProfilesPage>('/api/v1/profiles', query(cursor));
                 shown = shown.concat(r.profiles);
                 draw();
                 showMore(r.next_cursor);
@@ -235,7 +228,7 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
     );
   const refresh = async () => {
     try {
-      const r = await get<ListResponse>('/api/v1/profiles', query());
+      const r = await get<ProfilesPage>('/api/v1/profiles', query());
       shown = r.profiles;
       draw();
       showMore(r.next_cursor);

@@ -3,7 +3,7 @@
 // create stack-share rules. Every change queues a re-analysis, polled here
 // until it ends.
 
-import { get, patch, post } from '../api';
+import { get, patch, post, type Schemas } from '../api';
 import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
 import { type ViewScope } from '../router';
@@ -15,13 +15,12 @@ import {
   specText,
   stackShareBody,
   type Reanalysis,
-  type Rule,
   type RuleView,
 } from '../rulefmt';
 
 const POLL_MS = 1000;
 
-function reanalysisCell(r: Reanalysis | null): HTMLElement {
+function reanalysisCell(r: Reanalysis | null | undefined): HTMLElement {
   const cell = h(
     'td',
     {
@@ -51,7 +50,7 @@ function createForm(onCreated: (view: RuleView) => void): HTMLElement {
         const fields: Record<string, string | boolean> = {};
         for (const [k, v] of d.entries()) fields[k] = String(v);
         fields.leaf_only = d.get('leaf_only') !== null;
-        let body: Record<string, unknown>;
+        let body: Schemas['RuleBody'];
         try {
           body = stackShareBody(fields);
         } catch (err) {
@@ -86,13 +85,13 @@ function createForm(onCreated: (view: RuleView) => void): HTMLElement {
 
 export async function rulesView(_route: unknown, scope: ViewScope): Promise<HTMLElement> {
   const admin = hasRole('admin');
-  const { rules } = await get<{ rules: Rule[] }>('/api/v1/rules');
+  const { rules } = await get<Schemas['RulesResponse']>('/api/v1/rules');
   const views = new Map<string, RuleView>(rules.map((r) => [r.id, { ...r, reanalysis: null }]));
   const rows = new Map<string, HTMLElement>();
   const message = h('div', { id: 'rules-message' });
   const body = h('tbody', {});
 
-  const change = async (id: string, what: Record<string, unknown>, done: string) => {
+  const change = async (id: string, what: Schemas['RulePatch'], done: string) => {
     try {
       const view = await patch<RuleView>(`/api/v1/rules/${encodeURIComponent(id)}`, what);
       message.replaceChildren(notice('info', `${done} Re-analysing past profiles.`));

@@ -2,27 +2,14 @@
 // the cron and delete. Says so when the server has no schedules API.
 
 import { EVENT_CHOICES } from '../units';
-import { ApiError, del, get, patch, post } from '../api';
+import { ApiError, del, get, patch, post, type Schemas } from '../api';
 import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
 import { type ViewScope } from '../router';
 import { targetText } from './profiles';
 
-interface Schedule {
-  id: string;
-  name: string;
-  service: string;
-  host: string;
-  target: unknown;
-  duration_secs: number;
-  frequency_hz: number;
-  window_secs: number | null;
-  cron: string;
-  timezone: string;
-  enabled: boolean;
-  next_run_at: string | null;
-  last_run_at: string | null;
-}
+type Schedule = Schemas['Schedule'];
+type ScheduleChange = Schemas['UpdateScheduleRequest'];
 
 function createForm(message: HTMLElement, reload: () => void): HTMLElement {
   const input = (name: string, attrs: Record<string, string | number | boolean> = {}) =>
@@ -36,7 +23,7 @@ function createForm(message: HTMLElement, reload: () => void): HTMLElement {
         e.preventDefault();
         const d = new FormData(form);
         const v = (k: string) => String(d.get(k) ?? '').trim();
-        const body: Record<string, unknown> = {
+        const body: Schemas['CreateScheduleRequest'] = {
           name: v('name'),
           host: v('host'),
           cron: v('cron'),
@@ -99,7 +86,7 @@ export async function schedulesView(_route: unknown, scope: ViewScope): Promise<
       { class: 'schedule-actions' },
       h(
         'button',
-        { onclick: () => void act(patch(`/api/v1/schedules/${s.id}`, { enabled: !s.enabled }), `${s.name} ${s.enabled ? 'disabled' : 'enabled'}.`) },
+        { onclick: () => void act(patch(`/api/v1/schedules/${s.id}`, { enabled: !s.enabled } satisfies ScheduleChange), `${s.name} ${s.enabled ? 'disabled' : 'enabled'}.`) },
         s.enabled ? 'Disable' : 'Enable',
       ),
       h(
@@ -107,7 +94,7 @@ export async function schedulesView(_route: unknown, scope: ViewScope): Promise<
         {
           onclick: () => {
             const cron = prompt(`New cron for ${s.name}`, s.cron);
-            if (cron) void act(patch(`/api/v1/schedules/${s.id}`, { cron }), `${s.name} now runs at "${cron}".`);
+            if (cron) void act(patch(`/api/v1/schedules/${s.id}`, { cron } satisfies ScheduleChange), `${s.name} now runs at "${cron}".`);
           },
         },
         'Edit cron',
@@ -123,7 +110,7 @@ export async function schedulesView(_route: unknown, scope: ViewScope): Promise<
     if (!scope.active) return;
     let schedules: Schedule[];
     try {
-      const r = await get<{ schedules: Schedule[] } | Schedule[]>('/api/v1/schedules');
+      const r = await get<Schemas['SchedulesResponse'] | Schedule[]>('/api/v1/schedules');
       schedules = Array.isArray(r) ? r : r.schedules;
     } catch (err) {
       const unavailable = err instanceof ApiError && err.notAvailable;

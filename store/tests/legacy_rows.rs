@@ -6,13 +6,11 @@
 //! every total unchanged), and retention then collects the frames and
 //! stacks nothing references any more. Against a real Postgres.
 
-mod support;
-
 use odp_core::hash::{frame_hash, stack_hash};
 use odp_core::{Frame, Snapshot, WeightedStack};
+use odp_devstack::fixtures::{count, snapshot};
 use odp_devstack::{Stack, StackOptions};
 use sqlx::PgPool;
-use support::{count, snapshot};
 use uuid::Uuid;
 
 /// Stores `window` the way ingest did before blocks: frames and stacks by

@@ -1,0 +1,197 @@
+//! Schedules: a create request checked into the schedule to store (its
+//! target checked as a start's, its cron expression and zone parsed, its
+//! first run computed), and a change checked against the stored schedule.
+
+use chrono::{DateTime, Utc};
+use odp_api_types::{CreateScheduleRequest, StartRequest, UpdateScheduleRequest};
+use odp_store::{mode_of, NewSchedule, SchedulePatch, ScheduleRow};
+use uuid::Uuid;
+
+use crate::cron_schedule::CronSchedule;
+use crate::error::ApiError;
+use crate::service::profiles::{ValidStart, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
+use crate::validate::validate_name;
+
+fn unprocessable(message: String) -> ApiError {
+    ApiError::Unprocessable(message)
+}
+
+/// The next occurrence after `now` of an enabled schedule; a schedule that
+/// never fires again is refused.
+fn next_run(
+    spec: &CronSchedule,
+    enabled: bool,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, ApiError> {
+    let next = spec
+        .next_after(now)
+        .ok_or_else(|| unprocessable("`cron` never fires again".into()))?;
+    Ok(enabled.then_some(next))
+}
+
+/// A create request checked into the schedule to store.
+pub(crate) fn new_schedule(
+    request: CreateScheduleRequest,
+    created_by: &str,
+    now: DateTime<Utc>,
+) -> Result<NewSchedule, ApiError> {
+    validate_name("name", &request.name)?;
+    let start = ValidStart::try_from(StartRequest {
+        host: request.host,
+        service: request.service,
+        pid: request.pid,
+        process_name: request.process_name,
+        cmdline: request.cmdline,
+        cgroup: request.cgroup,
+        duration_secs: request.duration_secs,
+        frequency_hz: request.frequency_hz,
+        window_secs: request.window_secs,
+        // Each run is labelled with the schedule's name when it fires.
+        labels: Default::default(),
+        options: request.options,
+    })?;
+    let spec =
+        CronSchedule::parse(&request.cron, &request.timezone, false).map_err(unprocessable)?;
+    Ok(NewSchedule {
+        id: Uuid::new_v4(),
+        name: request.name,
+        service: start.service,
+        host: start.host,
+        target: start.target,
+        duration_secs: start.duration_secs as i32,
+        frequency_hz: start.frequency_hz as i32,
+        window_secs: start.window_secs.map(|s| s as i32),
+        next_run_at: next_run(&spec, request.enabled, now)?,
+        cron: request
+            .cron
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        timezone: request.timezone,
+        enabled: request.enabled,
+        created_by: created_by.to_owned(),
+        mode: mode_of(start.options.event).to_owned(),
+        options: start.options,
+    })
+}
+
+/// The patch and the schedule's next run once it applies to `current`.
+pub(crate) fn schedule_patch(
+    request: UpdateScheduleRequest,
+    current: &ScheduleRow,
+    now: DateTime<Utc>,
+) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ApiError> {
+    if let Some(d) = request.duration_secs {
+        if !(1..=MAX_DURATION_SECS).contains(&d) {
+            return Err(unprocessable(format!(
+                "`duration_secs` must be between 1 and {MAX_DURATION_SECS}"
+            )));
+        }
+    }
+    if let Some(f) = request.frequency_hz {
+        if !(1..=MAX_FREQUENCY_HZ).contains(&f) {
+            return Err(unprocessable(format!(
+                "`frequency_hz` must be between 1 and {MAX_FREQUENCY_HZ}"
+            )));
+        }
+        // FDA's bounds are checked against the frequency.
+        current
+            .options
+            .check(f)
+            .map_err(|e| unprocessable(format!("options: {e}")))?;
+    }
+    let cron = request
+        .cron
+        .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "));
+    let spec = CronSchedule::parse(
+        cron.as_deref().unwrap_or(&current.cron),
+        request.timezone.as_deref().unwrap_or(&current.timezone),
+        // An unchanged stored expression stays acceptable.
+        cron.is_none() && request.timezone.is_none(),
+    )
+    .map_err(unprocessable)?;
+    let next = next_run(&spec, request.enabled.unwrap_or(current.enabled), now)?;
+    let patch = SchedulePatch {
+        enabled: request.enabled,
+        cron,
+        timezone: request.timezone,
+        duration_secs: request.duration_secs.map(|d| d as i32),
+        frequency_hz: request.frequency_hz.map(|f| f as i32),
+    };
+    Ok((patch, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odp_core::Target;
+
+    fn create(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+        new_schedule(
+            serde_json::from_value::<CreateScheduleRequest>(json).unwrap(),
+            "admin",
+            Utc::now(),
+        )
+    }
+
+    #[test]
+    fn a_valid_schedule_gets_defaults_and_its_next_run() {
+        let now = Utc::now();
+        let s = create(serde_json::json!({
+            "name": "nightly-demo", "host": "h1", "process_name": "demo",
+            "duration_secs": 30, "cron": "0  3 * * *"
+        }))
+        .unwrap();
+        assert_eq!(s.timezone, "UTC");
+        assert!(s.enabled);
+        assert_eq!(s.cron, "0 3 * * *");
+        assert_eq!(s.service, "demo");
+        assert_eq!(s.target, Target::ProcessName("demo".into()));
+        let next = s.next_run_at.unwrap();
+        assert!(next > now && next - now <= chrono::Duration::days(1));
+        let disabled = create(serde_json::json!({
+            "name": "off", "host": "h1", "pid": 3, "duration_secs": 30,
+            "cron": "0 3 * * *", "enabled": false
+        }))
+        .unwrap();
+        assert_eq!(disabled.next_run_at, None);
+        let by_cgroup = create(serde_json::json!({
+            "name": "pods", "host": "h1", "cgroup": "/kubepods/burstable", "service": "k",
+            "duration_secs": 30, "cron": "0 3 * * *"
+        }))
+        .unwrap();
+        assert_eq!(
+            by_cgroup.target,
+            Target::Cgroup("/kubepods/burstable".into())
+        );
+    }
+
+    #[test]
+    fn bad_schedules_are_unprocessable() {
+        let base = serde_json::json!({
+            "name": "n", "host": "h1", "process_name": "demo", "duration_secs": 30,
+            "cron": "*/5 * * * *", "timezone": "Europe/Paris"
+        });
+        assert!(create(base.clone()).is_ok());
+        for (field, value) in [
+            ("name", serde_json::json!("")),
+            ("name", serde_json::json!("has space")),
+            ("cron", serde_json::json!("* * *")),
+            ("cron", serde_json::json!("*/5 * * * * *")),
+            ("cron", serde_json::json!("0 0 0 1 1 * 2001")),
+            ("timezone", serde_json::json!("Nowhere/Special")),
+            ("duration_secs", serde_json::json!(0)),
+            ("frequency_hz", serde_json::json!(20_000)),
+            ("host", serde_json::json!("")),
+            // A second target besides `process_name`.
+            ("cmdline", serde_json::json!("demo")),
+        ] {
+            let mut body = base.clone();
+            body[field] = value.clone();
+            assert!(
+                matches!(create(body), Err(ApiError::Unprocessable(_))),
+                "{field} = {value}"
+            );
+        }
+    }
+}

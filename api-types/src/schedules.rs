@@ -1,0 +1,141 @@
+//! Cron schedules of profiles.
+
+use chrono::{DateTime, Utc};
+use odp_core::cost::StartOptions;
+use odp_core::Target;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::enabled;
+use crate::profiles::ProfileOptions;
+
+/// `POST /api/v1/schedules`: the target as for a start (one of `pid`,
+/// `process_name`, `cmdline` or `cgroup`), and when to profile it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateScheduleRequest {
+    #[cfg_attr(
+        feature = "schema",
+        schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")
+    )]
+    pub name: String,
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")
+    )]
+    pub service: Option<String>,
+    #[cfg_attr(
+        feature = "schema",
+        schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")
+    )]
+    pub host: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1))]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(min_length = 1, max_length = 255))]
+    pub process_name: Option<String>,
+    /// A regex over the full command line (see the start request).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(min_length = 1, max_length = 1000))]
+    pub cmdline: Option<String>,
+    /// A cgroup path or container id (see the start request).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(min_length = 1, max_length = 4096))]
+    pub cgroup: Option<String>,
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 3600))]
+    pub duration_secs: u64,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 10000))]
+    pub frequency_hz: Option<u32>,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 300))]
+    pub window_secs: Option<u64>,
+    /// Five fields (minute hour day-of-month month day-of-week), or six
+    /// with seconds first.
+    pub cron: String,
+    /// An IANA time zone the cron expression is read in; UTC when absent.
+    #[serde(default = "utc")]
+    pub timezone: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+    /// Plugin, event and cost control of every run (see the start request).
+    #[serde(default)]
+    pub options: Option<ProfileOptions>,
+}
+
+fn utc() -> String {
+    "UTC".into()
+}
+
+/// `PATCH /api/v1/schedules/{id}`: absent fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UpdateScheduleRequest {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub timezone: Option<String>,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 3600))]
+    pub duration_secs: Option<u64>,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 10000))]
+    pub frequency_hz: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct Schedule {
+    pub id: Uuid,
+    pub name: String,
+    pub service: String,
+    pub host: String,
+    pub target: Target,
+    pub mode: String,
+    pub duration_secs: i32,
+    pub frequency_hz: i32,
+    pub window_secs: Option<i32>,
+    pub cron: String,
+    pub timezone: String,
+    pub enabled: bool,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub next_run_at: Option<DateTime<Utc>>,
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// Plugin, event and cost control of every run (see `Profile`).
+    pub options: StartOptions,
+}
+
+/// A schedule with its latest runs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct ScheduleWithRuns {
+    #[serde(flatten)]
+    pub schedule: Schedule,
+    pub runs: Vec<RunView>,
+}
+
+/// One firing of a schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct RunView {
+    pub scheduled_for: DateTime<Utc>,
+    pub fired_at: DateTime<Utc>,
+    /// `started`, `skipped` or `failed`.
+    pub outcome: String,
+    pub profile_id: Option<Uuid>,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct SchedulesResponse {
+    pub schedules: Vec<Schedule>,
+}

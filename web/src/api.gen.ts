@@ -1,0 +1,4676 @@
+// GENERATED FILE, do not edit: `npm run gen:api` (scripts/gen-api.mjs)
+// writes it from openapi.json with openapi-typescript. The api-server's
+// OpenAPI document is the source; test/api-gen.test.ts fails when this
+// file is out of date. Use these types through src/api.ts (`Schemas`).
+
+export interface paths {
+    "/api/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The OpenAPI 3 document of this API. */
+        get: operations["openapi_json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/aggregate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's flame graph across its hosts and a time range (merged per
+         *     host, then across hosts).
+         */
+        get: operations["aggregate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every channel, by name (admin). */
+        get: operations["list_channels"];
+        put?: never;
+        /** Create a webhook or email channel (admin). */
+        post: operations["create_channel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One channel (admin). */
+        get: operations["describe_channel"];
+        put?: never;
+        post?: never;
+        /** Delete a channel with its deliveries, pending ones included (admin). */
+        delete: operations["delete_channel"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a channel (admin): enable or disable it, its services, its
+         *     address, its webhook secret or its recipients.
+         */
+        patch: operations["update_channel"];
+        trace?: never;
+    };
+    "/api/v1/channels/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The channel's deliveries, newest first, with every attempt (admin). */
+        get: operations["channel_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Compare two profiles or aggregates, each normalized by its own total. */
+        get: operations["diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The hosts' agents, from their heartbeats. */
+        get: operations["list_hosts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/hosts/{host}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deploy an agent to the host: 200 when an agent is live there already,
+         *     202 while the deployer runs (follow the request until it ends), 409
+         *     when none is configured.
+         */
+        post: operations["deploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/hosts/{host}/undeploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make the host's agent exit, at once or once its profiles end. */
+        post: operations["undeploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Profiles, newest first, filtered and paginated. */
+        get: operations["list_profiles"];
+        put?: never;
+        /** Profile a process on a host: 202 once the command is dispatched. */
+        post: operations["start_profile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import another tool's profile as a finished profile of a service. */
+        post: operations["import_profile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One profile and its status. */
+        get: operations["describe_profile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/{id}/flamegraph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A profile's flame graph, optionally narrowed to threads, frames and a
+         *     time window.
+         */
+        get: operations["flame_graph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/{id}/issues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The common issues the detection rules found in a profile. */
+        get: operations["profile_issues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop a profile early; the last partial window is flushed. */
+        post: operations["stop_profile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A profile's windows in time order: host, bounds, event and samples. */
+        get: operations["timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profiles/{id}/top": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The profile's hottest functions: self and total shares with error
+         *     bounds.
+         */
+        get: operations["top_functions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Deploy, undeploy and stop requests, newest first. */
+        get: operations["list_requests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One request: who asked, when, and how it went. */
+        get: operations["describe_request"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The detection rules. */
+        get: operations["list_rules"];
+        put?: never;
+        /** Creates a rule and queues its re-analysis of past profiles. */
+        post: operations["create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One rule and its latest re-analysis. */
+        get: operations["describe"];
+        /**
+         * Replaces a rule (a seed rule becomes the admin's, never reset by the
+         *     shipped pack) and queues its re-analysis.
+         */
+        put: operations["replace"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Changes some of a rule's settings (e.g. `{"enabled": false}`) and
+         *     queues its re-analysis.
+         */
+        patch: operations["change"];
+        trace?: never;
+    };
+    "/api/v1/rules/{id}/reanalysis": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The latest re-analysis of a rule's changes over past profiles. */
+        get: operations["latest_reanalysis"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every schedule. */
+        get: operations["list_schedules"];
+        put?: never;
+        /** Create a schedule (admin). */
+        post: operations["create_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule with its latest runs. */
+        get: operations["describe_schedule"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule (admin). */
+        delete: operations["delete_schedule"];
+        options?: never;
+        head?: never;
+        /** Change a schedule (admin); absent fields stay as they are. */
+        patch: operations["update_schedule"];
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the database answers. */
+        get: operations["health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics of the api-server (see docs/operations.md, Metrics). */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** @description An agent as its latest heartbeat describes it. */
+        AgentView: {
+            agent_id: string;
+            host: string;
+            /** Format: date-time */
+            last_seen: string;
+            /** @description Heard from recently enough to take commands. */
+            live: boolean;
+            plugins: string[];
+            running_profiles: string[];
+            version: string;
+        };
+        /**
+         * @description The aggregate's JSON answers: the merged tree (`format=json`) or a
+         *     speedscope file.
+         */
+        AggregateBody: components["schemas"]["AggregateJson"] | components["schemas"]["SpeedscopeFile"];
+        /** @description A service's flame graph across its hosts and a time range. */
+        AggregateJson: components["schemas"]["SampleUnit"] & {
+            event?: string | null;
+            hosts: components["schemas"]["HostSummary"][];
+            /** Format: int64 */
+            profiles: number;
+            root: components["schemas"]["FlameNode"];
+            /** Format: int64 */
+            samples: number;
+            service: string;
+            /** Format: date-time */
+            since: string;
+            /** Format: int64 */
+            snapshots: number;
+            /** Format: date-time */
+            until: string;
+        };
+        /** @description A channel as the API shows it: everything but the webhook's secret. */
+        Channel: {
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            from?: string | null;
+            /** Format: uuid */
+            id: string;
+            kind: components["schemas"]["ChannelKind"];
+            name: string;
+            service_pattern: string;
+            /** @description The email channel's relay; `null` for webhooks. */
+            smtp_url?: string | null;
+            to: string[];
+            /** @description The webhook's URL; `null` for email. */
+            url?: string | null;
+        };
+        /**
+         * @description How a channel sends its alerts.
+         * @enum {string}
+         */
+        ChannelKind: "webhook" | "email";
+        ChannelList: {
+            channels: components["schemas"]["Channel"][];
+        };
+        /** @description A deploy, undeploy or stop request and how it went. */
+        ControlRequest: {
+            /** Format: uuid */
+            command_id?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            /** @description deploy, undeploy or stop. */
+            kind: string;
+            mode?: string | null;
+            /** Format: uuid */
+            profile_id?: string | null;
+            requested_by: string;
+            status: string;
+            status_reason?: string | null;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description `POST /api/v1/channels`: a webhook or an email channel, told apart by
+         *     `kind`.
+         */
+        CreateChannelRequest: components["schemas"]["CreateWebhookRequest"] | components["schemas"]["CreateEmailRequest"];
+        /** @description An email channel: alerts mailed as plain text through an SMTP relay. */
+        CreateEmailRequest: {
+            enabled?: boolean;
+            /** @description The sender's address, `local@domain`. */
+            from: string;
+            /** @description Always `email`: the body names its kind. */
+            kind: components["schemas"]["EmailKind"];
+            /** @description Unique among channels. */
+            name: string;
+            /**
+             * @description Glob over the services whose alerts go here (`*` any run of
+             *     characters, `?` one); all services when absent.
+             */
+            service_pattern?: string;
+            /** @description The relay, `smtp://host[:port]` (port 25 by default). */
+            smtp_url: string;
+            /** @description The recipients' addresses, `local@domain`. */
+            to: string[];
+        };
+        /**
+         * @description `POST /api/v1/schedules`: the target as for a start (one of `pid`,
+         *     `process_name`, `cmdline` or `cgroup`), and when to profile it.
+         */
+        CreateScheduleRequest: {
+            /** @description A cgroup path or container id (see the start request). */
+            cgroup?: string | null;
+            /** @description A regex over the full command line (see the start request). */
+            cmdline?: string | null;
+            /**
+             * @description Five fields (minute hour day-of-month month day-of-week), or six
+             *     with seconds first.
+             */
+            cron: string;
+            /** Format: int64 */
+            duration_secs: number;
+            enabled?: boolean;
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            host: string;
+            name: string;
+            options?: null | components["schemas"]["ProfileOptions"];
+            /** Format: int32 */
+            pid?: number | null;
+            process_name?: string | null;
+            service?: string | null;
+            /** @description An IANA time zone the cron expression is read in; UTC when absent. */
+            timezone?: string;
+            /** Format: int64 */
+            window_secs?: number | null;
+        };
+        /** @description A webhook: alerts POSTed as JSON, signed with `secret`. */
+        CreateWebhookRequest: {
+            enabled?: boolean;
+            /** @description Always `webhook`: the body names its kind. */
+            kind: components["schemas"]["WebhookKind"];
+            /** @description Unique among channels. */
+            name: string;
+            /** @description The HMAC-SHA256 key of `X-ODP-Signature`. Never returned. */
+            secret: string;
+            /**
+             * @description Glob over the services whose alerts go here (`*` any run of
+             *     characters, `?` one); all services when absent.
+             */
+            service_pattern?: string;
+            /** @description The http(s) URL alerts are POSTed to; no credentials in it. */
+            url: string;
+        };
+        /** @description A page of deliveries, newest first. */
+        DeliveriesPage: {
+            deliveries: components["schemas"]["Delivery"][];
+            /**
+             * Format: uuid
+             * @description Pass as `before` for the next page; `null` on the last page.
+             */
+            next_before?: string | null;
+        };
+        /** @description One alert to a channel and how sending it went. */
+        Delivery: {
+            /** @description Every attempt, first first. */
+            attempt_log: components["schemas"]["DeliveryAttempt"][];
+            /** Format: int32 */
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            detected_at: string;
+            /** Format: date-time */
+            finished_at?: string | null;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is next tried; `null` once it ended.
+             */
+            next_attempt_at?: string | null;
+            /** Format: uuid */
+            profile_id: string;
+            rule_id: string;
+            rule_title: string;
+            service: string;
+            /**
+             * Format: double
+             * @description Matched samples, percent of the profile's samples.
+             */
+            share: number;
+            /** @description `pending`, `delivered` or `failed`. */
+            status: string;
+            /** Format: double */
+            threshold_pct: number;
+        };
+        /** @description One try at sending a delivery. */
+        DeliveryAttempt: {
+            /** Format: int32 */
+            attempt: number;
+            /** Format: date-time */
+            attempted_at: string;
+            /** @description Why it failed, when it did. */
+            error?: string | null;
+            /**
+             * Format: int32
+             * @description The HTTP status (webhook) or SMTP reply code (email), when the
+             *     server answered.
+             */
+            status_code?: number | null;
+            success: boolean;
+        };
+        DeployResponse: {
+            links: components["schemas"]["RequestLinks"];
+            request: components["schemas"]["ControlRequest"];
+        };
+        /** @description Two profiles or aggregates compared, each normalized by its own total. */
+        DiffJson: {
+            baseline: components["schemas"]["SideSummary"];
+            /** @description Largest total-share changes first. */
+            changes: components["schemas"]["FunctionChange"][];
+            root: components["schemas"]["DiffNode"];
+            target: components["schemas"]["SideSummary"];
+        };
+        DiffNode: {
+            /** Format: int64 */
+            baseline_self: number;
+            /**
+             * Format: double
+             * @description `baseline_total` over the baseline's total samples.
+             */
+            baseline_share: number;
+            /** Format: int64 */
+            baseline_total: number;
+            /** @description Sorted by name. */
+            children: components["schemas"]["DiffNode"][];
+            name: string;
+            /** Format: int64 */
+            target_self: number;
+            /**
+             * Format: double
+             * @description `target_total` over the target's total samples.
+             */
+            target_share: number;
+            /** Format: int64 */
+            target_total: number;
+        };
+        /** @description A refused start: the target already has a live profile of this mode. */
+        DuplicateStart: {
+            error: components["schemas"]["ErrorDetail"];
+            /** @description The live profile. */
+            profile: components["schemas"]["Profile"];
+        };
+        /** @description Profile for `on_ms` at the start of every `period_ms`. */
+        DutyCycle: {
+            /** Format: int64 */
+            on_ms: number;
+            /** Format: int64 */
+            period_ms: number;
+        };
+        DutyCycleOptions: {
+            /** Format: int64 */
+            on_secs: number;
+            /** Format: int64 */
+            period_secs: number;
+        };
+        /**
+         * @description The `kind` of an email channel's create request.
+         * @enum {string}
+         */
+        EmailKind: "email";
+        /**
+         * @description Every error: `{"error": {"code", "message"}}`. A refused duplicate
+         *     start also carries the live `profile`.
+         */
+        ErrorBody: {
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /**
+         * @description The error's kind; the HTTP status says the same.
+         * @enum {string}
+         */
+        ErrorCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "invalid" | "too_large" | "unavailable" | "internal";
+        ErrorDetail: {
+            code: components["schemas"]["ErrorCode"];
+            /** @description What was wrong, for people. */
+            message: string;
+        };
+        /**
+         * @description What one sample measures, so that counts of different units are never
+         *     added together.
+         * @enum {string}
+         */
+        EventKind: "cycles" | "cpu-clock" | "wall" | "off-cpu" | "lock" | "alloc-bytes" | "heap-bytes";
+        Executable: {
+            /** @description The GNU build id note, lowercase hex; absent when the binary has none. */
+            build_id?: string | null;
+            path: string;
+        };
+        /** @description Atys' Algorithm 1; absent fields take the defaults shown. */
+        FdaOptions: {
+            /**
+             * @description False turns FDA off even where the agent enables it by default.
+             * @default true
+             */
+            enabled: boolean | null;
+            /**
+             * Format: double
+             * @description In (0, 1): up to f/λ on a change, down to f·λ when stable.
+             * @default 0.8
+             */
+            lambda: number | null;
+            /**
+             * Format: int32
+             * @description The requested frequency when absent.
+             */
+            max_hz?: number | null;
+            /**
+             * Format: int32
+             * @default 19
+             */
+            min_hz: number | null;
+            /**
+             * Format: int32
+             * @description Stable windows before the frequency is lowered.
+             * @default 5
+             */
+            stable_windows: number | null;
+            /**
+             * Format: double
+             * @description Jensen-Shannon divergence in (0, 1] above which hot spots changed.
+             * @default 0.05
+             */
+            theta: number | null;
+            /**
+             * Format: int32
+             * @description Hottest functions compared.
+             * @default 10
+             */
+            top_n: number | null;
+        };
+        /**
+         * @description Frequency dynamic adjustment (Atys, Algorithm 1). Absent fields take
+         *     the defaults below.
+         */
+        FdaSettings: {
+            /**
+             * @description False turns FDA off for this profile even when the agent's default
+             *     is on.
+             * @default true
+             */
+            enabled: boolean;
+            /**
+             * Format: double
+             * @description Decay factor in (0, 1): up to f/λ on a change, down to f·λ when
+             *     stable.
+             * @default 0.8
+             */
+            lambda: number;
+            /**
+             * Format: int32
+             * @description Highest frequency; the requested one when absent.
+             * @default null
+             */
+            max_hz: number | null;
+            /**
+             * Format: int32
+             * @default 19
+             */
+            min_hz: number;
+            /**
+             * Format: int32
+             * @description Consecutive stable windows before the frequency is lowered.
+             * @default 5
+             */
+            stable_windows: number;
+            /**
+             * Format: double
+             * @description Jensen-Shannon divergence (bits, in [0, 1]) above which hot spots
+             *     count as changed.
+             * @default 0.05
+             */
+            theta: number;
+            /**
+             * Format: int32
+             * @description How many of the hottest leaf functions are compared.
+             * @default 10
+             */
+            top_n: number;
+        };
+        /**
+         * @description The flame graph's JSON answers: the tree (`format=json`) or a
+         *     speedscope file.
+         */
+        FlameGraphBody: components["schemas"]["FlameGraphJson"] | components["schemas"]["SpeedscopeFile"];
+        /** @description A profile's flame graph tree (`format=json`). */
+        FlameGraphJson: components["schemas"]["SampleUnit"] & {
+            event?: string | null;
+            /** Format: uuid */
+            profile_id: string;
+            root: components["schemas"]["FlameNode"];
+            /** Format: int64 */
+            samples: number;
+            /** Format: int64 */
+            snapshots: number;
+        };
+        FlameNode: {
+            /** @description Sorted by name, as flame graphs draw them. */
+            children: components["schemas"]["FlameNode"][];
+            /**
+             * Format: int32
+             * @description For an `other` node that stands for children cut by a node budget:
+             *     how many it stands for (0 for every real node).
+             */
+            merged?: number;
+            name: string;
+            /**
+             * Format: int64
+             * @description Samples where this node was the leaf.
+             */
+            self_count: number;
+            /**
+             * Format: int64
+             * @description Samples in this node and everything it called.
+             */
+            total: number;
+        };
+        /** @description How one function's share moved between baseline and target. */
+        FunctionChange: {
+            /** Format: double */
+            baseline_self_share: number;
+            /** Format: double */
+            baseline_total_share: number;
+            /**
+             * Format: double
+             * @description `target_self_share - baseline_self_share`, in percentage points.
+             */
+            delta_self_points: number;
+            /**
+             * Format: double
+             * @description `target_total_share - baseline_total_share`, in percentage points.
+             */
+            delta_total_points: number;
+            function: string;
+            /** Format: double */
+            target_self_share: number;
+            /** Format: double */
+            target_total_share: number;
+        };
+        FunctionShare: {
+            function: string;
+            /**
+             * Format: int64
+             * @description Samples where the function was the leaf.
+             */
+            self_samples: number;
+            /** Format: double */
+            self_share: number;
+            /**
+             * Format: double
+             * @description One binomial standard error of `self_share`.
+             */
+            self_share_stderr: number;
+            /**
+             * Format: int64
+             * @description Samples where the function was anywhere on the stack (once per
+             *     stack, however deep the recursion).
+             */
+            total_samples: number;
+            /** Format: double */
+            total_share: number;
+        };
+        /** @description One host's part of an aggregate. */
+        HostSummary: {
+            host: string;
+            /** Format: int64 */
+            profiles: number;
+            /** Format: int64 */
+            samples: number;
+            /** Format: int64 */
+            snapshots: number;
+        };
+        HostsResponse: {
+            agents: components["schemas"]["AgentView"][];
+        };
+        /** @description A detection with its rule's text. */
+        Issue: {
+            /**
+             * @description What the rule kind found beyond the share: for `share_regression`,
+             *     `{runs_compared, functions: [{function, share_pct, baseline_pct,
+             *     growth_points}], new_rules}`; `null` for the others.
+             */
+            detail: Record<string, unknown> | null;
+            explanation: string;
+            /** Format: date-time */
+            first_evaluated_at: string;
+            fix: string;
+            kind: string;
+            /** Format: date-time */
+            last_evaluated_at: string;
+            link: string;
+            rule_id: string;
+            /** Format: int64 */
+            samples_matched: number;
+            /** Format: int64 */
+            samples_total: number;
+            /** Format: double */
+            share: number;
+            stacks: components["schemas"]["IssueStack"][];
+            /** Format: double */
+            threshold_pct: number;
+            title: string;
+        };
+        /** @description A stack matching a detection rule, frames root first. */
+        IssueStack: {
+            /** Format: int64 */
+            count: number;
+            frames: string[];
+            /** Format: uuid */
+            stack_id: string;
+        };
+        IssuesResponse: {
+            /**
+             * @description Detections, largest share first, each with its rule's title,
+             *     explanation, fix and link and its heaviest matching stacks.
+             */
+            issues: components["schemas"]["Issue"][];
+            /** Format: uuid */
+            profile_id: string;
+        };
+        /**
+         * @description The runtime a target process runs, which decides the agent plugin that
+         *     samples it (`native` perf_event, `python` py-spy, `jvm` JFR).
+         * @enum {string}
+         */
+        Language: "native" | "python" | "jvm";
+        Library: {
+            kind: components["schemas"]["LibraryKind"];
+            /**
+             * @description `log4j-core`, `requests`, `libssl`: the artifact, distribution or
+             *     shared object name without version or extension.
+             */
+            name: string;
+            /** @description `2.14.1`, `1.1.1w`; absent when the agent could not tell. */
+            version?: string | null;
+        };
+        /** @enum {string} */
+        LibraryKind: "jar" | "python" | "shared";
+        /** @description A profile as the API shows it. */
+        Profile: {
+            agent_id?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            duration_ms: number;
+            event?: string | null;
+            /** Format: date-time */
+            finished_at?: string | null;
+            /** Format: int32 */
+            frequency_hz: number;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            labels: {
+                [key: string]: string;
+            };
+            links: components["schemas"]["ProfileLinks"];
+            /**
+             * @description What the profile measures: `cpu`, `off-cpu`, `wall`, `alloc`,
+             *     `heap` or `lock`; one live profile per mode and target.
+             */
+            mode: string;
+            /**
+             * @description The plugin, event and cost control the start asked for (the start
+             *     request's `options`, as the agent received them); `{}` for the
+             *     agent's defaults.
+             */
+            options: components["schemas"]["StartOptions"];
+            requested_by: string;
+            runtime?: null | components["schemas"]["ProfileRuntime"];
+            service: string;
+            /** Format: date-time */
+            started_at?: string | null;
+            /** @description requested, dispatched, running, finished, stopped, failed or expired. */
+            status: string;
+            status_reason?: string | null;
+            target: components["schemas"]["Target"];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description Where to act on a profile and read it. */
+        ProfileLinks: {
+            flamegraph: string;
+            flamegraph_svg: string;
+            folded: string;
+            self: string;
+            stop: string;
+            top: string;
+        };
+        /**
+         * @description Plugin, event and cost control of a start or of a schedule's runs;
+         *     absent fields take the agent's defaults.
+         */
+        ProfileOptions: {
+            duty_cycle?: null | components["schemas"]["DutyCycleOptions"];
+            /**
+             * @description `cpu-clock` (the default; `cycles` where a PMU exists); `off-cpu`
+             *     (native: time threads spend switched out, at the stack where they
+             *     blocked); `wall` (native and python: on and off CPU alike); for the
+             *     JVM `alloc-bytes` (allocation samples), `heap-bytes` (one class
+             *     histogram when the profile ends) or `lock` (time waiting for
+             *     monitors and parked). Decides the profile's mode: a CPU and an
+             *     off-CPU profile of one target may run at once.
+             * @example off-cpu
+             */
+            event?: string | null;
+            fda?: null | components["schemas"]["FdaOptions"];
+            /**
+             * Format: double
+             * @description FSP: keep each window's busiest threads up to this cumulative share
+             *     of its samples, in (0, 1]; the agent's default (0.99) when absent.
+             */
+            fsp_share?: number | null;
+            /**
+             * Format: int64
+             * @description `off-cpu` and `lock`: waits shorter than this many microseconds are
+             *     not recorded (at most 10 s); every wait when absent.
+             */
+            min_wait_us?: number | null;
+            /**
+             * Format: double
+             * @description CPU the agent may spend on the profile, share of one core in
+             *     (0, 1]; the agent's default (0.01) when absent.
+             */
+            overhead_budget?: number | null;
+            /**
+             * @description `native`, `python` or `jvm`: overrides the agent's language
+             *     detection (e.g. `native` on a Python process to see the
+             *     interpreter's C frames).
+             * @example jvm
+             */
+            plugin?: string | null;
+        };
+        /**
+         * @description A profile's runtime as its agent reported it in `profile_started`:
+         *     what rules on library versions and runtime options read. Fields an
+         *     agent did not report (agents older than the runtime contract) are empty.
+         */
+        ProfileRuntime: {
+            language?: null | components["schemas"]["Language"];
+            runtime?: components["schemas"]["RuntimeInfo"];
+            /** @description `3.11`, `17.0.15`. */
+            runtime_version?: string | null;
+        };
+        /** @description A page of profiles, newest first. */
+        ProfilesPage: {
+            /** @description Pass as `cursor` for the next page; absent on the last page. */
+            next_cursor?: string | null;
+            profiles: components["schemas"]["Profile"][];
+        };
+        /** @description A re-analysis of past profiles after a rule changed. */
+        Reanalysis: {
+            error?: string | null;
+            /** Format: date-time */
+            finished_at?: string | null;
+            /** Format: uuid */
+            id: string;
+            /** Format: int64 */
+            profiles_done: number;
+            /**
+             * Format: int64
+             * @description Profiles to evaluate, known once the pipeline starts the job.
+             */
+            profiles_total?: number | null;
+            /** Format: date-time */
+            requested_at: string;
+            requested_by: string;
+            rule_id: string;
+            /** Format: date-time */
+            started_at?: string | null;
+            /** @description `pending`, `running`, `finished` or `failed`. */
+            status: string;
+        };
+        RequestLinks: {
+            /** @description The request, to follow until it ends. */
+            self: string;
+        };
+        RequestList: {
+            requests: components["schemas"]["ControlRequest"][];
+        };
+        /** @description A detection rule. */
+        Rule: {
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            explanation: string;
+            fix: string;
+            id: string;
+            kind: string;
+            link: string;
+            service_thresholds: {
+                [key: string]: number;
+            };
+            /** @description `seed` or `user`. */
+            source: string;
+            /** @description The rule kind's own parameters. */
+            spec: Record<string, unknown>;
+            /** Format: double */
+            threshold_pct: number;
+            title: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description A rule as an admin writes it (`POST` carries the `id`; `PUT` takes it
+         *     from the path).
+         */
+        RuleBody: {
+            enabled?: boolean;
+            explanation: string;
+            fix: string;
+            /** @description Lower-case letters, digits, `.`, `-` and `_`; 1 to 63 characters. */
+            id?: string | null;
+            /**
+             * @description `stack_share`, `share_regression`, `library_version` or
+             *     `runtime_option` (see rules/README.md).
+             */
+            kind: string;
+            /** @description An http(s) link to read more. */
+            link: string;
+            /** @description Per-service overrides of `threshold_pct`. */
+            service_thresholds?: {
+                [key: string]: number;
+            };
+            /** @description The kind's parameters, e.g. `{"function": "regex", "leaf_only": true}`. */
+            spec: Record<string, unknown>;
+            /** Format: double */
+            threshold_pct: number;
+            title: string;
+        };
+        /** @description `PATCH`: absent fields stay as they are. */
+        RulePatch: {
+            enabled?: boolean | null;
+            /** @description Replaces all the per-service overrides. */
+            service_thresholds?: {
+                [key: string]: number;
+            } | null;
+            spec?: Record<string, unknown> | null;
+            /** Format: double */
+            threshold_pct?: number | null;
+        };
+        /** @description A rule with its latest re-analysis of past profiles. */
+        RuleView: {
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            explanation: string;
+            fix: string;
+            id: string;
+            kind: string;
+            link: string;
+            service_thresholds: {
+                [key: string]: number;
+            };
+            /** @description `seed` or `user`. */
+            source: string;
+            /** @description The rule kind's own parameters. */
+            spec: Record<string, unknown>;
+            /** Format: double */
+            threshold_pct: number;
+            title: string;
+            /** Format: date-time */
+            updated_at: string;
+        } & {
+            reanalysis?: null | components["schemas"]["Reanalysis"];
+        };
+        RulesResponse: {
+            rules: components["schemas"]["Rule"][];
+        };
+        /** @description One firing of a schedule. */
+        RunView: {
+            detail?: string | null;
+            /** Format: date-time */
+            fired_at: string;
+            /** @description `started`, `skipped` or `failed`. */
+            outcome: string;
+            /** Format: uuid */
+            profile_id?: string | null;
+            /** Format: date-time */
+            scheduled_for: string;
+        };
+        RuntimeInfo: {
+            executable?: null | components["schemas"]["Executable"];
+            /**
+             * @description Runtime options as the runtime spells them: JVM flags from
+             *     `VM.flags` and the command line (`-XX:+UseG1GC`, `-Xmx512m`),
+             *     Python's interpreter options (`-O`, `-X dev`) and the `PYTHON*`
+             *     environment settings that change its behaviour.
+             */
+            flags?: string[];
+            /** @description Libraries the target runs with, deduplicated by (kind, name, version). */
+            libraries?: components["schemas"]["Library"][];
+            /** @description More libraries were found than [`MAX_LIBRARIES`]. */
+            libraries_truncated?: boolean;
+        };
+        /**
+         * @description What one sample of an answer stands for: `period` units of `unit`
+         *     (a sample of a 99 Hz CPU profile is 10,101,010 nanoseconds). Views
+         *     multiply counts by it to show time (or bytes), so that a wall or
+         *     off-CPU profile reads in seconds, not samples.
+         */
+        SampleUnit: {
+            /**
+             * Format: double
+             * @description Units per sample, when known.
+             */
+            period?: number | null;
+            /**
+             * @description `nanoseconds`, `bytes`, `cycles`, or `samples` when the event is
+             *     unknown (an imported file that did not say).
+             */
+            unit: string;
+        };
+        Schedule: {
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            cron: string;
+            /** Format: int32 */
+            duration_secs: number;
+            enabled: boolean;
+            /** Format: int32 */
+            frequency_hz: number;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            last_run_at?: string | null;
+            mode: string;
+            name: string;
+            /** Format: date-time */
+            next_run_at?: string | null;
+            /** @description Plugin, event and cost control of every run (see `Profile`). */
+            options: components["schemas"]["StartOptions"];
+            service: string;
+            target: components["schemas"]["Target"];
+            timezone: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: int32 */
+            window_secs?: number | null;
+        };
+        /** @description A schedule with its latest runs, newest first. */
+        ScheduleWithRuns: components["schemas"]["Schedule"] & {
+            runs: components["schemas"]["RunView"][];
+        };
+        SchedulesResponse: {
+            schedules: components["schemas"]["Schedule"][];
+        };
+        /** @description One side of a diff. */
+        SideSummary: components["schemas"]["SampleUnit"] & {
+            event?: string | null;
+            label: string;
+            /** Format: int64 */
+            profiles: number;
+            /** Format: int64 */
+            samples: number;
+        };
+        /**
+         * @description speedscope's file format (`format=speedscope`), as speedscope.app
+         *     reads it.
+         */
+        SpeedscopeFile: {
+            $schema: string;
+            activeProfileIndex: number;
+            exporter: string;
+            name: string;
+            profiles: components["schemas"]["SpeedscopeSampledProfile"][];
+            shared: components["schemas"]["SpeedscopeShared"];
+        };
+        SpeedscopeFrameName: {
+            name: string;
+        };
+        SpeedscopeSampledProfile: {
+            /** Format: int64 */
+            endValue: number;
+            name: string;
+            /** @description Frame indexes, root first. */
+            samples: number[][];
+            /** Format: int64 */
+            startValue: number;
+            /** @description Always `sampled`. */
+            type: string;
+            /** @description `none` for plain counts, `nanoseconds` when weights are times. */
+            unit: string;
+            weights: number[];
+        };
+        SpeedscopeShared: {
+            frames: components["schemas"]["SpeedscopeFrameName"][];
+        };
+        /**
+         * @description Per-profile cost-control settings; every field absent means "the
+         *     agent's default".
+         */
+        StartOptions: {
+            duty_cycle?: null | components["schemas"]["DutyCycle"];
+            event?: null | components["schemas"]["EventKind"];
+            fda?: null | components["schemas"]["FdaSettings"];
+            /**
+             * Format: double
+             * @description FSP: keep the busiest threads up to this cumulative share of a
+             *     window's samples, in (0, 1]; 1 keeps every thread.
+             */
+            fsp_share?: number | null;
+            /**
+             * Format: int64
+             * @description For wait events (`off-cpu`, `lock`): waits shorter than this many
+             *     microseconds are not recorded, which keeps the cost of a target
+             *     that blocks very often for very short times down. Their time is
+             *     missing from the profile, so the default records every wait.
+             */
+            min_wait_us?: number | null;
+            /**
+             * Format: double
+             * @description CPU the agent may spend on this profile, as a share of one core
+             *     (0.01 = 1 %); the frequency is lowered to stay inside it.
+             */
+            overhead_budget?: number | null;
+            plugin?: null | components["schemas"]["Language"];
+        };
+        /**
+         * @description `POST /api/v1/profiles`: profile processes on a host, given by exactly
+         *     one of `pid`, `process_name`, `cmdline` or `cgroup`.
+         */
+        StartRequest: {
+            /**
+             * @description A cgroup path (`/system.slice/x.service`; processes in it and below
+             *     it) or a container id (12 to 64 hex digits).
+             */
+            cgroup?: string | null;
+            /**
+             * @description A regex (unanchored) over the full command line, arguments joined
+             *     by spaces: every matching process is profiled.
+             */
+            cmdline?: string | null;
+            /** Format: int64 */
+            duration_secs: number;
+            /**
+             * Format: int32
+             * @description Samples per second; 99 when absent.
+             */
+            frequency_hz?: number | null;
+            host: string;
+            /** @description Free-form labels to find the profile by (`{"env": "prod"}`). */
+            labels?: {
+                [key: string]: string;
+            };
+            options?: null | components["schemas"]["ProfileOptions"];
+            /** Format: int32 */
+            pid?: number | null;
+            /** @description The executable name (`/proc/PID/comm`), without `/`. */
+            process_name?: string | null;
+            /**
+             * @description The service the target belongs to; defaults to `process_name`, or
+             *     the host when profiling by pid. Required with `cmdline` and `cgroup`,
+             *     which name no program to default to. Token `services` patterns
+             *     apply to it.
+             */
+            service?: string | null;
+            /**
+             * Format: int64
+             * @description Aggregation window; the agent's default (10 s) when absent.
+             */
+            window_secs?: number | null;
+        };
+        /** @description Which process(es) on a host a profile samples. */
+        Target: {
+            /** @enum {string} */
+            by: "pid";
+            /**
+             * Format: int32
+             * @description One process by id.
+             */
+            value: number;
+        } | {
+            /** @enum {string} */
+            by: "process_name";
+            /** @description Every process whose executable name (`/proc/PID/comm`) equals this. */
+            value: string;
+        } | {
+            /** @enum {string} */
+            by: "cmdline";
+            /**
+             * @description Every process whose full command line (`/proc/PID/cmdline`, the
+             *     arguments joined by spaces) matches this regex, unanchored.
+             */
+            value: string;
+        } | {
+            /** @enum {string} */
+            by: "cgroup";
+            /**
+             * @description Every process in this cgroup or below it (`/system.slice/x.scope`),
+             *     or in a container given by its id (64 hex digits or a prefix of at
+             *     least 12), found as a component of the cgroup path.
+             */
+            value: string;
+        } | {
+            /** @enum {string} */
+            by: "imported";
+            /**
+             * @description No process: samples uploaded from another tool's file, in this
+             *     format (`pprof`, `folded`). Agents refuse such targets.
+             */
+            value: string;
+        };
+        /** @description A profile's windows in time order. */
+        TimelineJson: {
+            /** Format: uuid */
+            profile_id: string;
+            windows: components["schemas"]["TimelineWindow"][];
+        };
+        /** @description One window of a profile on one host. */
+        TimelineWindow: {
+            event: string;
+            /** Format: int32 */
+            frequency_hz: number;
+            host: string;
+            /** Format: int64 */
+            samples: number;
+            /** Format: date-time */
+            window_end: string;
+            /** Format: date-time */
+            window_start: string;
+        };
+        /** @description A profile's hottest functions. */
+        TopResponse: components["schemas"]["SampleUnit"] & {
+            event?: string | null;
+            /** @description Hottest first by self samples. */
+            functions: components["schemas"]["FunctionShare"][];
+            /** Format: uuid */
+            profile_id: string;
+            /** Format: int64 */
+            samples: number;
+        };
+        /** @enum {string} */
+        UndeployMode: "now" | "drain";
+        UndeployResponse: {
+            /** Format: uuid */
+            command_id?: string | null;
+            host: string;
+            mode: components["schemas"]["UndeployMode"];
+            request: components["schemas"]["ControlRequest"];
+        };
+        /**
+         * @description `PATCH /api/v1/channels/{id}`: absent fields stay as they are; each
+         *     field must suit the channel's kind.
+         */
+        UpdateChannelRequest: {
+            enabled?: boolean | null;
+            /** @description Email: a new sender address. */
+            from?: string | null;
+            /**
+             * @description Webhook: a new secret (rotation); deliveries sent from now on are
+             *     signed with it.
+             */
+            secret?: string | null;
+            /** @description A new glob over the services whose alerts go here. */
+            service_pattern?: string | null;
+            /** @description Email: a new relay. */
+            smtp_url?: string | null;
+            /** @description Email: replaces every recipient. */
+            to?: string[] | null;
+            /** @description Webhook: a new URL. */
+            url?: string | null;
+        };
+        /** @description `PATCH /api/v1/schedules/{id}`: absent fields stay as they are. */
+        UpdateScheduleRequest: {
+            cron?: string | null;
+            /** Format: int64 */
+            duration_secs?: number | null;
+            enabled?: boolean | null;
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            timezone?: string | null;
+        };
+        /**
+         * @description The `kind` of a webhook's create request.
+         * @enum {string}
+         */
+        WebhookKind: "webhook";
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    openapi_json: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description This document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+        };
+    };
+    aggregate: {
+        parameters: {
+            query: {
+                service: string;
+                /** @description RFC 3339 time: profiles created at or after it. */
+                since: string;
+                /**
+                 * @description RFC 3339 time: profiles created before it; at most 31 days after
+                 *     `since`.
+                 */
+                until: string;
+                /** @description Only these hosts; repeat the parameter or separate with commas. */
+                host?: string[];
+                /** @description Only threads with this name, or matching it as a regex. */
+                thread?: string;
+                /** @description Only stacks with a frame matching this regex. */
+                include?: string;
+                /** @description Without stacks with a frame matching this regex. */
+                exclude?: string;
+                format?: "json" | "folded" | "svg" | "pprof" | "speedscope";
+                /**
+                 * @description JSON: at most about this many nodes (default 8192); lighter
+                 *     subtrees merge into one `other` node per parent.
+                 */
+                max_nodes?: number;
+                /**
+                 * @description Only profiles of this event (`cpu-clock`, `off-cpu`, `wall`,
+                 *     `lock`...). Needed when the range holds profiles of several events,
+                 *     whose samples cannot be added: the answer is then a 422 naming them.
+                 */
+                event?: string;
+                /**
+                 * @description JSON: open only the subtree at this path of frame names,
+                 *     `;`-separated from the root (as the UI asks when a node is zoomed).
+                 */
+                focus?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The merged flame graph in the requested format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AggregateBody"];
+                    "application/octet-stream": number[];
+                    "image/svg+xml": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description `format=svg` of an aggregate without samples */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channels */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelList"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateChannelRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description A channel of that name exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Channel id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    delete_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Channel id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    update_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Channel id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateChannelRequest"];
+            };
+        };
+        responses: {
+            /** @description The changed channel */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    channel_deliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this state. */
+                status?: "pending" | "delivered" | "failed";
+                /** @description Page size; 50 when absent. */
+                limit?: number;
+                /** @description The previous page's `next_before`: deliveries queued before it. */
+                before?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Channel id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveriesPage"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    diff: {
+        parameters: {
+            query?: {
+                /** @description The baseline profile's id. */
+                baseline?: string;
+                baseline_service?: string;
+                /** @description RFC 3339 time. */
+                baseline_since?: string;
+                /** @description RFC 3339 time, at most 31 days after `baseline_since`. */
+                baseline_until?: string;
+                /** @description The target profile's id. */
+                target?: string;
+                target_service?: string;
+                /** @description RFC 3339 time. */
+                target_since?: string;
+                /** @description RFC 3339 time, at most 31 days after `target_since`. */
+                target_until?: string;
+                format?: "json" | "svg";
+                /** @description Only stacks with a frame matching this regex. */
+                include?: string;
+                /** @description Without stacks with a frame matching this regex. */
+                exclude?: string;
+                /** @description How many function changes; 50 when absent. */
+                limit?: number;
+                /**
+                 * @description Aggregate sides: only profiles of this event. Two sides of
+                 *     different events are never compared (422).
+                 */
+                event?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffJson"];
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_hosts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every agent heard from */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostsResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    deploy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Host id */
+                host: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An agent is live on the host already */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployResponse"];
+                };
+            };
+            /** @description The deployer runs */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No deployer is configured */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    undeploy: {
+        parameters: {
+            query: {
+                /**
+                 * @description `now`: stop running profiles, flush them and exit; `drain`: refuse
+                 *     new profiles and exit when the running ones end.
+                 */
+                mode: components["schemas"]["UndeployMode"];
+            };
+            header?: never;
+            path: {
+                /** @description Host id */
+                host: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The undeploy command is sent */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UndeployResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_profiles: {
+        parameters: {
+            query?: {
+                service?: string;
+                host?: string;
+                /** @description requested, dispatched, running, finished, stopped, failed or expired. */
+                status?: string;
+                /** @description RFC 3339 time; profiles created at or after it. */
+                since?: string;
+                /** @description RFC 3339 time; profiles created before it. */
+                until?: string;
+                /** @description Page size; 50 when absent. */
+                limit?: number;
+                /** @description The previous page's `next_cursor`. */
+                cursor?: string;
+                /** @description `key:value` pairs, comma-separated: only profiles with all of them. */
+                labels?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of profiles */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfilesPage"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    start_profile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 200 visible ASCII characters; a retry with the same key returns the same profile */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRequest"];
+            };
+        };
+        responses: {
+            /** @description Requested and dispatched */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description A live profile of the same target exists; the body's `profile` is it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DuplicateStart"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    import_profile: {
+        parameters: {
+            query: {
+                /**
+                 * @description The service the profile belongs to (the token must be allowed to
+                 *     profile it).
+                 */
+                service: string;
+                format: "pprof" | "folded";
+                /** @description The host the samples are stored under; `imported` when absent. */
+                host?: string;
+                /** @description pprof only: which of the file's sample types to count. */
+                sample_type?: string;
+                /**
+                 * @description What the counts measure; inferred from the pprof sample type, and
+                 *     `cpu-clock` for folded stacks, when absent.
+                 */
+                event?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The file, at most 32 MiB */
+        requestBody: {
+            content: {
+                "application/octet-stream": number[];
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description The imported profile */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The file exceeds 32 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    flame_graph: {
+        parameters: {
+            query?: {
+                format?: "json" | "folded" | "svg" | "pprof" | "speedscope";
+                /** @description Only threads with this name, or matching it as a regex. */
+                thread?: string;
+                /** @description Only stacks with a frame matching this regex. */
+                include?: string;
+                /** @description Without stacks with a frame matching this regex. */
+                exclude?: string;
+                /** @description Only windows ending after this RFC 3339 time. */
+                window_since?: string;
+                /** @description Only windows starting before this RFC 3339 time. */
+                window_until?: string;
+                /**
+                 * @description JSON: at most about this many nodes (default 8192); lighter
+                 *     subtrees merge into one `other` node per parent, so every total
+                 *     stays exact.
+                 */
+                max_nodes?: number;
+                /**
+                 * @description JSON: open only the subtree at this path of frame names,
+                 *     `;`-separated from the root (as the UI asks when a cut node is
+                 *     zoomed).
+                 */
+                focus?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flame graph in the requested format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlameGraphBody"];
+                    "application/octet-stream": number[];
+                    "image/svg+xml": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    profile_issues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile's detections */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuesResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    stop_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stop requested */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The profile has ended already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    timeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile's windows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelineJson"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    top_functions: {
+        parameters: {
+            query?: {
+                /** @description How many functions; 20 when absent. */
+                limit?: number;
+                /** @description Only threads with this name, or matching it as a regex. */
+                thread?: string;
+                /** @description Only stacks with a frame matching this regex. */
+                include?: string;
+                /** @description Without stacks with a frame matching this regex. */
+                exclude?: string;
+                /** @description Only windows ending after this RFC 3339 time. */
+                window_since?: string;
+                /** @description Only windows starting before this RFC 3339 time. */
+                window_until?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The functions table */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_requests: {
+        parameters: {
+            query?: {
+                /** @description deploy, undeploy or stop. */
+                kind?: string;
+                host?: string;
+                /** @description Only requests still under way. */
+                open?: boolean;
+                /** @description How many; 50 when absent. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The requests */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestList"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_request: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Request id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ControlRequest"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_rules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every rule, seed and user */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulesResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleBody"];
+            };
+        };
+        responses: {
+            /** @description The rule, its re-analysis queued */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleView"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description A rule with this id exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Rule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleView"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    replace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Rule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleBody"];
+            };
+        };
+        responses: {
+            /** @description The rule, its re-analysis queued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleView"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    change: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Rule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RulePatch"];
+            };
+        };
+        responses: {
+            /** @description The rule, its re-analysis queued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleView"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    latest_reanalysis: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Rule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its progress */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reanalysis"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_schedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchedulesResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description A schedule of that name exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleWithRuns"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    delete_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    update_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The changed schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    health: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description The database does not answer */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OpenMetrics text exposition */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/openmetrics-text": string;
+                };
+            };
+        };
+    };
+}
