@@ -144,38 +144,62 @@ impl ServeConfig {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         match (&self.jwt_secret, &self.jwks_file) {
-            (None, None) => {
-                return Err("tokens need --jwt-secret (HS256) or --jwks-file (public keys)".into())
-            }
-            (Some(secret), _) if secret.len() < 16 => {
-                return Err("--jwt-secret must be at least 16 bytes".into())
-            }
+            (None, None) => return Err(ConfigError::NoTokenKey),
+            (Some(secret), _) if secret.len() < 16 => return Err(ConfigError::ShortSecret),
             _ => {}
         }
-        self.topics.validate().map_err(|e| e.to_string())?;
+        self.topics.validate()?;
         match (&self.tls_cert, &self.tls_key, self.insecure_http) {
             (Some(_), Some(_), false) | (None, None, true) => {}
-            (Some(_), Some(_), true) => {
-                return Err("give either --tls-cert/--tls-key or --insecure-http, not both".into())
-            }
-            (Some(_), None, _) | (None, Some(_), _) => {
-                return Err("--tls-cert and --tls-key go together".into())
-            }
-            (None, None, false) => {
-                return Err(
-                    "HTTPS needs --tls-cert and --tls-key (`odp-api-server dev-cert` makes a \
-                            development pair); plain HTTP needs --insecure-http"
-                        .into(),
-                )
-            }
+            (Some(_), Some(_), true) => return Err(ConfigError::TlsAndPlain),
+            (Some(_), None, _) | (None, Some(_), _) => return Err(ConfigError::HalfTls),
+            (None, None, false) => return Err(ConfigError::NoTransport),
         }
         if (self.start_ack_timeout_secs as i64) < self.command_ttl_secs {
-            return Err("--start-ack-timeout-secs must be at least --command-ttl-secs: an agent may act until the command expires".into());
+            return Err(ConfigError::AckBeforeExpiry);
         }
         Ok(())
     }
+}
+
+/// Flags that do not make a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("tokens need --jwt-secret (HS256) or --jwks-file (public keys)")]
+    NoTokenKey,
+    #[error("--jwt-secret must be at least 16 bytes")]
+    ShortSecret,
+    #[error(transparent)]
+    Topic(#[from] odp_plumbing::EmptyTopic),
+    #[error("give either --tls-cert/--tls-key or --insecure-http, not both")]
+    TlsAndPlain,
+    #[error("--tls-cert and --tls-key go together")]
+    HalfTls,
+    #[error(
+        "HTTPS needs --tls-cert and --tls-key (`odp-api-server dev-cert` makes a \
+         development pair); plain HTTP needs --insecure-http"
+    )]
+    NoTransport,
+    #[error(
+        "--start-ack-timeout-secs must be at least --command-ttl-secs: \
+         an agent may act until the command expires"
+    )]
+    AckBeforeExpiry,
+    #[error(transparent)]
+    Kafka(#[from] odp_plumbing::KafkaConfigError),
+    #[error(transparent)]
+    Deployer(#[from] crate::deploy::DeployConfigError),
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("command signing key: {0}")]
+    SigningKey(#[from] odp_core::command::CommandError),
+    #[error("token keys: {0}")]
+    TokenKeys(#[from] odp_core::token::TokenError),
 }
 
 #[cfg(test)]

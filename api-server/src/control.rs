@@ -41,7 +41,11 @@ pub enum DeployOutcome {
 
 impl Control {
     /// `command_secs`: how long a stop or an undeploy (now) may take.
-    pub fn new(pool: PgPool, options: &DeployOptions, command_secs: i64) -> Result<Self, String> {
+    pub fn new(
+        pool: PgPool,
+        options: &DeployOptions,
+        command_secs: i64,
+    ) -> Result<Self, crate::deploy::DeployConfigError> {
         Ok(Control {
             requests: Requests::new(pool.clone()),
             pool,
@@ -121,6 +125,7 @@ impl Control {
         tokio::spawn(async move {
             if let Err(reason) = deployer.deploy(&host).await {
                 tracing::warn!(%host, %reason, "deploy failed");
+                let reason = reason.to_string();
                 let failed = requests.transition(id, RequestStatus::Failed, Some(&reason), None);
                 if let Err(e) = failed.await {
                     tracing::error!(error = %e, "recording a failed deploy");

@@ -22,6 +22,27 @@ pub(crate) const MAX_CATCH_UP: Duration = Duration::days(7);
 /// At most this many missed occurrences (the latest) are recorded per tick.
 pub(crate) const MAX_MISSED_RECORDED: usize = 1000;
 
+/// Why a schedule's cron expression or zone is refused; the message is
+/// for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CronError {
+    #[error("unknown time zone {0:?}: use an IANA name such as `Europe/Paris` or `UTC`")]
+    Zone(String),
+    #[error("`cron` must be at most 200 characters")]
+    TooLong,
+    #[error(
+        "`cron` has {0} fields: give 5 (minute hour day-of-month month \
+         day-of-week), or 6 or 7 with seconds first and an optional year"
+    )]
+    Fields(usize),
+    #[error("write day-of-week with names (MON-FRI, SUN), not numbers: {0:?}")]
+    NumericDayOfWeek(String),
+    #[error("invalid cron expression {expression:?}: {reason}")]
+    Invalid { expression: String, reason: String },
+    #[error("{0:?} fires more often than once a minute; schedules may fire at most once a minute")]
+    SubMinute(String),
+}
+
 /// A validated cron expression in a time zone.
 #[derive(Debug, Clone)]
 pub(crate) struct CronSchedule {
@@ -37,37 +58,26 @@ impl CronSchedule {
         expression: &str,
         timezone: &str,
         allow_sub_minute: bool,
-    ) -> Result<Self, String> {
-        let zone = Tz::from_str(timezone).map_err(|_| {
-            format!(
-                "unknown time zone {timezone:?}: use an IANA name such as `Europe/Paris` or `UTC`"
-            )
-        })?;
+    ) -> Result<Self, CronError> {
+        let zone = Tz::from_str(timezone).map_err(|_| CronError::Zone(timezone.to_owned()))?;
         if expression.len() > 200 {
-            return Err("`cron` must be at most 200 characters".into());
+            return Err(CronError::TooLong);
         }
         let fields: Vec<&str> = expression.split_whitespace().collect();
         let (full, day_of_week) = match fields.len() {
             5 => (format!("0 {}", fields.join(" ")), fields[4]),
             6 | 7 => (fields.join(" "), fields[5]),
-            n => {
-                return Err(format!(
-                    "`cron` has {n} fields: give 5 (minute hour day-of-month month \
-                     day-of-week), or 6 or 7 with seconds first and an optional year"
-                ))
-            }
+            n => return Err(CronError::Fields(n)),
         };
         if day_of_week.chars().any(|c| c.is_ascii_digit()) {
-            return Err(format!(
-                "write day-of-week with names (MON-FRI, SUN), not numbers: {day_of_week:?}"
-            ));
+            return Err(CronError::NumericDayOfWeek(day_of_week.to_owned()));
         }
-        let schedule = cron::Schedule::from_str(&full)
-            .map_err(|e| format!("invalid cron expression {expression:?}: {e}"))?;
+        let schedule = cron::Schedule::from_str(&full).map_err(|e| CronError::Invalid {
+            expression: expression.to_owned(),
+            reason: e.to_string(),
+        })?;
         if schedule.seconds().count() > 1 && !allow_sub_minute {
-            return Err(format!(
-                "{expression:?} fires more often than once a minute; schedules may fire at most once a minute"
-            ));
+            return Err(CronError::SubMinute(expression.to_owned()));
         }
         Ok(CronSchedule { schedule, zone })
     }

@@ -59,7 +59,49 @@ pub struct DeployOptions {
     pub local_agent_log_dir: Option<PathBuf>,
 }
 
-pub(crate) type DeployFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub(crate) type DeployFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<(), DeployError>> + Send + 'a>>;
+
+/// Why the deployer flags do not make a deployer.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployConfigError {
+    #[error(
+        "--deployer ssh needs --deploy-command, e.g. \
+         'ssh {{host}} sudo systemctl start odp-profiler-service'"
+    )]
+    NoCommand,
+    #[error("--deploy-command must contain {{host}}")]
+    NoHostInCommand,
+    #[error("locating this binary: {0}")]
+    CurrentExe(std::io::Error),
+    #[error("local deployer: no agent binary at {}", .0.display())]
+    NoAgentBinary(PathBuf),
+}
+
+/// Why a deploy failed, as the deploy request's reason tells the user.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("host {0:?} is not a plain host name")]
+    HostName(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("the deploy command ran over {0:?}")]
+    Timeout(Duration),
+    #[error("the deploy command failed ({status}): {stderr}")]
+    CommandFailed { status: String, stderr: String },
+    #[error("the agent exited at once ({status}): {log}")]
+    AgentExited { status: String, log: String },
+}
+
+impl DeployError {
+    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DeployError {
+        let what = what.into();
+        move |source| DeployError::Io { what, source }
+    }
+}
 
 /// Starts an agent on a host; `Err` carries what went wrong for the user.
 pub trait Deployer: Send + Sync {
@@ -69,16 +111,16 @@ pub trait Deployer: Send + Sync {
 
 impl DeployOptions {
     /// The configured deployer, or `None` when deploying is off.
-    pub fn build(&self) -> Result<Option<Box<dyn Deployer>>, String> {
+    pub fn build(&self) -> Result<Option<Box<dyn Deployer>>, DeployConfigError> {
         match self.deployer {
             DeployerKind::None => Ok(None),
             DeployerKind::Ssh => {
-                let template = self.deploy_command.clone().ok_or(
-                    "--deployer ssh needs --deploy-command, e.g. \
-                     'ssh {host} sudo systemctl start odp-profiler-service'",
-                )?;
+                let template = self
+                    .deploy_command
+                    .clone()
+                    .ok_or(DeployConfigError::NoCommand)?;
                 if !template.contains("{host}") {
-                    return Err("--deploy-command must contain {host}".into());
+                    return Err(DeployConfigError::NoHostInCommand);
                 }
                 Ok(Some(Box::new(CommandDeployer { template })))
             }
@@ -86,14 +128,11 @@ impl DeployOptions {
                 let binary = match &self.local_agent_binary {
                     Some(path) => path.clone(),
                     None => std::env::current_exe()
-                        .map_err(|e| format!("locating this binary: {e}"))?
+                        .map_err(DeployConfigError::CurrentExe)?
                         .with_file_name("odp-profiler-service"),
                 };
                 if !binary.is_file() {
-                    return Err(format!(
-                        "local deployer: no agent binary at {}",
-                        binary.display()
-                    ));
+                    return Err(DeployConfigError::NoAgentBinary(binary));
                 }
                 let log_dir = self
                     .local_agent_log_dir
@@ -127,6 +166,46 @@ struct LocalDeployer {
     running: Arc<Mutex<HashMap<String, u32>>>,
 }
 
+impl LocalDeployer {
+    /// Starts the agent for `host`, its output in `log_path`. A binary
+    /// "busy" (ETXTBSY) is tried again: another thread's fork can hold a
+    /// write handle of a binary written just before (an upgrade, a test's
+    /// script) until that child execs, a matter of milliseconds.
+    async fn spawn_agent(
+        &self,
+        host: &str,
+        log_path: &std::path::Path,
+    ) -> Result<tokio::process::Child, DeployError> {
+        let mut busy = 0;
+        loop {
+            let log = std::fs::File::create(log_path)
+                .map_err(DeployError::io(format!("creating {}", log_path.display())))?;
+            let stderr = log
+                .try_clone()
+                .map_err(DeployError::io(format!("opening {}", log_path.display())))?;
+            let spawned = tokio::process::Command::new(&self.binary)
+                .args(["--host-id", host])
+                .args(&self.args)
+                .stdin(Stdio::null())
+                .stdout(log)
+                .stderr(stderr)
+                .spawn();
+            match spawned {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && busy < 10 => {
+                    busy += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => {
+                    return other.map_err(DeployError::io(format!(
+                        "starting {}",
+                        self.binary.display()
+                    )))
+                }
+            }
+        }
+    }
+}
+
 impl Deployer for LocalDeployer {
     fn name(&self) -> &'static str {
         "local"
@@ -142,19 +221,7 @@ impl Deployer for LocalDeployer {
                 return Ok(());
             }
             let log_path = self.log_dir.join(format!("agent-{host}.log"));
-            let log = std::fs::File::create(&log_path)
-                .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
-            let stderr = log
-                .try_clone()
-                .map_err(|e| format!("opening {}: {e}", log_path.display()))?;
-            let mut child = tokio::process::Command::new(&self.binary)
-                .args(["--host-id", host])
-                .args(&self.args)
-                .stdin(Stdio::null())
-                .stdout(log)
-                .stderr(stderr)
-                .spawn()
-                .map_err(|e| format!("starting {}: {e}", self.binary.display()))?;
+            let mut child = self.spawn_agent(host, &log_path).await?;
             // A bad flag or key makes the agent exit at once; say so now
             // rather than after the heartbeat timeout.
             if let Ok(status) = tokio::time::timeout(EARLY_EXIT_WINDOW, child.wait()).await {
@@ -167,11 +234,10 @@ impl Deployer for LocalDeployer {
                     );
                     return Ok(());
                 }
-                return Err(format!(
-                    "the agent exited at once ({}): {}",
-                    status.map_or_else(|e| e.to_string(), |s| s.to_string()),
-                    tail(&log, 600)
-                ));
+                return Err(DeployError::AgentExited {
+                    status: status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+                    log: tail(&log, 600).to_owned(),
+                });
             }
             let pid = child.id().unwrap_or(0);
             tracing::info!(host, pid, log = %log_path.display(), "local agent started");
@@ -197,13 +263,13 @@ struct CommandDeployer {
 impl CommandDeployer {
     /// Host names are checked against `[A-Za-z0-9._-]` before any request
     /// gets here, so substituting one cannot change the command's shape.
-    fn command_for(&self, host: &str) -> Result<String, String> {
+    fn command_for(&self, host: &str) -> Result<String, DeployError> {
         if host.is_empty()
             || !host
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
         {
-            return Err(format!("host {host:?} is not a plain host name"));
+            return Err(DeployError::HostName(host.to_owned()));
         }
         Ok(self.template.replace("{host}", host))
     }
@@ -224,7 +290,7 @@ impl Deployer for CommandDeployer {
                 .stderr(Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
-                .map_err(|e| format!("running the deploy command: {e}"))?;
+                .map_err(DeployError::io("running the deploy command"))?;
             let mut stderr = child.stderr.take().expect("stderr is piped");
             let run = async {
                 let mut errors = String::new();
@@ -233,15 +299,15 @@ impl Deployer for CommandDeployer {
             };
             let (status, errors) = tokio::time::timeout(COMMAND_TIMEOUT, run)
                 .await
-                .map_err(|_| format!("the deploy command ran over {COMMAND_TIMEOUT:?}"))?;
-            let status = status.map_err(|e| format!("waiting for the deploy command: {e}"))?;
+                .map_err(|_| DeployError::Timeout(COMMAND_TIMEOUT))?;
+            let status = status.map_err(DeployError::io("waiting for the deploy command"))?;
             if status.success() {
                 Ok(())
             } else {
-                Err(format!(
-                    "the deploy command failed ({status}): {}",
-                    tail(&errors, 600)
-                ))
+                Err(DeployError::CommandFailed {
+                    status: status.to_string(),
+                    stderr: tail(&errors, 600).to_owned(),
+                })
             }
         })
     }
@@ -275,9 +341,15 @@ mod tests {
     #[test]
     fn ssh_needs_a_command_with_a_host_placeholder() {
         let mut ssh = options(DeployerKind::Ssh);
-        assert!(ssh.build().err().unwrap().contains("--deploy-command"));
+        assert!(matches!(ssh.build(), Err(DeployConfigError::NoCommand)));
         ssh.deploy_command = Some("ssh somewhere start".into());
-        assert!(ssh.build().err().unwrap().contains("{host}"));
+        assert!(matches!(
+            ssh.build(),
+            Err(DeployConfigError::NoHostInCommand)
+        ));
+        assert!(DeployConfigError::NoHostInCommand
+            .to_string()
+            .contains("{host}"));
         ssh.deploy_command = Some("ssh {host} start".into());
         assert_eq!(ssh.build().unwrap().unwrap().name(), "ssh");
         assert!(options(DeployerKind::None).build().unwrap().is_none());
@@ -302,13 +374,16 @@ mod tests {
         let ok = CommandDeployer {
             template: "test {host} = web-1".into(),
         };
-        assert_eq!(ok.deploy("web-1").await, Ok(()));
+        assert!(ok.deploy("web-1").await.is_ok());
         let failing = CommandDeployer {
             template: "echo cannot reach {host} >&2; exit 3".into(),
         };
         let error = failing.deploy("web-2").await.unwrap_err();
-        assert!(error.contains("cannot reach web-2"), "{error}");
-        assert!(error.contains("exit status: 3"), "{error}");
+        let DeployError::CommandFailed { status, stderr } = &error else {
+            panic!("{error}")
+        };
+        assert!(stderr.contains("cannot reach web-2"), "{error}");
+        assert!(status.contains("exit status: 3"), "{error}");
     }
 
     #[tokio::test]
@@ -323,7 +398,7 @@ mod tests {
         };
         // `sh --host-id h -c …` fails on the unknown option.
         let error = deployer.deploy("h").await.unwrap_err();
-        assert!(error.contains("exited at once"), "{error}");
+        assert!(matches!(&error, DeployError::AgentExited { .. }), "{error}");
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -345,7 +420,7 @@ mod tests {
     async fn an_agent_refused_for_a_served_host_is_a_successful_deploy() {
         let dir = tempfile::tempdir().unwrap();
         let deployer = script_deployer(dir.path(), "#!/bin/sh\necho host taken >&2\nexit 3\n");
-        assert_eq!(deployer.deploy("h").await, Ok(()));
+        assert!(deployer.deploy("h").await.is_ok());
         assert!(deployer.running.lock().await.is_empty());
     }
 
@@ -359,8 +434,8 @@ mod tests {
         );
         let deployer = script_deployer(dir.path(), &script);
         let (a, b) = tokio::join!(deployer.deploy("h"), deployer.deploy("h"));
-        assert_eq!((a, b), (Ok(()), Ok(())));
-        assert_eq!(deployer.deploy("h").await, Ok(()));
+        assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+        assert!(deployer.deploy("h").await.is_ok());
         let lines = std::fs::read_to_string(&starts).unwrap();
         assert_eq!(lines.lines().count(), 1, "{lines}");
         let pid = *deployer.running.lock().await.get("h").unwrap();

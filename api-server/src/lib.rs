@@ -44,7 +44,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::Grant;
-pub use config::{Cli, CliCommand, ServeConfig};
+pub use config::{Cli, CliCommand, ConfigError, ServeConfig};
 pub use tls::generate_dev_cert;
 
 use crate::auth::Authenticator;
@@ -152,7 +152,7 @@ async fn not_found() -> ApiError {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("invalid configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     #[error("store: {0}")]
     Store(#[from] odp_store::StoreError),
     #[error("kafka: {0}")]
@@ -164,28 +164,24 @@ pub enum ServeError {
 /// Builds the state from configuration: connects to Postgres (applying
 /// migrations), loads the command signing key, creates the producer.
 pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
-    config.validate().map_err(ServeError::Config)?;
-    let pem = std::fs::read_to_string(&config.command_signing_key).map_err(|e| {
-        ServeError::Config(format!(
-            "reading {}: {e}",
-            config.command_signing_key.display()
-        ))
+    config.validate()?;
+    let pem = std::fs::read_to_string(&config.command_signing_key).map_err(|source| {
+        ConfigError::Read {
+            path: config.command_signing_key.clone(),
+            source,
+        }
     })?;
-    let signer =
-        CommandSigner::from_private_pem(&pem).map_err(|e| ServeError::Config(e.to_string()))?;
+    let signer = CommandSigner::from_private_pem(&pem).map_err(ConfigError::from)?;
     let pool =
         odp_store::connect_and_migrate_with(&config.database_url, &config.pool_config()).await?;
     let command_secs = config.start_ack_timeout_secs as i64;
-    let kafka = config
-        .kafka
-        .validate()
-        .map_err(|e| ServeError::Config(e.to_string()))?;
+    let kafka = config.kafka.validate().map_err(ConfigError::from)?;
     let heartbeats = HeartbeatTracker::spawn(
         heartbeats::consumer_config(&kafka),
         config.topics.events.clone(),
     );
     let control = Control::new(pool.clone(), &config.deploy, command_secs)
-        .map_err(ServeError::Config)?
+        .map_err(ConfigError::from)?
         .with_heartbeats(heartbeats);
     let mut registry = odp_metrics::Registry::default();
     let metrics = ApiMetrics::register(&mut registry);
@@ -210,13 +206,16 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
 
 fn authenticator(config: &ServeConfig) -> Result<Authenticator, ServeError> {
     let jwks = match &config.jwks_file {
-        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
-            ServeError::Config(format!("reading --jwks-file {}: {e}", path.display()))
-        })?),
+        Some(path) => Some(
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?,
+        ),
         None => None,
     };
     let secret = config.jwt_secret.as_deref().map(str::as_bytes);
-    Authenticator::new(secret, jwks.as_deref()).map_err(|e| ServeError::Config(e.to_string()))
+    Ok(Authenticator::new(secret, jwks.as_deref()).map_err(ConfigError::from)?)
 }
 
 /// Marks starts that no agent acknowledged in time as expired, so users

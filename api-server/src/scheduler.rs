@@ -114,7 +114,7 @@ async fn fire_schedule(
                 schedule.id,
                 due_since,
                 RunOutcome::Failed,
-                Some(&reason),
+                Some(&reason.to_string()),
             )
             .await?;
             report.failed += 1;

@@ -110,19 +110,46 @@ pub struct DutyCycle {
 /// The highest sampling frequency a profile may ask for.
 pub const MAX_FREQUENCY_HZ: u32 = 10_000;
 
+/// Why a profile's cost-control options cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    #[error("{name} {value} is outside (0, {top}]")]
+    ShareOutOfRange {
+        name: &'static str,
+        value: f64,
+        top: f64,
+    },
+    #[error("fda.lambda {0} is outside (0, 1)")]
+    FdaLambda(f64),
+    #[error("fda.stable_windows and fda.top_n must be at least 1")]
+    FdaCounts,
+    #[error("fda bounds {min_hz}..={max_hz} Hz: need 1 <= min <= max <= {MAX_FREQUENCY_HZ}")]
+    FdaBounds { min_hz: u32, max_hz: u32 },
+    #[error("duty cycle on {on_ms} ms of every {period_ms} ms: need 0 < on <= period")]
+    DutyCycle { on_ms: u64, period_ms: u64 },
+    #[error("min_wait_us applies to the off-cpu and lock events only")]
+    MinWaitWithoutWaits,
+    #[error("min_wait_us {0} is above {MAX_MIN_WAIT_US} (10 s)")]
+    MinWaitTooLong(u64),
+    #[error("the {plugin} plugin cannot measure {event}; {}", Language::MEASURES)]
+    PluginCannotMeasure { plugin: Language, event: EventKind },
+    #[error("no plugin measures {event}; {}", Language::MEASURES)]
+    NoPluginMeasures { event: EventKind },
+}
+
 /// `value` when it lies in (0, `top`], else why not.
-pub fn check_share(name: &str, value: f64, top: f64) -> Result<f64, String> {
+pub fn check_share(name: &'static str, value: f64, top: f64) -> Result<f64, OptionsError> {
     if value > 0.0 && value <= top {
         Ok(value)
     } else {
-        Err(format!("{name} {value} is outside (0, {top}]"))
+        Err(OptionsError::ShareOutOfRange { name, value, top })
     }
 }
 
 impl StartOptions {
     /// Checks the options of a profile asking for `frequency_hz`, as both
     /// the API (before dispatching) and the agent (on receipt) do.
-    pub fn check(&self, frequency_hz: u32) -> Result<(), String> {
+    pub fn check(&self, frequency_hz: u32) -> Result<(), OptionsError> {
         if let Some(share) = self.fsp_share {
             check_share("fsp_share", share, 1.0)?;
         }
@@ -138,22 +165,19 @@ impl StartOptions {
         if let Some(min_wait) = self.min_wait_us {
             let waits = matches!(self.event, Some(EventKind::OffCpu | EventKind::Lock));
             if !waits {
-                return Err("min_wait_us applies to the off-cpu and lock events only".into());
+                return Err(OptionsError::MinWaitWithoutWaits);
             }
             if min_wait > MAX_MIN_WAIT_US {
-                return Err(format!(
-                    "min_wait_us {min_wait} is above {MAX_MIN_WAIT_US} (10 s)"
-                ));
+                return Err(OptionsError::MinWaitTooLong(min_wait));
             }
         }
         match (self.plugin, self.event) {
-            (Some(plugin), Some(event)) if !plugin.measures(event) => Err(format!(
-                "the {plugin} plugin cannot measure {event}; {}",
-                Language::MEASURES
-            )),
-            (None, Some(event)) if !Language::ALL.iter().any(|l| l.measures(event)) => Err(
-                format!("no plugin measures {event}; {}", Language::MEASURES),
-            ),
+            (Some(plugin), Some(event)) if !plugin.measures(event) => {
+                Err(OptionsError::PluginCannotMeasure { plugin, event })
+            }
+            (None, Some(event)) if !Language::ALL.iter().any(|l| l.measures(event)) => {
+                Err(OptionsError::NoPluginMeasures { event })
+            }
             _ => Ok(()),
         }
     }
@@ -162,13 +186,13 @@ impl StartOptions {
 impl FdaSettings {
     /// The frequency bounds for a profile asking for `frequency_hz`, after
     /// checking every parameter.
-    pub fn bounds(&self, frequency_hz: u32) -> Result<(u32, u32), String> {
+    pub fn bounds(&self, frequency_hz: u32) -> Result<(u32, u32), OptionsError> {
         check_share("fda.theta", self.theta, 1.0)?;
         if !(self.lambda > 0.0 && self.lambda < 1.0) {
-            return Err(format!("fda.lambda {} is outside (0, 1)", self.lambda));
+            return Err(OptionsError::FdaLambda(self.lambda));
         }
         if self.stable_windows == 0 || self.top_n == 0 {
-            return Err("fda.stable_windows and fda.top_n must be at least 1".to_owned());
+            return Err(OptionsError::FdaCounts);
         }
         let max_hz = self.max_hz.unwrap_or(frequency_hz);
         // The default floor never exceeds a low requested frequency.
@@ -178,21 +202,19 @@ impl FdaSettings {
             self.min_hz
         };
         if min_hz == 0 || min_hz > max_hz || max_hz > MAX_FREQUENCY_HZ {
-            return Err(format!(
-                "fda bounds {min_hz}..={max_hz} Hz: need 1 <= min <= max <= {MAX_FREQUENCY_HZ}"
-            ));
+            return Err(OptionsError::FdaBounds { min_hz, max_hz });
         }
         Ok((min_hz, max_hz))
     }
 }
 
 impl DutyCycle {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), OptionsError> {
         if self.on_ms == 0 || self.on_ms > self.period_ms {
-            return Err(format!(
-                "duty cycle on {} ms of every {} ms: need 0 < on <= period",
-                self.on_ms, self.period_ms
-            ));
+            return Err(OptionsError::DutyCycle {
+                on_ms: self.on_ms,
+                period_ms: self.period_ms,
+            });
         }
         Ok(())
     }
@@ -338,7 +360,7 @@ mod tests {
             min_wait_us: None,
         };
         assert_eq!(ok.check(99), Ok(()));
-        let bad = |options: StartOptions| options.check(99).unwrap_err();
+        let bad = |options: StartOptions| options.check(99).unwrap_err().to_string();
         let waits = |event, min_wait_us| StartOptions {
             plugin: Some(Language::Native),
             event: Some(event),

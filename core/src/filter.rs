@@ -15,7 +15,7 @@ pub const MAX_PATTERN_LEN: usize = 1000;
 /// Compiled program size limit (the `regex` crate's default is 10 MiB).
 const COMPILED_SIZE_LIMIT: usize = 1 << 20;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum FilterError {
     #[error("`{what}` is longer than {MAX_PATTERN_LEN} bytes")]
     TooLong { what: &'static str },

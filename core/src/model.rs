@@ -275,17 +275,46 @@ impl Target {
     /// request and the agent before running it: a pid is positive, a name
     /// not empty, a command-line regex compiles within the size limits of
     /// user patterns, a cgroup is a path or a container id.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), TargetError> {
         match self {
-            Target::Pid(0) => Err("pid 0 is not a process".to_owned()),
-            Target::ProcessName(name) if name.is_empty() => Err("empty process name".to_owned()),
+            Target::Pid(0) => Err(TargetError::PidZero),
+            Target::ProcessName(name) if name.is_empty() => Err(TargetError::EmptyProcessName),
             Target::CommandLine(pattern) => crate::filter::compile("cmdline", pattern)
                 .map(drop)
-                .map_err(|e| e.to_string()),
-            Target::Cgroup(wanted) => CgroupTarget::parse(wanted).map(drop),
+                .map_err(TargetError::CommandLine),
+            Target::Cgroup(wanted) => CgroupTarget::parse(wanted)
+                .map(drop)
+                .map_err(TargetError::Cgroup),
             Target::Pid(_) | Target::ProcessName(_) | Target::Imported(_) => Ok(()),
         }
     }
+}
+
+/// Why a [`Target`] cannot be profiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("pid 0 is not a process")]
+    PidZero,
+    #[error("empty process name")]
+    EmptyProcessName,
+    #[error(transparent)]
+    CommandLine(crate::filter::FilterError),
+    #[error(transparent)]
+    Cgroup(CgroupError),
+}
+
+/// Why a [`Target::Cgroup`] value designates no cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CgroupError {
+    #[error("`cgroup` is longer than {MAX_CGROUP_LEN} bytes")]
+    TooLong,
+    #[error("`cgroup` path has control characters or `..`")]
+    UnsafePath,
+    #[error(
+        "`cgroup` must be a path starting with `/` or a container id \
+         ({MIN_CONTAINER_ID} to {MAX_CONTAINER_ID} hex digits)"
+    )]
+    NeitherPathNorId,
 }
 
 /// Longest cgroup path accepted, in bytes (the kernel's `PATH_MAX`).
@@ -308,13 +337,13 @@ pub enum CgroupTarget {
 impl CgroupTarget {
     /// A path starting with `/`, or 12 to 64 hex digits naming a
     /// container. The error says what is accepted.
-    pub fn parse(wanted: &str) -> Result<Self, String> {
+    pub fn parse(wanted: &str) -> Result<Self, CgroupError> {
         if wanted.starts_with('/') {
             if wanted.len() > MAX_CGROUP_LEN {
-                return Err(format!("`cgroup` is longer than {MAX_CGROUP_LEN} bytes"));
+                return Err(CgroupError::TooLong);
             }
             if wanted.chars().any(char::is_control) || wanted.split('/').any(|c| c == "..") {
-                return Err("`cgroup` path has control characters or `..`".to_owned());
+                return Err(CgroupError::UnsafePath);
             }
             // `/a/b/` and `/a/b` are the same cgroup; `/` stays `/`.
             let trimmed = wanted.trim_end_matches('/');
@@ -329,10 +358,7 @@ impl CgroupTarget {
         if is_id {
             Ok(CgroupTarget::ContainerId(wanted.to_ascii_lowercase()))
         } else {
-            Err(format!(
-                "`cgroup` must be a path starting with `/` or a container id \
-                 ({MIN_CONTAINER_ID} to {MAX_CONTAINER_ID} hex digits)"
-            ))
+            Err(CgroupError::NeitherPathNorId)
         }
     }
 

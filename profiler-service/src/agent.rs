@@ -270,7 +270,7 @@ impl Agent {
                         let rejection = Rejection {
                             command_id: Some(command_id),
                             profile_id: Some(start.profile_id),
-                            reason,
+                            reason: reason.to_string(),
                             dead_letter: false,
                         };
                         self.reject(rejection, intake, received).await;

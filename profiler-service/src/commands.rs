@@ -15,6 +15,7 @@ use odp_core::command::{
     Command, CommandAction, CommandError, CommandVerifier, StartProfile, UndeployMode,
 };
 use odp_core::cost::StartOptions;
+use odp_core::model::TargetError;
 use odp_core::partition::partition_for_key;
 use odp_core::Target;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
@@ -133,7 +134,7 @@ pub fn decide(command: Command, state: &dyn AgentState) -> Decision {
                     format!("{MAX_PROFILES} profiles already running on this host"),
                 )
             } else if let Err(reason) = validate_start(start) {
-                reject(id, reason)
+                reject(id, reason.to_string())
             } else {
                 Decision::Start(start.clone())
             }
@@ -152,36 +153,46 @@ pub fn decide(command: Command, state: &dyn AgentState) -> Decision {
     }
 }
 
+/// Why the agent refuses a start command.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StartError {
+    #[error("frequency {0} Hz is outside 1..={MAX_FREQUENCY_HZ}")]
+    Frequency(u32),
+    #[error("duration {ms} ms is outside 1..={max} ms", max = MAX_DURATION.as_millis())]
+    Duration { ms: u64 },
+    #[error(
+        "window {ms} ms is outside {min}..={max} ms",
+        min = MIN_WINDOW.as_millis(),
+        max = MAX_WINDOW.as_millis()
+    )]
+    Window { ms: u64 },
+    #[error("an imported profile has no process to sample")]
+    Imported,
+    #[error(transparent)]
+    Target(#[from] TargetError),
+}
+
 /// Checks a start command's parameters against what the agent can do.
-pub fn validate_start(start: &StartProfile) -> Result<(), String> {
+pub fn validate_start(start: &StartProfile) -> Result<(), StartError> {
     if start.frequency_hz == 0 || start.frequency_hz > MAX_FREQUENCY_HZ {
-        return Err(format!(
-            "frequency {} Hz is outside 1..={MAX_FREQUENCY_HZ}",
-            start.frequency_hz
-        ));
+        return Err(StartError::Frequency(start.frequency_hz));
     }
     if start.duration_ms == 0 || Duration::from_millis(start.duration_ms) > MAX_DURATION {
-        return Err(format!(
-            "duration {} ms is outside 1..={} ms",
-            start.duration_ms,
-            MAX_DURATION.as_millis()
-        ));
+        return Err(StartError::Duration {
+            ms: start.duration_ms,
+        });
     }
     if let Some(window_ms) = start.window_ms {
         let window = Duration::from_millis(window_ms);
         if window < MIN_WINDOW || window > MAX_WINDOW {
-            return Err(format!(
-                "window {window_ms} ms is outside {}..={} ms",
-                MIN_WINDOW.as_millis(),
-                MAX_WINDOW.as_millis()
-            ));
+            return Err(StartError::Window { ms: window_ms });
         }
     }
     match &start.target {
-        Target::Imported(_) => Err("an imported profile has no process to sample".to_owned()),
+        Target::Imported(_) => Err(StartError::Imported),
         // The API checked it too; checked again so a bad pattern from a
         // command that skipped it fails here, not in every re-scan.
-        target => target.check(),
+        target => Ok(target.check()?),
     }
 }
 

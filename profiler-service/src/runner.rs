@@ -113,7 +113,7 @@ pub fn run(
     let plugin = match plugins.for_event(runtime.language, spec.event) {
         Ok(plugin) => plugin,
         Err(e) => {
-            emit(RunnerEvent::Failed(e));
+            emit(RunnerEvent::Failed(e.to_string()));
             return;
         }
     };

@@ -114,14 +114,38 @@ pub enum RuleError {
     #[error("rule {id}: unknown kind {kind:?}")]
     UnknownKind { id: String, kind: String },
     #[error("rule {id}: invalid spec: {reason}")]
-    InvalidSpec { id: String, reason: String },
+    InvalidSpec { id: String, reason: SpecError },
     #[error("rule {id}: threshold {threshold} is not a percentage")]
     InvalidThreshold { id: String, threshold: f64 },
 }
 
+/// Why a rule kind's `spec` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// Not the kind's shape: a missing, unknown or mistyped field.
+    #[error("{0}")]
+    Shape(#[from] serde_json::Error),
+    #[error("{field}: {source}")]
+    Pattern {
+        field: &'static str,
+        source: regex::Error,
+    },
+    #[error("{field}: {source}")]
+    Versions {
+        field: &'static str,
+        source: version::RangeError,
+    },
+    #[error("previous_runs must be 1 to 50")]
+    PreviousRuns,
+    #[error("min_share_pct must be a percentage")]
+    MinSharePct,
+    #[error("a runtime_option rule needs `flag`, `version` or both")]
+    NothingToMatch,
+}
+
 /// Builds the check of a rule's kind.
 fn compile_kind(def: &RuleDef) -> Result<Box<dyn RuleKind>, RuleError> {
-    let invalid = |reason: String| RuleError::InvalidSpec {
+    let invalid = |reason: SpecError| RuleError::InvalidSpec {
         id: def.id.clone(),
         reason,
     };
@@ -295,11 +319,16 @@ impl CompiledRule {
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Compiles a spec's pattern, naming the field in the error.
-pub(crate) fn regex(field: &str, pattern: &str) -> Result<regex::Regex, String> {
+pub(crate) fn regex(field: &'static str, pattern: &str) -> Result<regex::Regex, SpecError> {
     regex::RegexBuilder::new(pattern)
         .size_limit(REGEX_SIZE_LIMIT)
         .build()
-        .map_err(|e| format!("{field}: {e}"))
+        .map_err(|source| SpecError::Pattern { field, source })
+}
+
+/// Parses a spec's version range, naming the field in the error.
+pub(crate) fn versions(field: &'static str, text: &str) -> Result<version::Range, SpecError> {
+    version::Range::parse(text).map_err(|source| SpecError::Versions { field, source })
 }
 
 /// Evidence of a match on the whole profile (its runtime, not some of its

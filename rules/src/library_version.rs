@@ -10,7 +10,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::version::{Range, Version};
-use crate::{regex, whole_profile, Evidence, ProfileInput, RuleKind};
+use crate::{regex, versions, whole_profile, Evidence, ProfileInput, RuleKind, SpecError};
 
 pub const KIND: &str = "library_version";
 
@@ -36,15 +36,15 @@ pub struct LibraryVersion {
 }
 
 impl LibraryVersion {
-    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, String> {
-        let spec = Spec::deserialize(spec).map_err(|e| e.to_string())?;
+    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, SpecError> {
+        let spec = Spec::deserialize(spec)?;
         Ok(LibraryVersion {
             library: regex("library", &spec.library)?,
             kind: spec.kind,
             versions: spec
                 .versions
                 .as_deref()
-                .map(|text| Range::parse(text).map_err(|e| format!("versions: {e}")))
+                .map(|text| versions("versions", text))
                 .transpose()?,
         })
     }
@@ -203,7 +203,7 @@ mod tests {
             (json!({"versions": "<2"}), "missing field `library`"),
         ] {
             let error = err(spec);
-            assert!(error.contains(says), "{error}");
+            assert!(error.to_string().contains(says), "{error}");
         }
     }
 }

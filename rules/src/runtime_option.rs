@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::version::{Range, Version};
-use crate::{regex, whole_profile, Evidence, ProfileInput, RuleKind};
+use crate::{regex, versions, whole_profile, Evidence, ProfileInput, RuleKind, SpecError};
 
 pub const KIND: &str = "runtime_option";
 
@@ -34,10 +34,10 @@ pub struct RuntimeOption {
 }
 
 impl RuntimeOption {
-    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, String> {
-        let spec = Spec::deserialize(spec).map_err(|e| e.to_string())?;
+    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, SpecError> {
+        let spec = Spec::deserialize(spec)?;
         if spec.flag.is_none() && spec.version.is_none() {
-            return Err("a runtime_option rule needs `flag`, `version` or both".into());
+            return Err(SpecError::NothingToMatch);
         }
         Ok(RuntimeOption {
             language: spec.language,
@@ -45,7 +45,7 @@ impl RuntimeOption {
             version: spec
                 .version
                 .as_deref()
-                .map(|text| Range::parse(text).map_err(|e| format!("version: {e}")))
+                .map(|text| versions("version", text))
                 .transpose()?,
         })
     }
@@ -200,7 +200,7 @@ mod tests {
             (json!({"flags": "x"}), "unknown field `flags`"),
         ] {
             let error = err(spec);
-            assert!(error.contains(says), "{error}");
+            assert!(error.to_string().contains(says), "{error}");
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::StackHit;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{top_stacks, Evidence, ProfileInput, RuleKind};
+use crate::{top_stacks, Evidence, ProfileInput, RuleKind, SpecError};
 
 pub const KIND: &str = "share_regression";
 
@@ -49,13 +49,13 @@ pub struct ShareRegression {
 }
 
 impl ShareRegression {
-    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, String> {
-        let spec = Spec::deserialize(spec).map_err(|e| e.to_string())?;
+    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, SpecError> {
+        let spec = Spec::deserialize(spec)?;
         if !(1..=50).contains(&spec.previous_runs) {
-            return Err("previous_runs must be 1 to 50".into());
+            return Err(SpecError::PreviousRuns);
         }
         if !(0.0..=100.0).contains(&spec.min_share_pct) {
-            return Err("min_share_pct must be a percentage".into());
+            return Err(SpecError::MinSharePct);
         }
         Ok(ShareRegression {
             previous_runs: spec.previous_runs,

@@ -12,7 +12,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::StackHit;
-use crate::{regex, top_stacks, Evidence, ProfileInput, RuleKind};
+use crate::{regex, top_stacks, Evidence, ProfileInput, RuleKind, SpecError};
 use odp_core::EventKind;
 
 pub const KIND: &str = "stack_share";
@@ -38,8 +38,8 @@ pub struct StackShare {
 }
 
 impl StackShare {
-    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, String> {
-        let spec = Spec::deserialize(spec).map_err(|e| e.to_string())?;
+    pub fn from_spec(spec: &serde_json::Value) -> Result<Self, SpecError> {
+        let spec = Spec::deserialize(spec)?;
         Ok(StackShare {
             function: regex("function", &spec.function)?,
             module: spec

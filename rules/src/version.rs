@@ -226,29 +226,42 @@ pub struct Range {
     comparators: Vec<(Op, Version)>,
 }
 
+/// Why a version range does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("empty comparator in `{0}`")]
+    EmptyComparator(String),
+    #[error("comparator `{0}` needs an operator: <, <=, >, >=, = or !=")]
+    NoOperator(String),
+    #[error("comparator `{0}` has no version")]
+    NoVersion(String),
+    #[error(
+        "comparator `{part}`: `{version}` is not a version (it must start with a letter or digit)"
+    )]
+    NotAVersion { part: String, version: String },
+}
+
 impl Range {
-    pub fn parse(text: &str) -> Result<Range, String> {
+    pub fn parse(text: &str) -> Result<Range, RangeError> {
         let mut comparators = Vec::new();
         for part in text.split(',').map(str::trim) {
             if part.is_empty() {
-                return Err(format!("empty comparator in `{text}`"));
+                return Err(RangeError::EmptyComparator(text.to_owned()));
             }
             let Some((op, version)) = Op::SPELLINGS
                 .iter()
                 .find_map(|(spelling, op)| part.strip_prefix(spelling).map(|v| (*op, v.trim())))
             else {
-                return Err(format!(
-                    "comparator `{part}` needs an operator: <, <=, >, >=, = or !="
-                ));
+                return Err(RangeError::NoOperator(part.to_owned()));
             };
             if version.is_empty() {
-                return Err(format!("comparator `{part}` has no version"));
+                return Err(RangeError::NoVersion(part.to_owned()));
             }
             if !version.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-                return Err(format!(
-                    "comparator `{part}`: `{version}` is not a version \
-                     (it must start with a letter or digit)"
-                ));
+                return Err(RangeError::NotAVersion {
+                    part: part.to_owned(),
+                    version: version.to_owned(),
+                });
             }
             comparators.push((op, Version::parse(version)));
         }
@@ -359,7 +372,7 @@ mod tests {
 
     #[test]
     fn malformed_ranges_say_why() {
-        let err = |text: &str| Range::parse(text).unwrap_err();
+        let err = |text: &str| Range::parse(text).unwrap_err().to_string();
         assert!(err("").contains("empty comparator"));
         assert!(err(">=1.0,").contains("empty comparator"));
         assert!(err("1.0").contains("needs an operator"));

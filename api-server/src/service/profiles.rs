@@ -113,7 +113,9 @@ fn target_of(request: &StartRequest) -> Result<Target, ApiError> {
         }
         _ => {}
     }
-    target.check().map_err(ApiError::Unprocessable)?;
+    target
+        .check()
+        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
     Ok(target)
 }
 

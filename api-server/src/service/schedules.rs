@@ -50,8 +50,8 @@ pub(crate) fn new_schedule(
         labels: Default::default(),
         options: request.options,
     })?;
-    let spec =
-        CronSchedule::parse(&request.cron, &request.timezone, false).map_err(unprocessable)?;
+    let spec = CronSchedule::parse(&request.cron, &request.timezone, false)
+        .map_err(|e| unprocessable(e.to_string()))?;
     Ok(NewSchedule {
         id: Uuid::new_v4(),
         name: request.name,
@@ -109,7 +109,7 @@ pub(crate) fn schedule_patch(
         // An unchanged stored expression stays acceptable.
         cron.is_none() && request.timezone.is_none(),
     )
-    .map_err(unprocessable)?;
+    .map_err(|e| unprocessable(e.to_string()))?;
     let next = next_run(&spec, request.enabled.unwrap_or(current.enabled), now)?;
     let patch = SchedulePatch {
         enabled: request.enabled,

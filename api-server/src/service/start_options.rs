@@ -50,7 +50,9 @@ pub(crate) fn start_options(
         event,
         min_wait_us: options.min_wait_us,
     };
-    options.check(frequency_hz).map_err(invalid)?;
+    options
+        .check(frequency_hz)
+        .map_err(|e| invalid(e.to_string()))?;
     Ok(options)
 }
 

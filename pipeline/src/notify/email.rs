@@ -124,33 +124,50 @@ pub fn body(d: &DueDelivery, profile_base_url: Option<&str>) -> String {
     text
 }
 
+/// Why a delivery's email cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ComposeError {
+    #[error("email channel without a from address")]
+    NoSender,
+    #[error("email channel without recipients")]
+    NoRecipients,
+    #[error("bad from address: {0}")]
+    Sender(lettre::address::AddressError),
+    #[error("bad recipient {address:?}: {source}")]
+    Recipient {
+        address: String,
+        source: lettre::address::AddressError,
+    },
+    #[error("building the message: {0}")]
+    Message(#[from] lettre::error::Error),
+}
+
 /// The message for a delivery; a malformed address is an error.
-pub fn compose(d: &DueDelivery, profile_base_url: Option<&str>) -> Result<Message, String> {
+pub fn compose(d: &DueDelivery, profile_base_url: Option<&str>) -> Result<Message, ComposeError> {
     let from: Mailbox = d
         .email_from
         .as_deref()
-        .ok_or("email channel without a from address")?
+        .ok_or(ComposeError::NoSender)?
         .parse()
-        .map_err(|e| format!("bad from address: {e}"))?;
+        .map_err(ComposeError::Sender)?;
     let mut builder = Message::builder()
         .from(from)
         .subject(subject(d))
         .message_id(Some(format!("<{}@odp.alerts>", d.id)))
         .header(ContentType::TEXT_PLAIN);
     if d.email_to.is_empty() {
-        return Err("email channel without recipients".into());
+        return Err(ComposeError::NoRecipients);
     }
     for to in &d.email_to {
-        let mailbox: Mailbox = to
-            .parse()
-            .map_err(|e| format!("bad recipient {to:?}: {e}"))?;
+        let mailbox: Mailbox = to.parse().map_err(|source| ComposeError::Recipient {
+            address: to.clone(),
+            source,
+        })?;
         builder = builder.to(mailbox);
     }
     // lettre picks the transfer encoding: 7bit when every line is short,
     // quoted-printable otherwise.
-    builder
-        .body(body(d, profile_base_url))
-        .map_err(|e| format!("building the message: {e}"))
+    Ok(builder.body(body(d, profile_base_url))?)
 }
 
 /// Sends one alert email; returns the relay's reply code on success.
@@ -164,7 +181,7 @@ pub async fn send(
         error,
     };
     let (host, port) = relay_address(&d.url).map_err(failure)?;
-    let message = compose(d, profile_base_url).map_err(failure)?;
+    let message = compose(d, profile_base_url).map_err(|e| failure(e.to_string()))?;
     let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
         .port(port)
         .timeout(Some(timeout))
@@ -291,11 +308,14 @@ mod tests {
         let text = String::from_utf8_lossy(&message);
         assert!(text.contains("Message-ID: <00000000-0000-0000-0000-000000000007@odp.alerts>"));
         d.email_to.push("not an address".into());
-        assert!(compose(&d, None).unwrap_err().contains("bad recipient"));
+        assert!(matches!(
+            compose(&d, None),
+            Err(ComposeError::Recipient { address, .. }) if address == "not an address"
+        ));
         d.email_to.clear();
-        assert!(compose(&d, None).is_err());
+        assert!(matches!(compose(&d, None), Err(ComposeError::NoRecipients)));
         d.email_to.push("a@example.com".into());
         d.email_from = None;
-        assert!(compose(&d, None).is_err());
+        assert!(matches!(compose(&d, None), Err(ComposeError::NoSender)));
     }
 }

@@ -24,7 +24,9 @@ pub mod fsp;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use odp_core::cost::{check_share, AdjustReason, DutyCycle, FdaSettings, StartOptions};
+use odp_core::cost::{
+    check_share, AdjustReason, DutyCycle, FdaSettings, OptionsError, StartOptions,
+};
 
 pub use self::budget::Budget;
 pub use self::fda::{Fda, FdaParams};
@@ -65,7 +67,7 @@ pub struct CostSettings {
 
 impl CostDefaults {
     /// Checks the flags themselves (against a nominal 99 Hz profile).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), OptionsError> {
         self.resolve(99, &StartOptions::default()).map(|_| ())
     }
 
@@ -75,7 +77,7 @@ impl CostDefaults {
         &self,
         frequency_hz: u32,
         options: &StartOptions,
-    ) -> Result<CostSettings, String> {
+    ) -> Result<CostSettings, OptionsError> {
         let fsp = check_share(
             "fsp_share",
             options.fsp_share.unwrap_or(self.fsp_share),
@@ -103,7 +105,7 @@ impl CostDefaults {
 }
 
 impl FdaParams {
-    fn resolve(s: &FdaSettings, frequency_hz: u32) -> Result<Self, String> {
+    fn resolve(s: &FdaSettings, frequency_hz: u32) -> Result<Self, OptionsError> {
         let (min_hz, max_hz) = s.bounds(frequency_hz)?;
         Ok(FdaParams {
             theta: s.theta,

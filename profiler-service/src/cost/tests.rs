@@ -56,7 +56,7 @@ fn options_override_defaults_and_fda_bounds_follow_the_request() {
 #[test]
 fn bad_values_are_refused_with_a_reason() {
     let defaults = CostDefaults::default();
-    let refuse = |options: StartOptions| defaults.resolve(99, &options).unwrap_err();
+    let refuse = |options: StartOptions| defaults.resolve(99, &options).unwrap_err().to_string();
     let fda = |f: FdaSettings| StartOptions {
         fda: Some(f),
         ..StartOptions::default()

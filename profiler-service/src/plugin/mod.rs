@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use odp_core::cost::OptionsError;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Language, Snapshot};
 
@@ -167,17 +168,15 @@ impl Plugins {
         &self,
         language: Language,
         event: Option<EventKind>,
-    ) -> Result<&dyn Plugin, String> {
+    ) -> Result<&dyn Plugin, OptionsError> {
         let event = event.unwrap_or(EventKind::CpuClock);
         self.list
             .iter()
             .find(|p| p.language() == language && p.measures().contains(&event))
             .map(|p| &**p)
-            .ok_or_else(|| {
-                format!(
-                    "the {language} plugin cannot measure {event}; {}",
-                    Language::MEASURES
-                )
+            .ok_or(OptionsError::PluginCannotMeasure {
+                plugin: language,
+                event,
             })
     }
 
@@ -359,15 +358,26 @@ mod tests {
             .for_event(Language::Python, Some(EventKind::Lock))
             .err()
             .unwrap();
+        assert_eq!(
+            refused,
+            OptionsError::PluginCannotMeasure {
+                plugin: Language::Python,
+                event: EventKind::Lock
+            }
+        );
         assert!(
-            refused.contains("python plugin cannot measure lock"),
+            refused
+                .to_string()
+                .contains("python plugin cannot measure lock"),
             "{refused}"
         );
         let refused = plugins
             .for_event(Language::Python, Some(EventKind::AllocBytes))
             .err()
             .unwrap();
-        assert!(refused.contains("python plugin cannot measure alloc-bytes"));
+        assert!(refused
+            .to_string()
+            .contains("python plugin cannot measure alloc-bytes"));
         assert!(plugins
             .for_event(Language::Native, Some(EventKind::HeapBytes))
             .is_err());

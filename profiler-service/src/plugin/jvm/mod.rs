@@ -165,9 +165,35 @@ impl Plugin for JvmPlugin {
 
 /// Why a session attached to none of its JVMs: the last refusal (pid and
 /// message) when one refused, else that there was nothing to attach.
-fn attach_failure(tool: &'static str, refusal: Option<(u32, String)>, pids: &[u32]) -> PluginError {
+/// Why driving one JVM's recording failed.
+#[derive(Debug, thiserror::Error)]
+enum RecordingError {
+    /// The attach socket or `jcmd` failed.
+    #[error("{0}")]
+    Attach(#[from] std::io::Error),
+    /// The JVM answered the command without doing it: its answer.
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Parse(#[from] jfr::JfrError),
+}
+
+fn attach_failure(
+    tool: &'static str,
+    refusal: Option<(u32, impl ToString)>,
+    pids: &[u32],
+) -> PluginError {
     match refusal {
-        Some((pid, message)) => PluginError::ToolFailed { tool, pid, message },
+        Some((pid, message)) => PluginError::ToolFailed {
+            tool,
+            pid,
+            message: message.to_string(),
+        },
         None => PluginError::NothingAttached(pids.to_vec()),
     }
 }
@@ -283,7 +309,7 @@ impl JvmSession {
                         return Err(PluginError::ToolFailed {
                             tool: "JFR",
                             pid,
-                            message,
+                            message: message.to_string(),
                         });
                     }
                 }
@@ -298,7 +324,7 @@ impl JvmSession {
         sink: &mut WindowSink,
         stats: &mut PollStats,
         force_dump: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), RecordingError> {
         let wanted_hz = (!self.paused).then_some(self.recording_hz());
         let target = &self.targets[&pid];
         let running = target.running_hz;
@@ -308,20 +334,15 @@ impl JvmSession {
         }
         if running.is_some() && running != wanted_hz {
             let attach = &self.targets[&pid].attach;
-            attach
-                .command(&format!("JFR.stop name={}", self.name))
-                .map_err(|e| e.to_string())?;
+            attach.command(&format!("JFR.stop name={}", self.name))?;
             self.targets.get_mut(&pid).expect("target").running_hz = None;
         }
         if wanted_hz.is_some() && self.targets[&pid].running_hz.is_none() {
             let line = self.start_line();
             let started_nanos = unix_nanos();
-            let output = self.targets[&pid]
-                .attach
-                .command(&line)
-                .map_err(|e| e.to_string())?;
+            let output = self.targets[&pid].attach.command(&line)?;
             if !output.contains("Started recording") {
-                return Err(output.trim().to_owned());
+                return Err(RecordingError::Refused(output.trim().to_owned()));
             }
             let target = self.targets.get_mut(&pid).expect("target");
             target.running_hz = wanted_hz;
@@ -338,7 +359,7 @@ impl JvmSession {
         pid: u32,
         sink: &mut WindowSink,
         stats: &mut PollStats,
-    ) -> Result<(), String> {
+    ) -> Result<(), RecordingError> {
         self.next_file += 1;
         // Written by the JVM in its own file system, read through its root.
         let file = PathBuf::from(format!("/tmp/{}-{pid}-{}.jfr", self.name, self.next_file));
@@ -351,19 +372,22 @@ impl JvmSession {
             self.name,
             file.display()
         );
-        let output = target.attach.command(&line).map_err(|e| e.to_string())?;
+        let output = target.attach.command(&line)?;
         target.last_dump = Instant::now();
         if !output.contains("Dumped recording") {
-            return Err(output.trim().to_owned());
+            return Err(RecordingError::Refused(output.trim().to_owned()));
         }
         let local = self.procfs.in_root(pid, &file);
         let bytes = fs::read(&local);
         remove(&local);
-        let bytes = bytes.map_err(|e| format!("cannot read {}: {e}", local.display()))?;
+        let bytes = bytes.map_err(|source| RecordingError::Read {
+            path: local.clone(),
+            source,
+        })?;
         let target = self.targets.get_mut(&pid).expect("target");
         match &mut self.recording {
             Recording::Samples(event) => {
-                let chunks = jfr::parse(bytes, *event).map_err(|e| e.to_string())?;
+                let chunks = jfr::parse(bytes, *event)?;
                 for chunk in chunks {
                     if !target.first_read(chunk.start_nanos) {
                         continue;
@@ -377,7 +401,7 @@ impl JvmSession {
                 }
             }
             Recording::Waits { sampler, .. } => {
-                let chunks = lock::parse(bytes).map_err(|e| e.to_string())?;
+                let chunks = lock::parse(bytes)?;
                 for chunk in chunks {
                     if !target.first_read(chunk.start_nanos) {
                         continue;
