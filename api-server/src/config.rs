@@ -124,7 +124,7 @@ pub struct ServeConfig {
     #[arg(long, env = "ODP_DB_ACQUIRE_TIMEOUT_SECS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=60))]
     pub db_acquire_timeout_secs: u64,
     #[command(flatten)]
-    pub deploy: crate::deploy::DeployOptions,
+    pub deploy: crate::control::deploy::DeployOptions,
 }
 
 impl ServeConfig {
@@ -190,7 +190,7 @@ pub enum ConfigError {
     #[error(transparent)]
     Kafka(#[from] odp_plumbing::KafkaConfigError),
     #[error(transparent)]
-    Deployer(#[from] crate::deploy::DeployConfigError),
+    Deployer(#[from] crate::control::deploy::DeployConfigError),
     #[error("reading {}: {source}", path.display())]
     Read {
         path: std::path::PathBuf,

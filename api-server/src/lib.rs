@@ -13,14 +13,13 @@ mod body_limit;
 mod config;
 mod control;
 mod cron_schedule;
-mod deploy;
-mod dispatch;
 mod error;
 mod extract;
-mod heartbeats;
 mod metrics;
 mod openapi;
 mod render;
+#[cfg(test)]
+mod router_tests;
 mod routes;
 pub mod scheduler;
 mod service;
@@ -48,10 +47,10 @@ pub use config::{Cli, CliCommand, ConfigError, ServeConfig};
 pub use tls::generate_dev_cert;
 
 use crate::auth::Authenticator;
+use crate::control::dispatch::{Dispatcher, KafkaPublisher};
+use crate::control::heartbeats::HeartbeatTracker;
 use crate::control::Control;
-use crate::dispatch::Dispatcher;
 use crate::error::ApiError;
-use crate::heartbeats::HeartbeatTracker;
 use crate::metrics::ApiMetrics;
 
 #[derive(Clone)]
@@ -177,7 +176,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     let command_secs = config.start_ack_timeout_secs as i64;
     let kafka = config.kafka.validate().map_err(ConfigError::from)?;
     let heartbeats = HeartbeatTracker::spawn(
-        heartbeats::consumer_config(&kafka),
+        control::heartbeats::consumer_config(&kafka),
         config.topics.events.clone(),
     );
     let control = Control::new(pool.clone(), &config.deploy, command_secs)
@@ -185,13 +184,8 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         .with_heartbeats(heartbeats);
     let mut registry = odp_metrics::Registry::default();
     let metrics = ApiMetrics::register(&mut registry);
-    let dispatcher = Dispatcher::new(
-        &kafka,
-        &config.topics.commands,
-        signer,
-        config.command_ttl_secs,
-        metrics.clone(),
-    )?;
+    let publisher = Arc::new(KafkaPublisher::new(&kafka, &config.topics.commands)?);
+    let dispatcher = Dispatcher::new(publisher, signer, config.command_ttl_secs, metrics.clone());
     Ok(AppState {
         profiles: Profiles::new(pool.clone()),
         pool,

@@ -2,9 +2,12 @@
 //! taking an agent off a host.
 
 use anyhow::bail;
+use odp_client::types::{
+    ControlRequest, DeployResponse, HostsResponse, RequestList, UndeployResponse,
+};
 use odp_client::ApiClient;
+use odp_client::Method;
 use odp_core::token::{mint_hs256, Grant, Role};
-use serde_json::Value;
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum AdminCommand {
@@ -94,8 +97,7 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
             println!("{}", mint_hs256(jwt_secret.as_bytes(), &grant, now, ttl)?);
         }
         AdminCommand::Hosts { json } => {
-            let hosts = client.call(odp_client::Method::GET, "/api/v1/hosts", None, 200);
-            let hosts = hosts.await?;
+            let hosts: HostsResponse = client.get("/api/v1/hosts").await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&hosts)?);
             } else {
@@ -104,9 +106,7 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
         }
         AdminCommand::Deploy { host, wait } => {
             let path = format!("/api/v1/hosts/{}/deploy", path_segment(&host)?);
-            let reply = client
-                .request(odp_client::Method::POST, &path, None)
-                .await?;
+            let reply = client.request(Method::POST, &path, None).await?;
             if !matches!(reply.status, 200 | 202) {
                 return Err(odp_client::ClientError::Status {
                     path,
@@ -118,14 +118,16 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
                 }
                 .into());
             }
-            let mut request = reply.body["request"].clone();
+            let deploy: DeployResponse = serde_json::from_value(reply.body)
+                .map_err(|e| anyhow::anyhow!("{path}: unexpected reply ({e}): {}", reply.text))?;
+            let mut request = deploy.request;
             eprintln!("deploy to {host}: {}", describe(&request));
             if wait {
                 request = settle(client, &request).await?;
                 eprintln!("deploy to {host}: {}", describe(&request));
             }
-            if request["status"] == "failed" {
-                bail!("deploy to {host} failed: {}", request["status_reason"]);
+            if request.status == "failed" {
+                bail!("deploy to {host} failed: {}", reason(&request));
             }
         }
         AdminCommand::Requests { kind, host, open } => {
@@ -137,9 +139,7 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
                 query.push(format!("host={}", path_segment(&host)?));
             }
             let path = format!("/api/v1/requests?{}", query.join("&"));
-            let page = client
-                .call(odp_client::Method::GET, &path, None, 200)
-                .await?;
+            let page: RequestList = client.get(&path).await?;
             print_requests(&page);
         }
         AdminCommand::Undeploy { host, mode } => {
@@ -147,83 +147,79 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
                 "/api/v1/hosts/{}/undeploy?mode={mode}",
                 path_segment(&host)?
             );
-            let reply = client
-                .call(odp_client::Method::POST, &path, None, 202)
-                .await?;
+            let reply: UndeployResponse =
+                client.send(Method::POST, &path, None::<&()>, 202).await?;
             eprintln!(
                 "undeploy ({mode}) sent to {host}: command {}",
-                reply["command_id"].as_str().unwrap_or("?")
+                reply
+                    .command_id
+                    .map_or_else(|| "?".to_owned(), |id| id.to_string())
             );
         }
     }
     Ok(())
 }
 
-fn describe(request: &Value) -> String {
-    format!(
-        "{} ({})",
-        request["status"].as_str().unwrap_or("?"),
-        request["status_reason"].as_str().unwrap_or("-")
-    )
+fn reason(request: &ControlRequest) -> &str {
+    request.status_reason.as_deref().unwrap_or("-")
+}
+
+fn describe(request: &ControlRequest) -> String {
+    format!("{} ({})", request.status, reason(request))
 }
 
 /// Polls a request until it is finished or failed.
-async fn settle(client: &ApiClient, request: &Value) -> anyhow::Result<Value> {
-    let id = request["id"].as_str().unwrap_or_default();
+async fn settle(client: &ApiClient, request: &ControlRequest) -> anyhow::Result<ControlRequest> {
+    let id = request.id;
     let path = format!("/api/v1/requests/{id}");
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
     loop {
-        let request = client
-            .call(odp_client::Method::GET, &path, None, 200)
-            .await?;
-        if matches!(request["status"].as_str(), Some("finished" | "failed")) {
+        let request: ControlRequest = client.get(&path).await?;
+        if matches!(request.status.as_str(), "finished" | "failed") {
             return Ok(request);
         }
         if tokio::time::Instant::now() > deadline {
-            bail!("request {id} still {} after 10 minutes", request["status"]);
+            bail!("request {id} still {} after 10 minutes", request.status);
         }
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }
 
-fn print_requests(page: &Value) {
+fn print_requests(page: &RequestList) {
     println!(
         "{:<36}  {:<8}  {:<20}  {:<10}  {:<24}  reason",
         "id", "kind", "host", "status", "created"
     );
-    for r in page["requests"].as_array().into_iter().flatten() {
+    for r in &page.requests {
         println!(
             "{:<36}  {:<8}  {:<20}  {:<10}  {:<24}  {}",
-            r["id"].as_str().unwrap_or("?"),
-            r["kind"].as_str().unwrap_or("?"),
-            r["host"].as_str().unwrap_or("?"),
-            r["status"].as_str().unwrap_or("?"),
-            r["created_at"].as_str().unwrap_or("?"),
-            r["status_reason"].as_str().unwrap_or("-"),
+            r.id,
+            r.kind,
+            r.host,
+            r.status,
+            r.created_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            reason(r),
         );
     }
 }
 
-fn print_hosts(hosts: &Value) {
+fn print_hosts(hosts: &HostsResponse) {
     println!(
         "{:<24}  {:<5}  {:<10}  {:<24}  {:>7}  last seen",
         "host", "live", "version", "plugins", "running"
     );
-    for agent in hosts["agents"].as_array().into_iter().flatten() {
-        let plugins: Vec<&str> = agent["plugins"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+    for agent in &hosts.agents {
         println!(
             "{:<24}  {:<5}  {:<10}  {:<24}  {:>7}  {}",
-            agent["host"].as_str().unwrap_or("?"),
-            if agent["live"] == true { "yes" } else { "no" },
-            agent["version"].as_str().unwrap_or("?"),
-            plugins.join(","),
-            agent["running_profiles"].as_array().map_or(0, Vec::len),
-            agent["last_seen"].as_str().unwrap_or("?"),
+            agent.host,
+            if agent.live { "yes" } else { "no" },
+            agent.version,
+            agent.plugins.join(","),
+            agent.running_profiles.len(),
+            agent
+                .last_seen
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         );
     }
 }

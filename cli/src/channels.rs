@@ -3,8 +3,11 @@
 //! systems and people.
 
 use anyhow::bail;
+use odp_client::types::{
+    Channel, ChannelKind, ChannelList, CreateChannelRequest, CreateEmailRequest,
+    CreateWebhookRequest, DeliveriesPage, EmailKind, UpdateChannelRequest, WebhookKind,
+};
 use odp_client::{ApiClient, Method};
-use serde_json::{json, Value};
 
 /// What both kinds of channel take beside their own fields.
 #[derive(Debug, clap::Args)]
@@ -18,17 +21,6 @@ pub(crate) struct CommonArgs {
     /// Create it disabled.
     #[arg(long)]
     disabled: bool,
-}
-
-impl CommonArgs {
-    fn body(self, kind: &str) -> Value {
-        json!({
-            "kind": kind,
-            "name": self.name,
-            "service_pattern": self.services,
-            "enabled": !self.disabled,
-        })
-    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -93,9 +85,7 @@ pub(crate) enum ChannelAction {
 pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Result<()> {
     match action {
         ChannelAction::List { json } => {
-            let page = client
-                .call(Method::GET, "/api/v1/channels", None, 200)
-                .await?;
+            let page: ChannelList = client.get("/api/v1/channels").await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
@@ -103,7 +93,7 @@ pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Re
             }
         }
         ChannelAction::Show { id } => {
-            let channel = client.call(Method::GET, &path(&id)?, None, 200).await?;
+            let channel: Channel = client.get(&path(&id)?).await?;
             println!("{}", serde_json::to_string_pretty(&channel)?);
         }
         ChannelAction::CreateWebhook {
@@ -111,9 +101,14 @@ pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Re
             url,
             secret,
         } => {
-            let mut body = common.body("webhook");
-            body["url"] = json!(url);
-            body["secret"] = json!(secret);
+            let body = CreateChannelRequest::Webhook(CreateWebhookRequest {
+                kind: WebhookKind::Webhook,
+                name: common.name,
+                url,
+                secret,
+                service_pattern: common.services,
+                enabled: !common.disabled,
+            });
             create(client, &body).await?;
         }
         ChannelAction::CreateEmail {
@@ -122,10 +117,15 @@ pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Re
             from,
             to,
         } => {
-            let mut body = common.body("email");
-            body["smtp_url"] = json!(smtp_url);
-            body["from"] = json!(from);
-            body["to"] = json!(to);
+            let body = CreateChannelRequest::Email(CreateEmailRequest {
+                kind: EmailKind::Email,
+                name: common.name,
+                smtp_url,
+                from,
+                to,
+                service_pattern: common.services,
+                enabled: !common.disabled,
+            });
             create(client, &body).await?;
         }
         ChannelAction::Enable { id } => set_enabled(client, &id, true).await?,
@@ -153,7 +153,7 @@ pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Re
                 query.push(format!("before={before}"));
             }
             let url = format!("{}/deliveries?{}", path(&id)?, query.join("&"));
-            let page = client.call(Method::GET, &url, None, 200).await?;
+            let page: DeliveriesPage = client.get(&url).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
@@ -177,86 +177,76 @@ fn path(id: &str) -> anyhow::Result<String> {
     Ok(format!("/api/v1/channels/{id}"))
 }
 
-async fn create(client: &ApiClient, body: &Value) -> anyhow::Result<()> {
-    let created = client
-        .call(Method::POST, "/api/v1/channels", Some(body), 201)
+async fn create(client: &ApiClient, body: &CreateChannelRequest) -> anyhow::Result<()> {
+    let created: Channel = client
+        .send(Method::POST, "/api/v1/channels", Some(body), 201)
         .await?;
-    println!("{}", created["id"].as_str().unwrap_or("?"));
+    println!("{}", created.id);
     Ok(())
 }
 
 async fn set_enabled(client: &ApiClient, id: &str, enabled: bool) -> anyhow::Result<()> {
-    let body = json!({ "enabled": enabled });
-    let channel = client
-        .call(Method::PATCH, &path(id)?, Some(&body), 200)
+    let body = UpdateChannelRequest {
+        enabled: Some(enabled),
+        ..UpdateChannelRequest::default()
+    };
+    let channel: Channel = client
+        .send(Method::PATCH, &path(id)?, Some(&body), 200)
         .await?;
     eprintln!(
         "channel {} {}",
-        channel["name"].as_str().unwrap_or(id),
+        channel.name,
         if enabled { "enabled" } else { "disabled" }
     );
     Ok(())
 }
 
-fn print_channels(page: &Value) {
+fn print_channels(page: &ChannelList) {
     println!(
         "{:<36}  {:<20}  {:<7}  {:<7}  {:<16}  destination",
         "id", "name", "kind", "enabled", "services"
     );
-    for c in page["channels"].as_array().into_iter().flatten() {
-        let destination = match c["kind"].as_str() {
-            Some("email") => format!(
+    for c in &page.channels {
+        let destination = match c.kind {
+            ChannelKind::Email => format!(
                 "{} via {}",
-                c["to"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(","),
-                c["smtp_url"].as_str().unwrap_or("?")
+                c.to.join(","),
+                c.smtp_url.as_deref().unwrap_or("?")
             ),
-            _ => c["url"].as_str().unwrap_or("?").to_owned(),
+            ChannelKind::Webhook => c.url.clone().unwrap_or_else(|| "?".into()),
         };
         println!(
             "{:<36}  {:<20}  {:<7}  {:<7}  {:<16}  {destination}",
-            c["id"].as_str().unwrap_or("?"),
-            c["name"].as_str().unwrap_or("?"),
-            c["kind"].as_str().unwrap_or("?"),
-            c["enabled"].as_bool().unwrap_or(false),
-            c["service_pattern"].as_str().unwrap_or("?"),
+            c.id,
+            c.name,
+            c.kind.as_str(),
+            c.enabled,
+            c.service_pattern,
         );
     }
 }
 
-fn print_deliveries(page: &Value) {
+fn print_deliveries(page: &DeliveriesPage) {
     println!(
         "{:<36}  {:<9}  {:>8}  {:<24}  {:<20}  last attempt",
         "id", "status", "attempts", "rule", "service"
     );
-    for d in page["deliveries"].as_array().into_iter().flatten() {
-        let last = d["attempt_log"]
-            .as_array()
-            .and_then(|log| log.last())
-            .map_or_else(
-                || "-".to_owned(),
-                |a| match (a["status_code"].as_i64(), a["error"].as_str()) {
-                    (Some(code), Some(error)) => format!("{code}: {error}"),
-                    (Some(code), None) => code.to_string(),
-                    (None, Some(error)) => error.to_owned(),
-                    (None, None) => "?".to_owned(),
-                },
-            );
+    for d in &page.deliveries {
+        let last = d.attempt_log.last().map_or_else(
+            || "-".to_owned(),
+            |a| match (a.status_code, a.error.as_deref()) {
+                (Some(code), Some(error)) => format!("{code}: {error}"),
+                (Some(code), None) => code.to_string(),
+                (None, Some(error)) => error.to_owned(),
+                (None, None) => "?".to_owned(),
+            },
+        );
         println!(
             "{:<36}  {:<9}  {:>8}  {:<24}  {:<20}  {last}",
-            d["id"].as_str().unwrap_or("?"),
-            d["status"].as_str().unwrap_or("?"),
-            d["attempts"].as_i64().unwrap_or(0),
-            d["rule_id"].as_str().unwrap_or("?"),
-            d["service"].as_str().unwrap_or("?"),
+            d.id, d.status, d.attempts, d.rule_id, d.service,
         );
     }
-    if let Some(next) = page["next_before"].as_str() {
+    if let Some(next) = page.next_before {
         eprintln!("more: --before {next}");
     }
 }

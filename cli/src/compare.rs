@@ -6,11 +6,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context as _};
-use odp_client::types::AggregateJson;
+use odp_client::types::{AggregateJson, DiffJson, SideSummary};
 use odp_client::ApiClient;
-use odp_client::Method;
 use odp_core::stats::top_functions;
-use serde_json::Value;
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum CompareCommand {
@@ -86,14 +84,8 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
             match format {
                 Some(format) => write_out(&client.get_bytes(&path(&format)).await?, output)?,
                 None => {
-                    let diff = client
-                        .call(
-                            Method::GET,
-                            &format!("{}&limit={limit}", path("json")),
-                            None,
-                            200,
-                        )
-                        .await?;
+                    let url = format!("{}&limit={limit}", path("json"));
+                    let diff: DiffJson = client.get(&url).await?;
                     write_out(change_table(&diff).as_bytes(), output)?;
                 }
             }
@@ -132,9 +124,7 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
             match format {
                 Some(format) => write_out(&client.get_bytes(&path(&format)).await?, output)?,
                 None => {
-                    let aggregate: AggregateJson = client
-                        .send(Method::GET, &path("json"), None::<&()>, 200)
-                        .await?;
+                    let aggregate: AggregateJson = client.get(&path("json")).await?;
                     write_out(top_table(&aggregate, limit).as_bytes(), output)?;
                 }
             }
@@ -167,32 +157,31 @@ pub(crate) fn encode(value: &str) -> String {
     out
 }
 
-fn change_table(diff: &Value) -> String {
-    let side = |key: &str| {
+fn change_table(diff: &DiffJson) -> String {
+    let side = |side: &SideSummary| {
         format!(
             "{}: {} {} samples",
-            diff[key]["label"].as_str().unwrap_or("?"),
-            diff[key]["samples"].as_u64().unwrap_or(0),
-            diff[key]["event"].as_str().unwrap_or("")
+            side.label,
+            side.samples,
+            side.event.as_deref().unwrap_or("")
         )
     };
     let mut out = format!(
         "baseline {}\ntarget   {}\n",
-        side("baseline"),
-        side("target")
+        side(&diff.baseline),
+        side(&diff.target)
     );
     out.push_str(&format!(
         "{:<40} {:>10} {:>10} {:>10}\n",
         "function", "baseline", "target", "delta"
     ));
-    for c in diff["changes"].as_array().into_iter().flatten() {
-        let pct = |key: &str| c[key].as_f64().unwrap_or(0.0) * 100.0;
+    for c in &diff.changes {
         out.push_str(&format!(
             "{:<40} {:>9.1}% {:>9.1}% {:>+9.1}pp\n",
-            c["function"].as_str().unwrap_or("?"),
-            pct("baseline_total_share"),
-            pct("target_total_share"),
-            c["delta_total_points"].as_f64().unwrap_or(0.0)
+            c.function,
+            c.baseline_total_share * 100.0,
+            c.target_total_share * 100.0,
+            c.delta_total_points
         ));
     }
     out
@@ -247,13 +236,22 @@ mod tests {
 
     #[test]
     fn tables_show_shares_in_percent() {
+        let side = |label: &str, samples: u64| {
+            json!({"label": label, "event": "cpu-clock", "samples": samples, "profiles": 1,
+                   "unit": "nanoseconds", "period": 10_101_010.1})
+        };
         let diff = json!({
-            "baseline": {"label": "profile a", "event": "cpu-clock", "samples": 100},
-            "target": {"label": "profile b", "event": "cpu-clock", "samples": 200},
-            "changes": [{"function": "cool", "baseline_total_share": 0.0,
-                         "target_total_share": 0.3, "delta_total_points": 30.0}]
+            "baseline": side("profile a", 100),
+            "target": side("profile b", 200),
+            "root": {"name": "all", "baseline_total": 100, "baseline_self": 0,
+                     "target_total": 200, "target_self": 0, "baseline_share": 1.0,
+                     "target_share": 1.0, "children": []},
+            "changes": [{"function": "cool", "baseline_self_share": 0.0,
+                         "target_self_share": 0.3, "baseline_total_share": 0.0,
+                         "target_total_share": 0.3, "delta_total_points": 30.0,
+                         "delta_self_points": 30.0}]
         });
-        let table = change_table(&diff);
+        let table = change_table(&serde_json::from_value(diff).unwrap());
         assert!(
             table.contains("profile b: 200 cpu-clock samples"),
             "{table}"

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
+use odp_client::types::{Reanalysis, RuleBody, RulePatch, RuleView, RulesResponse};
 use odp_client::{ApiClient, Method};
-use serde_json::{json, Value};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum RuleAction {
@@ -54,7 +54,7 @@ pub(crate) enum RuleAction {
 pub(crate) async fn run(client: &ApiClient, action: RuleAction) -> anyhow::Result<()> {
     match action {
         RuleAction::List { json } => {
-            let page = client.call(Method::GET, "/api/v1/rules", None, 200).await?;
+            let page: RulesResponse = client.get("/api/v1/rules").await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
@@ -62,25 +62,33 @@ pub(crate) async fn run(client: &ApiClient, action: RuleAction) -> anyhow::Resul
             }
         }
         RuleAction::Show { id } => {
-            let rule = client.call(Method::GET, &path(&id)?, None, 200).await?;
+            let rule: RuleView = client.get(&path(&id)?).await?;
             println!("{}", serde_json::to_string_pretty(&rule)?);
         }
         RuleAction::Create { file, wait } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let body: Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not JSON", file.display()))?;
-            let rule = client
-                .call(Method::POST, "/api/v1/rules", Some(&body), 201)
+            let body: RuleBody = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a rule", file.display()))?;
+            let rule: RuleView = client
+                .send(Method::POST, "/api/v1/rules", Some(&body), 201)
                 .await?;
-            println!("{}", rule["id"].as_str().unwrap_or("?"));
-            follow(client, &rule, wait).await?;
+            println!("{}", rule.rule.id);
+            follow(client, &rule.rule.id, wait).await?;
         }
         RuleAction::Enable { id, wait } => {
-            change(client, &id, json!({"enabled": true}), wait).await?
+            let patch = RulePatch {
+                enabled: Some(true),
+                ..RulePatch::default()
+            };
+            change(client, &id, patch, wait).await?
         }
         RuleAction::Disable { id, wait } => {
-            change(client, &id, json!({"enabled": false}), wait).await?
+            let patch = RulePatch {
+                enabled: Some(false),
+                ..RulePatch::default()
+            };
+            change(client, &id, patch, wait).await?
         }
         RuleAction::Threshold {
             id,
@@ -89,15 +97,18 @@ pub(crate) async fn run(client: &ApiClient, action: RuleAction) -> anyhow::Resul
             wait,
         } => {
             let patch = match service {
-                None => json!({ "threshold_pct": pct }),
+                None => RulePatch {
+                    threshold_pct: Some(pct),
+                    ..RulePatch::default()
+                },
                 Some(service) => {
-                    let rule = client.call(Method::GET, &path(&id)?, None, 200).await?;
-                    let mut overrides = rule["service_thresholds"].clone();
-                    if !overrides.is_object() {
-                        overrides = json!({});
+                    let rule: RuleView = client.get(&path(&id)?).await?;
+                    let mut overrides = rule.rule.service_thresholds;
+                    overrides.insert(service, pct);
+                    RulePatch {
+                        service_thresholds: Some(overrides),
+                        ..RulePatch::default()
                     }
-                    overrides[service] = json!(pct);
-                    json!({ "service_thresholds": overrides })
                 }
             };
             change(client, &id, patch, wait).await?
@@ -118,60 +129,53 @@ fn path(id: &str) -> anyhow::Result<String> {
     Ok(format!("/api/v1/rules/{id}"))
 }
 
-async fn change(client: &ApiClient, id: &str, patch: Value, wait: bool) -> anyhow::Result<()> {
-    let rule = client
-        .call(Method::PATCH, &path(id)?, Some(&patch), 200)
+async fn change(client: &ApiClient, id: &str, patch: RulePatch, wait: bool) -> anyhow::Result<()> {
+    let rule: RuleView = client
+        .send(Method::PATCH, &path(id)?, Some(&patch), 200)
         .await?;
     eprintln!(
         "rule {id}: enabled {}, threshold {}%",
-        rule["enabled"], rule["threshold_pct"]
+        rule.rule.enabled, rule.rule.threshold_pct
     );
-    follow(client, &rule, wait).await
+    follow(client, id, wait).await
 }
 
 /// Reports the re-analysis the change queued; with `wait`, polls it until
 /// it ends (a failed one is an error).
-async fn follow(client: &ApiClient, rule: &Value, wait: bool) -> anyhow::Result<()> {
-    let id = rule["id"].as_str().unwrap_or_default();
+async fn follow(client: &ApiClient, id: &str, wait: bool) -> anyhow::Result<()> {
     eprintln!("re-analysis of past profiles queued");
     if !wait {
         return Ok(());
     }
     let reanalysis_path = format!("{}/reanalysis", path(id)?);
     loop {
-        let job = client
-            .call(Method::GET, &reanalysis_path, None, 200)
-            .await?;
-        let status = job["status"].as_str().unwrap_or("?");
+        let job: Reanalysis = client.get(&reanalysis_path).await?;
         eprintln!(
-            "re-analysis {status}: {}/{} profiles",
-            job["profiles_done"],
-            job["profiles_total"]
-                .as_i64()
-                .map_or("?".into(), |n| n.to_string())
+            "re-analysis {}: {}/{} profiles",
+            job.status,
+            job.profiles_done,
+            job.profiles_total.map_or("?".into(), |n| n.to_string())
         );
-        match status {
+        match job.status.as_str() {
             "finished" => return Ok(()),
-            "failed" => bail!("re-analysis failed: {}", job["error"]),
+            "failed" => bail!(
+                "re-analysis failed: {}",
+                job.error.as_deref().unwrap_or("no reason given")
+            ),
             _ => tokio::time::sleep(Duration::from_secs(1)).await,
         }
     }
 }
 
-fn print_table(page: &Value) {
+fn print_table(page: &RulesResponse) {
     println!(
         "{:<28}  {:<16}  {:>9}  {:<7}  {:<6}  title",
         "id", "kind", "threshold", "enabled", "source"
     );
-    for r in page["rules"].as_array().into_iter().flatten() {
+    for r in &page.rules {
         println!(
             "{:<28}  {:<16}  {:>8}%  {:<7}  {:<6}  {}",
-            r["id"].as_str().unwrap_or("?"),
-            r["kind"].as_str().unwrap_or("?"),
-            r["threshold_pct"].as_f64().unwrap_or(0.0),
-            r["enabled"].as_bool().unwrap_or(false),
-            r["source"].as_str().unwrap_or("?"),
-            r["title"].as_str().unwrap_or(""),
+            r.id, r.kind, r.threshold_pct, r.enabled, r.source, r.title,
         );
     }
 }

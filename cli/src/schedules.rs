@@ -1,9 +1,10 @@
 //! `odpctl schedules`: profiling on a cron schedule.
 
 use crate::commands::TargetArgs;
-use odp_client::types::{CreateScheduleRequest, Schedule};
+use odp_client::types::{
+    CreateScheduleRequest, Schedule, ScheduleWithRuns, SchedulesResponse, UpdateScheduleRequest,
+};
 use odp_client::{ApiClient, Method};
-use serde_json::{json, Value};
 
 // Parsed once per run: the size of the biggest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
@@ -57,9 +58,7 @@ pub(crate) enum ScheduleAction {
 pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::Result<()> {
     match action {
         ScheduleAction::List { json } => {
-            let page = client
-                .call(Method::GET, "/api/v1/schedules", None, 200)
-                .await?;
+            let page: SchedulesResponse = client.get("/api/v1/schedules").await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
@@ -67,7 +66,7 @@ pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::R
             }
         }
         ScheduleAction::Show { id } => {
-            let schedule = client.call(Method::GET, &path(&id)?, None, 200).await?;
+            let schedule: ScheduleWithRuns = client.get(&path(&id)?).await?;
             println!("{}", serde_json::to_string_pretty(&schedule)?);
         }
         ScheduleAction::Create {
@@ -102,10 +101,7 @@ pub(crate) async fn run(client: &ApiClient, action: ScheduleAction) -> anyhow::R
                 .send(Method::POST, "/api/v1/schedules", Some(&body), 201)
                 .await?;
             println!("{}", created.id);
-            match created.next_run_at {
-                Some(next) => eprintln!("next run: {}", next.to_rfc3339()),
-                None => eprintln!("next run: none (disabled)"),
-            }
+            eprintln!("next run: {}", next_run(&created));
         }
         ScheduleAction::Enable { id } => set_enabled(client, &id, true).await?,
         ScheduleAction::Disable { id } => set_enabled(client, &id, false).await?,
@@ -126,36 +122,42 @@ fn path(id: &str) -> anyhow::Result<String> {
 }
 
 async fn set_enabled(client: &ApiClient, id: &str, enabled: bool) -> anyhow::Result<()> {
-    let body = json!({ "enabled": enabled });
-    let schedule = client
-        .call(Method::PATCH, &path(id)?, Some(&body), 200)
+    let body = UpdateScheduleRequest {
+        enabled: Some(enabled),
+        ..UpdateScheduleRequest::default()
+    };
+    let schedule: Schedule = client
+        .send(Method::PATCH, &path(id)?, Some(&body), 200)
         .await?;
     eprintln!(
         "schedule {id} {}; next run: {}",
         if enabled { "enabled" } else { "disabled" },
-        schedule["next_run_at"]
+        next_run(&schedule)
     );
     Ok(())
 }
 
-fn print_table(page: &Value) {
+/// When the schedule fires next, or `-` when it is disabled.
+fn next_run(schedule: &Schedule) -> String {
+    schedule
+        .next_run_at
+        .map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())
+}
+
+fn print_table(page: &SchedulesResponse) {
     println!(
         "{:<36}  {:<20}  {:<16}  {:<20}  {:<7}  next run",
         "id", "name", "host", "cron", "enabled"
     );
-    for s in page["schedules"].as_array().into_iter().flatten() {
+    for s in &page.schedules {
         println!(
             "{:<36}  {:<20}  {:<16}  {:<20}  {:<7}  {}",
-            s["id"].as_str().unwrap_or("?"),
-            s["name"].as_str().unwrap_or("?"),
-            s["host"].as_str().unwrap_or("?"),
-            format!(
-                "{} {}",
-                s["cron"].as_str().unwrap_or("?"),
-                s["timezone"].as_str().unwrap_or("")
-            ),
-            s["enabled"].as_bool().unwrap_or(false),
-            s["next_run_at"].as_str().unwrap_or("-"),
+            s.id,
+            s.name,
+            s.host,
+            format!("{} {}", s.cron, s.timezone),
+            s.enabled,
+            next_run(s),
         );
     }
 }

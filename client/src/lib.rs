@@ -199,6 +199,11 @@ impl ApiClient {
         self.typed(method, path, body.as_ref(), status).await
     }
 
+    /// `GET path`, decoded as `T` when the API answers 200.
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        self.typed(reqwest::Method::GET, path, None, 200).await
+    }
+
     async fn typed<T: DeserializeOwned>(
         &self,
         method: reqwest::Method,

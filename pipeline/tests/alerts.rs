@@ -17,7 +17,7 @@ use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::alerts::{self, Sender};
 use odp_pipeline::detect::Detector;
 use odp_pipeline::AlertOptions;
-use odp_store::{NewChannel, StoreError};
+use odp_store::{ChannelKind, NewChannel, StoreError};
 use sha2::Sha256;
 use uuid::Uuid;
 
@@ -62,8 +62,11 @@ async fn dead_url() -> String {
 fn channel(name: &str, url: &str, pattern: &str, enabled: bool) -> NewChannel {
     NewChannel {
         name: name.into(),
+        kind: ChannelKind::Webhook,
         url: url.into(),
-        secret: SECRET.into(),
+        secret: Some(SECRET.into()),
+        email_from: None,
+        email_to: Vec::new(),
         service_pattern: pattern.into(),
         enabled,
     }

@@ -13,16 +13,18 @@ use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::alerts::{self, Sender};
 use odp_pipeline::detect::Detector;
 use odp_pipeline::AlertOptions;
-use odp_store::{NewEmailChannel, StoreError};
+use odp_store::{ChannelKind, NewChannel, StoreError};
 use support::smtp_sink::SmtpSink;
 use uuid::Uuid;
 
-fn email_channel(name: &str, smtp_url: &str, pattern: &str) -> NewEmailChannel {
-    NewEmailChannel {
+fn email_channel(name: &str, smtp_url: &str, pattern: &str) -> NewChannel {
+    NewChannel {
         name: name.into(),
-        smtp_url: smtp_url.into(),
-        from: "ODP alerts <odp@example.com>".into(),
-        to: vec!["oncall@example.com".into(), "perf@example.com".into()],
+        kind: ChannelKind::Email,
+        url: smtp_url.into(),
+        secret: None,
+        email_from: Some("ODP alerts <odp@example.com>".into()),
+        email_to: vec!["oncall@example.com".into(), "perf@example.com".into()],
         service_pattern: pattern.into(),
         enabled: true,
     }
@@ -70,30 +72,29 @@ async fn new_detections_are_mailed_once_and_retried_through_a_refusing_relay() {
     let detector = Detector::start(&pool).await.unwrap();
     let sink = SmtpSink::start(2).await;
 
-    let mail = odp_store::create_email_channel(&pool, &email_channel("mail", &sink.url(), "*"))
+    let mail = odp_store::create_channel(&pool, &email_channel("mail", &sink.url(), "*"))
         .await
         .unwrap();
-    let dead = odp_store::create_email_channel(
+    let dead = odp_store::create_channel(
         &pool,
         &email_channel("dead", &dead_smtp_url().await, "pay*"),
     )
     .await
     .unwrap();
-    odp_store::create_email_channel(&pool, &email_channel("other", &sink.url(), "search"))
+    odp_store::create_channel(&pool, &email_channel("other", &sink.url(), "search"))
         .await
         .unwrap();
-    let taken =
-        odp_store::create_email_channel(&pool, &email_channel("mail", &sink.url(), "*")).await;
+    let taken = odp_store::create_channel(&pool, &email_channel("mail", &sink.url(), "*")).await;
     assert!(
         matches!(taken, Err(StoreError::Conflict(_))),
         "a taken name conflicts: {taken:?}"
     );
-    let no_recipients = NewEmailChannel {
-        to: vec![],
+    let no_recipients = NewChannel {
+        email_to: vec![],
         ..email_channel("nobody", &sink.url(), "*")
     };
     assert!(
-        odp_store::create_email_channel(&pool, &no_recipients)
+        odp_store::create_channel(&pool, &no_recipients)
             .await
             .is_err(),
         "the schema refuses an email channel without recipients"

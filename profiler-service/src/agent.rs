@@ -26,9 +26,9 @@ use crate::host_lock::HostLock;
 use crate::metrics::AgentMetrics;
 use crate::peers::PeerWatch;
 use crate::plugin::Plugins;
-use crate::profile::{self, Outcome, StopHandle};
+use crate::profile_task::{self, Outcome, StopHandle};
 use crate::publish::{Origin, Publisher};
-use crate::runner::ProfileSpec;
+use crate::sampling_thread::ProfileSpec;
 use crate::targets::ProcFs;
 use crate::window::unix_ms;
 
@@ -326,7 +326,7 @@ impl Agent {
         let plugins = self.plugins.clone();
         let publisher = self.publisher.clone();
         let cost_events = self.config.cost_events;
-        match profile::start(plugins, self.procfs.clone(), spec, publisher, cost_events) {
+        match profile_task::start(plugins, self.procfs.clone(), spec, publisher, cost_events) {
             Ok((handle, task)) => {
                 self.running.insert(start.profile_id, handle);
                 let task = self.tasks.spawn(task);

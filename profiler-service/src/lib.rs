@@ -13,11 +13,12 @@
 //! - [`agent`]: the main loop tying commands, profiles and heartbeats;
 //! - [`host_lock`] and [`peers`]: one agent per host id, on this machine
 //!   by a lock file, across machines by the host's heartbeats;
-//! - [`profile`] and [`runner`]: one profile, async publishing side and
-//!   blocking sampling side;
+//! - [`profile_task`] and [`sampling_thread`]: one profile, its async task
+//!   that publishes and the blocking thread that samples;
 //! - [`cost`]: cost control per profile: FSP thread pruning, FDA
 //!   frequency adjustment, duty cycling and the overhead budget;
-//! - [`plugin`]: the [`plugin::Plugin`] trait, language detection and the
+//! - [`plugin`]: the [`plugin::Plugin`] trait, which runtime a target
+//!   runs ([`plugin::identify`]) and the
 //!   `native` (perf_event), `python` (py-spy) and `jvm` (JFR) plugins;
 //! - [`window`], [`targets`], [`publish`]: window bookkeeping, `/proc`
 //!   discovery and the Kafka producer;
@@ -33,9 +34,9 @@ pub mod host_lock;
 pub mod metrics;
 pub mod peers;
 pub mod plugin;
-pub mod profile;
+pub mod profile_task;
 pub mod publish;
-pub mod runner;
+pub mod sampling_thread;
 pub mod spool;
 pub mod targets;
 pub mod window;

@@ -18,7 +18,7 @@ use odp_core::event::FinishReason;
 use odp_core::{Language, Target};
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::{parse_cgroup_paths, ProcFs};
 use uuid::Uuid;
 
@@ -73,7 +73,7 @@ fn profile(target: Target, duration: Duration) -> (Vec<u32>, Vec<u32>, FinishRea
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut started, mut sampled, mut finished) = (None, Vec::new(), None);
-    runner::run(
+    sampling_thread::run(
         &Plugins::default(),
         &ProcFs::default(),
         &spec,

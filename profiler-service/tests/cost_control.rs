@@ -12,7 +12,7 @@ use odp_core::cost::{AdjustReason, CostEventKind};
 use odp_core::{EventKind, Snapshot, Target};
 use odp_profiler_service::cost::{CostSettings, FdaParams};
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
 
@@ -40,7 +40,7 @@ fn profile(
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut snapshots, mut reports) = (Vec::new(), Vec::new());
-    runner::run(
+    sampling_thread::run(
         &Plugins::default(),
         &ProcFs::default(),
         &spec,

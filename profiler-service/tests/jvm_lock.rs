@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use odp_core::{EventKind, Language, Snapshot};
 use odp_profiler_service::plugin::jvm::lock;
-use odp_profiler_service::runner::ProfileSpec;
+use odp_profiler_service::sampling_thread::ProfileSpec;
 
 mod support;
 

@@ -14,9 +14,9 @@ use odp_core::cost::CostEventKind;
 use odp_core::event::FinishReason;
 use odp_core::{EventKind, Language, Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
-use odp_profiler_service::plugin::detect::Runtime;
+use odp_profiler_service::plugin::identify::LanguageRuntime;
 use odp_profiler_service::plugin::{PluginSettings, Plugins};
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
 
@@ -32,7 +32,7 @@ struct Outcome {
     /// The CPU share the budget measured, per window.
     cpu_shares: Vec<f64>,
     event: EventKind,
-    runtime: Runtime,
+    runtime: LanguageRuntime,
     snapshots: Vec<Snapshot>,
     result: Result<FinishReason, String>,
 }
@@ -64,7 +64,7 @@ fn profile(
 fn run_spec(plugins: &Plugins, spec: &ProfileSpec) -> Outcome {
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut events = Vec::new();
-    runner::run(plugins, &ProcFs::default(), spec, &stop_rx, |e| {
+    sampling_thread::run(plugins, &ProcFs::default(), spec, &stop_rx, |e| {
         events.push(e);
         true
     });
@@ -85,7 +85,7 @@ fn run_spec(plugins: &Plugins, spec: &ProfileSpec) -> Outcome {
             RunnerEvent::Failed(e) => result = Some(Err(e)),
         }
     }
-    let (event, runtime) = started.unwrap_or((EventKind::Wall, Runtime::native()));
+    let (event, runtime) = started.unwrap_or((EventKind::Wall, LanguageRuntime::native()));
     Outcome {
         cpu_shares,
         event,

@@ -43,7 +43,7 @@ use odp_core::event::FinishReason;
 use odp_core::{EventKind, Frame, Language, Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
 
@@ -436,7 +436,7 @@ fn javac(classes: &Path, class_path: &Path, source: &str) {
     assert!(status.success(), "javac failed on {source}");
 }
 
-/// Profiles the running workload through the agent's runner with the
+/// Profiles the running workload through the agent's sampling thread with the
 /// plugin it detects, and renders the capture.
 fn capture(programs: &Programs, workload: &Workload) -> String {
     let target = programs.start(workload);
@@ -457,7 +457,7 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
     let mut header = None;
     let mut snapshots: Vec<Snapshot> = Vec::new();
     let mut result = None;
-    runner::run(
+    sampling_thread::run(
         &Plugins::default(),
         &ProcFs::default(),
         &spec,
@@ -509,7 +509,7 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
         n => format!("# left out: {n} samples of the agent's own JFR commands\n"),
     };
     format!(
-        "# {}: tests/data {program}, profiled by the agent's runner\n{}{left_out}\
+        "# {}: tests/data {program}, profiled by the agent's sampling thread\n{}{left_out}\
          # regenerate: ODP_REGENERATE_FIXTURES=1 cargo test -p odp-profiler-service --test rule_captures\n{}",
         workload.name,
         header.expect("the profile started"),

@@ -17,9 +17,9 @@ use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use odp_core::runtime::{Library, LibraryKind, RuntimeInfo};
 use odp_core::{EventKind, Language, Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
-use odp_profiler_service::plugin::detect::Runtime;
+use odp_profiler_service::plugin::identify::LanguageRuntime;
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
 
@@ -31,7 +31,7 @@ use support::Killed;
 static ONE_JVM: Mutex<()> = Mutex::new(());
 
 struct Outcome {
-    started: Option<(EventKind, Runtime, RuntimeInfo, Vec<u32>)>,
+    started: Option<(EventKind, LanguageRuntime, RuntimeInfo, Vec<u32>)>,
     snapshots: Vec<Snapshot>,
     result: Result<FinishReason, String>,
 }
@@ -91,7 +91,7 @@ fn run(spec: &ProfileSpec, stop_after: Option<Duration>) -> Outcome {
         })
     });
     let mut events = Vec::new();
-    runner::run(
+    sampling_thread::run(
         &Plugins::default(),
         &ProcFs::default(),
         spec,

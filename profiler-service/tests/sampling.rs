@@ -13,7 +13,7 @@ use odp_core::event::FinishReason;
 use odp_core::{EventKind, Snapshot, Target};
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
 
@@ -45,7 +45,7 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut events = Vec::new();
-    runner::run(
+    sampling_thread::run(
         &Plugins::default(),
         &ProcFs::default(),
         &spec,

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use odp_core::cost::CostEventKind;
 use odp_core::{EventKind, Snapshot};
-use odp_profiler_service::runner::ProfileSpec;
+use odp_profiler_service::sampling_thread::ProfileSpec;
 use odp_profiler_service::targets::ProcFs;
 
 mod support;

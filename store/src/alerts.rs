@@ -21,27 +21,20 @@ use odp_rules::StackHit;
 use crate::detections::{name_stacks, AlertSubject, IssueStack};
 use crate::{Result, StoreError};
 
-/// A webhook channel to create.
+/// A channel to create, of any kind: the notifier of its kind reads the
+/// fields it needs (a webhook its URL and secret, email its relay, sender
+/// and recipients), so a new kind needs no new store function.
 #[derive(Debug, Clone)]
 pub struct NewChannel {
     pub name: String,
+    pub kind: ChannelKind,
+    /// The webhook's URL, or the email channel's relay
+    /// (`smtp://host[:port]`).
     pub url: String,
-    /// Key of the `X-ODP-Signature` HMAC.
-    pub secret: String,
-    /// Glob over services (`*` for all, `?` for one character).
-    pub service_pattern: String,
-    pub enabled: bool,
-}
-
-/// An email channel to create: alerts go as plain-text mail through an
-/// SMTP relay.
-#[derive(Debug, Clone)]
-pub struct NewEmailChannel {
-    pub name: String,
-    /// The relay, `smtp://host[:port]` (port 25 by default).
-    pub smtp_url: String,
-    pub from: String,
-    pub to: Vec<String>,
+    /// A webhook's `X-ODP-Signature` key.
+    pub secret: Option<String>,
+    pub email_from: Option<String>,
+    pub email_to: Vec<String>,
     /// Glob over services (`*` for all, `?` for one character).
     pub service_pattern: String,
     pub enabled: bool,
@@ -100,45 +93,24 @@ impl TryFrom<ChannelRow> for odp_api_types::Channel {
 pub(crate) const CHANNEL_COLUMNS: &str =
     "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
 
-/// Creates a webhook channel; a taken name is a [`StoreError::Conflict`].
+/// Creates a channel; a taken name is a [`StoreError::Conflict`].
 pub async fn create_channel(pool: &PgPool, channel: &NewChannel) -> Result<ChannelRow> {
     let inserted: Option<ChannelRow> = sqlx::query_as(&format!(
-        "insert into alert_channels (id, name, kind, url, secret, service_pattern, enabled)
-         values ($1, $2, 'webhook', $3, $4, $5, $6)
+        "insert into alert_channels (id, name, kind, url, secret, service_pattern, enabled,
+                                     email_from, email_to)
+         values ($1, $2, $3, $4, coalesce($5, ''), $6, $7, $8, $9)
          on conflict (name) do nothing
          returning {CHANNEL_COLUMNS}"
     ))
     .bind(Uuid::new_v4())
     .bind(&channel.name)
+    .bind(channel.kind.as_str())
     .bind(&channel.url)
     .bind(&channel.secret)
     .bind(&channel.service_pattern)
     .bind(channel.enabled)
-    .fetch_optional(pool)
-    .await?;
-    inserted.ok_or_else(|| {
-        StoreError::Conflict(format!("alert channel {:?} already exists", channel.name))
-    })
-}
-
-/// Creates an email channel; a taken name is a [`StoreError::Conflict`].
-/// The addresses are checked by the sender, which logs a bad one as a
-/// failed attempt.
-pub async fn create_email_channel(pool: &PgPool, channel: &NewEmailChannel) -> Result<ChannelRow> {
-    let inserted: Option<ChannelRow> = sqlx::query_as(&format!(
-        "insert into alert_channels (id, name, kind, url, service_pattern, enabled, email_from,
-                                     email_to)
-         values ($1, $2, 'email', $3, $4, $5, $6, $7)
-         on conflict (name) do nothing
-         returning {CHANNEL_COLUMNS}"
-    ))
-    .bind(Uuid::new_v4())
-    .bind(&channel.name)
-    .bind(&channel.smtp_url)
-    .bind(&channel.service_pattern)
-    .bind(channel.enabled)
-    .bind(&channel.from)
-    .bind(&channel.to)
+    .bind(&channel.email_from)
+    .bind(&channel.email_to)
     .fetch_optional(pool)
     .await?;
     inserted.ok_or_else(|| {

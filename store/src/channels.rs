@@ -1,5 +1,5 @@
-//! Managing alert channels (created with [`crate::create_channel`] and
-//! [`crate::create_email_channel`]): reading one, changing it, deleting it,
+//! Managing alert channels (created with [`crate::create_channel`]):
+//! reading one, changing it, deleting it,
 //! and the log of its deliveries with every attempt.
 //!
 //! Deleting a channel deletes its deliveries and their attempts with it

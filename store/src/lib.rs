@@ -32,9 +32,11 @@ use sqlx::PgPool;
 use thiserror::Error;
 
 pub use agents::{host_is_live, list_agents, record_agent_event, AgentRow};
+pub use odp_api_types::ChannelKind;
+
 pub use alerts::{
-    claim_due_deliveries, create_channel, create_email_channel, list_channels, record_attempt,
-    AttemptOutcome, ChannelRow, DueDelivery, NewChannel, NewEmailChannel,
+    claim_due_deliveries, create_channel, list_channels, record_attempt, AttemptOutcome,
+    ChannelRow, DueDelivery, NewChannel,
 };
 pub use blocks::{compact_profile, load_profile, load_profiles, profiles_to_compact, Compacted};
 pub use channels::{

@@ -32,10 +32,10 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(aggregate))
 }
 
-/// The parameters `parse` reads, for the document: the handler takes the
-/// raw pairs, so that `host` may repeat. Never built.
-#[allow(dead_code)]
-#[derive(IntoParams)]
+/// The query's parameters, each parsed. Read from the raw pairs
+/// ([`AggregateParams::from_pairs`]) rather than by `Query`, so that `host`
+/// may repeat.
+#[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct AggregateParams {
     #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
@@ -85,9 +85,85 @@ struct ValidAggregate {
     tree: TreeParams,
 }
 
-/// Parses the query pairs: `host` may repeat or hold a comma-separated
-/// list; every other parameter may appear once.
-fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
+impl AggregateParams {
+    /// Reads the query pairs: `host` may repeat or hold a comma-separated
+    /// list; every other parameter may appear once.
+    fn from_pairs(pairs: Vec<(String, String)>) -> Result<AggregateParams, ApiError> {
+        let (mut single, hosts) = group(pairs)?;
+        let mut take = |name: &str| single.remove(name);
+        let service = take("service")
+            .ok_or_else(|| ApiError::Unprocessable("`service` is required".into()))?;
+        validate_name("service", &service)?;
+        let since =
+            take("since").ok_or_else(|| ApiError::Unprocessable("`since` is required".into()))?;
+        let until =
+            take("until").ok_or_else(|| ApiError::Unprocessable("`until` is required".into()))?;
+        let (since, until) = parse_range(("since", "until"), &since, &until)?;
+        let format = take("format").map(|f| parse_format(&f)).transpose()?;
+        let max_nodes = take("max_nodes")
+            .map(|text| {
+                text.parse::<usize>().map_err(|_| {
+                    ApiError::Unprocessable(format!(
+                        "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok(AggregateParams {
+            service,
+            since,
+            until,
+            host: (!hosts.is_empty()).then_some(hosts),
+            thread: take("thread"),
+            include: take("include"),
+            exclude: take("exclude"),
+            format,
+            max_nodes,
+            event: take("event"),
+            focus: take("focus"),
+        })
+    }
+
+    /// What to read and how to answer.
+    fn validate(self) -> Result<ValidAggregate, ApiError> {
+        let thread = self
+            .thread
+            .as_deref()
+            .map(ThreadFilter::new)
+            .transpose()
+            .map_err(filter_error)?;
+        let filter = StackFilter::new(self.include.as_deref(), self.exclude.as_deref())
+            .map_err(filter_error)?;
+        let tree = TreeParams::new(self.max_nodes, self.focus)?;
+        let event = self.event.as_deref().map(parse_event).transpose()?;
+        Ok(ValidAggregate {
+            query: ServiceQuery {
+                read: Read {
+                    scope: ReadScope::Service {
+                        service: self.service.clone(),
+                        hosts: self.host.unwrap_or_default(),
+                    },
+                    from: Some(self.since),
+                    to: Some(self.until),
+                    thread,
+                    stacks: filter,
+                    event,
+                },
+                service: self.service,
+                since: self.since,
+                until: self.until,
+            },
+            format: self.format.unwrap_or(Format::Json),
+            tree,
+        })
+    }
+}
+
+/// The pairs by name: the hosts (checked, deduplicated) and every other
+/// parameter, each given at most once.
+fn group(
+    pairs: Vec<(String, String)>,
+) -> Result<(std::collections::HashMap<&'static str, String>, Vec<String>), ApiError> {
     let mut single: std::collections::HashMap<&'static str, String> = Default::default();
     let mut hosts: Vec<String> = Vec::new();
     for (key, value) in pairs {
@@ -129,69 +205,20 @@ fn parse(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
             "at most {MAX_HOSTS} hosts"
         )));
     }
-    let required = |name: &str| {
-        single
-            .get(name)
-            .cloned()
-            .ok_or_else(|| ApiError::Unprocessable(format!("`{name}` is required")))
-    };
-    let service = required("service")?;
-    validate_name("service", &service)?;
-    let (since, until) = parse_range(("since", "until"), &required("since")?, &required("until")?)?;
-    let thread = single
-        .get("thread")
-        .map(|t| ThreadFilter::new(t))
-        .transpose()
-        .map_err(filter_error)?;
-    let filter = StackFilter::new(
-        single.get("include").map(String::as_str),
-        single.get("exclude").map(String::as_str),
-    )
-    .map_err(filter_error)?;
-    let format = match single.get("format").map(String::as_str) {
-        None | Some("json") => Format::Json,
-        Some("folded") => Format::Folded,
-        Some("svg") => Format::Svg,
-        Some("pprof") => Format::Pprof,
-        Some("speedscope") => Format::Speedscope,
-        Some(other) => {
-            return Err(ApiError::Unprocessable(format!(
-                "unknown format {other:?}; expected json, folded, svg, pprof or speedscope"
-            )))
-        }
-    };
-    let max_nodes = single
-        .get("max_nodes")
-        .map(|text| {
-            text.parse::<usize>().map_err(|_| {
-                ApiError::Unprocessable(format!(
-                    "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
-                ))
-            })
-        })
-        .transpose()?;
-    let tree = TreeParams::new(max_nodes, single.get("focus").cloned())?;
-    let event = single.get("event").map(|e| parse_event(e)).transpose()?;
-    Ok(ValidAggregate {
-        query: ServiceQuery {
-            read: Read {
-                scope: ReadScope::Service {
-                    service: service.clone(),
-                    hosts,
-                },
-                from: Some(since),
-                to: Some(until),
-                thread,
-                stacks: filter,
-                event,
-            },
-            service,
-            since,
-            until,
-        },
-        format,
-        tree,
-    })
+    Ok((single, hosts))
+}
+
+fn parse_format(text: &str) -> Result<Format, ApiError> {
+    match text {
+        "json" => Ok(Format::Json),
+        "folded" => Ok(Format::Folded),
+        "svg" => Ok(Format::Svg),
+        "pprof" => Ok(Format::Pprof),
+        "speedscope" => Ok(Format::Speedscope),
+        other => Err(ApiError::Unprocessable(format!(
+            "unknown format {other:?}; expected json, folded, svg, pprof or speedscope"
+        ))),
+    }
 }
 
 /// A service's flame graph across its hosts and a time range (merged per
@@ -223,7 +250,7 @@ async fn aggregate(
         query,
         format,
         tree,
-    } = parse(pairs)?;
+    } = AggregateParams::from_pairs(pairs)?.validate()?;
     let result = odp_store::read(&state.pool, &query.read).await?;
     let hosts: Vec<HostSummary> = result
         .hosts
@@ -278,6 +305,10 @@ async fn aggregate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_valid(pairs: Vec<(String, String)>) -> Result<ValidAggregate, ApiError> {
+        AggregateParams::from_pairs(pairs)?.validate()
+    }
     use crate::service::queries::DEFAULT_MAX_NODES;
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -297,7 +328,7 @@ mod tests {
     fn invalid(extra: &[(&'static str, &'static str)]) -> String {
         let mut list = base();
         list.extend_from_slice(extra);
-        match parse(pairs(&list)) {
+        match parse_valid(pairs(&list)) {
             Err(ApiError::Unprocessable(message)) => message,
             other => panic!("expected 422 for {extra:?}, got {other:?}"),
         }
@@ -307,7 +338,7 @@ mod tests {
     fn hosts_repeat_or_come_comma_separated() {
         let mut list = base();
         list.extend([("host", "a, b"), ("host", "c"), ("host", "a")]);
-        let valid = parse(pairs(&list)).unwrap();
+        let valid = parse_valid(pairs(&list)).unwrap();
         let ReadScope::Service { hosts, .. } = &valid.query.read.scope else {
             panic!("a service read");
         };
@@ -330,12 +361,12 @@ mod tests {
             ("yesterday", "2026-03-01T00:00:00Z", "RFC 3339"),
         ] {
             let list = [("service", "s"), ("since", since), ("until", until)];
-            match parse(pairs(&list)) {
+            match parse_valid(pairs(&list)) {
                 Err(ApiError::Unprocessable(m)) => assert!(m.contains(want), "{m}"),
                 other => panic!("{other:?}"),
             }
         }
-        match parse(pairs(&[("service", "a b")])) {
+        match parse_valid(pairs(&[("service", "a b")])) {
             Err(ApiError::Unprocessable(m)) => assert!(m.contains("service"), "{m}"),
             other => panic!("{other:?}"),
         }

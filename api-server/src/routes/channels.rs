@@ -3,16 +3,14 @@
 //! to each. Admins only, reads included: channels name internal systems
 //! and people. A webhook's secret is written, rotated, and never shown.
 
-mod checks;
-
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use odp_api_types::{
-    Channel, ChannelKind, ChannelList, CreateChannelRequest, CreateEmailRequest,
-    CreateWebhookRequest, DeliveriesPage, Delivery, DeliveryStatus, UpdateChannelRequest,
+    Channel, ChannelList, CreateChannelRequest, DeliveriesPage, Delivery, DeliveryStatus,
+    UpdateChannelRequest,
 };
-use odp_store::{ChannelPatch, ChannelRow, DeliveryFilter};
+use odp_store::{ChannelRow, DeliveryFilter};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -23,8 +21,8 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
+use crate::service::channels;
 use crate::service::MAX_PAGE;
-use crate::validate::validate_name;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -46,21 +44,6 @@ struct DeliveriesQuery {
     limit: Option<i64>,
     /// The previous page's `next_before`: deliveries queued before it.
     before: Option<Uuid>,
-}
-
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::Unprocessable(message.into())
-}
-
-/// A field given for the other kind of channel.
-fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ApiError> {
-    match fields.iter().find(|(_, given)| *given) {
-        Some((field, _)) => Err(invalid(format!(
-            "`{field}` is not a field of {} channels",
-            kind.as_str()
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// Create a webhook or email channel (admin).
@@ -89,55 +72,10 @@ async fn create(
     AppJson(body): AppJson<serde_json::Value>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let row = match body.get("kind").and_then(serde_json::Value::as_str) {
-        Some("webhook") => create_webhook(&state, parse(body)?).await?,
-        Some("email") => create_email(&state, parse(body)?).await?,
-        _ => return Err(invalid("`kind` must be \"webhook\" or \"email\"")),
-    };
+    let new = channels::new_channel(body)?;
+    let row = odp_store::create_channel(&state.pool, &new).await?;
     tracing::info!(channel = %row.id, name = %row.name, kind = %row.kind, by = %caller.subject, "alert channel created");
     Ok((StatusCode::CREATED, Json(channel(row)?)))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, ApiError> {
-    serde_json::from_value(body).map_err(|e| invalid(format!("invalid request body: {e}")))
-}
-
-async fn create_webhook(
-    state: &AppState,
-    request: CreateWebhookRequest,
-) -> Result<ChannelRow, ApiError> {
-    validate_name("name", &request.name)?;
-    checks::service_pattern(&request.service_pattern)?;
-    checks::webhook_url(&request.url)?;
-    checks::secret(&request.secret)?;
-    let channel = odp_store::NewChannel {
-        name: request.name,
-        url: request.url,
-        secret: request.secret,
-        service_pattern: request.service_pattern,
-        enabled: request.enabled,
-    };
-    Ok(odp_store::create_channel(&state.pool, &channel).await?)
-}
-
-async fn create_email(
-    state: &AppState,
-    request: CreateEmailRequest,
-) -> Result<ChannelRow, ApiError> {
-    validate_name("name", &request.name)?;
-    checks::service_pattern(&request.service_pattern)?;
-    checks::smtp_url(&request.smtp_url)?;
-    checks::email_address("from", &request.from)?;
-    checks::recipients(&request.to)?;
-    let channel = odp_store::NewEmailChannel {
-        name: request.name,
-        smtp_url: request.smtp_url,
-        from: request.from,
-        to: request.to,
-        service_pattern: request.service_pattern,
-        enabled: request.enabled,
-    };
-    Ok(odp_store::create_email_channel(&state.pool, &channel).await?)
 }
 
 /// Every channel, by name (admin).
@@ -209,55 +147,7 @@ async fn update(
 ) -> Result<Json<Channel>, ApiError> {
     caller.require(Role::Admin)?;
     let kind = channel(load(&state, id).await?)?.kind;
-    if let Some(pattern) = &request.service_pattern {
-        checks::service_pattern(pattern)?;
-    }
-    let url = match kind {
-        ChannelKind::Webhook => {
-            not_for(
-                kind,
-                &[
-                    ("smtp_url", request.smtp_url.is_some()),
-                    ("from", request.from.is_some()),
-                    ("to", request.to.is_some()),
-                ],
-            )?;
-            request
-                .url
-                .as_deref()
-                .map(checks::webhook_url)
-                .transpose()?;
-            request.secret.as_deref().map(checks::secret).transpose()?;
-            request.url
-        }
-        ChannelKind::Email => {
-            not_for(
-                kind,
-                &[
-                    ("url", request.url.is_some()),
-                    ("secret", request.secret.is_some()),
-                ],
-            )?;
-            request
-                .smtp_url
-                .as_deref()
-                .map(checks::smtp_url)
-                .transpose()?;
-            if let Some(from) = &request.from {
-                checks::email_address("from", from)?;
-            }
-            request.to.as_deref().map(checks::recipients).transpose()?;
-            request.smtp_url
-        }
-    };
-    let patch = ChannelPatch {
-        enabled: request.enabled,
-        service_pattern: request.service_pattern,
-        url,
-        secret: request.secret,
-        email_from: request.from,
-        email_to: request.to,
-    };
+    let patch = channels::patch(kind, request)?;
     let row = odp_store::update_channel(&state.pool, id, &patch)
         .await?
         .ok_or_else(|| no_channel(id))?;
@@ -313,7 +203,9 @@ async fn deliveries(
     caller.require(Role::Admin)?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(invalid(format!("`limit` must be between 1 and {MAX_PAGE}")));
+        return Err(ApiError::Unprocessable(format!(
+            "`limit` must be between 1 and {MAX_PAGE}"
+        )));
     }
     load(&state, id).await?;
     let filter = DeliveryFilter {
@@ -331,7 +223,9 @@ async fn deliveries(
     };
     let deliveries = odp_store::channel_deliveries(&state.pool, &filter)
         .await?
-        .ok_or_else(|| invalid("`before` is not a delivery of this channel"))?;
+        .ok_or_else(|| {
+            ApiError::Unprocessable("`before` is not a delivery of this channel".into())
+        })?;
     let next_before = (deliveries.len() as i64 == limit)
         .then(|| deliveries.last().map(|d| d.id))
         .flatten();

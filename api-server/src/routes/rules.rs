@@ -18,77 +18,14 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::validate::validate_name;
+use crate::service::rules::{new_rule, patched, replacement};
 use crate::AppState;
-
-/// Most per-service threshold overrides on one rule.
-const MAX_SERVICE_THRESHOLDS: usize = 256;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create))
         .routes(routes!(describe, replace, change))
         .routes(routes!(latest_reanalysis))
-}
-
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::Unprocessable(message.into())
-}
-
-fn check_text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
-    if value.trim().is_empty() || value.chars().count() > max {
-        return Err(invalid(format!("{field} must be 1 to {max} characters")));
-    }
-    Ok(())
-}
-
-fn check_id(id: &str) -> Result<(), ApiError> {
-    let valid = (1..=63).contains(&id.len())
-        && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
-    if !valid {
-        return Err(invalid(
-            "id must be 1 to 63 lower-case letters, digits, `.`, `-` or `_`",
-        ));
-    }
-    Ok(())
-}
-
-/// Checks what the store cannot: texts, the link, service names, and (by
-/// compiling it as the pipeline will) the kind, spec and thresholds.
-fn validated(id: String, body: RuleBody) -> Result<RuleDef, ApiError> {
-    check_id(&id)?;
-    check_text("title", &body.title, 200)?;
-    check_text("explanation", &body.explanation, 4000)?;
-    check_text("fix", &body.fix, 4000)?;
-    check_text("link", &body.link, 2000)?;
-    if !(body.link.starts_with("https://") || body.link.starts_with("http://")) {
-        return Err(invalid("link must be an http or https URL"));
-    }
-    if body.service_thresholds.len() > MAX_SERVICE_THRESHOLDS {
-        return Err(invalid(format!(
-            "at most {MAX_SERVICE_THRESHOLDS} service thresholds"
-        )));
-    }
-    for service in body.service_thresholds.keys() {
-        validate_name("service", service)?;
-    }
-    let rule = RuleDef {
-        id,
-        title: body.title,
-        explanation: body.explanation,
-        fix: body.fix,
-        link: body.link,
-        kind: body.kind,
-        spec: body.spec,
-        threshold_pct: body.threshold_pct,
-        service_thresholds: body.service_thresholds,
-        enabled: body.enabled,
-    };
-    odp_rules::validate(&rule).map_err(|e| invalid(e.to_string()))?;
-    Ok(rule)
 }
 
 /// Creates a rule and queues its re-analysis of past profiles.
@@ -109,8 +46,7 @@ async fn create(
     AppJson(body): AppJson<RuleBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let id = body.id.clone().ok_or_else(|| invalid("id is required"))?;
-    let rule = validated(id, body)?;
+    let rule = new_rule(body)?;
     let (rule, job) = odp_store::create_user_rule(&state.pool, &rule, &caller.subject)
         .await?
         .ok_or_else(|| ApiError::Conflict(format!("rule {} exists", rule.id)))?;
@@ -161,10 +97,7 @@ async fn replace(
     AppJson(body): AppJson<RuleBody>,
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Admin)?;
-    if body.id.as_ref().is_some_and(|body_id| *body_id != id) {
-        return Err(invalid("the body's id differs from the path's"));
-    }
-    save(&state, &caller, validated(id, body)?).await
+    save(&state, &caller, replacement(id, body)?).await
 }
 
 /// Changes some of a rule's settings (e.g. `{"enabled": false}`) and
@@ -189,21 +122,7 @@ async fn change(
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Admin)?;
     let current = load(&state, &id).await?.rule;
-    let body = RuleBody {
-        id: None,
-        title: current.title,
-        explanation: current.explanation,
-        fix: current.fix,
-        link: current.link,
-        kind: current.kind,
-        spec: patch.spec.unwrap_or(current.spec),
-        threshold_pct: patch.threshold_pct.unwrap_or(current.threshold_pct),
-        service_thresholds: patch
-            .service_thresholds
-            .unwrap_or(current.service_thresholds),
-        enabled: patch.enabled.unwrap_or(current.enabled),
-    };
-    save(&state, &caller, validated(id, body)?).await
+    save(&state, &caller, patched(current, patch)?).await
 }
 
 /// The latest re-analysis of a rule's changes over past profiles.

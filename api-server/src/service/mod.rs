@@ -2,8 +2,10 @@
 //! parsing and authorizing a request, and what the scheduler calls. No
 //! route imports another route; what two of them share lives here.
 
+pub(crate) mod channels;
 pub(crate) mod profiles;
 pub(crate) mod queries;
+pub(crate) mod rules;
 pub(crate) mod schedules;
 pub(crate) mod start_options;
 

@@ -13,7 +13,7 @@ use odp_core::{EventKind, Snapshot, Target};
 use odp_profiler_service::cost::budget::thread_cpu_time;
 use odp_profiler_service::cost::CostSettings;
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 use uuid::Uuid;
 
@@ -168,7 +168,7 @@ fn run_profile(
         event,
         min_wait: None,
     };
-    runner::run(&Plugins::default(), &ProcFs::default(), &spec, stop, |e| {
+    sampling_thread::run(&Plugins::default(), &ProcFs::default(), &spec, stop, |e| {
         if let RunnerEvent::Failed(e) = e {
             panic!("profile failed: {e} (needs perf_event access, like the live tests)");
         }

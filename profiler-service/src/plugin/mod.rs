@@ -13,7 +13,7 @@
 //! Every profile runs its session on its own thread, so a plugin that
 //! fails (or panics) ends only its own profile.
 
-pub mod detect;
+pub mod identify;
 pub mod jvm;
 pub mod native;
 pub mod python;

@@ -16,7 +16,7 @@ use odp_core::cost::CostEventKind;
 use odp_core::event::FinishReason;
 use odp_core::{EventKind, Snapshot};
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::runner::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 
 /// Compiles tests/data/burn.c into the test's temporary directory.
@@ -268,7 +268,7 @@ pub fn run_to_end(spec: &ProfileSpec) -> RunnerReport {
     let (_stop_tx, stop_rx) = std::sync::mpsc::channel();
     let (mut started, mut result) = (None, None);
     let (mut snapshots, mut cost) = (Vec::new(), Vec::new());
-    runner::run(
+    sampling_thread::run(
         &Plugins::default(),
         &ProcFs::default(),
         spec,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use tracing::debug;
 
-use crate::plugin::detect::{classify, Detected};
+use crate::plugin::identify::{classify, Classified};
 use crate::targets::ProcFs;
 
 /// How long a command may take, reply included.
@@ -101,7 +101,7 @@ impl Attach {
         // SIGQUIT kills most other programs: only a JVM gets it.
         let maps = self.procfs.maps(self.pid)?;
         let paths: Vec<&str> = maps.iter().map(|m| m.path.as_str()).collect();
-        if !matches!(classify(&paths, None), Detected::Jvm { .. }) {
+        if !matches!(classify(&paths, None), Classified::Jvm { .. }) {
             return Err(io::Error::other(format!(
                 "pid {} is not a JVM (no libjvm mapped)",
                 self.pid

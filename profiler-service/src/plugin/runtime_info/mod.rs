@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use odp_core::runtime::{Executable, Library, LibraryKind, RuntimeInfo, MAX_FLAGS, MAX_LIBRARIES};
 use odp_core::Language;
 
-use crate::plugin::detect::{classify, Detected};
+use crate::plugin::identify::{classify, Classified};
 use crate::targets::{module_name, Mapping, ProcFs};
 
 /// Processes of one target whose libraries are read: a service forking
@@ -52,7 +52,7 @@ pub struct Process<'a> {
     pub maps: Vec<Mapping>,
     /// The executable as the process sees it.
     pub exe: Option<PathBuf>,
-    pub detected: Language,
+    pub identified: Language,
     /// The runtime version `detect` told from the maps (CPython's `3.11`).
     pub version: Option<String>,
 }
@@ -63,17 +63,17 @@ impl<'a> Process<'a> {
         let exe = procfs.exe(pid);
         let paths: Vec<&str> = maps.iter().map(|m| m.path.as_str()).collect();
         let exe_name = exe.as_deref().and_then(|e| e.file_name()?.to_str());
-        let (detected, version) = match classify(&paths, exe_name) {
-            Detected::Jvm { .. } => (Language::Jvm, None),
-            Detected::Python { version } => (Language::Python, version),
-            Detected::Native => (Language::Native, None),
+        let (identified, version) = match classify(&paths, exe_name) {
+            Classified::Jvm { .. } => (Language::Jvm, None),
+            Classified::Python { version } => (Language::Python, version),
+            Classified::Native => (Language::Native, None),
         };
         Process {
             procfs,
             pid,
             maps,
             exe,
-            detected,
+            identified,
             version,
         }
     }
@@ -113,7 +113,7 @@ impl Collector {
             .collect();
         let first = processes
             .iter()
-            .position(|p| p.detected == language)
+            .position(|p| p.identified == language)
             .unwrap_or(0);
         let mut flags = Vec::new();
         let mut libraries = BTreeSet::new();
@@ -124,7 +124,7 @@ impl Collector {
             // A runtime's own probes only on processes that run it: the
             // attach protocol signals the process, and a shell wrapper has
             // no site-packages.
-            if process.detected != language {
+            if process.identified != language {
                 continue;
             }
             match language {

@@ -25,7 +25,7 @@ use uuid::Uuid;
 use crate::cost::control::Control;
 use crate::cost::duty::Duty;
 use crate::cost::CostSettings;
-use crate::plugin::detect::{self, Runtime};
+use crate::plugin::identify::{self, LanguageRuntime};
 use crate::plugin::{OpenOptions, PluginError, Plugins, Session, WindowSink};
 use crate::targets::ProcFs;
 use crate::window::{publish_final, unix_ms, WindowClock};
@@ -65,7 +65,7 @@ pub enum RunnerEvent {
         frequency_hz: u32,
         pids: Vec<u32>,
         /// The plugin's runtime, and its version when known.
-        runtime: Runtime,
+        runtime: LanguageRuntime,
         /// What the target runs with: flags, libraries, executable.
         runtime_info: RuntimeInfo,
     },
@@ -102,13 +102,13 @@ pub fn run(
     };
     let runtime = match spec.plugin {
         // Asked for: its version only if it is what the target runs.
-        Some(language) => Some(detect::detect_all(procfs, &pids))
-            .filter(|detected| detected.language == language)
-            .unwrap_or(Runtime {
+        Some(language) => Some(identify::identify_all(procfs, &pids))
+            .filter(|identified| identified.language == language)
+            .unwrap_or(LanguageRuntime {
                 language,
                 version: None,
             }),
-        None => detect::detect_all(procfs, &pids),
+        None => identify::identify_all(procfs, &pids),
     };
     let plugin = match plugins.for_event(runtime.language, spec.event) {
         Ok(plugin) => plugin,

@@ -1,8 +1,18 @@
-//! Control requests other than starts — deploy, undeploy, stop — stored
-//! with who asked and how they went. A deploy runs the configured
-//! deployer when the host has no live agent and ends with the host's first
-//! heartbeat; the reconciler below settles every open request from what
-//! the database shows, so the outcome survives an api-server restart.
+//! The control plane: [`dispatch`] signs commands and publishes them to
+//! the agents, [`deploy`] starts an agent on a host that has none,
+//! [`heartbeats`] tells which agents are live, and this module keeps the
+//! control requests other than starts (deploy, undeploy, stop), stored
+//! with who asked and how they went. Their HTTP side is
+//! `routes/hosts.rs` and `routes/requests.rs`.
+//!
+//! A deploy runs the configured deployer when the host has no live agent
+//! and ends with the host's first heartbeat; the reconciler below settles
+//! every open request from what the database shows, so the outcome
+//! survives an api-server restart.
+
+pub(crate) mod deploy;
+pub(crate) mod dispatch;
+pub(crate) mod heartbeats;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,9 +22,9 @@ use odp_store::{NewRequest, RequestDeadlines, RequestKind, RequestRow, RequestSt
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::deploy::{DeployOptions, Deployer};
+use self::deploy::{DeployOptions, Deployer};
+use self::heartbeats::HeartbeatTracker;
 use crate::error::ApiError;
-use crate::heartbeats::HeartbeatTracker;
 
 /// `undeploy mode=drain` may wait for the longest profile (1 h) to end.
 const DRAIN_DEADLINE_SECS: i64 = 2 * 3600;
@@ -45,7 +55,7 @@ impl Control {
         pool: PgPool,
         options: &DeployOptions,
         command_secs: i64,
-    ) -> Result<Self, crate::deploy::DeployConfigError> {
+    ) -> Result<Self, crate::control::deploy::DeployConfigError> {
         Ok(Control {
             requests: Requests::new(pool.clone()),
             pool,

@@ -1,5 +1,5 @@
 //! One running profile as seen from the async side: a dedicated sampling
-//! thread ([`crate::runner`]) feeding a task that publishes what it reports.
+//! thread ([`crate::sampling_thread`]) feeding a task that publishes what it reports.
 //!
 //! The channel between them is small on purpose: if Kafka is slow the
 //! sampling thread waits, its ring buffers fill and the kernel counts lost
@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::plugin::Plugins;
 use crate::publish::{Publisher, Sent};
-use crate::runner::{self, ProfileSpec, RunnerEvent};
+use crate::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use crate::targets::ProcFs;
 
 /// Asks a running profile to stop; it then flushes its last window.
@@ -59,7 +59,7 @@ pub fn start(
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            runner::run(&plugins, &procfs, &thread_spec, &stop_rx, |event| {
+            sampling_thread::run(&plugins, &procfs, &thread_spec, &stop_rx, |event| {
                 tx.blocking_send(event).is_ok()
             });
         })

@@ -16,15 +16,15 @@ use crate::targets::{module_name, ProcFs};
 
 /// What the agent found out about a target's runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Runtime {
+pub struct LanguageRuntime {
     pub language: Language,
     /// `17.0.15`, `3.11`; `None` when it could not be told cheaply.
     pub version: Option<String>,
 }
 
-impl Runtime {
+impl LanguageRuntime {
     pub fn native() -> Self {
-        Runtime {
+        LanguageRuntime {
             language: Language::Native,
             version: None,
         }
@@ -33,21 +33,21 @@ impl Runtime {
 
 /// The runtime of one process; native when it has gone or its maps cannot
 /// be read.
-pub fn detect(procfs: &ProcFs, pid: u32) -> Runtime {
+pub fn identify(procfs: &ProcFs, pid: u32) -> LanguageRuntime {
     let maps = procfs.maps(pid).unwrap_or_default();
     let paths: Vec<&str> = maps.iter().map(|m| m.path.as_str()).collect();
     let exe = procfs.exe(pid);
     let exe_name = exe.as_deref().and_then(|e| e.file_name()?.to_str());
     match classify(&paths, exe_name) {
-        Detected::Jvm { libjvm } => Runtime {
+        Classified::Jvm { libjvm } => LanguageRuntime {
             language: Language::Jvm,
             version: jdk_release_version(procfs, pid, Path::new(libjvm)),
         },
-        Detected::Python { version } => Runtime {
+        Classified::Python { version } => LanguageRuntime {
             language: Language::Python,
             version,
         },
-        Detected::Native => Runtime::native(),
+        Classified::Native => LanguageRuntime::native(),
     }
 }
 
@@ -55,11 +55,11 @@ pub fn detect(procfs: &ProcFs, pid: u32) -> Runtime {
 /// first process's on a tie), with the version of the first that runs it.
 /// One profile uses one plugin, so a target mixing runtimes is sampled as
 /// its majority runtime.
-pub fn detect_all(procfs: &ProcFs, pids: &[u32]) -> Runtime {
-    let runtimes: Vec<Runtime> = pids.iter().map(|&pid| detect(procfs, pid)).collect();
+pub fn identify_all(procfs: &ProcFs, pids: &[u32]) -> LanguageRuntime {
+    let runtimes: Vec<LanguageRuntime> = pids.iter().map(|&pid| identify(procfs, pid)).collect();
     let count = |language: Language| runtimes.iter().filter(|r| r.language == language).count();
     let Some(first) = runtimes.first() else {
-        return Runtime::native();
+        return LanguageRuntime::native();
     };
     let mut best = first.language;
     for language in Language::ALL {
@@ -70,30 +70,30 @@ pub fn detect_all(procfs: &ProcFs, pids: &[u32]) -> Runtime {
     runtimes
         .into_iter()
         .find(|r| r.language == best)
-        .unwrap_or_else(Runtime::native)
+        .unwrap_or_else(LanguageRuntime::native)
 }
 
 /// The runtime a process's mapped files and executable name point to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Detected<'a> {
+pub enum Classified<'a> {
     Jvm { libjvm: &'a str },
     Python { version: Option<String> },
     Native,
 }
 
-pub fn classify<'a>(mapped: &[&'a str], exe_name: Option<&str>) -> Detected<'a> {
+pub fn classify<'a>(mapped: &[&'a str], exe_name: Option<&str>) -> Classified<'a> {
     if let Some(libjvm) = mapped
         .iter()
         .find(|path| module_name(path).starts_with("libjvm."))
     {
-        return Detected::Jvm { libjvm };
+        return Classified::Jvm { libjvm };
     }
     if let Some(lib) = mapped
         .iter()
         .map(|path| module_name(path))
         .find(|name| name.starts_with("libpython"))
     {
-        return Detected::Python {
+        return Classified::Python {
             version: python_version(lib.trim_start_matches("libpython")),
         };
     }
@@ -103,12 +103,12 @@ pub fn classify<'a>(mapped: &[&'a str], exe_name: Option<&str>) -> Detected<'a> 
             .chars()
             .all(|c| c.is_ascii_digit() || c == '.' || c == 't')
         {
-            return Detected::Python {
+            return Classified::Python {
                 version: python_version(rest),
             };
         }
     }
-    Detected::Native
+    Classified::Native
 }
 
 /// `3.11` out of `3.11.so.1.0` or `3.11`; `None` for a bare `3` or nothing,
@@ -155,7 +155,7 @@ mod tests {
         ];
         assert_eq!(
             classify(&maps, Some("java")),
-            Detected::Jvm { libjvm: maps[1] }
+            Classified::Jvm { libjvm: maps[1] }
         );
     }
 
@@ -164,7 +164,7 @@ mod tests {
         let shared = ["/opt/py/bin/python3.11", "/opt/py/lib/libpython3.11.so.1.0"];
         assert_eq!(
             classify(&shared, Some("python3.11")),
-            Detected::Python {
+            Classified::Python {
                 version: Some("3.11".into())
             }
         );
@@ -172,17 +172,17 @@ mod tests {
         let static_build = ["/usr/bin/python3.12", "/usr/lib/libc.so.6"];
         assert_eq!(
             classify(&static_build, Some("python3.12")),
-            Detected::Python {
+            Classified::Python {
                 version: Some("3.12".into())
             }
         );
         assert_eq!(
             classify(&static_build, Some("python3")),
-            Detected::Python { version: None }
+            Classified::Python { version: None }
         );
         assert_eq!(
             classify(&["/usr/bin/python3.13t"], Some("python3.13t")),
-            Detected::Python {
+            Classified::Python {
                 version: Some("3.13".into())
             }
         );
@@ -191,11 +191,14 @@ mod tests {
     #[test]
     fn anything_else_is_native() {
         let maps = ["/usr/bin/pythonista-helper", "/usr/lib/libc.so.6"];
-        assert_eq!(classify(&maps, Some("pythonista-helper")), Detected::Native);
-        assert_eq!(classify(&[], None), Detected::Native);
+        assert_eq!(
+            classify(&maps, Some("pythonista-helper")),
+            Classified::Native
+        );
+        assert_eq!(classify(&[], None), Classified::Native);
         // A JVM embedding Python (or the reverse) is profiled as the JVM.
         let both = ["/x/libpython3.11.so", "/y/lib/server/libjvm.so"];
-        assert!(matches!(classify(&both, None), Detected::Jvm { .. }));
+        assert!(matches!(classify(&both, None), Classified::Jvm { .. }));
     }
 
     #[test]
@@ -211,8 +214,11 @@ mod tests {
     fn a_real_process_of_ours_is_native_and_a_gone_one_too() {
         let procfs = ProcFs::default();
         // The test binary itself: Rust, no interpreter.
-        assert_eq!(detect(&procfs, std::process::id()), Runtime::native());
-        assert_eq!(detect(&procfs, u32::MAX), Runtime::native());
-        assert_eq!(detect_all(&procfs, &[]), Runtime::native());
+        assert_eq!(
+            identify(&procfs, std::process::id()),
+            LanguageRuntime::native()
+        );
+        assert_eq!(identify(&procfs, u32::MAX), LanguageRuntime::native());
+        assert_eq!(identify_all(&procfs, &[]), LanguageRuntime::native());
     }
 }

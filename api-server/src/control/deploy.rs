@@ -110,6 +110,21 @@ pub trait Deployer: Send + Sync {
 }
 
 impl DeployOptions {
+    /// The flags' defaults: no deployer, agents live for 30 s after a
+    /// heartbeat, deploys given 60 s.
+    #[cfg(test)]
+    pub(crate) fn defaults() -> Self {
+        DeployOptions {
+            deployer: DeployerKind::None,
+            deploy_command: None,
+            agent_live_secs: 30,
+            deploy_timeout_secs: 60,
+            local_agent_binary: None,
+            local_agent_args: Vec::new(),
+            local_agent_log_dir: None,
+        }
+    }
+
     /// The configured deployer, or `None` when deploying is off.
     pub fn build(&self) -> Result<Option<Box<dyn Deployer>>, DeployConfigError> {
         match self.deployer {
@@ -326,15 +341,10 @@ fn tail(text: &str, max: usize) -> &str {
 mod tests {
     use super::*;
 
-    fn options(kind: DeployerKind) -> DeployOptions {
+    fn options(deployer: DeployerKind) -> DeployOptions {
         DeployOptions {
-            deployer: kind,
-            deploy_command: None,
-            agent_live_secs: 30,
-            deploy_timeout_secs: 60,
-            local_agent_binary: None,
-            local_agent_args: Vec::new(),
-            local_agent_log_dir: None,
+            deployer,
+            ..DeployOptions::defaults()
         }
     }
 

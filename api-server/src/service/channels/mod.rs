@@ -1,0 +1,201 @@
+//! Alert channels as admins write them: a create request checked into
+//! the channel to store, told apart by its `kind`, and a change checked
+//! against the kind of the channel it changes. The fields' syntax is in
+//! [`checks`].
+
+mod checks;
+
+use odp_api_types::{ChannelKind, CreateEmailRequest, CreateWebhookRequest, UpdateChannelRequest};
+use odp_store::{ChannelPatch, NewChannel};
+
+use crate::error::ApiError;
+use crate::validate::validate_name;
+
+/// The channel `body` asks for. `kind` is read first, then the body is
+/// parsed as that kind's request, so an error names the bad field of the
+/// kind given rather than failing both shapes of an untagged enum.
+pub(crate) fn new_channel(body: serde_json::Value) -> Result<NewChannel, ApiError> {
+    match body.get("kind").and_then(serde_json::Value::as_str) {
+        Some("webhook") => webhook(parse(body)?),
+        Some("email") => email(parse(body)?),
+        _ => Err(invalid("`kind` must be \"webhook\" or \"email\"")),
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, ApiError> {
+    serde_json::from_value(body).map_err(|e| invalid(format!("invalid request body: {e}")))
+}
+
+fn webhook(request: CreateWebhookRequest) -> Result<NewChannel, ApiError> {
+    validate_name("name", &request.name)?;
+    checks::service_pattern(&request.service_pattern)?;
+    checks::webhook_url(&request.url)?;
+    checks::secret(&request.secret)?;
+    Ok(NewChannel {
+        name: request.name,
+        kind: ChannelKind::Webhook,
+        url: request.url,
+        secret: Some(request.secret),
+        email_from: None,
+        email_to: Vec::new(),
+        service_pattern: request.service_pattern,
+        enabled: request.enabled,
+    })
+}
+
+fn email(request: CreateEmailRequest) -> Result<NewChannel, ApiError> {
+    validate_name("name", &request.name)?;
+    checks::service_pattern(&request.service_pattern)?;
+    checks::smtp_url(&request.smtp_url)?;
+    checks::email_address("from", &request.from)?;
+    checks::recipients(&request.to)?;
+    Ok(NewChannel {
+        name: request.name,
+        kind: ChannelKind::Email,
+        url: request.smtp_url,
+        secret: None,
+        email_from: Some(request.from),
+        email_to: request.to,
+        service_pattern: request.service_pattern,
+        enabled: request.enabled,
+    })
+}
+
+/// The change `request` makes to a channel of `kind`; a field of the
+/// other kind is refused.
+pub(crate) fn patch(
+    kind: ChannelKind,
+    request: UpdateChannelRequest,
+) -> Result<ChannelPatch, ApiError> {
+    if let Some(pattern) = &request.service_pattern {
+        checks::service_pattern(pattern)?;
+    }
+    let url = match kind {
+        ChannelKind::Webhook => {
+            not_for(
+                kind,
+                &[
+                    ("smtp_url", request.smtp_url.is_some()),
+                    ("from", request.from.is_some()),
+                    ("to", request.to.is_some()),
+                ],
+            )?;
+            request
+                .url
+                .as_deref()
+                .map(checks::webhook_url)
+                .transpose()?;
+            request.secret.as_deref().map(checks::secret).transpose()?;
+            request.url
+        }
+        ChannelKind::Email => {
+            not_for(
+                kind,
+                &[
+                    ("url", request.url.is_some()),
+                    ("secret", request.secret.is_some()),
+                ],
+            )?;
+            request
+                .smtp_url
+                .as_deref()
+                .map(checks::smtp_url)
+                .transpose()?;
+            if let Some(from) = &request.from {
+                checks::email_address("from", from)?;
+            }
+            request.to.as_deref().map(checks::recipients).transpose()?;
+            request.smtp_url
+        }
+    };
+    Ok(ChannelPatch {
+        enabled: request.enabled,
+        service_pattern: request.service_pattern,
+        url,
+        secret: request.secret,
+        email_from: request.from,
+        email_to: request.to,
+    })
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::Unprocessable(message.into())
+}
+
+/// A field given for the other kind of channel.
+fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ApiError> {
+    match fields.iter().find(|(_, given)| *given) {
+        Some((field, _)) => Err(invalid(format!(
+            "`{field}` is not a field of {} channels",
+            kind.as_str()
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn refusal(result: Result<impl Sized, ApiError>) -> String {
+        match result {
+            Err(ApiError::Unprocessable(message)) => message,
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn a_create_request_is_read_as_the_kind_it_names() {
+        let webhook = json!({"kind": "webhook", "name": "ops", "url": "https://hooks.example.com/x",
+                             "secret": "0123456789abcdef"});
+        let hook = new_channel(webhook.clone()).unwrap();
+        assert_eq!(hook.kind, ChannelKind::Webhook);
+        assert_eq!((hook.service_pattern.as_str(), hook.enabled), ("*", true));
+        assert_eq!(hook.secret.as_deref(), Some("0123456789abcdef"));
+        let email = json!({"kind": "email", "name": "oncall", "smtp_url": "smtp://relay:2525",
+                           "from": "odp@example.com", "to": ["a@example.com"]});
+        let mail = new_channel(email).unwrap();
+        assert_eq!(mail.kind, ChannelKind::Email);
+        assert_eq!(mail.url, "smtp://relay:2525");
+        assert_eq!(mail.email_to, ["a@example.com"]);
+        // The error names the field of the kind given.
+        let mut bad = webhook.clone();
+        bad["url"] = json!("ftp://x");
+        assert!(refusal(new_channel(bad)).contains("url"));
+        let mut email_fields = webhook;
+        email_fields["to"] = json!(["a@example.com"]);
+        assert!(refusal(new_channel(email_fields)).contains("unknown field `to`"));
+        assert!(refusal(new_channel(json!({"kind": "pager"}))).contains("`kind`"));
+    }
+
+    #[test]
+    fn a_change_must_suit_the_channels_kind() {
+        let to_email = UpdateChannelRequest {
+            to: Some(vec!["b@example.com".into()]),
+            ..UpdateChannelRequest::default()
+        };
+        assert!(patch(ChannelKind::Email, to_email.clone()).is_ok());
+        let message = refusal(patch(ChannelKind::Webhook, to_email));
+        assert!(
+            message.contains("`to` is not a field of webhook channels"),
+            "{message}"
+        );
+        let rotate = UpdateChannelRequest {
+            secret: Some("a new secret of 16+".into()),
+            ..UpdateChannelRequest::default()
+        };
+        let change = patch(ChannelKind::Webhook, rotate).unwrap();
+        assert_eq!(change.secret.as_deref(), Some("a new secret of 16+"));
+        assert!(refusal(patch(
+            ChannelKind::Webhook,
+            UpdateChannelRequest {
+                secret: Some("short".into()),
+                ..UpdateChannelRequest::default()
+            }
+        ))
+        .contains("secret"));
+    }
+}
