@@ -76,6 +76,17 @@ pub enum RunnerEvent {
     Failed(String),
 }
 
+/// The processes of the target the plugin for `language` samples: those
+/// that run it when the plugin was chosen by what the target runs, every
+/// one when the profile asked for a plugin (the caller knows what it runs:
+/// an interpreter linked in statically is not recognized).
+fn sampled(procfs: &ProcFs, spec: &ProfileSpec, language: Language, pids: Vec<u32>) -> Vec<u32> {
+    match spec.plugin {
+        Some(_) => pids,
+        None => identify::samplable(procfs, language, &pids),
+    }
+}
+
 /// Runs a profile to its end. `stop` receiving a message (or its sender
 /// being dropped) ends it as stopped; `emit` returning false (nobody
 /// listening any more) ends it at once.
@@ -117,6 +128,15 @@ pub fn run(
             return;
         }
     };
+    let language = runtime.language;
+    let pids = sampled(procfs, spec, language, pids);
+    if pids.is_empty() {
+        let wanted = format!("{} (none runs {language})", spec.target);
+        emit(RunnerEvent::Failed(
+            PluginError::NoSuchProcess(wanted).to_string(),
+        ));
+        return;
+    }
     // Read before the session opens, so that a JVM's flags are its own and
     // not those the profile's JFR recording turns on (`+FlightRecorder`).
     let runtime_info = plugins.runtime_info(runtime.language, &pids);
@@ -185,8 +205,10 @@ pub fn run(
         if now >= next_rescan {
             next_rescan = now + RESCAN;
             match procfs.resolve(&spec.target) {
-                Ok(pids) if pids.is_empty() => break FinishReason::TargetExited,
-                Ok(pids) => session.sync_targets(&pids),
+                Ok(pids) => match sampled(procfs, spec, language, pids) {
+                    pids if pids.is_empty() => break FinishReason::TargetExited,
+                    pids => session.sync_targets(&pids),
+                },
                 Err(e) => debug!(profile_id = %id, error = %e, "re-scan failed"),
             }
         }

@@ -10,7 +10,6 @@
 //! Needs perf_event access to another process, as `sampling.rs` does.
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -24,33 +23,15 @@ use uuid::Uuid;
 
 mod support;
 
-/// A burner started detached from the test process, killed on drop (it
-/// also exits by itself after its `seconds`, should a test abort).
-struct Detached(u32);
+use support::Detached;
 
-impl Detached {
-    fn start(binary: &Path, seconds: u32) -> Self {
-        let script = format!("'{}' {seconds} >/dev/null 2>&1 & echo $!", binary.display());
-        let out = Command::new("sh")
-            .args(["-c", &script])
-            .output()
-            .expect("run sh");
-        let pid = String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .expect("sh prints the detached pid");
-        // Let the loader finish so samples land in the burner's own code.
-        std::thread::sleep(Duration::from_millis(200));
-        Detached(pid)
-    }
-}
-
-impl Drop for Detached {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.0.to_string()])
-            .status();
-    }
+/// A burner started detached from the test process (it also exits by
+/// itself after its `seconds`, should a test abort).
+fn detached_burner(binary: &Path, seconds: u32) -> Detached {
+    let detached = Detached::start(&format!("'{}' {seconds}", binary.display()));
+    // Let the loader finish so samples land in the burner's own code.
+    std::thread::sleep(Duration::from_millis(200));
+    detached
 }
 
 /// Runs a native profile and returns the pids it started on, the pids it
@@ -101,8 +82,8 @@ fn profile(target: Target, duration: Duration) -> (Vec<u32>, Vec<u32>, FinishRea
 #[test]
 fn profiles_every_process_whose_command_line_matches() {
     let binary = support::build_burner("burn-bycmdline");
-    let a = Detached::start(&binary, 20);
-    let b = Detached::start(&binary, 20);
+    let a = detached_burner(&binary, 20);
+    let b = detached_burner(&binary, 20);
     // Same command line, but a child of the "agent": left out.
     let own = support::start_burner(&binary, 20);
 
@@ -123,7 +104,7 @@ fn profiles_every_process_whose_command_line_matches() {
 #[test]
 fn profiles_every_process_of_a_cgroup() {
     let binary = support::build_burner("burn-bycgroup");
-    let child = Detached::start(&binary, 20);
+    let child = detached_burner(&binary, 20);
     let text = std::fs::read_to_string(format!("/proc/{}/cgroup", child.0)).unwrap();
     // The most specific of its hierarchies' paths selects the fewest
     // bystanders; they are profiled too, which is what a cgroup means.

@@ -364,3 +364,71 @@ fn java_allocations_are_measured_in_bytes() {
     let error = out.result.unwrap_err();
     assert!(error.contains("cannot measure alloc-bytes"), "{error}");
 }
+
+/// A command-line pattern that also matches a native process (here a
+/// `sleep` whose arguments carry the script's name, as the shell that
+/// launched a program or the `odpctl` that asked for the profile would):
+/// the Python process is profiled, the native one left out, not a failure.
+/// Both run detached, since the agent leaves its own descendants out.
+#[test]
+fn a_python_target_matched_with_a_native_process_samples_the_python_one() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hot_python.py");
+    let python = support::Detached::start(&format!(
+        "'{}' '{}' 30",
+        support::python_interpreter().display(),
+        script.display()
+    ));
+    let bystander = support::Detached::start("sleep 30 hot_python.py");
+    std::thread::sleep(Duration::from_millis(500));
+    let spec = ProfileSpec {
+        target: Target::CommandLine("hot_python\\.py".into()),
+        ..support::profile_spec(python.0, Duration::from_secs(3), 99)
+    };
+    let (_stop_tx, stop_rx) = mpsc::channel();
+    let mut events = Vec::new();
+    sampling_thread::run(
+        &Plugins::default(),
+        &ProcFs::default(),
+        &spec,
+        &stop_rx,
+        |e| {
+            events.push(e);
+            true
+        },
+    );
+    let started = events.iter().find_map(|e| match e {
+        RunnerEvent::Started { runtime, pids, .. } => Some((runtime.language, pids.clone())),
+        _ => None,
+    });
+    let failed = events.iter().find_map(|e| match e {
+        RunnerEvent::Failed(reason) => Some(reason.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        started,
+        Some((Language::Python, vec![python.0])),
+        "{failed:?}"
+    );
+    assert!(
+        matches!(
+            events.last(),
+            Some(RunnerEvent::Finished(FinishReason::DurationElapsed))
+        ),
+        "the profile ends well: {:?}",
+        events.last()
+    );
+    let windows: Vec<Snapshot> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            RunnerEvent::Window(s) => Some(*s),
+            _ => None,
+        })
+        .collect();
+    let (ranked, total) = ranked_functions(&windows);
+    assert!(total >= 100, "only {total} samples");
+    assert_eq!(
+        first_of(&ranked, &["crunch_numbers", "light_work"]),
+        Some("crunch_numbers")
+    );
+    drop(bystander);
+}

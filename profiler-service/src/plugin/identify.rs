@@ -52,9 +52,10 @@ pub fn identify(procfs: &ProcFs, pid: u32) -> LanguageRuntime {
 }
 
 /// The runtime of a target's processes: the language most of them run (the
-/// first process's on a tie), with the version of the first that runs it.
-/// One profile uses one plugin, so a target mixing runtimes is sampled as
-/// its majority runtime.
+/// first process's on a tie, a runtime's over native code's), with the
+/// version of the first that runs it. One profile uses one plugin, so a
+/// target mixing runtimes is sampled as its majority runtime, and
+/// [`samplable`] leaves out the processes that run another.
 pub fn identify_all(procfs: &ProcFs, pids: &[u32]) -> LanguageRuntime {
     let runtimes: Vec<LanguageRuntime> = pids.iter().map(|&pid| identify(procfs, pid)).collect();
     let count = |language: Language| runtimes.iter().filter(|r| r.language == language).count();
@@ -63,7 +64,10 @@ pub fn identify_all(procfs: &ProcFs, pids: &[u32]) -> LanguageRuntime {
     };
     let mut best = first.language;
     for language in Language::ALL {
-        if count(language) > count(best) {
+        // A shell that launched the program, or the client that asked for
+        // the profile, often matches a command-line pattern too.
+        let beats_native = best == Language::Native && count(language) == count(best);
+        if count(language) > count(best) || (beats_native && language != Language::Native) {
             best = language;
         }
     }
@@ -71,6 +75,20 @@ pub fn identify_all(procfs: &ProcFs, pids: &[u32]) -> LanguageRuntime {
         .into_iter()
         .find(|r| r.language == best)
         .unwrap_or_else(LanguageRuntime::native)
+}
+
+/// The processes among `pids` a plugin for `language` samples: all of
+/// them for native code (perf samples any process), else those that run
+/// `language`, so that a launcher shell or a client whose command line
+/// matches the target's pattern does not fail a Python or JVM profile.
+pub fn samplable(procfs: &ProcFs, language: Language, pids: &[u32]) -> Vec<u32> {
+    if language == Language::Native {
+        return pids.to_vec();
+    }
+    pids.iter()
+        .copied()
+        .filter(|&pid| identify(procfs, pid).language == language)
+        .collect()
 }
 
 /// The runtime a process's mapped files and executable name point to.

@@ -38,6 +38,36 @@ pub fn build_burner(name: &str) -> PathBuf {
     out
 }
 
+/// A process started detached from the test process (`sh -c '… &'`,
+/// re-parented away from us), which the agent's exclusion of itself and its
+/// descendants would otherwise leave out of a command-line or cgroup
+/// target; killed on drop.
+pub struct Detached(pub u32);
+
+impl Detached {
+    /// Runs `command` (a shell command line) in the background.
+    pub fn start(command: &str) -> Detached {
+        let script = format!("{command} >/dev/null 2>&1 & echo $!");
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("run sh");
+        let pid = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("sh prints the detached pid");
+        Detached(pid)
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
+}
+
 /// A child process killed (and reaped) on drop, even when a test fails.
 pub struct Killed(pub Child);
 
@@ -130,7 +160,7 @@ pub fn start_workload(binary: &Path, args: &[&str]) -> Killed {
 /// The interpreter `python3` runs, found once: started directly, the
 /// workload's pid is the interpreter's from the start (`python3` may be a
 /// wrapper script, such as a pyenv shim, that execs it later).
-fn python_interpreter() -> &'static Path {
+pub fn python_interpreter() -> &'static Path {
     static INTERPRETER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     INTERPRETER.get_or_init(|| {
         let out = Command::new("python3")
