@@ -12,7 +12,7 @@ use http_body_util::BodyExt as _;
 use odp_api_types::{ErrorBody, ErrorCode, Profile};
 use odp_core::command::{generate_keypair, Command, CommandAction, CommandSigner, CommandVerifier};
 use odp_core::token::{mint_hs256, Grant, Role};
-use odp_core::Target;
+use odp_core::{ProfileStatus, Target};
 use odp_devstack::{Stack, StackOptions};
 use odp_store::Profiles;
 use serde_json::{json, Value};
@@ -133,7 +133,7 @@ async fn a_start_is_stored_and_its_signed_command_published() {
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let profile: Profile = serde_json::from_value(body).unwrap();
-    assert_eq!(profile.status, "dispatched");
+    assert_eq!(profile.status, ProfileStatus::Dispatched);
     assert_eq!(profile.service, "java");
 
     let commands = api.commands();
@@ -205,7 +205,7 @@ async fn a_start_the_broker_does_not_take_fails_and_says_so() {
     let [failed] = page.profiles.as_slice() else {
         panic!("one profile: {page:?}")
     };
-    assert_eq!(failed.status, "failed");
+    assert_eq!(failed.status, ProfileStatus::Failed);
     assert_eq!(
         failed.status_reason.as_deref(),
         Some("command could not be published")

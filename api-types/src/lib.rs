@@ -21,7 +21,7 @@ pub use odp_core::diff::{DiffNode, FunctionChange};
 pub use odp_core::flamegraph::FlameNode;
 pub use odp_core::runtime::ProfileRuntime;
 pub use odp_core::stats::FunctionShare;
-pub use odp_core::Target;
+pub use odp_core::{ProfileStatus, Target};
 
 pub use channels::*;
 pub use control::*;

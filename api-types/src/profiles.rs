@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
 use odp_core::runtime::ProfileRuntime;
-use odp_core::Target;
+use odp_core::{ProfileStatus, Target};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -165,8 +165,7 @@ pub struct Profile {
     pub mode: String,
     pub duration_ms: i64,
     pub frequency_hz: i32,
-    /// requested, dispatched, running, finished, stopped, failed or expired.
-    pub status: String,
+    pub status: ProfileStatus,
     pub status_reason: Option<String>,
     pub requested_by: String,
     pub event: Option<String>,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use odp_client::types::{CreateScheduleRequest, StartRequest, TopResponse};
+use odp_client::types::{CreateScheduleRequest, ProfileStatus, StartRequest, TopResponse};
 use odp_client::{ApiClient, ClientError};
 use uuid::Uuid;
 
@@ -226,8 +226,8 @@ async fn follow(client: &ApiClient, id: Uuid, duration_secs: u64) -> anyhow::Res
     let profile = client
         .wait_finished(id, timeout, |status| eprintln!("{id}: {status}"))
         .await?;
-    let status = profile.status.as_str();
-    if !matches!(status, "finished" | "stopped") {
+    let status = profile.status;
+    if !matches!(status, ProfileStatus::Finished | ProfileStatus::Stopped) {
         return Err(ProfileEnded(format!(
             "profile {id} ended {status}: {}",
             profile.status_reason.unwrap_or_default()

@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::time::Duration;
 
 pub use odp_api_types as types;
-use odp_api_types::{Profile, ProfilesPage, TopResponse};
+use odp_api_types::{Profile, ProfileStatus, ProfilesPage, TopResponse};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -75,8 +75,6 @@ pub fn http_client(ca_pem: Option<&[u8]>) -> Result<reqwest::Client> {
         .build()
         .map_err(|e| ClientError::Setup(format!("building an HTTP client: {e}")))
 }
-
-const TERMINAL: [&str; 4] = ["finished", "stopped", "failed", "expired"];
 
 /// Sends `request` and reads the answer as text and, when it parses, JSON.
 async fn reply(path: &str, request: reqwest::RequestBuilder) -> Result<Reply> {
@@ -238,17 +236,17 @@ impl ApiClient {
         &self,
         id: impl Display,
         timeout: Duration,
-        mut progress: impl FnMut(&str),
+        mut progress: impl FnMut(ProfileStatus),
     ) -> Result<Profile> {
-        let mut last = String::new();
+        let mut last = None;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let profile = self.profile(&id).await?;
-            if profile.status != last {
-                progress(&profile.status);
-                last = profile.status.clone();
+            if last != Some(profile.status) {
+                progress(profile.status);
+                last = Some(profile.status);
             }
-            if TERMINAL.contains(&profile.status.as_str()) {
+            if profile.status.is_terminal() {
                 return Ok(profile);
             }
             if tokio::time::Instant::now() >= deadline {
@@ -267,17 +265,17 @@ impl ApiClient {
     pub async fn wait_for_status(
         &self,
         id: impl Display,
-        status: &str,
+        status: ProfileStatus,
         timeout: Duration,
     ) -> Result<Profile> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let profile = self.profile(&id).await?;
-            let now = profile.status.as_str();
+            let now = profile.status;
             if now == status {
                 return Ok(profile);
             }
-            if TERMINAL.contains(&now) || tokio::time::Instant::now() >= deadline {
+            if now.is_terminal() || tokio::time::Instant::now() >= deadline {
                 return Err(ClientError::Unexpected(format!(
                     "profile {id} is {now}, waited for {status}: {profile:?}"
                 )));

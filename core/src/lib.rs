@@ -41,8 +41,10 @@ pub mod runtime;
 pub mod snapshot;
 pub mod speedscope;
 pub mod stats;
+pub mod status;
 pub mod token;
 pub mod wire;
 
 pub use model::{EventKind, Frame, Language, Target, WeightedStack};
 pub use snapshot::{Snapshot, SnapshotBuilder, StackCount, ThreadInfo};
+pub use status::ProfileStatus;

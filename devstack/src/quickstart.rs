@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use odp_client::types::{StartRequest, TopResponse};
+use odp_client::types::{ProfileStatus, StartRequest, TopResponse};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -161,7 +161,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let mut cpu_at_start = None;
     let profile = client
         .wait_finished(&id, timeout, |status| {
-            if status == "running" {
+            if status == ProfileStatus::Running {
                 cpu_at_start = cpu_seconds(demo_pid).map(|cpu| (cpu, Instant::now()));
             }
             println!("    profile {id}: {status}")
@@ -170,7 +170,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let demo_share = cpu_at_start
         .zip(cpu_seconds(demo_pid))
         .map(|((start, at), end)| (end - start) / at.elapsed().as_secs_f64());
-    if profile.status != "finished" {
+    if profile.status != ProfileStatus::Finished {
         return Err(DevError::Invalid(format!(
             "profile ended {}: {}; logs are in {}",
             profile.status,

@@ -1,98 +1,15 @@
 //! Profile requests and their lifecycle.
 
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
 use odp_core::{EventKind, Target};
-use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::{Result, StoreError};
 
-/// requested → dispatched → running → finished / stopped / failed, or
-/// expired when no agent ever acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProfileStatus {
-    Requested,
-    Dispatched,
-    Running,
-    Finished,
-    Stopped,
-    Failed,
-    Expired,
-}
-
-impl ProfileStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProfileStatus::Requested => "requested",
-            ProfileStatus::Dispatched => "dispatched",
-            ProfileStatus::Running => "running",
-            ProfileStatus::Finished => "finished",
-            ProfileStatus::Stopped => "stopped",
-            ProfileStatus::Failed => "failed",
-            ProfileStatus::Expired => "expired",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            ProfileStatus::Finished
-                | ProfileStatus::Stopped
-                | ProfileStatus::Failed
-                | ProfileStatus::Expired
-        )
-    }
-
-    /// The states a profile may be in to move to `self`: lifecycle events
-    /// may be redelivered or arrive late, and must never move a profile
-    /// backwards or out of a terminal state.
-    fn allowed_from(self) -> &'static [ProfileStatus] {
-        use ProfileStatus::{Dispatched, Requested, Running};
-        match self {
-            ProfileStatus::Requested => &[],
-            ProfileStatus::Dispatched => &[Requested],
-            ProfileStatus::Running => &[Requested, Dispatched],
-            ProfileStatus::Finished | ProfileStatus::Stopped | ProfileStatus::Failed => {
-                &[Requested, Dispatched, Running]
-            }
-            ProfileStatus::Expired => &[Requested, Dispatched],
-        }
-    }
-}
-
-impl fmt::Display for ProfileStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ProfileStatus {
-    type Err = StoreError;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "requested" => ProfileStatus::Requested,
-            "dispatched" => ProfileStatus::Dispatched,
-            "running" => ProfileStatus::Running,
-            "finished" => ProfileStatus::Finished,
-            "stopped" => ProfileStatus::Stopped,
-            "failed" => ProfileStatus::Failed,
-            "expired" => ProfileStatus::Expired,
-            other => {
-                return Err(StoreError::Corrupt(format!(
-                    "unknown profile status {other:?}"
-                )))
-            }
-        })
-    }
-}
+pub use odp_core::ProfileStatus;
 
 #[derive(Debug, Clone)]
 pub struct NewProfile {
@@ -163,7 +80,8 @@ pub struct ProfileRow {
     pub mode: String,
     pub duration_ms: i64,
     pub frequency_hz: i32,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: ProfileStatus,
     pub status_reason: Option<String>,
     pub requested_by: String,
     pub event: Option<String>,
@@ -205,12 +123,6 @@ impl From<ProfileRow> for odp_api_types::Profile {
             options: row.options,
             runtime: None,
         }
-    }
-}
-
-impl ProfileRow {
-    pub fn status(&self) -> Result<ProfileStatus> {
-        self.status.parse()
     }
 }
 
@@ -404,28 +316,4 @@ where
     .execute(executor)
     .await?;
     Ok(result.rows_affected() == 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statuses_parse_and_never_leave_terminal_states() {
-        for s in [
-            ProfileStatus::Requested,
-            ProfileStatus::Dispatched,
-            ProfileStatus::Running,
-            ProfileStatus::Finished,
-            ProfileStatus::Stopped,
-            ProfileStatus::Failed,
-            ProfileStatus::Expired,
-        ] {
-            assert_eq!(s.as_str().parse::<ProfileStatus>().unwrap(), s);
-            for &from in s.allowed_from() {
-                assert!(!from.is_terminal(), "{s} may not follow terminal {from}");
-            }
-        }
-        assert!("bogus".parse::<ProfileStatus>().is_err());
-    }
 }

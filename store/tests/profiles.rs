@@ -39,7 +39,7 @@ async fn one_live_profile_per_target_and_mode_and_retries_replay() {
         panic!("the first request creates")
     };
     assert_eq!(created.id, first.id);
-    assert_eq!(created.status, "requested");
+    assert_eq!(created.status, ProfileStatus::Requested);
 
     // The same client retrying gets its profile back, not a second one.
     let retry = request("h1", java.clone(), None, Some("retry-1"));
@@ -105,7 +105,7 @@ async fn lifecycle_moves_only_forward_and_rows_map_to_the_api() {
 
     let shown = Profile::from(row);
     assert_eq!(shown.id, new.id);
-    assert_eq!(shown.status, "failed");
+    assert_eq!(shown.status, ProfileStatus::Failed);
     assert_eq!(shown.status_reason.as_deref(), Some("agent lost"));
     assert_eq!(shown.mode, "wall");
     assert_eq!(shown.target, Target::Pid(42));

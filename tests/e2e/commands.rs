@@ -1,6 +1,7 @@
 //! Commands the agent must refuse: forged, expired, or for another host.
 //! Each is reported on `odp.events` and nothing is sampled.
 
+use odp_client::types::ProfileStatus;
 use std::time::Duration;
 
 use odp_core::command::{generate_keypair, Command, CommandAction, CommandSigner, StartProfile};
@@ -103,7 +104,7 @@ async fn forged_expired_and_misaddressed_commands_are_rejected() {
         .unwrap();
     assert_eq!(
         profile.status,
-        "finished",
+        ProfileStatus::Finished,
         "{profile:?}\n{}",
         h.platform.logs()
     );

@@ -3,6 +3,7 @@
 //! (`Idempotency-Key`), listing with filters and pages, and expiry of
 //! starts no agent acknowledged.
 
+use odp_client::types::ProfileStatus;
 use std::time::Duration;
 
 use odp_devstack::{mint_scoped_token, ApiClient};
@@ -182,7 +183,7 @@ async fn duplicates_retries_listing_and_expiry() {
         .wait_finished(id, Duration::from_secs(60), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(expired.status, "expired", "{expired:?}");
+    assert_eq!(expired.status, ProfileStatus::Expired, "{expired:?}");
     let (status, body) = start(a, None).await;
     assert_eq!(status, 202, "{body}");
 }

@@ -3,6 +3,7 @@
 //! `start` deploys by itself, stop and undeploy are stored as requests
 //! that end when the profile ends and the agent stops.
 
+use odp_client::types::ProfileStatus;
 use std::time::Duration;
 
 use odp_devstack::{mint_scoped_token, ApiClient};
@@ -99,7 +100,7 @@ async fn deploys_follow_heartbeats_and_requests_record_their_outcome() {
         .wait_finished(profile, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(ended.status, "finished", "{ended:?}");
+    assert_eq!(ended.status, ProfileStatus::Finished, "{ended:?}");
     let deploys = admin
         .request(
             Method::GET,
@@ -118,7 +119,7 @@ async fn deploys_follow_heartbeats_and_requests_record_their_outcome() {
     let long = json!({"host": host, "pid": demo.pid(), "duration_secs": 120});
     let profile = admin.start_profile(&long).await.unwrap().id;
     admin
-        .wait_for_status(profile, "running", Duration::from_secs(30))
+        .wait_for_status(profile, ProfileStatus::Running, Duration::from_secs(30))
         .await
         .unwrap();
     admin.stop_profile(profile).await.unwrap();

@@ -6,6 +6,7 @@
 //! missing; the profile ends `finished`; and after every fault ingestion
 //! resumed within the consumer session timeout plus 10 s.
 
+use odp_client::types::ProfileStatus;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -28,7 +29,7 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
                          "duration_secs": PROFILE_SECS, "frequency_hz": 49});
     let id = client.start_profile(&request).await.unwrap().id;
     client
-        .wait_for_status(id, "running", Duration::from_secs(60))
+        .wait_for_status(id, ProfileStatus::Running, Duration::from_secs(60))
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     let started = Instant::now();
@@ -70,7 +71,12 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
         .wait_finished(id, Duration::from_secs(PROFILE_SECS + 120), |_| {})
         .await
         .unwrap();
-    assert_eq!(ended.status, "finished", "{ended:?}\n{}", h.platform.logs());
+    assert_eq!(
+        ended.status,
+        ProfileStatus::Finished,
+        "{ended:?}\n{}",
+        h.platform.logs()
+    );
     let acknowledged = acknowledged_by_agent(&h, &pool, id).await;
     let stored = stored_when_settled(&pool, id, acknowledged.0.clone(), acknowledged.1).await;
     assert_eq!(

@@ -2,6 +2,7 @@
 //! pprof become finished profiles every query works on, and exports (folded,
 //! pprof, speedscope, JSON) read back to the same samples.
 
+use odp_client::types::ProfileStatus;
 use std::process::Output;
 
 use odp_core::{folded, pprof};
@@ -67,7 +68,10 @@ async fn imported_profiles_read_back_in_every_format() {
         json!({"by": "imported", "value": "folded"})
     );
     let id = profile["id"].as_str().unwrap().to_owned();
-    assert_eq!(client.profile(&id).await.unwrap().status, "finished");
+    assert_eq!(
+        client.profile(&id).await.unwrap().status,
+        ProfileStatus::Finished
+    );
 
     let text = String::from_utf8(export(&client, &id, "folded").await).unwrap();
     assert_eq!(text, "main;hot 7\nmain;warm 3\n");

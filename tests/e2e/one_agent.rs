@@ -4,6 +4,7 @@
 //! pipeline stores a profile's samples from the agent that acknowledged it
 //! only. Counts are checked against the demo's own CPU time.
 
+use odp_client::types::ProfileStatus;
 use std::time::Duration;
 
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
@@ -115,7 +116,12 @@ async fn profile_demo(h: &Harness, demo: &ServiceProcess, secs: u64) -> (f64, i6
         .wait_finished(id, Duration::from_secs(secs + 90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(ended.status, "finished", "{ended:?}\n{}", h.platform.logs());
+    assert_eq!(
+        ended.status,
+        ProfileStatus::Finished,
+        "{ended:?}\n{}",
+        h.platform.logs()
+    );
     let pool = h.pool().await;
     // Every window the agent's broker acknowledged, stored.
     let (acknowledged,): (i64,) = sqlx::query_as(

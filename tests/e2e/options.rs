@@ -3,6 +3,7 @@
 //! command, bad combinations are refused before dispatch, and a profile
 //! shows what the agent reported about the target's runtime.
 
+use odp_client::types::ProfileStatus;
 use std::time::Duration;
 
 use odp_core::runtime::LibraryKind;
@@ -78,7 +79,7 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
         .wait_finished(alloc, Duration::from_secs(60), |_| {})
         .await
         .unwrap();
-    assert_eq!(failed.status, "failed", "{failed:?}");
+    assert_eq!(failed.status, ProfileStatus::Failed, "{failed:?}");
     assert_eq!(failed.mode, "alloc", "{failed:?}");
     let reason = failed.status_reason.as_deref().unwrap_or_default();
     assert!(reason.contains("cannot measure alloc-bytes"), "{failed:?}");
@@ -93,7 +94,7 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
         .wait_finished(cpu, Duration::from_secs(90), |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
-    assert_eq!(done.status, "finished", "{done:?}");
+    assert_eq!(done.status, ProfileStatus::Finished, "{done:?}");
     assert_eq!(done.mode, "cpu");
     // The options exactly as the API shows them: read raw, since decoding
     // would fill in FDA settings the reply left out.

@@ -1,6 +1,7 @@
 //! The spine: profile the demo workload through the REST API and find its
 //! known CPU split in the stored flame graph.
 
+use odp_client::types::ProfileStatus;
 use std::time::Duration;
 
 use serde_json::json;
@@ -33,7 +34,7 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     assert_eq!(
         profile.status,
-        "finished",
+        ProfileStatus::Finished,
         "{profile:?}\n{}",
         h.platform.logs()
     );
@@ -147,7 +148,7 @@ async fn stopping_a_profile_flushes_its_last_partial_window() {
         .unwrap()
         .id;
     client
-        .wait_for_status(id, "running", Duration::from_secs(60))
+        .wait_for_status(id, ProfileStatus::Running, Duration::from_secs(60))
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -158,7 +159,7 @@ async fn stopping_a_profile_flushes_its_last_partial_window() {
         .unwrap();
     assert_eq!(
         profile.status,
-        "stopped",
+        ProfileStatus::Stopped,
         "{profile:?}\n{}",
         h.platform.logs()
     );

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use clap::Parser as _;
 use odp_api_server::scheduler::{tick, SchedulerOptions};
+use odp_client::types::ProfileStatus;
 use odp_devstack::{mint_scoped_token, ApiClient};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -346,7 +347,7 @@ async fn concurrent_schedulers_fire_each_due_run_exactly_once() {
     let profile_id = recorded[3].2.expect("started run links its profile");
     let profile = admin.profile(profile_id).await.unwrap();
     assert_eq!(profile.requested_by, format!("schedule:{id}"));
-    assert_eq!(profile.status, "dispatched");
+    assert_eq!(profile.status, ProfileStatus::Dispatched);
     let (next,): (DateTime<Utc>,) =
         sqlx::query_as("select next_run_at from schedules where id = $1::uuid")
             .bind(&id)

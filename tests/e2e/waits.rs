@@ -4,6 +4,7 @@
 //! contention issue raised by the pipeline; a CPU profile of the same
 //! program beside it; and the views that refuse to add the two.
 
+use odp_client::types::ProfileStatus;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,7 +86,7 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
         .wait_finished(&off_id, Duration::from_secs(90), |_| {})
         .await
         .unwrap();
-    assert_eq!(off.status, "finished", "{off:?}");
+    assert_eq!(off.status, ProfileStatus::Finished, "{off:?}");
     assert_eq!(off.mode, "off-cpu", "{off:?}");
     assert_eq!(off.options.min_wait_us, Some(1), "{off:?}");
 
@@ -172,7 +173,7 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
         .wait_finished(cpu_id, Duration::from_secs(90), |_| {})
         .await
         .unwrap();
-    assert_eq!(cpu.status, "finished", "{cpu:?}");
+    assert_eq!(cpu.status, ProfileStatus::Finished, "{cpu:?}");
 
     // Never added together: a diff of the two and an aggregate of both are
     // refused, an aggregate of one event is not.

@@ -1064,8 +1064,7 @@ export interface components {
             service: string;
             /** Format: date-time */
             started_at?: string | null;
-            /** @description requested, dispatched, running, finished, stopped, failed or expired. */
-            status: string;
+            status: components["schemas"]["ProfileStatus"];
             status_reason?: string | null;
             target: components["schemas"]["Target"];
             /** Format: date-time */
@@ -1135,6 +1134,12 @@ export interface components {
             /** @description `3.11`, `17.0.15`. */
             runtime_version?: string | null;
         };
+        /**
+         * @description requested → dispatched → running → finished / stopped / failed, or
+         *     expired when no agent ever acknowledged.
+         * @enum {string}
+         */
+        ProfileStatus: "requested" | "dispatched" | "running" | "finished" | "stopped" | "failed" | "expired";
         /** @description A page of profiles, newest first. */
         ProfilesPage: {
             /** @description Pass as `cursor` for the next page; absent on the last page. */

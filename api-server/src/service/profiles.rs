@@ -215,7 +215,7 @@ pub(crate) async fn stop(
     requested_by: &str,
 ) -> Result<(), ApiError> {
     let id = row.id;
-    if row.status()?.is_terminal() {
+    if row.status.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "profile {id} is already {}",
             row.status
