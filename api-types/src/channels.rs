@@ -6,23 +6,13 @@ use uuid::Uuid;
 
 use crate::enabled;
 
-/// How a channel sends its alerts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum ChannelKind {
-    /// POSTs each alert as JSON signed with the secret (`X-ODP-Signature`).
-    Webhook,
-    /// Mails each alert as plain text through an SMTP relay.
-    Email,
-}
-
-impl ChannelKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChannelKind::Webhook => "webhook",
-            ChannelKind::Email => "email",
-        }
+wire_enum! {
+    /// How a channel sends its alerts.
+    pub enum ChannelKind {
+        /// POSTs each alert as JSON signed with the secret (`X-ODP-Signature`).
+        Webhook => "webhook",
+        /// Mails each alert as plain text through an SMTP relay.
+        Email => "email",
     }
 }
 
@@ -207,14 +197,13 @@ pub struct ChannelList {
     pub channels: Vec<Channel>,
 }
 
-/// Where a delivery stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryStatus {
-    Pending,
-    Delivered,
-    Failed,
+wire_enum! {
+    /// Where a delivery stands.
+    pub enum DeliveryStatus {
+        Pending => "pending",
+        Delivered => "delivered",
+        Failed => "failed",
+    }
 }
 
 /// One alert to a channel and how sending it went.
@@ -231,8 +220,7 @@ pub struct Delivery {
     pub share: f64,
     pub threshold_pct: f64,
     pub detected_at: DateTime<Utc>,
-    /// `pending`, `delivered` or `failed`.
-    pub status: String,
+    pub status: DeliveryStatus,
     pub attempts: i32,
     /// When a pending delivery is next tried; `null` once it ended.
     pub next_attempt_at: Option<DateTime<Utc>>,

@@ -5,18 +5,37 @@ use odp_core::command::UndeployMode;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+wire_enum! {
+    /// What a control request asks for.
+    pub enum RequestKind {
+        Deploy => "deploy",
+        Undeploy => "undeploy",
+        Stop => "stop",
+    }
+}
+
+wire_enum! {
+    /// Where a control request stands.
+    pub enum RequestStatus {
+        Requested => "requested",
+        Dispatched => "dispatched",
+        Running => "running",
+        Finished => "finished",
+        Failed => "failed",
+    }
+}
+
 /// A deploy, undeploy or stop request and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ControlRequest {
     pub id: Uuid,
-    /// deploy, undeploy or stop.
-    pub kind: String,
+    pub kind: RequestKind,
     pub host: String,
     pub profile_id: Option<Uuid>,
     pub mode: Option<String>,
     pub requested_by: String,
-    pub status: String,
+    pub status: RequestStatus,
     pub status_reason: Option<String>,
     pub command_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,

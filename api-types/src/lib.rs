@@ -8,6 +8,62 @@
 //! [`Target`], flame graph and diff trees, function shares, a target's
 //! runtime) live in `odp-core` and are re-exported here.
 
+/// An enum that travels as one of its snake_case names, in JSON and in
+/// the database's text columns: `as_str`, `Display`, `FromStr`, and
+/// `TryFrom<String>` (how the store reads a column into it).
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$variant_meta:meta])* $variant:ident => $text:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$variant_meta])* $variant,)+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::UnknownValue;
+
+            fn from_str(text: &str) -> Result<Self, $crate::UnknownValue> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    other => Err($crate::UnknownValue {
+                        what: stringify!($name),
+                        value: other.to_owned(),
+                    }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::UnknownValue;
+
+            fn try_from(text: String) -> Result<Self, $crate::UnknownValue> {
+                text.parse()
+            }
+        }
+    };
+}
+
 pub mod channels;
 pub mod control;
 pub mod error;
@@ -30,6 +86,21 @@ pub use profiles::*;
 pub use queries::*;
 pub use rules::*;
 pub use schedules::*;
+
+/// A name that is none of an enum's values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownValue {
+    pub what: &'static str,
+    pub value: String,
+}
+
+impl std::fmt::Display for UnknownValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} is no {}", self.value, self.what)
+    }
+}
+
+impl std::error::Error for UnknownValue {}
 
 /// The default of `enabled` fields in create requests.
 pub(crate) fn enabled() -> bool {

@@ -102,6 +102,16 @@ pub struct RulesResponse {
     pub rules: Vec<Rule>,
 }
 
+wire_enum! {
+    /// Where a re-analysis stands.
+    pub enum ReanalysisStatus {
+        Pending => "pending",
+        Running => "running",
+        Finished => "finished",
+        Failed => "failed",
+    }
+}
+
 /// A re-analysis of past profiles after a rule changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
@@ -110,8 +120,7 @@ pub struct Reanalysis {
     pub rule_id: String,
     pub requested_by: String,
     pub requested_at: DateTime<Utc>,
-    /// `pending`, `running`, `finished` or `failed`.
-    pub status: String,
+    pub status: ReanalysisStatus,
     /// Profiles to evaluate, known once the pipeline starts the job.
     pub profiles_total: Option<i64>,
     pub profiles_done: i64,

@@ -122,14 +122,27 @@ pub struct ScheduleWithRuns {
     pub runs: Vec<RunView>,
 }
 
+wire_enum! {
+    /// What happened to one occurrence of a schedule.
+    pub enum RunOutcome {
+        /// A profile was started; `profile_id` links it.
+        Started => "started",
+        /// Not fired: it fell due while no scheduler ran, or too long ago.
+        Missed => "missed",
+        /// Not fired: the target already had a live profile.
+        SkippedBusy => "skipped_busy",
+        /// Firing failed; `detail` says why.
+        Failed => "failed",
+    }
+}
+
 /// One firing of a schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct RunView {
     pub scheduled_for: DateTime<Utc>,
     pub fired_at: DateTime<Utc>,
-    /// `started`, `skipped` or `failed`.
-    pub outcome: String,
+    pub outcome: RunOutcome,
     pub profile_id: Option<Uuid>,
     pub detail: Option<String>,
 }

@@ -3,7 +3,7 @@
 
 use anyhow::bail;
 use odp_client::types::{
-    ControlRequest, DeployResponse, HostsResponse, RequestList, UndeployResponse,
+    ControlRequest, DeployResponse, HostsResponse, RequestList, RequestStatus, UndeployResponse,
 };
 use odp_client::ApiClient;
 use odp_client::Method;
@@ -126,7 +126,7 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
                 request = settle(client, &request).await?;
                 eprintln!("deploy to {host}: {}", describe(&request));
             }
-            if request.status == "failed" {
+            if request.status == RequestStatus::Failed {
                 bail!("deploy to {host} failed: {}", reason(&request));
             }
         }
@@ -175,7 +175,10 @@ async fn settle(client: &ApiClient, request: &ControlRequest) -> anyhow::Result<
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
     loop {
         let request: ControlRequest = client.get(&path).await?;
-        if matches!(request.status.as_str(), "finished" | "failed") {
+        if matches!(
+            request.status,
+            RequestStatus::Finished | RequestStatus::Failed
+        ) {
             return Ok(request);
         }
         if tokio::time::Instant::now() > deadline {

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use odp_client::types::{Reanalysis, RuleBody, RulePatch, RuleView, RulesResponse};
+use odp_client::types::{
+    Reanalysis, ReanalysisStatus, RuleBody, RulePatch, RuleView, RulesResponse,
+};
 use odp_client::{ApiClient, Method};
 
 #[derive(Debug, clap::Subcommand)]
@@ -156,9 +158,9 @@ async fn follow(client: &ApiClient, id: &str, wait: bool) -> anyhow::Result<()> 
             job.profiles_done,
             job.profiles_total.map_or("?".into(), |n| n.to_string())
         );
-        match job.status.as_str() {
-            "finished" => return Ok(()),
-            "failed" => bail!(
+        match job.status {
+            ReanalysisStatus::Finished => return Ok(()),
+            ReanalysisStatus::Failed => bail!(
                 "re-analysis failed: {}",
                 job.error.as_deref().unwrap_or("no reason given")
             ),

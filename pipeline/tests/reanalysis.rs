@@ -112,7 +112,7 @@ async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(done.status, "finished");
+    assert_eq!(done.status, odp_store::ReanalysisStatus::Finished);
     assert_eq!((done.profiles_total, done.profiles_done), (Some(120), 120));
     assert!(done.finished_at.is_some());
     assert_eq!(flagged(&pool, "custom-hot").await, hot);

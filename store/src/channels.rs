@@ -7,7 +7,7 @@
 //! is sent to a channel once it is gone.
 
 use chrono::{DateTime, Utc};
-use odp_api_types::{Delivery, DeliveryAttempt};
+use odp_api_types::{Delivery, DeliveryAttempt, DeliveryStatus};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -31,8 +31,7 @@ pub struct ChannelPatch {
 #[derive(Debug, Clone)]
 pub struct DeliveryFilter {
     pub channel_id: Uuid,
-    /// `pending`, `delivered` or `failed`.
-    pub status: Option<String>,
+    pub status: Option<DeliveryStatus>,
     /// Only deliveries queued before this one (the previous page's last).
     pub before: Option<Uuid>,
     pub limit: i64,
@@ -51,8 +50,8 @@ pub struct DeliveryRow {
     pub share: f64,
     pub threshold_pct: f64,
     pub detected_at: DateTime<Utc>,
-    /// `pending`, `delivered` or `failed`.
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: DeliveryStatus,
     pub attempts: i32,
     /// When a pending delivery is next tried; `None` once it ended.
     pub next_attempt_at: Option<DateTime<Utc>>,
@@ -176,7 +175,7 @@ pub async fn channel_deliveries(
          limit $5",
     )
     .bind(filter.channel_id)
-    .bind(&filter.status)
+    .bind(filter.status.map(DeliveryStatus::as_str))
     .bind(after.map(|(at, _)| at))
     .bind(after.map(|(_, id)| id))
     .bind(filter.limit)

@@ -57,7 +57,7 @@ pub use query::{profile_frames, profile_stacks, ProfileStacks};
 pub use read::{read, HostView, Read, ReadResult, ReadScope};
 pub use reanalysis::{
     claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
-    record_reanalysis_progress, release_reanalysis, Reanalysis,
+    record_reanalysis_progress, release_reanalysis, Reanalysis, ReanalysisStatus,
 };
 pub use requests::{
     resolve_open_requests, NewRequest, RequestDeadlines, RequestFilter, RequestKind, RequestRow,

@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+pub use odp_api_types::ReanalysisStatus;
+
 use crate::Result;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -19,8 +21,8 @@ pub struct Reanalysis {
     pub rule_id: String,
     pub requested_by: String,
     pub requested_at: DateTime<Utc>,
-    /// `pending`, `running`, `finished` or `failed`.
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: ReanalysisStatus,
     /// Profiles to evaluate, known once a worker starts the job.
     pub profiles_total: Option<i64>,
     pub profiles_done: i64,

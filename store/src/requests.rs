@@ -3,51 +3,12 @@
 //! runs) → finished / failed.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::{Result, StoreError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestKind {
-    Deploy,
-    Undeploy,
-    Stop,
-}
-
-impl RequestKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestKind::Deploy => "deploy",
-            RequestKind::Undeploy => "undeploy",
-            RequestKind::Stop => "stop",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestStatus {
-    Requested,
-    Dispatched,
-    Running,
-    Finished,
-    Failed,
-}
-
-impl RequestStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestStatus::Requested => "requested",
-            RequestStatus::Dispatched => "dispatched",
-            RequestStatus::Running => "running",
-            RequestStatus::Finished => "finished",
-            RequestStatus::Failed => "failed",
-        }
-    }
-}
+pub use odp_api_types::{RequestKind, RequestStatus};
 
 #[derive(Debug, Clone)]
 pub struct NewRequest {
@@ -61,12 +22,14 @@ pub struct NewRequest {
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct RequestRow {
     pub id: Uuid,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: RequestKind,
     pub host: String,
     pub profile_id: Option<Uuid>,
     pub mode: Option<String>,
     pub requested_by: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: RequestStatus,
     pub status_reason: Option<String>,
     pub command_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,

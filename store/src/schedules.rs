@@ -8,7 +8,6 @@
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
 use odp_core::Target;
-use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -75,30 +74,7 @@ pub struct SchedulePatch {
     pub frequency_hz: Option<i32>,
 }
 
-/// What happened to one occurrence of a schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunOutcome {
-    /// A profile was started; `profile_id` links it.
-    Started,
-    /// Not fired: it fell due while no scheduler ran, or too long ago.
-    Missed,
-    /// Not fired: the target already had a live profile.
-    SkippedBusy,
-    /// Firing failed; `detail` says why.
-    Failed,
-}
-
-impl RunOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunOutcome::Started => "started",
-            RunOutcome::Missed => "missed",
-            RunOutcome::SkippedBusy => "skipped_busy",
-            RunOutcome::Failed => "failed",
-        }
-    }
-}
+pub use odp_api_types::RunOutcome;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ScheduleRunRow {
@@ -106,7 +82,8 @@ pub struct ScheduleRunRow {
     pub schedule_id: Uuid,
     pub scheduled_for: DateTime<Utc>,
     pub fired_at: DateTime<Utc>,
-    pub outcome: String,
+    #[sqlx(try_from = "String")]
+    pub outcome: RunOutcome,
     pub profile_id: Option<Uuid>,
     pub detail: Option<String>,
 }

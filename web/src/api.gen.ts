@@ -550,13 +550,12 @@ export interface components {
             host: string;
             /** Format: uuid */
             id: string;
-            /** @description deploy, undeploy or stop. */
-            kind: string;
+            kind: components["schemas"]["RequestKind"];
             mode?: string | null;
             /** Format: uuid */
             profile_id?: string | null;
             requested_by: string;
-            status: string;
+            status: components["schemas"]["RequestStatus"];
             status_reason?: string | null;
             /** Format: date-time */
             updated_at: string;
@@ -672,8 +671,7 @@ export interface components {
              * @description Matched samples, percent of the profile's samples.
              */
             share: number;
-            /** @description `pending`, `delivered` or `failed`. */
-            status: string;
+            status: components["schemas"]["DeliveryStatus"];
             /** Format: double */
             threshold_pct: number;
         };
@@ -693,6 +691,11 @@ export interface components {
             status_code?: number | null;
             success: boolean;
         };
+        /**
+         * @description Where a delivery stands.
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "delivered" | "failed";
         DeployResponse: {
             links: components["schemas"]["RequestLinks"];
             request: components["schemas"]["ControlRequest"];
@@ -1166,9 +1169,18 @@ export interface components {
             rule_id: string;
             /** Format: date-time */
             started_at?: string | null;
-            /** @description `pending`, `running`, `finished` or `failed`. */
-            status: string;
+            status: components["schemas"]["ReanalysisStatus"];
         };
+        /**
+         * @description Where a re-analysis stands.
+         * @enum {string}
+         */
+        ReanalysisStatus: "pending" | "running" | "finished" | "failed";
+        /**
+         * @description What a control request asks for.
+         * @enum {string}
+         */
+        RequestKind: "deploy" | "undeploy" | "stop";
         RequestLinks: {
             /** @description The request, to follow until it ends. */
             self: string;
@@ -1176,6 +1188,11 @@ export interface components {
         RequestList: {
             requests: components["schemas"]["ControlRequest"][];
         };
+        /**
+         * @description Where a control request stands.
+         * @enum {string}
+         */
+        RequestStatus: "requested" | "dispatched" | "running" | "finished" | "failed";
         /** @description A detection rule. */
         Rule: {
             /** Format: date-time */
@@ -1265,13 +1282,17 @@ export interface components {
         RulesResponse: {
             rules: components["schemas"]["Rule"][];
         };
+        /**
+         * @description What happened to one occurrence of a schedule.
+         * @enum {string}
+         */
+        RunOutcome: "started" | "missed" | "skipped_busy" | "failed";
         /** @description One firing of a schedule. */
         RunView: {
             detail?: string | null;
             /** Format: date-time */
             fired_at: string;
-            /** @description `started`, `skipped` or `failed`. */
-            outcome: string;
+            outcome: components["schemas"]["RunOutcome"];
             /** Format: uuid */
             profile_id?: string | null;
             /** Format: date-time */

@@ -210,14 +210,7 @@ async fn deliveries(
     load(&state, id).await?;
     let filter = DeliveryFilter {
         channel_id: id,
-        status: query.status.map(|s| {
-            match s {
-                DeliveryStatus::Pending => "pending",
-                DeliveryStatus::Delivered => "delivered",
-                DeliveryStatus::Failed => "failed",
-            }
-            .to_owned()
-        }),
+        status: query.status,
         before: query.before,
         limit,
     };
