@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use odp_api_types::SampleUnit;
 use odp_core::pprof::{self, PprofMeta};
-use odp_core::{folded, speedscope, WeightedStack};
+use odp_core::{folded, speedscope, EventKind, WeightedStack};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -36,7 +36,7 @@ pub(crate) struct Rendering {
     /// File name of downloads, without extension (`profile-<id>`).
     pub file_stem: String,
     /// What the counts measure (`cpu-clock`, ...), when known.
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     /// Nanoseconds one sample stands for, for time-based events.
     pub period_nanos: Option<i64>,
     pub duration_nanos: Option<i64>,
@@ -71,7 +71,7 @@ pub(crate) async fn render(
             let title = format!(
                 "{} ({})",
                 data.title,
-                data.event.as_deref().unwrap_or("samples")
+                data.event.map_or("samples", EventKind::as_str)
             );
             let svg = blocking(move || render_svg(&text, title)).await??;
             Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
@@ -80,7 +80,7 @@ pub(crate) async fn render(
             let disposition = format!("attachment; filename=\"{}.pb.gz\"", data.file_stem);
             let bytes = blocking(move || {
                 let meta = PprofMeta {
-                    event: data.event.unwrap_or_default(),
+                    event: data.event,
                     period_nanos: data.period_nanos,
                     duration_nanos: data.duration_nanos,
                     time_nanos: data.time_nanos,
@@ -127,12 +127,9 @@ fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
 /// What one sample of `event` stands for, each standing for `period` of
 /// its units: views multiply counts by it to show time (or bytes), so that
 /// a wall or off-CPU profile reads in seconds, not samples.
-pub(crate) fn sample_unit(event: Option<&str>, period: Option<f64>) -> SampleUnit {
-    let event = event.and_then(|e| e.parse::<odp_core::EventKind>().ok());
+pub(crate) fn sample_unit(event: Option<EventKind>, period: Option<f64>) -> SampleUnit {
     SampleUnit {
-        unit: event
-            .map_or("samples", odp_core::EventKind::unit)
-            .to_owned(),
+        unit: event.map_or("samples", EventKind::unit).to_owned(),
         period: period.filter(|p| *p > 0.0 && event.is_some()),
     }
 }
@@ -146,10 +143,8 @@ pub(crate) fn nanos_per_sample(units: &SampleUnit) -> Option<i64> {
 /// The period of a profile sampled at `frequency_hz` of `event`, when the
 /// event is time-based (its samples stand for a span of time): for the
 /// profiles stored before reads reported their windows' own period.
-pub(crate) fn period_nanos(event: Option<&str>, frequency_hz: i64) -> Option<i64> {
-    let timed = event
-        .and_then(|e| e.parse::<odp_core::EventKind>().ok())
-        .is_some_and(odp_core::EventKind::is_timed);
+pub(crate) fn period_nanos(event: Option<EventKind>, frequency_hz: i64) -> Option<i64> {
+    let timed = event.is_some_and(EventKind::is_timed);
     (timed && frequency_hz > 0).then(|| 1_000_000_000 / frequency_hz)
 }
 
@@ -162,7 +157,7 @@ mod tests {
         Rendering {
             title: "profile x".into(),
             file_stem: "profile-x".into(),
-            event: Some("cpu-clock".into()),
+            event: Some(EventKind::CpuClock),
             period_nanos: Some(10_000_000),
             duration_nanos: Some(1_000_000_000),
             time_nanos: None,
@@ -237,28 +232,34 @@ mod tests {
 
     #[test]
     fn sample_units_follow_the_event() {
-        let wall = sample_unit(Some("wall"), Some(10_101_010.1));
+        let wall = sample_unit(Some(EventKind::Wall), Some(10_101_010.1));
         assert_eq!(wall.unit, "nanoseconds");
         assert_eq!(nanos_per_sample(&wall), Some(10_101_010));
-        let bytes = sample_unit(Some("alloc-bytes"), Some(524_288.0));
+        let bytes = sample_unit(Some(EventKind::AllocBytes), Some(524_288.0));
         assert_eq!(
             (bytes.unit.as_str(), nanos_per_sample(&bytes)),
             ("bytes", None)
         );
         let unknown = sample_unit(None, Some(5.0));
         assert_eq!((unknown.unit.as_str(), unknown.period), ("samples", None));
-        assert_eq!(nanos_per_sample(&sample_unit(Some("off-cpu"), None)), None);
+        assert_eq!(
+            nanos_per_sample(&sample_unit(Some(EventKind::OffCpu), None)),
+            None
+        );
     }
 
     #[test]
     fn only_time_based_events_have_a_period() {
-        assert_eq!(period_nanos(Some("cpu-clock"), 100), Some(10_000_000));
-        assert_eq!(period_nanos(Some("cycles"), 100), None);
-        assert_eq!(period_nanos(Some("wall"), 0), None);
-        for timed in ["wall", "off-cpu", "lock"] {
+        assert_eq!(
+            period_nanos(Some(EventKind::CpuClock), 100),
+            Some(10_000_000)
+        );
+        assert_eq!(period_nanos(Some(EventKind::Cycles), 100), None);
+        assert_eq!(period_nanos(Some(EventKind::Wall), 0), None);
+        for timed in [EventKind::Wall, EventKind::OffCpu, EventKind::Lock] {
             assert_eq!(period_nanos(Some(timed), 1000), Some(1_000_000), "{timed}");
         }
-        assert_eq!(period_nanos(Some("alloc-bytes"), 100), None);
+        assert_eq!(period_nanos(Some(EventKind::AllocBytes), 100), None);
         assert_eq!(period_nanos(None, 99), None);
     }
 }

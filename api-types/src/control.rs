@@ -33,7 +33,8 @@ pub struct ControlRequest {
     pub kind: RequestKind,
     pub host: String,
     pub profile_id: Option<Uuid>,
-    pub mode: Option<String>,
+    /// How an undeploy stops the agent.
+    pub mode: Option<UndeployMode>,
     pub requested_by: String,
     pub status: RequestStatus,
     pub status_reason: Option<String>,

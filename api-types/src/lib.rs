@@ -8,9 +8,10 @@
 //! [`Target`], flame graph and diff trees, function shares, a target's
 //! runtime) live in `odp-core` and are re-exported here.
 
-/// An enum that travels as one of its snake_case names, in JSON and in
-/// the database's text columns: `as_str`, `Display`, `FromStr`, and
-/// `TryFrom<String>` (how the store reads a column into it).
+/// An enum that travels as one of its names (snake_case unless a variant
+/// is renamed), in JSON and in the database's text columns: `ALL`,
+/// `as_str`, `Display` and `FromStr` (how the store reads a column into
+/// it).
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
@@ -27,6 +28,8 @@ macro_rules! wire_enum {
         }
 
         impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
             pub fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text,)+
@@ -51,14 +54,6 @@ macro_rules! wire_enum {
                         value: other.to_owned(),
                     }),
                 }
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = $crate::UnknownValue;
-
-            fn try_from(text: String) -> Result<Self, $crate::UnknownValue> {
-                text.parse()
             }
         }
     };
@@ -105,4 +100,34 @@ impl std::error::Error for UnknownValue {}
 /// The default of `enabled` fields in create requests.
 pub(crate) fn enabled() -> bool {
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json_names_are_wire_names<T>(all: &[T], as_str: fn(&T) -> &'static str)
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        for value in all {
+            let json = serde_json::to_value(value).unwrap();
+            assert_eq!(json, as_str(value), "{value:?}");
+            assert_eq!(&serde_json::from_value::<T>(json).unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn every_wire_enum_shows_the_name_it_parses() {
+        json_names_are_wire_names(RequestKind::ALL, |v| v.as_str());
+        json_names_are_wire_names(RequestStatus::ALL, |v| v.as_str());
+        json_names_are_wire_names(ProfileMode::ALL, |v| v.as_str());
+        json_names_are_wire_names(DeliveryStatus::ALL, |v| v.as_str());
+        json_names_are_wire_names(ReanalysisStatus::ALL, |v| v.as_str());
+        json_names_are_wire_names(RunOutcome::ALL, |v| v.as_str());
+        json_names_are_wire_names(ChannelKind::ALL, |v| v.as_str());
+        for mode in ProfileMode::ALL {
+            assert_eq!(mode.as_str().parse::<ProfileMode>().unwrap(), *mode);
+        }
+    }
 }

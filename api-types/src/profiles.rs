@@ -5,9 +5,39 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
 use odp_core::runtime::ProfileRuntime;
-use odp_core::{ProfileStatus, Target};
+use odp_core::{EventKind, ProfileStatus, Target};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+wire_enum! {
+    /// What a profile measures. Profiles of different modes of one target
+    /// may run at the same time (a CPU and an allocation profile); two of
+    /// the same mode may not.
+    pub enum ProfileMode {
+        Cpu => "cpu",
+        Wall => "wall",
+        #[serde(rename = "off-cpu")]
+        OffCpu => "off-cpu",
+        Lock => "lock",
+        Alloc => "alloc",
+        Heap => "heap",
+    }
+}
+
+impl ProfileMode {
+    /// The mode of a profile measuring `event` (CPU when the agent's
+    /// default event is asked for).
+    pub fn of(event: Option<EventKind>) -> ProfileMode {
+        match event {
+            None | Some(EventKind::Cycles | EventKind::CpuClock) => ProfileMode::Cpu,
+            Some(EventKind::Wall) => ProfileMode::Wall,
+            Some(EventKind::OffCpu) => ProfileMode::OffCpu,
+            Some(EventKind::Lock) => ProfileMode::Lock,
+            Some(EventKind::AllocBytes) => ProfileMode::Alloc,
+            Some(EventKind::HeapBytes) => ProfileMode::Heap,
+        }
+    }
+}
 
 /// `POST /api/v1/profiles`: profile processes on a host, given by exactly
 /// one of `pid`, `process_name`, `cmdline` or `cgroup`.
@@ -160,15 +190,16 @@ pub struct Profile {
     pub host: String,
     pub service: String,
     pub target: Target,
-    /// What the profile measures: `cpu`, `off-cpu`, `wall`, `alloc`,
-    /// `heap` or `lock`; one live profile per mode and target.
-    pub mode: String,
+    /// One live profile per mode and target.
+    pub mode: ProfileMode,
     pub duration_ms: i64,
     pub frequency_hz: i32,
     pub status: ProfileStatus,
     pub status_reason: Option<String>,
     pub requested_by: String,
-    pub event: Option<String>,
+    /// What the agent measures, once it started (`cycles` or, without a
+    /// PMU, `cpu-clock` for a CPU profile).
+    pub event: Option<EventKind>,
     pub agent_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -6,6 +6,7 @@ use odp_core::diff::{DiffNode, FunctionChange};
 use odp_core::flamegraph::FlameNode;
 use odp_core::speedscope;
 use odp_core::stats::FunctionShare;
+use odp_core::EventKind;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -28,7 +29,7 @@ pub struct SampleUnit {
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct FlameGraphJson {
     pub profile_id: Uuid,
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     /// What one sample stands for: multiply counts by it for time.
     #[serde(flatten)]
     pub units: SampleUnit,
@@ -52,7 +53,7 @@ pub enum FlameGraphBody {
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct TopResponse {
     pub profile_id: Uuid,
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     #[serde(flatten)]
     pub units: SampleUnit,
     pub samples: u64,
@@ -77,7 +78,7 @@ pub struct AggregateJson {
     pub service: String,
     pub since: DateTime<Utc>,
     pub until: DateTime<Utc>,
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     /// What one sample stands for: multiply counts by it for time.
     #[serde(flatten)]
     pub units: SampleUnit,
@@ -103,7 +104,7 @@ pub enum AggregateBody {
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct SideSummary {
     pub label: String,
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     /// What one sample of this side stands for.
     #[serde(flatten)]
     pub units: SampleUnit,
@@ -129,7 +130,7 @@ pub struct TimelineWindow {
     pub host: String,
     pub window_start: DateTime<Utc>,
     pub window_end: DateTime<Utc>,
-    pub event: String,
+    pub event: EventKind,
     pub samples: i64,
     pub frequency_hz: i32,
 }

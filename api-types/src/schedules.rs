@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::enabled;
-use crate::profiles::ProfileOptions;
+use crate::profiles::{ProfileMode, ProfileOptions};
 
 /// `POST /api/v1/schedules`: the target as for a start (one of `pid`,
 /// `process_name`, `cmdline` or `cgroup`), and when to profile it.
@@ -97,7 +97,7 @@ pub struct Schedule {
     pub service: String,
     pub host: String,
     pub target: Target,
-    pub mode: String,
+    pub mode: ProfileMode,
     pub duration_secs: i32,
     pub frequency_hz: i32,
     pub window_secs: Option<i32>,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use odp_client::types::{CreateScheduleRequest, ProfileStatus, StartRequest, TopResponse};
 use odp_client::{ApiClient, ClientError};
+use odp_core::EventKind;
 use uuid::Uuid;
 
 #[derive(Debug, clap::Parser)]
@@ -306,10 +307,10 @@ async fn list(client: &ApiClient, filter: ListFilter, limit: u32) -> anyhow::Res
 
 fn print_top(top: &TopResponse) {
     let samples = top.samples;
-    let event = top.event.as_deref();
+    let event = top.event;
     println!(
         "{samples} {} samples{}",
-        event.unwrap_or(""),
+        event.map_or("", EventKind::as_str),
         crate::units::time_of(&top.units, event, samples)
     );
     println!("{:<40} {:>16} {:>8}", "function", "self", "total");

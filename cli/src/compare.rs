@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _};
 use odp_client::types::{AggregateJson, DiffJson, SideSummary};
 use odp_client::ApiClient;
 use odp_core::stats::top_functions;
+use odp_core::EventKind;
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum CompareCommand {
@@ -163,7 +164,7 @@ fn change_table(diff: &DiffJson) -> String {
             "{}: {} {} samples",
             side.label,
             side.samples,
-            side.event.as_deref().unwrap_or("")
+            side.event.map_or("", EventKind::as_str)
         )
     };
     let mut out = format!(
@@ -195,10 +196,10 @@ fn top_table(aggregate: &AggregateJson, limit: usize) -> String {
         .map(|h| format!("{} ({})", h.host, h.samples))
         .collect();
     let samples = aggregate.samples;
-    let event = aggregate.event.as_deref();
+    let event = aggregate.event;
     let mut out = format!(
         "{samples} {} samples{} of {} profiles on {} hosts: {}\n",
-        event.unwrap_or(""),
+        event.map_or("", EventKind::as_str),
         crate::units::time_of(&aggregate.units, event, samples),
         aggregate.profiles,
         hosts.len(),

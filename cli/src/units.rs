@@ -3,18 +3,19 @@
 //! `period`), so tables can say how long, not only how often.
 
 use odp_client::types::SampleUnit;
+use odp_core::EventKind;
 
 /// ` (1.52 s of wall time)` for an answer of `samples` samples of `event`
 /// whose unit is time, else nothing.
-pub(crate) fn time_of(units: &SampleUnit, event: Option<&str>, samples: u64) -> String {
+pub(crate) fn time_of(units: &SampleUnit, event: Option<EventKind>, samples: u64) -> String {
     let timed = units.unit == "nanoseconds";
     let Some(period) = units.period.filter(|_| timed) else {
         return String::new();
     };
     let what = match event {
-        Some("wall") => "wall time",
-        Some("off-cpu") => "time off CPU",
-        Some("lock") => "time waiting for locks",
+        Some(EventKind::Wall) => "wall time",
+        Some(EventKind::OffCpu) => "time off CPU",
+        Some(EventKind::Lock) => "time waiting for locks",
         _ => "CPU time",
     };
     format!(" ({} of {what})", duration(samples as f64 * period))
@@ -42,14 +43,17 @@ mod tests {
             period,
         };
         let wall = unit("nanoseconds", Some(10_101_010.0));
-        assert_eq!(time_of(&wall, Some("wall"), 100), " (1.01 s of wall time)");
+        assert_eq!(
+            time_of(&wall, Some(EventKind::Wall), 100),
+            " (1.01 s of wall time)"
+        );
         let off = unit("nanoseconds", Some(1e7));
         assert_eq!(
-            time_of(&off, Some("off-cpu"), 3),
+            time_of(&off, Some(EventKind::OffCpu), 3),
             " (30.0 ms of time off CPU)"
         );
         let bytes = unit("bytes", Some(512.0));
-        assert_eq!(time_of(&bytes, Some("alloc-bytes"), 3), "");
+        assert_eq!(time_of(&bytes, Some(EventKind::AllocBytes), 3), "");
         assert_eq!(time_of(&unit("samples", None), None, 3), "");
         assert_eq!(duration(812_000.0), "812 us");
     }

@@ -60,6 +60,31 @@ pub enum UndeployMode {
     Drain,
 }
 
+impl UndeployMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UndeployMode::Now => "now",
+            UndeployMode::Drain => "drain",
+        }
+    }
+}
+
+/// A name that is no undeploy mode.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown undeploy mode {0:?}")]
+pub struct UnknownUndeployMode(pub String);
+
+impl std::str::FromStr for UndeployMode {
+    type Err = UnknownUndeployMode;
+
+    fn from_str(text: &str) -> Result<Self, UnknownUndeployMode> {
+        [UndeployMode::Now, UndeployMode::Drain]
+            .into_iter()
+            .find(|m| m.as_str() == text)
+            .ok_or_else(|| UnknownUndeployMode(text.to_owned()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum CommandAction {
@@ -254,6 +279,16 @@ mod tests {
     use super::*;
 
     const NOW: i64 = 1_800_000_000;
+
+    #[test]
+    fn undeploy_modes_parse_the_names_they_travel_as() {
+        for mode in [UndeployMode::Now, UndeployMode::Drain] {
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json, mode.as_str());
+            assert_eq!(mode.as_str().parse::<UndeployMode>().unwrap(), mode);
+        }
+        assert!("later".parse::<UndeployMode>().is_err());
+    }
 
     fn start_command(host: &str) -> Command {
         Command {

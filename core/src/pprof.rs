@@ -16,7 +16,7 @@ use flate2::Compression;
 use prost::Message;
 use thiserror::Error;
 
-use crate::model::{display_name, WeightedStack};
+use crate::model::{display_name, EventKind, WeightedStack};
 use crate::snapshot::MAX_STACK_DEPTH;
 
 /// A decompressed profile larger than this is refused: it would be far
@@ -128,9 +128,8 @@ pub struct Function {
 /// What a profile's header says besides its stacks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PprofMeta {
-    /// What the counts measure (`cpu-clock`, `cycles`, ...); `samples`
-    /// when unknown.
-    pub event: String,
+    /// What the counts measure; `samples` when unknown.
+    pub event: Option<EventKind>,
     /// Nanoseconds one sample stands for, for time-based events: adds a
     /// second value, `cpu` (or `wall`) in nanoseconds.
     pub period_nanos: Option<i64>,
@@ -204,18 +203,18 @@ pub fn encode(stacks: &[WeightedStack], meta: &PprofMeta) -> Vec<u8> {
 /// location per distinct frame name, ids counting from 1.
 pub fn to_profile(stacks: &[WeightedStack], meta: &PprofMeta) -> Profile {
     let mut strings = StringTable::default();
-    let event = if meta.event.is_empty() {
-        "samples"
-    } else {
-        meta.event.as_str()
-    };
+    let event = meta.event.map_or("samples", EventKind::as_str);
     let mut sample_type = vec![ValueType {
         r#type: strings.intern(event),
         unit: strings.intern("count"),
     }];
     let period = meta.period_nanos.filter(|&p| p > 0);
     let period_type = period.map(|_| ValueType {
-        r#type: strings.intern(if event == "wall" { "wall" } else { "cpu" }),
+        r#type: strings.intern(if meta.event == Some(EventKind::Wall) {
+            "wall"
+        } else {
+            "cpu"
+        }),
         unit: strings.intern("nanoseconds"),
     });
     sample_type.extend(period_type.clone());

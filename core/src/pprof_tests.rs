@@ -12,7 +12,7 @@ fn ws(frames: &[&str], count: u64) -> WeightedStack {
 
 fn meta(event: &str, period_nanos: Option<i64>) -> PprofMeta {
     PprofMeta {
-        event: event.into(),
+        event: Some(event.parse().unwrap()),
         period_nanos,
         duration_nanos: Some(3_000_000_000),
         time_nanos: Some(1_700_000_000_000_000_000),

@@ -91,14 +91,6 @@ impl FromStr for ProfileStatus {
     }
 }
 
-impl TryFrom<String> for ProfileStatus {
-    type Error = UnknownStatus;
-
-    fn try_from(text: String) -> Result<Self, UnknownStatus> {
-        text.parse()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,7 +181,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     // The pipeline stores the last window a moment after the agent says
     // the profile finished; wait until the counts settle.
     let top = settled_top(&client, id).await?;
-    print_top(&top, profile.event.as_deref().unwrap_or("samples"));
+    print_top(&top, profile.event.map_or("samples", |e| e.as_str()));
     if let Some(share) = demo_share {
         println!(
             "  (the demo kept {:.0}% of a CPU busy: one agent sampling it {} s at {} Hz takes about {:.0})",

@@ -183,7 +183,7 @@ async fn main() {
     assert_eq!(merged.samples, samples);
     let distinct = merged.stacks.len() as i64;
     let meta = PprofMeta {
-        event: "cpu-clock".into(),
+        event: Some(odp_core::EventKind::CpuClock),
         ..PprofMeta::default()
     };
     let pprof_merged = pprof::encode(&merged.stacks, &meta).len();

@@ -33,6 +33,8 @@ struct Outcome {
     cpu_shares: Vec<f64>,
     event: EventKind,
     runtime: LanguageRuntime,
+    /// The processes sampled when the profile started.
+    pids: Vec<u32>,
     snapshots: Vec<Snapshot>,
     result: Result<FinishReason, String>,
 }
@@ -74,7 +76,12 @@ fn run_spec(plugins: &Plugins, spec: &ProfileSpec) -> Outcome {
     let mut cpu_shares = Vec::new();
     for event in events {
         match event {
-            RunnerEvent::Started { event, runtime, .. } => started = Some((event, runtime)),
+            RunnerEvent::Started {
+                event,
+                runtime,
+                pids,
+                ..
+            } => started = Some((event, runtime, pids)),
             RunnerEvent::Window(s) => snapshots.push(*s),
             RunnerEvent::Cost(CostEventKind::WindowStats {
                 cpu_share: Some(share),
@@ -85,11 +92,13 @@ fn run_spec(plugins: &Plugins, spec: &ProfileSpec) -> Outcome {
             RunnerEvent::Failed(e) => result = Some(Err(e)),
         }
     }
-    let (event, runtime) = started.unwrap_or((EventKind::Wall, LanguageRuntime::native()));
+    let (event, runtime, pids) =
+        started.unwrap_or((EventKind::Wall, LanguageRuntime::native(), Vec::new()));
     Outcome {
         cpu_shares,
         event,
         runtime,
+        pids,
         snapshots,
         result: result.expect("the profile must report its end"),
     }
@@ -384,47 +393,15 @@ fn a_python_target_matched_with_a_native_process_samples_the_python_one() {
         target: Target::CommandLine("hot_python\\.py".into()),
         ..support::profile_spec(python.0, Duration::from_secs(3), 99)
     };
-    let (_stop_tx, stop_rx) = mpsc::channel();
-    let mut events = Vec::new();
-    sampling_thread::run(
-        &Plugins::default(),
-        &ProcFs::default(),
-        &spec,
-        &stop_rx,
-        |e| {
-            events.push(e);
-            true
-        },
-    );
-    let started = events.iter().find_map(|e| match e {
-        RunnerEvent::Started { runtime, pids, .. } => Some((runtime.language, pids.clone())),
-        _ => None,
-    });
-    let failed = events.iter().find_map(|e| match e {
-        RunnerEvent::Failed(reason) => Some(reason.clone()),
-        _ => None,
-    });
+    let outcome = run_spec(&Plugins::default(), &spec);
     assert_eq!(
-        started,
-        Some((Language::Python, vec![python.0])),
-        "{failed:?}"
+        (outcome.runtime.language, outcome.pids),
+        (Language::Python, vec![python.0]),
+        "{:?}",
+        outcome.result
     );
-    assert!(
-        matches!(
-            events.last(),
-            Some(RunnerEvent::Finished(FinishReason::DurationElapsed))
-        ),
-        "the profile ends well: {:?}",
-        events.last()
-    );
-    let windows: Vec<Snapshot> = events
-        .into_iter()
-        .filter_map(|e| match e {
-            RunnerEvent::Window(s) => Some(*s),
-            _ => None,
-        })
-        .collect();
-    let (ranked, total) = ranked_functions(&windows);
+    assert_eq!(outcome.result, Ok(FinishReason::DurationElapsed));
+    let (ranked, total) = ranked_functions(&outcome.snapshots);
     assert!(total >= 100, "only {total} samples");
     assert_eq!(
         first_of(&ranked, &["crunch_numbers", "light_work"]),

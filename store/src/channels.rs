@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::alerts::CHANNEL_COLUMNS;
+use crate::columns::Text;
 use crate::{ChannelRow, Result};
 
 /// A change to a channel; `None` fields stay as they are. The caller
@@ -50,7 +51,7 @@ pub struct DeliveryRow {
     pub share: f64,
     pub threshold_pct: f64,
     pub detected_at: DateTime<Utc>,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<DeliveryStatus>")]
     pub status: DeliveryStatus,
     pub attempts: i32,
     /// When a pending delivery is next tried; `None` once it ended.

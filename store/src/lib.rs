@@ -11,6 +11,7 @@ mod agents;
 mod alerts;
 mod blocks;
 mod channels;
+mod columns;
 mod detections;
 pub mod downsample;
 mod imports;
@@ -51,7 +52,7 @@ pub use imports::import_profile;
 pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome};
 pub use pool::{connect_with, PoolConfig};
 pub use profiles::{
-    mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileRow, ProfileStatus, Profiles,
+    Inserted, Labels, NewProfile, ProfileFilter, ProfileMode, ProfileRow, ProfileStatus, Profiles,
 };
 pub use query::{profile_frames, profile_stacks, ProfileStacks};
 pub use read::{read, HostView, Read, ReadResult, ReadScope};
@@ -89,9 +90,9 @@ pub enum StoreError {
     /// added (see [`read::Read::event`]).
     #[error(
         "the profiles read measure different events ({}): choose one with `event`",
-        .0.join(", ")
+        .0.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
     )]
-    MixedEvents(Vec<String>),
+    MixedEvents(Vec<odp_core::EventKind>),
 }
 
 impl StoreError {

@@ -7,8 +7,10 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::columns::{OptionalText, Text};
 use crate::{Result, StoreError};
 
+pub use odp_api_types::ProfileMode;
 pub use odp_core::ProfileStatus;
 
 #[derive(Debug, Clone)]
@@ -22,24 +24,9 @@ pub struct NewProfile {
     pub frequency_hz: i32,
     pub requested_by: String,
     pub labels: Labels,
-    /// `cpu`, `wall`, `off-cpu`, `lock`, `alloc` or `heap` (see [`mode_of`]): one live profile per
-    /// (host, mode, target).
-    pub mode: String,
+    /// One live profile per (host, mode, target).
+    pub mode: ProfileMode,
     pub options: StartOptions,
-}
-
-/// The mode of a profile measuring `event`: profiles of different modes
-/// of one target may run at the same time (a CPU and an allocation
-/// profile), two of the same mode may not.
-pub fn mode_of(event: Option<EventKind>) -> &'static str {
-    match event {
-        None | Some(EventKind::Cycles | EventKind::CpuClock) => "cpu",
-        Some(EventKind::Wall) => "wall",
-        Some(EventKind::OffCpu) => "off-cpu",
-        Some(EventKind::Lock) => "lock",
-        Some(EventKind::AllocBytes) => "alloc",
-        Some(EventKind::HeapBytes) => "heap",
-    }
 }
 
 /// A profile's labels: sorted, so they print and compare the same way.
@@ -77,14 +64,16 @@ pub struct ProfileRow {
     pub service: String,
     #[sqlx(json)]
     pub target: Target,
-    pub mode: String,
+    #[sqlx(try_from = "Text<ProfileMode>")]
+    pub mode: ProfileMode,
     pub duration_ms: i64,
     pub frequency_hz: i32,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<ProfileStatus>")]
     pub status: ProfileStatus,
     pub status_reason: Option<String>,
     pub requested_by: String,
-    pub event: Option<String>,
+    #[sqlx(try_from = "OptionalText<EventKind>")]
+    pub event: Option<EventKind>,
     pub agent_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -155,7 +144,7 @@ impl Profiles {
         .bind(&p.requested_by)
         .bind(&p.idempotency_key)
         .bind(Json(&p.labels))
-        .bind(&p.mode)
+        .bind(p.mode.as_str())
         .bind(Json(&p.options))
         .fetch_one(&self.pool)
         .await;
@@ -185,7 +174,7 @@ impl Profiles {
                 )
                 .bind(&p.host)
                 .bind(Json(&p.target))
-                .bind(&p.mode)
+                .bind(p.mode.as_str())
                 .fetch_optional(&self.pool)
                 .await?;
                 match row {

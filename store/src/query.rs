@@ -18,7 +18,7 @@ use crate::{Result, StoreError};
 pub struct ProfileStacks {
     /// The event the samples measure (the first one stored when, unusually,
     /// a profile reported several).
-    pub event: Option<String>,
+    pub event: Option<odp_core::EventKind>,
     pub snapshots: i64,
     pub samples: u64,
     pub stacks: Vec<WeightedStack>,
@@ -28,7 +28,7 @@ pub struct ProfileStacks {
 pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileStacks> {
     let result = read(pool, &Read::profile(profile_id)).await?;
     Ok(ProfileStacks {
-        event: result.event.clone(),
+        event: result.event,
         snapshots: result.snapshots,
         samples: result.samples(),
         stacks: result.stacks(),

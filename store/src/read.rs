@@ -99,7 +99,7 @@ impl HostView {
 #[derive(Debug, Clone, Default)]
 pub struct ReadResult {
     /// `None` when nothing matched.
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     pub profiles: u64,
     pub snapshots: i64,
     /// Sorted by host.
@@ -153,15 +153,13 @@ impl ReadResult {
 /// Reads `read`: see the module documentation.
 pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
     let groups = window_groups(pool, read).await?;
-    let mut events: Vec<&str> = groups.iter().map(|g| g.event.as_str()).collect();
-    events.sort_unstable();
+    let mut events: Vec<EventKind> = groups.iter().map(|g| g.event).collect();
+    events.sort_unstable_by_key(|e| e.as_str());
     events.dedup();
     if events.len() > 1 {
-        return Err(StoreError::MixedEvents(
-            events.into_iter().map(str::to_owned).collect(),
-        ));
+        return Err(StoreError::MixedEvents(events));
     }
-    let Some(event) = events.first().map(|e| (*e).to_owned()) else {
+    let Some(&event) = events.first() else {
         return Ok(ReadResult::default());
     };
     let mut hosts: BTreeMap<String, HostView> = BTreeMap::new();
@@ -201,7 +199,6 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
     };
     let loaded = started.elapsed();
     let host_filter: Vec<String> = hosts.keys().cloned().collect();
-    let event_kind = event.parse::<EventKind>().ok();
     let read_owned = read.clone();
     let selected = tokio::task::spawn_blocking(move || {
         let selection = Selection {
@@ -210,7 +207,7 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
             until_ms: read_owned.to.map(|t| t.timestamp_millis()),
             stacks: Some(&read_owned.stacks),
             hosts: Some(&host_filter),
-            event: event_kind,
+            event: Some(event),
         };
         select_all(&profiles, &rollups, &selection)
     })
@@ -413,7 +410,7 @@ fn common_period(sums: &[&NodeSums]) -> Option<f64> {
 /// Per (host, event): windows and profiles.
 struct WindowGroup {
     host: String,
-    event: String,
+    event: EventKind,
     windows: i64,
     profiles: Vec<Uuid>,
 }
@@ -429,15 +426,19 @@ async fn window_groups(pool: &PgPool, read: &Read) -> Result<Vec<WindowGroup>> {
     }
     qb.push(" group by n.host, n.event");
     let rows: Vec<(String, String, i64, Vec<Uuid>)> = qb.build_query_as().fetch_all(pool).await?;
-    Ok(rows
-        .into_iter()
-        .map(|(host, event, windows, profiles)| WindowGroup {
-            host,
-            event,
-            windows,
-            profiles,
+    rows.into_iter()
+        .map(|(host, event, windows, profiles)| {
+            let event = event
+                .parse()
+                .map_err(|e| StoreError::Corrupt(format!("windows of {host}: {e}")))?;
+            Ok(WindowGroup {
+                host,
+                event,
+                windows,
+                profiles,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Appends the conditions on windows (aliased `n`) after a `where`.

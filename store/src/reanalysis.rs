@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 pub use odp_api_types::ReanalysisStatus;
 
+use crate::columns::Text;
 use crate::Result;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,7 +22,7 @@ pub struct Reanalysis {
     pub rule_id: String,
     pub requested_by: String,
     pub requested_at: DateTime<Utc>,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<ReanalysisStatus>")]
     pub status: ReanalysisStatus,
     /// Profiles to evaluate, known once a worker starts the job.
     pub profiles_total: Option<i64>,

@@ -6,8 +6,10 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::columns::{OptionalText, Text};
 use crate::{Result, StoreError};
 
+use odp_api_types::UndeployMode;
 pub use odp_api_types::{RequestKind, RequestStatus};
 
 #[derive(Debug, Clone)]
@@ -15,20 +17,21 @@ pub struct NewRequest {
     pub kind: RequestKind,
     pub host: String,
     pub profile_id: Option<Uuid>,
-    pub mode: Option<String>,
+    pub mode: Option<UndeployMode>,
     pub requested_by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct RequestRow {
     pub id: Uuid,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<RequestKind>")]
     pub kind: RequestKind,
     pub host: String,
     pub profile_id: Option<Uuid>,
-    pub mode: Option<String>,
+    #[sqlx(try_from = "OptionalText<UndeployMode>")]
+    pub mode: Option<UndeployMode>,
     pub requested_by: String,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<RequestStatus>")]
     pub status: RequestStatus,
     pub status_reason: Option<String>,
     pub command_id: Option<Uuid>,
@@ -110,7 +113,7 @@ impl Requests {
         .bind(request.kind.as_str())
         .bind(&request.host)
         .bind(request.profile_id)
-        .bind(&request.mode)
+        .bind(request.mode.map(UndeployMode::as_str))
         .bind(&request.requested_by)
         .fetch_one(&self.pool)
         .await?;

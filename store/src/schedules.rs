@@ -12,6 +12,8 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use crate::columns::Text;
+use crate::profiles::ProfileMode;
 use crate::{Result, StoreError};
 
 /// The `pg_try_advisory_xact_lock` key scheduler transactions take: only
@@ -33,8 +35,7 @@ pub struct NewSchedule {
     pub enabled: bool,
     pub created_by: String,
     pub next_run_at: Option<DateTime<Utc>>,
-    /// See [`crate::profiles::mode_of`].
-    pub mode: String,
+    pub mode: ProfileMode,
     pub options: StartOptions,
 }
 
@@ -46,7 +47,8 @@ pub struct ScheduleRow {
     pub host: String,
     #[sqlx(json)]
     pub target: Target,
-    pub mode: String,
+    #[sqlx(try_from = "Text<ProfileMode>")]
+    pub mode: ProfileMode,
     pub duration_secs: i32,
     pub frequency_hz: i32,
     pub window_secs: Option<i32>,
@@ -82,7 +84,7 @@ pub struct ScheduleRunRow {
     pub schedule_id: Uuid,
     pub scheduled_for: DateTime<Utc>,
     pub fired_at: DateTime<Utc>,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<RunOutcome>")]
     pub outcome: RunOutcome,
     pub profile_id: Option<Uuid>,
     pub detail: Option<String>,
@@ -162,7 +164,7 @@ impl Schedules {
         .bind(s.enabled)
         .bind(&s.created_by)
         .bind(s.next_run_at)
-        .bind(&s.mode)
+        .bind(s.mode.as_str())
         .bind(Json(&s.options))
         .fetch_one(&self.pool)
         .await;

@@ -3,35 +3,50 @@
 
 use chrono::{DateTime, Utc};
 pub use odp_api_types::TimelineWindow;
+use odp_core::EventKind;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::columns::Text;
 use crate::Result;
 
 /// A profile's windows in time order, of its first event only.
 pub async fn profile_timeline(pool: &PgPool, profile_id: Uuid) -> Result<Vec<TimelineWindow>> {
-    Ok(
-        sqlx::query_as::<_, (String, DateTime<Utc>, DateTime<Utc>, String, i64, i32)>(
-            "select host, window_start, window_end, event, samples, frequency_hz
+    Ok(sqlx::query_as::<_, TimelineRow>(
+        "select host, window_start, window_end, event, samples, frequency_hz
          from snapshots
          where profile_id = $1
            and event = (select event from snapshots where profile_id = $1 order by id limit 1)
          order by window_start, id",
-        )
-        .bind(profile_id)
-        .fetch_all(pool)
-        .await?
-        .into_iter()
-        .map(
-            |(host, window_start, window_end, event, samples, frequency_hz)| TimelineWindow {
-                host,
-                window_start,
-                window_end,
-                event,
-                samples,
-                frequency_hz,
-            },
-        )
-        .collect(),
     )
+    .bind(profile_id)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(TimelineWindow::from)
+    .collect())
+}
+
+#[derive(sqlx::FromRow)]
+struct TimelineRow {
+    host: String,
+    window_start: DateTime<Utc>,
+    window_end: DateTime<Utc>,
+    #[sqlx(try_from = "Text<EventKind>")]
+    event: EventKind,
+    samples: i64,
+    frequency_hz: i32,
+}
+
+impl From<TimelineRow> for TimelineWindow {
+    fn from(row: TimelineRow) -> Self {
+        TimelineWindow {
+            host: row.host,
+            window_start: row.window_start,
+            window_end: row.window_end,
+            event: row.event,
+            samples: row.samples,
+            frequency_hz: row.frequency_hz,
+        }
+    }
 }

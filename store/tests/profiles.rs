@@ -3,10 +3,14 @@
 //! allowed moves, label filters, and the row as the API shows it.
 
 use odp_api_types::Profile;
+use odp_core::command::UndeployMode;
 use odp_core::cost::StartOptions;
 use odp_core::{EventKind, Target};
 use odp_devstack::{Stack, StackOptions};
-use odp_store::{mode_of, Inserted, Labels, NewProfile, ProfileFilter, ProfileStatus, Profiles};
+use odp_store::{
+    Inserted, Labels, NewProfile, NewRequest, ProfileFilter, ProfileMode, ProfileStatus, Profiles,
+    RequestKind, Requests,
+};
 use uuid::Uuid;
 
 fn request(host: &str, target: Target, event: Option<EventKind>, key: Option<&str>) -> NewProfile {
@@ -20,7 +24,7 @@ fn request(host: &str, target: Target, event: Option<EventKind>, key: Option<&st
         frequency_hz: 99,
         requested_by: "ci".into(),
         labels: Labels::from([("env".into(), "prod".into())]),
-        mode: mode_of(event).into(),
+        mode: ProfileMode::of(event),
         options: StartOptions {
             event,
             ..StartOptions::default()
@@ -59,7 +63,7 @@ async fn one_live_profile_per_target_and_mode_and_retries_replay() {
     let off_cpu = request("h1", java.clone(), Some(EventKind::OffCpu), None);
     assert!(matches!(
         profiles.insert(&off_cpu).await.unwrap(),
-        Inserted::Created(row) if row.mode == "off-cpu"
+        Inserted::Created(row) if row.mode == ProfileMode::OffCpu
     ));
     let elsewhere = request("h2", java.clone(), None, None);
     assert!(matches!(
@@ -107,7 +111,7 @@ async fn lifecycle_moves_only_forward_and_rows_map_to_the_api() {
     assert_eq!(shown.id, new.id);
     assert_eq!(shown.status, ProfileStatus::Failed);
     assert_eq!(shown.status_reason.as_deref(), Some("agent lost"));
-    assert_eq!(shown.mode, "wall");
+    assert_eq!(shown.mode, ProfileMode::Wall);
     assert_eq!(shown.target, Target::Pid(42));
     assert_eq!(shown.options.event, Some(EventKind::Wall));
     assert_eq!(shown.labels, new.labels);
@@ -129,4 +133,51 @@ async fn lifecycle_moves_only_forward_and_rows_map_to_the_api() {
         ..labelled
     };
     assert!(profiles.list(&other_env).await.unwrap().is_empty());
+}
+
+/// Events, modes and undeploy modes are text columns read into their
+/// enums: a name no version of ODP wrote fails the read instead of
+/// reaching the API as a string.
+#[tokio::test]
+async fn wire_names_read_back_as_their_enums() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let profiles = Profiles::new(pool.clone());
+    let new = request("h1", Target::Pid(7), Some(EventKind::OffCpu), None);
+    profiles.insert(&new).await.unwrap();
+    let row = profiles.get(new.id).await.unwrap().unwrap();
+    assert_eq!((row.mode, row.event), (ProfileMode::OffCpu, None));
+
+    let set_event = |event: &'static str| {
+        sqlx::query("update profiles set event = $1 where id = $2")
+            .bind(event)
+            .bind(new.id)
+            .execute(&pool)
+    };
+    set_event("off-cpu").await.unwrap();
+    let row = profiles.get(new.id).await.unwrap().unwrap();
+    assert_eq!(row.event, Some(EventKind::OffCpu));
+    set_event("off_cpu").await.unwrap();
+    let err = profiles.get(new.id).await.unwrap_err().to_string();
+    assert!(err.contains("off_cpu"), "{err}");
+
+    let requests = Requests::new(pool.clone());
+    let drain = NewRequest {
+        kind: RequestKind::Undeploy,
+        host: "h1".into(),
+        profile_id: None,
+        mode: Some(UndeployMode::Drain),
+        requested_by: "ops".into(),
+    };
+    let created = requests.insert(&drain).await.unwrap().unwrap();
+    let read = requests.get(created.id).await.unwrap().unwrap();
+    assert_eq!(read.mode, Some(UndeployMode::Drain));
+    let stop = NewRequest {
+        kind: RequestKind::Stop,
+        profile_id: Some(new.id),
+        mode: None,
+        ..drain
+    };
+    let created = requests.insert(&stop).await.unwrap().unwrap();
+    assert_eq!(requests.get(created.id).await.unwrap().unwrap().mode, None);
 }

@@ -104,7 +104,7 @@ fn folded(stacks: &[WeightedStack]) -> String {
 
 fn gzip_pprof(stacks: &[WeightedStack]) -> Vec<u8> {
     let meta = PprofMeta {
-        event: "cpu-clock".into(),
+        event: Some(odp_core::EventKind::CpuClock),
         ..PprofMeta::default()
     };
     pprof::encode(stacks, &meta)

@@ -3,7 +3,7 @@
 //! command, bad combinations are refused before dispatch, and a profile
 //! shows what the agent reported about the target's runtime.
 
-use odp_client::types::ProfileStatus;
+use odp_client::types::{ProfileMode, ProfileStatus};
 use std::time::Duration;
 
 use odp_core::runtime::LibraryKind;
@@ -80,7 +80,7 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
         .await
         .unwrap();
     assert_eq!(failed.status, ProfileStatus::Failed, "{failed:?}");
-    assert_eq!(failed.mode, "alloc", "{failed:?}");
+    assert_eq!(failed.mode, ProfileMode::Alloc, "{failed:?}");
     let reason = failed.status_reason.as_deref().unwrap_or_default();
     assert!(reason.contains("cannot measure alloc-bytes"), "{failed:?}");
     // The same mode twice is.
@@ -95,7 +95,7 @@ async fn start_options_reach_the_agent_and_runtime_comes_back() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     assert_eq!(done.status, ProfileStatus::Finished, "{done:?}");
-    assert_eq!(done.mode, "cpu");
+    assert_eq!(done.mode, ProfileMode::Cpu);
     // The options exactly as the API shows them: read raw, since decoding
     // would fill in FDA settings the reply left out.
     let shown = client

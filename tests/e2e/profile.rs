@@ -2,6 +2,7 @@
 //! known CPU split in the stored flame graph.
 
 use odp_client::types::ProfileStatus;
+use odp_core::EventKind;
 use std::time::Duration;
 
 use serde_json::json;
@@ -39,7 +40,7 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         h.platform.logs()
     );
     assert!(
-        matches!(profile.event.as_deref(), Some("cpu-clock" | "cycles")),
+        matches!(profile.event, Some(EventKind::CpuClock | EventKind::Cycles)),
         "the agent says which event it sampled: {profile:?}"
     );
 

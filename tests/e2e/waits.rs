@@ -4,7 +4,7 @@
 //! contention issue raised by the pipeline; a CPU profile of the same
 //! program beside it; and the views that refuse to add the two.
 
-use odp_client::types::ProfileStatus;
+use odp_client::types::{ProfileMode, ProfileStatus};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -87,7 +87,7 @@ async fn off_cpu_profiles_through_the_api_odpctl_and_detection() {
         .await
         .unwrap();
     assert_eq!(off.status, ProfileStatus::Finished, "{off:?}");
-    assert_eq!(off.mode, "off-cpu", "{off:?}");
+    assert_eq!(off.mode, ProfileMode::OffCpu, "{off:?}");
     assert_eq!(off.options.min_wait_us, Some(1), "{off:?}");
 
     let flame = client

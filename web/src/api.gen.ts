@@ -501,7 +501,7 @@ export interface components {
         AggregateBody: components["schemas"]["AggregateJson"] | components["schemas"]["SpeedscopeFile"];
         /** @description A service's flame graph across its hosts and a time range. */
         AggregateJson: components["schemas"]["SampleUnit"] & {
-            event?: string | null;
+            event?: null | components["schemas"]["EventKind"];
             hosts: components["schemas"]["HostSummary"][];
             /** Format: int64 */
             profiles: number;
@@ -551,7 +551,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             kind: components["schemas"]["RequestKind"];
-            mode?: string | null;
+            mode?: null | components["schemas"]["UndeployMode"];
             /** Format: uuid */
             profile_id?: string | null;
             requested_by: string;
@@ -881,7 +881,7 @@ export interface components {
         FlameGraphBody: components["schemas"]["FlameGraphJson"] | components["schemas"]["SpeedscopeFile"];
         /** @description A profile's flame graph tree (`format=json`). */
         FlameGraphJson: components["schemas"]["SampleUnit"] & {
-            event?: string | null;
+            event?: null | components["schemas"]["EventKind"];
             /** Format: uuid */
             profile_id: string;
             root: components["schemas"]["FlameNode"];
@@ -1039,7 +1039,7 @@ export interface components {
             created_at: string;
             /** Format: int64 */
             duration_ms: number;
-            event?: string | null;
+            event?: null | components["schemas"]["EventKind"];
             /** Format: date-time */
             finished_at?: string | null;
             /** Format: int32 */
@@ -1051,11 +1051,8 @@ export interface components {
                 [key: string]: string;
             };
             links: components["schemas"]["ProfileLinks"];
-            /**
-             * @description What the profile measures: `cpu`, `off-cpu`, `wall`, `alloc`,
-             *     `heap` or `lock`; one live profile per mode and target.
-             */
-            mode: string;
+            /** @description One live profile per mode and target. */
+            mode: components["schemas"]["ProfileMode"];
             /**
              * @description The plugin, event and cost control the start asked for (the start
              *     request's `options`, as the agent received them); `{}` for the
@@ -1082,6 +1079,13 @@ export interface components {
             stop: string;
             top: string;
         };
+        /**
+         * @description What a profile measures. Profiles of different modes of one target
+         *     may run at the same time (a CPU and an allocation profile); two of
+         *     the same mode may not.
+         * @enum {string}
+         */
+        ProfileMode: "cpu" | "wall" | "off-cpu" | "lock" | "alloc" | "heap";
         /**
          * @description Plugin, event and cost control of a start or of a schedule's runs;
          *     absent fields take the agent's defaults.
@@ -1345,7 +1349,7 @@ export interface components {
             id: string;
             /** Format: date-time */
             last_run_at?: string | null;
-            mode: string;
+            mode: components["schemas"]["ProfileMode"];
             name: string;
             /** Format: date-time */
             next_run_at?: string | null;
@@ -1368,7 +1372,7 @@ export interface components {
         };
         /** @description One side of a diff. */
         SideSummary: components["schemas"]["SampleUnit"] & {
-            event?: string | null;
+            event?: null | components["schemas"]["EventKind"];
             label: string;
             /** Format: int64 */
             profiles: number;
@@ -1530,7 +1534,7 @@ export interface components {
         };
         /** @description One window of a profile on one host. */
         TimelineWindow: {
-            event: string;
+            event: components["schemas"]["EventKind"];
             /** Format: int32 */
             frequency_hz: number;
             host: string;
@@ -1543,7 +1547,7 @@ export interface components {
         };
         /** @description A profile's hottest functions. */
         TopResponse: components["schemas"]["SampleUnit"] & {
-            event?: string | null;
+            event?: null | components["schemas"]["EventKind"];
             /** @description Hottest first by self samples. */
             functions: components["schemas"]["FunctionShare"][];
             /** Format: uuid */

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { amount, duration, isTimed, totalText, wholeOf } from '../src/units';
+import { amount, duration, isTimed, totalText, wholeOf, type SampleUnit } from '../src/units';
 
 describe('sample units', () => {
-  const wall = { event: 'wall', unit: 'nanoseconds', period: 10_101_010.1 };
-  const offCpu = { event: 'off-cpu', unit: 'nanoseconds', period: 1e7 };
-  const alloc = { event: 'alloc-bytes', unit: 'bytes', period: 524_288 };
+  const wall: SampleUnit = { event: 'wall', unit: 'nanoseconds', period: 10_101_010.1 };
+  const offCpu: SampleUnit = { event: 'off-cpu', unit: 'nanoseconds', period: 1e7 };
+  const alloc: SampleUnit = { event: 'alloc-bytes', unit: 'bytes', period: 524_288 };
 
   it('reads timed samples as time', () => {
     expect(isTimed(wall)).toBe(true);

@@ -265,7 +265,7 @@ async fn aggregate(
     let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
     let result = std::sync::Arc::new(result);
     let (root, stacks) = shape(result.clone(), format, tree).await?;
-    let units = sample_unit(result.event.as_deref(), result.period);
+    let units = sample_unit(result.event, result.period);
     let rendering = Rendering {
         title: format!(
             "{} on {} hosts, {} .. {}",
@@ -275,7 +275,7 @@ async fn aggregate(
             query.until.to_rfc3339()
         ),
         file_stem: format!("aggregate-{}", query.service),
-        event: result.event.clone(),
+        event: result.event,
         // Profiles sampled at different rates are weighted to one period.
         period_nanos: nanos_per_sample(&units),
         duration_nanos: None,

@@ -211,8 +211,8 @@ async fn load_side(
     Ok(LoadedSide {
         summary: SideSummary {
             label,
-            event: result.event.clone(),
-            units: sample_unit(result.event.as_deref(), result.period),
+            event: result.event,
+            units: sample_unit(result.event, result.period),
             samples: result.samples(),
             profiles: result.profiles,
         },
@@ -276,7 +276,7 @@ async fn diff_handler(
                 "{} vs {} ({})",
                 baseline.summary.label,
                 target.summary.label,
-                target.summary.event.as_deref().unwrap_or("samples")
+                target.summary.event.map_or("samples", |e| e.as_str())
             );
             let svg = tokio::task::spawn_blocking(move || {
                 render_svg(&baseline.stacks, &target.stacks, title)

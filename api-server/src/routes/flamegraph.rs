@@ -96,13 +96,13 @@ async fn flame_graph(
     let (root, stacks) = shape(data.clone(), query.format, tree).await?;
     let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
     let (started, finished) = (nanos(row.started_at), nanos(row.finished_at));
-    let event = data.event.clone().or(row.event);
-    let units = sample_unit(event.as_deref(), data.period);
+    let event = data.event.or(row.event);
+    let units = sample_unit(event, data.period);
     let rendering = Rendering {
         title: format!("profile {id}"),
         file_stem: format!("profile-{id}"),
         period_nanos: nanos_per_sample(&units)
-            .or_else(|| period_nanos(event.as_deref(), row.frequency_hz.into())),
+            .or_else(|| period_nanos(event, row.frequency_hz.into())),
         event,
         duration_nanos: started.zip(finished).map(|(s, f)| f - s),
         time_nanos: started,
@@ -185,8 +185,8 @@ async fn top(
     let data = read_profile(&state.pool, id, slice).await?;
     let response = TopResponse {
         profile_id: id,
-        event: data.event.clone(),
-        units: sample_unit(data.event.as_deref(), data.period),
+        event: data.event,
+        units: sample_unit(data.event, data.period),
         samples: data.samples(),
         functions: data.top_functions(query.limit),
     };

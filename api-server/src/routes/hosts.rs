@@ -96,7 +96,7 @@ async fn undeploy(
         kind: RequestKind::Undeploy,
         host: host.clone(),
         profile_id: None,
-        mode: Some(mode_name(query.mode).to_owned()),
+        mode: Some(query.mode),
         requested_by: caller.subject.clone(),
     };
     let action = CommandAction::Undeploy { mode: query.mode };
@@ -112,13 +112,6 @@ async fn undeploy(
             request: request.into(),
         }),
     ))
-}
-
-fn mode_name(mode: UndeployMode) -> &'static str {
-    match mode {
-        UndeployMode::Now => "now",
-        UndeployMode::Drain => "drain",
-    }
 }
 
 /// Deploy an agent to the host: 200 when an agent is live there already,

@@ -351,7 +351,7 @@ mod tests {
                 count: 4,
             }],
             &pprof::PprofMeta {
-                event: "cpu-clock".into(),
+                event: Some(odp_core::EventKind::CpuClock),
                 period_nanos: Some(10_101_010),
                 duration_nanos: Some(2_500_000_000),
                 time_nanos: Some(1_700_000_000_123_456_789),

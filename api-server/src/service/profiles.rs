@@ -8,7 +8,7 @@ use odp_core::cost::StartOptions;
 use odp_core::Target;
 use odp_store::runtime::profile_runtime;
 use odp_store::{
-    mode_of, Inserted, Labels, NewProfile, NewRequest, ProfileRow, ProfileStatus, RequestKind,
+    Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow, ProfileStatus, RequestKind,
 };
 use uuid::Uuid;
 
@@ -141,7 +141,7 @@ pub(crate) async fn start(
             frequency_hz: valid.frequency_hz as i32,
             requested_by: requested_by.to_owned(),
             labels: valid.labels.clone(),
-            mode: mode_of(valid.options.event).to_owned(),
+            mode: ProfileMode::of(valid.options.event),
             options: valid.options.clone(),
         })
         .await?;

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use odp_api_types::{CreateScheduleRequest, StartRequest, UpdateScheduleRequest};
-use odp_store::{mode_of, NewSchedule, SchedulePatch, ScheduleRow};
+use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow};
 use uuid::Uuid;
 
 use crate::cron_schedule::CronSchedule;
@@ -70,7 +70,7 @@ pub(crate) fn new_schedule(
         timezone: request.timezone,
         enabled: request.enabled,
         created_by: created_by.to_owned(),
-        mode: mode_of(start.options.event).to_owned(),
+        mode: ProfileMode::of(start.options.event),
         options: start.options,
     })
 }
