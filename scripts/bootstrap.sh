@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and run ODP locally:
 # a C compiler and make (librdkafka and the demo), the Postgres server
-# binaries, Node.js and chromium (the web UI), a JDK, the Tansu
+# binaries, MariaDB, Node.js and chromium (the web UI), a JDK, the Tansu
 # Kafka-compatible broker, schemathesis and py-spy. Safe to run
 # repeatedly.
 set -euo pipefail
@@ -36,6 +36,13 @@ command -v xz >/dev/null 2>&1 || { log "installing xz-utils"; apt_install xz-uti
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   log "installing the Postgres server binaries"
   apt_install postgresql
+fi
+
+# The MySQL backend's schema is tested against a private MariaDB server
+# (devstack/src/mariadb.rs), as the Postgres one is against a private cluster.
+if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+  log "installing MariaDB (the MySQL backend's tests)"
+  apt_install mariadb-server
 fi
 
 # The web UI (web/) is built with Node and npm; its end-to-end tests drive

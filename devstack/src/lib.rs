@@ -1,5 +1,6 @@
 //! Dev tooling for ODP: a local stack (Tansu broker + private Postgres) for
-//! the quick start and the end-to-end tests, child-process helpers, and the
+//! the quick start and the end-to-end tests, a private MariaDB for the MySQL
+//! backend's tests ([`EphemeralMariaDb`]), child-process helpers, and the
 //! demo workload.
 //!
 //! ```no_run
@@ -17,6 +18,7 @@ mod dev;
 mod error;
 pub mod fixtures;
 mod kafka;
+mod mariadb;
 mod platform;
 mod ports;
 mod postgres;
@@ -32,6 +34,7 @@ pub use demo::{build_demo, cpu_seconds, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
 pub use kafka::{create_topics, fetch_metadata, TANSU_KAFKA_OPTIONS};
+pub use mariadb::{EphemeralMariaDb, MariaDbServer};
 pub use odp_client::{http_client, ApiClient, ClientError, Reply};
 pub use platform::{
     mint_scoped_token, mint_token, write_dev_cert, write_signing_keys, Platform, PlatformOptions,

@@ -36,16 +36,7 @@ impl PostgresCluster {
     /// Prepares `root` for a cluster listening on `port`: creates it and, when
     /// we are root, the service user owning it.
     pub fn prepare(bindir: PathBuf, root: PathBuf, port: u16) -> Result<Self> {
-        let run_as = if sys::effective_uid() == 0 {
-            Some(ensure_service_user()?)
-        } else {
-            None
-        };
-        std::fs::create_dir_all(&root).io_context(|| format!("creating {}", root.display()))?;
-        if let Some(user) = run_as {
-            std::os::unix::fs::chown(&root, Some(user.uid), Some(user.gid))
-                .io_context(|| format!("giving {} to user {SERVICE_USER}", root.display()))?;
-        }
+        let run_as = create_service_dir(&root)?;
         Ok(Self {
             bindir,
             root,
@@ -219,6 +210,23 @@ impl PostgresCluster {
             other => other,
         }
     }
+}
+
+/// Creates `root` for a database server, owned by the service user when we
+/// are root (neither postgres nor mariadbd runs as root), and returns that
+/// user.
+pub(crate) fn create_service_dir(root: &Path) -> Result<Option<RunAs>> {
+    let run_as = if sys::effective_uid() == 0 {
+        Some(ensure_service_user()?)
+    } else {
+        None
+    };
+    std::fs::create_dir_all(root).io_context(|| format!("creating {}", root.display()))?;
+    if let Some(user) = run_as {
+        std::os::unix::fs::chown(root, Some(user.uid), Some(user.gid))
+            .io_context(|| format!("giving {} to user {SERVICE_USER}", root.display()))?;
+    }
+    Ok(run_as)
 }
 
 /// Creates the system user [`SERVICE_USER`] if missing, and returns its ids.

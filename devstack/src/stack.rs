@@ -330,7 +330,7 @@ impl Drop for Stack {
 
 /// Creates the state dir; a temporary one is opened up to others (0755)
 /// because postgres may run as another user and must reach its data dir.
-fn prepare_state_dir(kind: &StateDir) -> Result<(PathBuf, Option<TempDir>)> {
+pub(crate) fn prepare_state_dir(kind: &StateDir) -> Result<(PathBuf, Option<TempDir>)> {
     match kind {
         StateDir::Persistent(dir) => {
             std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
