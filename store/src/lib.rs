@@ -145,6 +145,15 @@ pub async fn migrate(pool: &PgPool) -> Result<()> {
     Ok(())
 }
 
+/// Applies pending migrations of the MySQL schema (`migrations/mysql`,
+/// for MySQL 8 and MariaDB 10.11+), under the same rule as [`migrate`].
+pub async fn migrate_mysql(pool: &sqlx::MySqlPool) -> Result<()> {
+    let mut migrator = sqlx::migrate!("../migrations/mysql");
+    migrator.set_ignore_missing(true);
+    migrator.run(pool).await?;
+    Ok(())
+}
+
 pub async fn connect_and_migrate(database_url: &str) -> Result<PgPool> {
     let pool = connect(database_url).await?;
     migrate(&pool).await?;
