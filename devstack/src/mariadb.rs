@@ -44,6 +44,15 @@ impl MariaDbServer {
         self.root.join("mariadb.log")
     }
 
+    /// The server's own temporary directory: servers sharing `/tmp` name
+    /// their temporary tables alike, and installs running side by side
+    /// fail on each other's.
+    fn tmp_dir(&self) -> Result<PathBuf> {
+        let dir = self.root.join("tmp");
+        create_service_dir(&dir)?;
+        Ok(dir)
+    }
+
     fn pid_path(&self) -> PathBuf {
         self.root.join("mariadb.pid")
     }
@@ -62,6 +71,7 @@ impl MariaDbServer {
         install.current_dir(&self.root);
         install
             .arg(format!("--datadir={}", self.data_dir().display()))
+            .arg(format!("--tmpdir={}", self.tmp_dir()?.display()))
             .args(["--skip-test-db", "--auth-root-authentication-method=normal"])
             .arg(format!("--user={}", self.user_name()));
         let output = tokio::process::Command::from(install)
@@ -85,6 +95,7 @@ impl MariaDbServer {
         server
             .arg("--no-defaults")
             .arg(format!("--datadir={}", self.data_dir().display()))
+            .arg(format!("--tmpdir={}", self.tmp_dir()?.display()))
             .arg(format!(
                 "--socket={}",
                 self.root.join("mariadb.sock").display()

@@ -6,7 +6,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::profiles::{transition, ProfileStatus};
+use crate::profiles::{transition_in, ProfileStatus, Transition};
 use crate::Result;
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -92,15 +92,14 @@ pub async fn record_agent_event(pool: &PgPool, event: &AgentEvent) -> Result<()>
             .execute(&mut *tx)
             .await?;
             if let Some((profile_id, status, reason, sampled_event)) = lifecycle_change(kind) {
-                transition(
-                    &mut *tx,
-                    profile_id,
+                let moved = Transition {
+                    id: profile_id,
                     status,
-                    reason.as_deref(),
-                    sampled_event,
-                    Some(&event.agent_id),
-                )
-                .await?;
+                    reason: reason.as_deref(),
+                    event: sampled_event,
+                    agent_id: Some(&event.agent_id),
+                };
+                transition_in(&mut *tx, &moved).await?;
             }
         }
     }

@@ -12,6 +12,7 @@ mod alerts;
 mod blocks;
 mod channels;
 mod columns;
+mod database;
 mod detections;
 pub mod downsample;
 mod imports;
@@ -44,6 +45,7 @@ pub use channels::{
     channel_deliveries, delete_channel, get_channel, update_channel, ChannelPatch, DeliveryFilter,
     DeliveryRow,
 };
+pub use database::Database;
 pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
     AlertSubject, Issue, IssueStack,
@@ -93,6 +95,9 @@ pub enum StoreError {
         .0.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
     )]
     MixedEvents(Vec<odp_core::EventKind>),
+    /// A database URL whose scheme names no backend.
+    #[error("database URL {0}: the scheme must be postgres:// or mysql://")]
+    UnsupportedUrl(String),
 }
 
 impl StoreError {
@@ -122,7 +127,8 @@ impl StoreError {
             StoreError::Migrate(_)
             | StoreError::Corrupt(_)
             | StoreError::Conflict(_)
-            | StoreError::MixedEvents(_) => false,
+            | StoreError::MixedEvents(_)
+            | StoreError::UnsupportedUrl(_) => false,
         }
     }
 }

@@ -1,15 +1,16 @@
-//! Profile requests in a real Postgres: one live profile per target and
-//! mode, a client's retry answered with what it created, the lifecycle's
-//! allowed moves, label filters, and the row as the API shows it.
+//! Profile requests, one behaviour suite run on a real Postgres and a real
+//! MariaDB: one live profile per target and mode, a client's retry
+//! answered with what it created, the lifecycle's allowed moves, pages,
+//! label and other filters, expiry, and the row as the API shows it.
 
 use odp_api_types::Profile;
 use odp_core::command::UndeployMode;
 use odp_core::cost::StartOptions;
 use odp_core::{EventKind, Target};
-use odp_devstack::{Stack, StackOptions};
+use odp_devstack::{EphemeralMariaDb, Stack, StackOptions};
 use odp_store::{
-    Inserted, Labels, NewProfile, NewRequest, ProfileFilter, ProfileMode, ProfileStatus, Profiles,
-    RequestKind, Requests,
+    Database, Inserted, Labels, NewProfile, NewRequest, ProfileFilter, ProfileMode, ProfileStatus,
+    Profiles, RequestKind, Requests,
 };
 use uuid::Uuid;
 
@@ -32,10 +33,8 @@ fn request(host: &str, target: Target, event: Option<EventKind>, key: Option<&st
     }
 }
 
-#[tokio::test]
-async fn one_live_profile_per_target_and_mode_and_retries_replay() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let profiles = Profiles::new(stack.connect().await.unwrap());
+async fn one_live_profile_per_target_and_mode_and_retries_replay(db: Database) {
+    let profiles = Profiles::new(db);
     let java = Target::ProcessName("java".into());
 
     let first = request("h1", java.clone(), None, Some("retry-1"));
@@ -85,10 +84,8 @@ async fn one_live_profile_per_target_and_mode_and_retries_replay() {
     ));
 }
 
-#[tokio::test]
-async fn lifecycle_moves_only_forward_and_rows_map_to_the_api() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let profiles = Profiles::new(stack.connect().await.unwrap());
+async fn lifecycle_moves_only_forward_and_rows_map_to_the_api(db: Database) {
+    let profiles = Profiles::new(db);
     let new = request("h1", Target::Pid(42), Some(EventKind::Wall), None);
     profiles.insert(&new).await.unwrap();
 
@@ -135,33 +132,117 @@ async fn lifecycle_moves_only_forward_and_rows_map_to_the_api() {
     assert!(profiles.list(&other_env).await.unwrap().is_empty());
 }
 
-/// Events, modes and undeploy modes are text columns read into their
-/// enums: a name no version of ODP wrote fails the read instead of
-/// reaching the API as a string.
-#[tokio::test]
-async fn wire_names_read_back_as_their_enums() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let pool = stack.connect().await.unwrap();
-    let profiles = Profiles::new(pool.clone());
+/// Events and modes are text columns read into their enums: a name no
+/// version of ODP wrote fails the read instead of reaching the API as a
+/// string.
+async fn wire_names_read_back_as_their_enums(db: Database) {
+    let profiles = Profiles::new(db.clone());
     let new = request("h1", Target::Pid(7), Some(EventKind::OffCpu), None);
     profiles.insert(&new).await.unwrap();
     let row = profiles.get(new.id).await.unwrap().unwrap();
     assert_eq!((row.mode, row.event), (ProfileMode::OffCpu, None));
 
-    let set_event = |event: &'static str| {
-        sqlx::query("update profiles set event = $1 where id = $2")
-            .bind(event)
-            .bind(new.id)
-            .execute(&pool)
-    };
-    set_event("off-cpu").await.unwrap();
+    set_event(&db, new.id, "off-cpu").await;
     let row = profiles.get(new.id).await.unwrap().unwrap();
     assert_eq!(row.event, Some(EventKind::OffCpu));
-    set_event("off_cpu").await.unwrap();
+    set_event(&db, new.id, "off_cpu").await;
     let err = profiles.get(new.id).await.unwrap_err().to_string();
     assert!(err.contains("off_cpu"), "{err}");
+}
 
-    let requests = Requests::new(pool.clone());
+/// Writes what an agent's start report would, bypassing the store.
+async fn set_event(db: &Database, id: Uuid, event: &str) {
+    match db {
+        Database::Postgres(pool) => {
+            sqlx::query("update profiles set event = $1 where id = $2")
+                .bind(event)
+                .bind(id)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+        Database::MySql(pool) => {
+            sqlx::query("update profiles set event = ? where id = ?")
+                .bind(event)
+                .bind(id)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// Pages run newest first and continue after the last row shown; filters
+/// narrow them; requests no agent acknowledged in time expire.
+async fn pages_filters_and_expiry(db: Database) {
+    let profiles = Profiles::new(db);
+    let mut ids = Vec::new();
+    for host in ["h1", "h2", "h3"] {
+        let new = request(host, Target::ProcessName("java".into()), None, None);
+        profiles.insert(&new).await.unwrap();
+        ids.push(new.id);
+        // Distinct creation times, so the order is the insertion order.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let first_page = ProfileFilter {
+        limit: 2,
+        ..ProfileFilter::default()
+    };
+    let page: Vec<Uuid> = profiles
+        .list(&first_page)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(page, [ids[2], ids[1]]);
+    let last = profiles.get(ids[1]).await.unwrap().unwrap();
+    let next_page = ProfileFilter {
+        after: Some((last.created_at, last.id)),
+        ..first_page.clone()
+    };
+    let rest: Vec<Uuid> = profiles
+        .list(&next_page)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(rest, [ids[0]]);
+    let on_h2 = ProfileFilter {
+        host: Some("h2".into()),
+        status: Some(ProfileStatus::Requested),
+        service: Some("checkout".into()),
+        ..first_page.clone()
+    };
+    assert_eq!(profiles.list(&on_h2).await.unwrap().len(), 1);
+
+    assert!(profiles
+        .transition(ids[0], ProfileStatus::Running, None)
+        .await
+        .unwrap());
+    let expired = profiles
+        .expire_unacknowledged(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(expired, 2, "the running one was acknowledged");
+    assert_eq!(
+        profiles.get(ids[2]).await.unwrap().unwrap().status,
+        ProfileStatus::Expired
+    );
+    let later = profiles
+        .expire_unacknowledged(std::time::Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(later, 0);
+}
+
+/// Undeploy modes are read back into their enum (control requests are on
+/// Postgres only so far).
+#[tokio::test]
+async fn undeploy_modes_read_back_as_their_enum() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let requests = Requests::new(stack.connect().await.unwrap());
     let drain = NewRequest {
         kind: RequestKind::Undeploy,
         host: "h1".into(),
@@ -174,10 +255,57 @@ async fn wire_names_read_back_as_their_enums() {
     assert_eq!(read.mode, Some(UndeployMode::Drain));
     let stop = NewRequest {
         kind: RequestKind::Stop,
-        profile_id: Some(new.id),
+        profile_id: Some(Uuid::new_v4()),
         mode: None,
         ..drain
     };
     let created = requests.insert(&stop).await.unwrap().unwrap();
     assert_eq!(requests.get(created.id).await.unwrap().unwrap().mode, None);
 }
+
+/// What keeps a test's database server running until it is dropped.
+type Server = Box<dyn std::any::Any>;
+
+async fn postgres() -> (Server, Database) {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let db = Database::connect_and_migrate(stack.database_url())
+        .await
+        .unwrap();
+    (Box::new(stack), db)
+}
+
+async fn mysql() -> (Server, Database) {
+    let mariadb = EphemeralMariaDb::start().await.unwrap();
+    let db = Database::connect_and_migrate(&mariadb.database_url())
+        .await
+        .unwrap();
+    (Box::new(mariadb), db)
+}
+
+/// Runs each behaviour on both backends: `postgres::name` and `mysql::name`.
+macro_rules! on_both_backends {
+    ($($behaviour:ident),+ $(,)?) => {
+        mod postgres {
+            $(#[tokio::test]
+            async fn $behaviour() {
+                let (_server, db) = super::postgres().await;
+                super::$behaviour(db).await;
+            })+
+        }
+
+        mod mysql {
+            $(#[tokio::test]
+            async fn $behaviour() {
+                let (_server, db) = super::mysql().await;
+                super::$behaviour(db).await;
+            })+
+        }
+    };
+}
+
+on_both_backends!(
+    one_live_profile_per_target_and_mode_and_retries_replay,
+    lifecycle_moves_only_forward_and_rows_map_to_the_api,
+    wire_names_read_back_as_their_enums,
+    pages_filters_and_expiry,
+);

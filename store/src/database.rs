@@ -1,0 +1,55 @@
+//! The database a store runs on: Postgres, or MySQL 8 / MariaDB 10.11+,
+//! chosen by the scheme of the URL. Each repository dispatches on it to its
+//! backend's module; both backends pass one behaviour suite
+//! (`store/tests/profiles.rs`).
+
+use sqlx::mysql::MySqlPoolOptions;
+use sqlx::{MySqlPool, PgPool};
+
+use crate::{Result, StoreError};
+
+#[derive(Debug, Clone)]
+pub enum Database {
+    Postgres(PgPool),
+    MySql(MySqlPool),
+}
+
+impl From<PgPool> for Database {
+    fn from(pool: PgPool) -> Self {
+        Database::Postgres(pool)
+    }
+}
+
+impl From<MySqlPool> for Database {
+    fn from(pool: MySqlPool) -> Self {
+        Database::MySql(pool)
+    }
+}
+
+impl Database {
+    /// Connects to `url` (`postgres://…` or `mysql://…`) and applies that
+    /// backend's pending migrations.
+    pub async fn connect_and_migrate(url: &str) -> Result<Database> {
+        match url.split_once("://").map(|(scheme, _)| scheme) {
+            Some("postgres" | "postgresql") => Ok(crate::connect_and_migrate(url).await?.into()),
+            Some("mysql" | "mariadb") => {
+                let url = url.replacen("mariadb://", "mysql://", 1);
+                let pool = MySqlPoolOptions::new()
+                    .max_connections(10)
+                    .connect(&url)
+                    .await?;
+                crate::migrate_mysql(&pool).await?;
+                Ok(pool.into())
+            }
+            _ => Err(StoreError::UnsupportedUrl(redacted(url))),
+        }
+    }
+}
+
+/// `url` without its password.
+fn redacted(url: &str) -> String {
+    match (url.split_once("://"), url.rsplit_once('@')) {
+        (Some((scheme, _)), Some((_, host))) => format!("{scheme}://…@{host}"),
+        _ => url.to_owned(),
+    }
+}
