@@ -8,6 +8,18 @@ use sqlx::{MySqlPool, PgPool};
 
 use crate::{Result, StoreError};
 
+/// Calls `f` of the repository's `postgres` or `mysql` module, whichever
+/// `db` is, with the pool and `args`: `on_backend!(self.db, get(id))`.
+macro_rules! on_backend {
+    ($db:expr, $f:ident($($arg:expr),* $(,)?)) => {
+        match &$db {
+            $crate::database::Database::Postgres(pool) => postgres::$f(pool, $($arg),*).await,
+            $crate::database::Database::MySql(pool) => mysql::$f(pool, $($arg),*).await,
+        }
+    };
+}
+pub(crate) use on_backend;
+
 #[derive(Debug, Clone)]
 pub enum Database {
     Postgres(PgPool),
@@ -17,6 +29,12 @@ pub enum Database {
 impl From<PgPool> for Database {
     fn from(pool: PgPool) -> Self {
         Database::Postgres(pool)
+    }
+}
+
+impl From<&PgPool> for Database {
+    fn from(pool: &PgPool) -> Self {
+        Database::Postgres(pool.clone())
     }
 }
 

@@ -4,15 +4,15 @@
 //! label and other filters, expiry, and the row as the API shows it.
 
 use odp_api_types::Profile;
-use odp_core::command::UndeployMode;
 use odp_core::cost::StartOptions;
 use odp_core::{EventKind, Target};
-use odp_devstack::{EphemeralMariaDb, Stack, StackOptions};
 use odp_store::{
-    Database, Inserted, Labels, NewProfile, NewRequest, ProfileFilter, ProfileMode, ProfileStatus,
-    Profiles, RequestKind, Requests,
+    Database, Inserted, Labels, NewProfile, ProfileFilter, ProfileMode, ProfileStatus, Profiles,
 };
 use uuid::Uuid;
+
+mod support;
+use support::on_both_backends;
 
 fn request(host: &str, target: Target, event: Option<EventKind>, key: Option<&str>) -> NewProfile {
     NewProfile {
@@ -235,72 +235,6 @@ async fn pages_filters_and_expiry(db: Database) {
         .await
         .unwrap();
     assert_eq!(later, 0);
-}
-
-/// Undeploy modes are read back into their enum (control requests are on
-/// Postgres only so far).
-#[tokio::test]
-async fn undeploy_modes_read_back_as_their_enum() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let requests = Requests::new(stack.connect().await.unwrap());
-    let drain = NewRequest {
-        kind: RequestKind::Undeploy,
-        host: "h1".into(),
-        profile_id: None,
-        mode: Some(UndeployMode::Drain),
-        requested_by: "ops".into(),
-    };
-    let created = requests.insert(&drain).await.unwrap().unwrap();
-    let read = requests.get(created.id).await.unwrap().unwrap();
-    assert_eq!(read.mode, Some(UndeployMode::Drain));
-    let stop = NewRequest {
-        kind: RequestKind::Stop,
-        profile_id: Some(Uuid::new_v4()),
-        mode: None,
-        ..drain
-    };
-    let created = requests.insert(&stop).await.unwrap().unwrap();
-    assert_eq!(requests.get(created.id).await.unwrap().unwrap().mode, None);
-}
-
-/// What keeps a test's database server running until it is dropped.
-type Server = Box<dyn std::any::Any>;
-
-async fn postgres() -> (Server, Database) {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let db = Database::connect_and_migrate(stack.database_url())
-        .await
-        .unwrap();
-    (Box::new(stack), db)
-}
-
-async fn mysql() -> (Server, Database) {
-    let mariadb = EphemeralMariaDb::start().await.unwrap();
-    let db = Database::connect_and_migrate(&mariadb.database_url())
-        .await
-        .unwrap();
-    (Box::new(mariadb), db)
-}
-
-/// Runs each behaviour on both backends: `postgres::name` and `mysql::name`.
-macro_rules! on_both_backends {
-    ($($behaviour:ident),+ $(,)?) => {
-        mod postgres {
-            $(#[tokio::test]
-            async fn $behaviour() {
-                let (_server, db) = super::postgres().await;
-                super::$behaviour(db).await;
-            })+
-        }
-
-        mod mysql {
-            $(#[tokio::test]
-            async fn $behaviour() {
-                let (_server, db) = super::mysql().await;
-                super::$behaviour(db).await;
-            })+
-        }
-    };
 }
 
 on_both_backends!(

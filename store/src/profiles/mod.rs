@@ -7,7 +7,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
-use crate::database::Database;
+use crate::database::{on_backend, Database};
 use crate::{Result, StoreError};
 
 mod mysql;
@@ -134,34 +134,22 @@ impl Profiles {
     /// Records a new request, unless the same client already sent it (same
     /// idempotency key) or the target already has a live profile.
     pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {
-        match &self.db {
-            Database::Postgres(pool) => postgres::insert(pool, p).await,
-            Database::MySql(pool) => mysql::insert(pool, p).await,
-        }
+        on_backend!(self.db, insert(p))
     }
 
     /// Profiles matching `filter`, newest first, one page.
     pub async fn list(&self, filter: &ProfileFilter) -> Result<Vec<ProfileRow>> {
-        match &self.db {
-            Database::Postgres(pool) => postgres::list(pool, filter).await,
-            Database::MySql(pool) => mysql::list(pool, filter).await,
-        }
+        on_backend!(self.db, list(filter))
     }
 
     /// Marks requests no agent acknowledged within `after` as expired;
     /// returns how many.
     pub async fn expire_unacknowledged(&self, after: std::time::Duration) -> Result<u64> {
-        match &self.db {
-            Database::Postgres(pool) => postgres::expire_unacknowledged(pool, after).await,
-            Database::MySql(pool) => mysql::expire_unacknowledged(pool, after).await,
-        }
+        on_backend!(self.db, expire_unacknowledged(after))
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {
-        match &self.db {
-            Database::Postgres(pool) => postgres::get(pool, id).await,
-            Database::MySql(pool) => mysql::get(pool, id).await,
-        }
+        on_backend!(self.db, get(id))
     }
 
     /// Moves a profile to `status` if the lifecycle allows it from where it
@@ -179,10 +167,7 @@ impl Profiles {
             event: None,
             agent_id: None,
         };
-        match &self.db {
-            Database::Postgres(pool) => postgres::transition(pool, &moved).await,
-            Database::MySql(pool) => mysql::transition(pool, &moved).await,
-        }
+        on_backend!(self.db, transition(&moved))
     }
 }
 

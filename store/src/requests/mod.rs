@@ -3,13 +3,16 @@
 //! runs) → finished / failed.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
+use crate::database::{on_backend, Database};
 use crate::{Result, StoreError};
 
 use odp_api_types::UndeployMode;
+
+mod mysql;
+mod postgres;
 pub use odp_api_types::{RequestKind, RequestStatus};
 
 #[derive(Debug, Clone)]
@@ -57,6 +60,7 @@ impl From<RequestRow> for odp_api_types::ControlRequest {
     }
 }
 
+/// The columns of [`RequestRow`] (MySQL's table has one more, generated).
 const COLUMNS: &str = "id, kind, host, profile_id, mode, requested_by, status, status_reason, \
                        command_id, created_at, updated_at";
 
@@ -68,14 +72,15 @@ pub struct RequestFilter {
     pub limit: i64,
 }
 
+/// Control requests, in whichever database the store runs on.
 #[derive(Clone)]
 pub struct Requests {
-    pool: PgPool,
+    db: Database,
 }
 
 impl Requests {
-    pub fn new(pool: PgPool) -> Self {
-        Requests { pool }
+    pub fn new(db: impl Into<Database>) -> Self {
+        Requests { db: db.into() }
     }
 
     /// Records a request. A deploy for a host that already has one in
@@ -105,29 +110,12 @@ impl Requests {
     }
 
     async fn insert_new(&self, request: &NewRequest) -> Result<RequestRow> {
-        let row = sqlx::query_as(&format!(
-            "insert into control_requests (id, kind, host, profile_id, mode, requested_by, status)
-             values ($1, $2, $3, $4, $5, $6, 'requested') returning {COLUMNS}"
-        ))
-        .bind(Uuid::new_v4())
-        .bind(request.kind.as_str())
-        .bind(&request.host)
-        .bind(request.profile_id)
-        .bind(request.mode.map(UndeployMode::as_str))
-        .bind(&request.requested_by)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(row)
+        let id = Uuid::new_v4();
+        on_backend!(self.db, insert(id, request))
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<RequestRow>> {
-        let row = sqlx::query_as(&format!(
-            "select {COLUMNS} from control_requests where id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row)
+        on_backend!(self.db, get(id))
     }
 
     /// Moves an open request to `status`; a request that already ended
@@ -139,40 +127,26 @@ impl Requests {
         reason: Option<&str>,
         command_id: Option<Uuid>,
     ) -> Result<bool> {
-        let moved = sqlx::query(
-            "update control_requests
-             set status = $2, status_reason = coalesce($3, status_reason),
-                 command_id = coalesce($4, command_id), updated_at = now()
-             where id = $1 and status in ('requested', 'dispatched', 'running')",
-        )
-        .bind(id)
-        .bind(status.as_str())
-        .bind(reason)
-        .bind(command_id)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(moved == 1)
+        let moved = RequestMove {
+            id,
+            status,
+            reason,
+            command_id,
+        };
+        on_backend!(self.db, transition(&moved))
     }
 
     /// Newest first.
     pub async fn list(&self, filter: &RequestFilter) -> Result<Vec<RequestRow>> {
-        let rows = sqlx::query_as(&format!(
-            "select {COLUMNS} from control_requests
-             where ($1::text is null or kind = $1)
-               and ($2::text is null or host = $2)
-               and (not $3 or status in ('requested', 'dispatched', 'running'))
-             order by created_at desc, id
-             limit $4"
-        ))
-        .bind(filter.kind.map(RequestKind::as_str))
-        .bind(&filter.host)
-        .bind(filter.open_only)
-        .bind(filter.limit.clamp(1, 500))
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows)
+        on_backend!(self.db, list(filter))
     }
+}
+
+struct RequestMove<'a> {
+    id: Uuid,
+    status: RequestStatus,
+    reason: Option<&'a str>,
+    command_id: Option<Uuid>,
 }
 
 /// How long each kind of request may stay open before it is failed.
@@ -192,53 +166,10 @@ pub struct RequestDeadlines {
 /// undeploy when the host stops heartbeating, a stop when its profile
 /// ends; requests past their deadline fail. Returns how many ended.
 /// Safe to run from several api-server replicas at once.
-pub async fn resolve_open_requests(pool: &PgPool, deadlines: RequestDeadlines) -> Result<u64> {
-    let live = "exists (select 1 from agents a where a.host = r.host
-                        and a.last_seen > now() - make_interval(secs => $1))";
-    let deploy_done = "update control_requests r
-         set status = 'finished', status_reason = 'the agent is live', updated_at = now()
-         where r.kind = 'deploy' and r.status in ('requested', 'dispatched', 'running')
-           and exists (select 1 from agents a
-                       where a.host = r.host and a.last_seen >= r.created_at)";
-    let undeploy_done = format!(
-        "update control_requests r
-         set status = 'finished', status_reason = 'the agent stopped', updated_at = now()
-         where r.kind = 'undeploy' and r.status = 'dispatched' and not {live}"
-    );
-    let stop_done = "update control_requests r
-         set status = 'finished', status_reason = 'the profile ended ' || p.status,
-             updated_at = now()
-         from profiles p
-         where r.kind = 'stop' and r.status = 'dispatched' and p.id = r.profile_id
-           and p.status in ('finished', 'stopped', 'failed', 'expired')";
-    let overdue = "update control_requests r
-         set status = 'failed', updated_at = now(), status_reason = case
-             when r.kind = 'deploy' then 'no heartbeat from the host in time'
-             when r.kind = 'undeploy' then 'the agent still heartbeats'
-             else 'the profile did not end in time' end
-         where r.status in ('requested', 'dispatched', 'running')
-           and r.created_at < now() - make_interval(secs => case
-               when r.kind = 'deploy' then $1
-               when r.kind = 'undeploy' and r.mode = 'drain' then $3
-               else $2 end)";
-    let d = deadlines;
-    let mut ended = 0;
-    ended += sqlx::query(deploy_done)
-        .execute(pool)
-        .await?
-        .rows_affected();
-    ended += sqlx::query(&undeploy_done)
-        .bind(d.live_within_secs as f64)
-        .execute(pool)
-        .await?
-        .rows_affected();
-    ended += sqlx::query(stop_done).execute(pool).await?.rows_affected();
-    ended += sqlx::query(overdue)
-        .bind(d.deploy_secs as f64)
-        .bind(d.command_secs as f64)
-        .bind(d.drain_secs as f64)
-        .execute(pool)
-        .await?
-        .rows_affected();
-    Ok(ended)
+pub async fn resolve_open_requests(
+    db: impl Into<Database>,
+    deadlines: RequestDeadlines,
+) -> Result<u64> {
+    let db: Database = db.into();
+    on_backend!(db, resolve_open(deadlines))
 }
