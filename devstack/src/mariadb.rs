@@ -183,10 +183,6 @@ impl MariaDbServer {
         text.trim().parse().ok()
     }
 
-    pub fn is_running(&self) -> bool {
-        self.pid().is_some_and(sys::pid_running)
-    }
-
     /// Stops the server: SIGTERM (a clean shutdown), SIGKILL after 30 s.
     /// Blocking, so it can run from `Drop`.
     pub fn stop(&self) -> Result<()> {
