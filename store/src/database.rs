@@ -4,7 +4,7 @@
 //! (`store/tests/profiles.rs`).
 
 use sqlx::mysql::MySqlPoolOptions;
-use sqlx::{MySqlPool, PgPool};
+use sqlx::{Encode, MySql, MySqlPool, PgPool, QueryBuilder, Type};
 
 use crate::{Result, StoreError};
 
@@ -35,6 +35,18 @@ impl From<PgPool> for Database {
 impl From<&PgPool> for Database {
     fn from(pool: &PgPool) -> Self {
         Database::Postgres(pool.clone())
+    }
+}
+
+impl From<&MySqlPool> for Database {
+    fn from(pool: &MySqlPool) -> Self {
+        Database::MySql(pool.clone())
+    }
+}
+
+impl From<&Database> for Database {
+    fn from(db: &Database) -> Self {
+        db.clone()
     }
 }
 
@@ -69,5 +81,51 @@ fn redacted(url: &str) -> String {
     match (url.split_once("://"), url.rsplit_once('@')) {
         (Some((scheme, _)), Some((_, host))) => format!("{scheme}://…@{host}"),
         _ => url.to_owned(),
+    }
+}
+
+/// Pushes `(?, ?, …)` binding each of `values`: MySQL's form of Postgres'
+/// `= any($1)`. An empty list is `(null)`, which matches nothing, where
+/// `()` would be a syntax error.
+pub(crate) fn push_in_list<'a, T>(
+    query: &mut QueryBuilder<'a, MySql>,
+    values: impl IntoIterator<Item = T>,
+) where
+    T: 'a + Encode<'a, MySql> + Type<MySql>,
+{
+    let mut values = values.into_iter().peekable();
+    if values.peek().is_none() {
+        query.push("(null)");
+        return;
+    }
+    query.push("(");
+    let mut list = query.separated(", ");
+    for value in values {
+        list.push_bind(value);
+    }
+    list.push_unseparated(")");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_lists_bind_each_value_and_an_empty_one_matches_nothing() {
+        let ids = [1i64, 2, 3];
+        let mut query = QueryBuilder::<MySql>::new("select 1 where id in ");
+        push_in_list(&mut query, ids.iter());
+        assert_eq!(query.sql(), "select 1 where id in (?, ?, ?)");
+        let mut query = QueryBuilder::<MySql>::new("select 1 where id in ");
+        push_in_list(&mut query, Vec::<i64>::new());
+        assert_eq!(query.sql(), "select 1 where id in (null)");
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        assert_eq!(
+            redacted("mysql://odp:secret@127.0.0.1:3306/odp"),
+            "mysql://…@127.0.0.1:3306/odp"
+        );
     }
 }

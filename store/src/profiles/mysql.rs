@@ -11,6 +11,7 @@ use super::{
     answer_to_violation, live_one_just_ended, push_filters, Inserted, NewProfile, ProfileFilter,
     ProfileRow, Transition, Violation,
 };
+use crate::database::push_in_list;
 use crate::{Result, StoreError};
 
 pub(super) async fn insert(pool: &MySqlPool, p: &NewProfile) -> Result<Inserted> {
@@ -140,12 +141,9 @@ pub(super) async fn transition(pool: &MySqlPool, moved: &Transition<'_>) -> Resu
         .push_bind(moved.status.is_terminal())
         .push(" then now(6) else finished_at end where id = ")
         .push_bind(moved.id)
-        .push(" and status in (");
-    let mut statuses = q.separated(", ");
-    for status in allowed {
-        statuses.push_bind(status.as_str());
-    }
-    q.push(") and (")
+        .push(" and status in ");
+    push_in_list(&mut q, allowed.iter().map(|status| status.as_str()));
+    q.push(" and (")
         .push_bind(moved.agent_id)
         .push(" is null or agent_id is null or agent_id = ")
         .push_bind(moved.agent_id)
