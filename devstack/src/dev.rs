@@ -4,13 +4,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::database::{DatabaseKind, DatabaseServer};
 use crate::error::{DevError, Result};
 use crate::ports::port_accepts;
-use crate::postgres::PostgresCluster;
 use crate::stack::{Stack, StackOptions};
 use crate::state::StackRecord;
 use crate::sys;
-use crate::tools::{postgres_bindir, repo_root};
+use crate::tools::repo_root;
 
 /// `<repo>/.odp`, the quick start's state dir (gitignored).
 pub fn default_state_dir() -> PathBuf {
@@ -32,26 +32,44 @@ impl UpOutcome {
     }
 }
 
-/// Starts the stack in `state_dir` in the background, unless it already runs.
-/// Postgres data and the broker's records (SQLite) survive `down`/`up`.
-pub async fn up(state_dir: &Path) -> Result<UpOutcome> {
+/// Starts the stack in `state_dir` in the background with a `database`
+/// server, unless it already runs with that one (one running with the
+/// other is stopped first). The database's data and the broker's records
+/// (SQLite) survive `down`/`up`.
+pub async fn up(state_dir: &Path, database: DatabaseKind) -> Result<UpOutcome> {
     if let Some(status) = status(state_dir)? {
-        if status.is_healthy() {
+        let same_database = status.record.database.kind() == database;
+        if status.is_healthy() && same_database {
             return Ok(UpOutcome::AlreadyRunning(status.record));
         }
-        tracing::warn!("stopping the remains of a stack that is not healthy:\n{status}");
+        if same_database {
+            tracing::warn!("stopping the remains of a stack that is not healthy:\n{status}");
+        } else {
+            tracing::warn!(
+                "stopping the stack running {}",
+                status.record.database.kind().server_name()
+            );
+        }
         down(state_dir)?;
     }
-    // A postmaster left behind without a stack.json would make pg_ctl start fail.
-    let leftover = PostgresCluster::prepare(postgres_bindir()?, state_dir.join("postgres"), 0)?;
-    if leftover.is_running() {
-        tracing::warn!(
-            "stopping a postgres left running in {}",
-            leftover.root.display()
-        );
-        leftover.stop()?;
+    // A server left behind without a stack.json would fail to start again
+    // on its data directory.
+    for kind in [DatabaseKind::Postgres, DatabaseKind::Mysql] {
+        if !state_dir.join(kind.dir_name()).is_dir() {
+            continue;
+        }
+        let leftover = DatabaseServer::prepare(kind, state_dir, 0)?;
+        if leftover.is_running() {
+            tracing::warn!(
+                "stopping a {} left running in {}",
+                kind.server_name(),
+                leftover.root().display()
+            );
+            leftover.stop()?;
+        }
     }
-    let stack = Stack::start(StackOptions::persistent(state_dir)).await?;
+    let options = StackOptions::persistent(state_dir).database_kind(database);
+    let stack = Stack::start(options).await?;
     Ok(UpOutcome::Started(stack.detach()?))
 }
 
@@ -61,9 +79,9 @@ pub fn down(state_dir: &Path) -> Result<Option<StackRecord>> {
     let Some(record) = StackRecord::load(&path)? else {
         return Ok(None);
     };
-    let postgres_result = record.postgres.stop();
+    let database_result = record.database.stop();
     let broker_result = stop_recorded_broker(record.broker_pid);
-    postgres_result?;
+    database_result?;
     broker_result?;
     std::fs::remove_file(&path).map_err(|source| DevError::Io {
         context: format!("removing {}", path.display()),
@@ -80,8 +98,8 @@ pub fn status(state_dir: &Path) -> Result<Option<StackStatus>> {
     Ok(Some(StackStatus {
         broker_running: is_recorded_broker(record.broker_pid),
         kafka_listening: port_accepts(record.kafka_port),
-        postgres_running: record.postgres.is_running(),
-        postgres_listening: port_accepts(record.postgres.port),
+        database_running: record.database.is_running(),
+        database_listening: port_accepts(record.database.port()),
         record,
     }))
 }
@@ -102,16 +120,16 @@ pub struct StackStatus {
     pub record: StackRecord,
     pub broker_running: bool,
     pub kafka_listening: bool,
-    pub postgres_running: bool,
-    pub postgres_listening: bool,
+    pub database_running: bool,
+    pub database_listening: bool,
 }
 
 impl StackStatus {
     pub fn is_healthy(&self) -> bool {
         self.broker_running
             && self.kafka_listening
-            && self.postgres_running
-            && self.postgres_listening
+            && self.database_running
+            && self.database_listening
     }
 }
 
@@ -134,12 +152,13 @@ impl fmt::Display for StackStatus {
         )?;
         writeln!(
             f,
-            "postgres:  {} (pid {}): {}",
+            "{:<10} {} (pid {}): {}",
+            format!("{}:", record.database.kind().as_str()),
             record.database_url,
             record
-                .postgres_pid
+                .database_pid
                 .map_or_else(|| "?".to_owned(), |pid| pid.to_string()),
-            state(self.postgres_running, self.postgres_listening)
+            state(self.database_running, self.database_listening)
         )?;
         write!(
             f,

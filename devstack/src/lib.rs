@@ -1,7 +1,7 @@
-//! Dev tooling for ODP: a local stack (Tansu broker + private Postgres) for
-//! the quick start and the end-to-end tests, a private MariaDB for the MySQL
-//! backend's tests ([`EphemeralMariaDb`]), child-process helpers, and the
-//! demo workload.
+//! Dev tooling for ODP: a local stack (Tansu broker + a private Postgres, or
+//! MariaDB for the MySQL backend) for the quick start and the end-to-end
+//! tests, a private MariaDB alone for the store's tests
+//! ([`EphemeralMariaDb`]), child-process helpers, and the demo workload.
 //!
 //! ```no_run
 //! # async fn example() -> odp_devstack::Result<()> {
@@ -13,6 +13,7 @@
 //! ```
 
 mod broker;
+mod database;
 mod demo;
 mod dev;
 mod error;
@@ -30,6 +31,7 @@ mod sys;
 mod tools;
 
 pub use broker::Broker;
+pub use database::{DatabaseKind, DatabaseServer};
 pub use demo::{build_demo, cpu_seconds, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};

@@ -8,12 +8,12 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use odp_devstack::{StackRecord, UpOutcome};
+use odp_devstack::{DatabaseKind, StackRecord, UpOutcome};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "odp-dev",
-    about = "Local ODP stack: Tansu (Kafka) + private Postgres"
+    about = "Local ODP stack: Tansu (Kafka) + a private Postgres (or MariaDB)"
 )]
 struct Cli {
     /// Where the stack keeps its data, logs and stack.json.
@@ -24,10 +24,27 @@ struct Cli {
     command: Command,
 }
 
+/// The database server the stack runs, for `up` and `quickstart`.
+#[derive(Debug, clap::Args)]
+struct DatabaseArg {
+    /// `postgres` (the default) or `mysql` (a private MariaDB; ODP's
+    /// MySQL backend).
+    #[arg(long = "database", default_value = "postgres", value_parser = parse_database)]
+    kind: DatabaseKind,
+}
+
+fn parse_database(name: &str) -> Result<DatabaseKind, String> {
+    name.parse()
+        .map_err(|error: odp_devstack::DevError| error.to_string())
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start the stack in the background and print its env lines.
-    Up,
+    Up {
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
     /// Stop the background stack.
     Down,
     /// Show whether the background stack runs.
@@ -41,6 +58,8 @@ enum Command {
         duration_secs: u64,
         #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u32).range(1..=10000))]
         frequency_hz: u32,
+        #[command(flatten)]
+        database: DatabaseArg,
     },
 }
 
@@ -67,18 +86,20 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Up => up(cli.state_dir).await,
+        Command::Up { database } => up(cli.state_dir, database.kind).await,
         Command::Down => down(cli.state_dir),
         Command::Status => status(cli.state_dir),
         Command::Env => env(cli.state_dir),
         Command::Quickstart {
             duration_secs,
             frequency_hz,
+            database,
         } => {
             odp_devstack::quickstart(odp_devstack::QuickstartOptions {
                 state_dir: cli.state_dir,
                 duration_secs,
                 frequency_hz,
+                database: database.kind,
             })
             .await?;
             Ok(())
@@ -86,8 +107,8 @@ async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-async fn up(state_dir: PathBuf) -> Result<()> {
-    let outcome = odp_devstack::up(&state_dir).await?;
+async fn up(state_dir: PathBuf, database: DatabaseKind) -> Result<()> {
+    let outcome = odp_devstack::up(&state_dir, database).await?;
     match &outcome {
         UpOutcome::Started(_) => eprintln!("stack started in {}", state_dir.display()),
         UpOutcome::AlreadyRunning(_) => {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use sqlx::Connection;
 
 use crate::error::{DevError, IoContext, Result};
@@ -20,7 +21,7 @@ use crate::sys;
 
 /// A server living in `root` (`data/`, `mariadb.sock`, `mariadb.pid`,
 /// `mariadb.log`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MariaDbServer {
     pub root: PathBuf,
     pub port: u16,
@@ -38,6 +39,10 @@ impl MariaDbServer {
 
     pub fn data_dir(&self) -> PathBuf {
         self.root.join("data")
+    }
+
+    pub fn runs_as_service_user(&self) -> bool {
+        self.run_as.is_some()
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -112,7 +117,10 @@ impl MariaDbServer {
                 "--collation-server=utf8mb4_uca1400_as_cs",
             ])
             .arg(format!("--innodb-flush-log-at-trx-commit={flush}"))
-            .args(["--max-connections=500", "--local-infile=1"]);
+            .args(["--max-connections=500", "--local-infile=1"])
+            // A profile's block or an hour's rollup is one value; the
+            // default (16 MB) refuses the larger ones.
+            .arg("--max-allowed-packet=1G");
         // Through `sh … &`, as pg_ctl does: the server is not our child, so
         // it leaves no zombie behind and outlives this process when asked.
         let mut daemon = Command::new("sh");

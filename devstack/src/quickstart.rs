@@ -10,6 +10,7 @@ use odp_client::types::{ProfileStatus, StartRequest, TopResponse};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::database::DatabaseKind;
 use crate::demo::cpu_seconds;
 use crate::dev::up;
 use crate::error::{DevError, IoContext, Result};
@@ -22,6 +23,7 @@ pub struct QuickstartOptions {
     pub state_dir: PathBuf,
     pub duration_secs: u64,
     pub frequency_hz: u32,
+    pub database: DatabaseKind,
 }
 
 /// What the quick start left running, so `odp-dev down` can stop it and
@@ -95,10 +97,11 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
     let state_dir = &options.state_dir;
     stop_services(state_dir)?;
     println!(
-        "==> starting Kafka (Tansu) and Postgres in {}",
+        "==> starting Kafka (Tansu) and {} in {}",
+        options.database.server_name(),
         state_dir.display()
     );
-    let record = up(state_dir).await?.record().clone();
+    let record = up(state_dir, options.database).await?.record().clone();
 
     println!(
         "==> building and starting the demo workload (60% demo_hot, 30% demo_warm, 10% demo_cool)"

@@ -1,4 +1,5 @@
-//! [`Stack`]: a Tansu broker plus a private Postgres cluster, ready for ODP.
+//! [`Stack`]: a Tansu broker plus a private database server (Postgres, or
+//! MariaDB for the MySQL backend), ready for ODP.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -11,12 +12,13 @@ use tempfile::TempDir;
 use crate::error::{DevError, IoContext, Result};
 use odp_plumbing::Topics;
 
+use crate::database::{DatabaseKind, DatabaseServer};
 use crate::kafka::{create_topics, spawn_tansu, wait_broker_ready, BrokerStorage};
 use crate::ports::pick_free_ports;
-use crate::postgres::{check_traversable, PostgresCluster};
+use crate::postgres::check_traversable;
 use crate::process::{ServiceBuilder, ServiceProcess};
 use crate::state::{env_lines, unix_now, StackRecord, STACK_RECORD_VERSION};
-use crate::tools::{postgres_bindir, tansu_binary};
+use crate::tools::tansu_binary;
 
 /// Where the stack keeps its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,16 +33,18 @@ pub enum StateDir {
 #[derive(Debug, Clone)]
 pub struct StackOptions {
     pub state_dir: StateDir,
-    /// Postgres without fsync: fast, but a crash may corrupt it. For tests.
+    /// The database without fsync: fast, but a crash may corrupt it. For tests.
     pub ephemeral: bool,
     /// Put the servers in their own process groups so they survive the
     /// starting terminal; needed for [`Stack::detach`].
     pub detached_processes: bool,
     pub topics: Topics,
+    /// The database server to run (Postgres unless told otherwise).
+    pub database_kind: DatabaseKind,
     pub database: String,
     /// Run the store migrations once the database exists.
     pub migrate: bool,
-    /// Per readiness wait (broker, postgres).
+    /// Per readiness wait (broker, database).
     pub startup_timeout: Duration,
     /// Keep the broker's records in `<state dir>/kafka` (SQLite), so a
     /// broker restart loses nothing it acknowledged; off, in memory.
@@ -55,6 +59,7 @@ impl StackOptions {
             ephemeral: true,
             detached_processes: false,
             topics: Topics::default(),
+            database_kind: DatabaseKind::default(),
             database: "odp".to_owned(),
             migrate: true,
             startup_timeout: Duration::from_secs(60),
@@ -82,9 +87,14 @@ impl StackOptions {
         self.migrate = migrate;
         self
     }
+
+    pub fn database_kind(mut self, kind: DatabaseKind) -> Self {
+        self.database_kind = kind;
+        self
+    }
 }
 
-/// A running broker and Postgres cluster. Dropping it stops both (and removes
+/// A running broker and database server. Dropping it stops both (and removes
 /// a temporary state dir) unless it was [`detach`](Self::detach)ed.
 #[derive(Debug)]
 pub struct Stack {
@@ -95,7 +105,7 @@ pub struct Stack {
     startup_timeout: Duration,
     kafka_port: u16,
     kafka_bootstrap: String,
-    postgres: PostgresCluster,
+    database: DatabaseServer,
     database_url: String,
     topics: Topics,
     stopped: bool,
@@ -104,18 +114,17 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Starts the broker and Postgres, creates the topics and the database,
+    /// Starts the broker and the database server, creates the topics and the database,
     /// and runs the migrations. On error, whatever was started is stopped.
     pub async fn start(options: StackOptions) -> Result<Stack> {
         let tansu = tansu_binary()?;
-        let bindir = postgres_bindir()?;
         let (state_dir, temporary_dir) = prepare_state_dir(&options.state_dir)?;
         let ports = pick_free_ports(2)?;
-        let (kafka_port, postgres_port) = (ports[0], ports[1]);
+        let (kafka_port, database_port) = (ports[0], ports[1]);
 
-        let postgres = PostgresCluster::prepare(bindir, state_dir.join("postgres"), postgres_port)?;
-        if postgres.run_as.is_some() {
-            check_traversable(&postgres.root)?;
+        let database = DatabaseServer::prepare(options.database_kind, &state_dir, database_port)?;
+        if database.runs_as_service_user() {
+            check_traversable(database.root())?;
         }
         let broker_storage = if options.durable_broker {
             BrokerStorage::Durable(state_dir.join("kafka"))
@@ -128,15 +137,15 @@ impl Stack {
             startup_timeout: options.startup_timeout,
             kafka_bootstrap: format!("127.0.0.1:{kafka_port}"),
             kafka_port,
-            database_url: postgres.database_url(&options.database),
-            postgres,
+            database_url: database.database_url(&options.database),
+            database,
             broker: None,
             topics: options.topics.clone(),
             stopped: false,
             temporary_dir,
             state_dir,
         };
-        // The broker boots while initdb runs.
+        // The broker boots while the database initialises.
         tracing::info!(port = kafka_port, "starting tansu");
         stack.broker = Some(spawn_tansu(
             &tansu,
@@ -146,13 +155,19 @@ impl Stack {
             options.detached_processes,
         )?);
 
-        tracing::info!(port = postgres_port, dir = %stack.postgres.root.display(), "starting postgres");
-        stack.postgres.init_if_needed().await?;
+        tracing::info!(
+            port = database_port,
+            dir = %stack.database.root().display(),
+            "starting {}", options.database_kind.server_name()
+        );
         stack
-            .postgres
-            .start(!options.ephemeral, options.detached_processes)
+            .database
+            .start_with_database(
+                &options.database,
+                !options.ephemeral,
+                options.detached_processes,
+            )
             .await?;
-        stack.postgres.create_database(&options.database).await?;
 
         if let Some(broker) = stack.broker.as_mut() {
             wait_broker_ready(
@@ -167,10 +182,10 @@ impl Stack {
 
         if options.migrate {
             tracing::info!("running migrations");
-            let pool = odp_store::connect_and_migrate(&stack.database_url)
+            let db = odp_store::Database::connect_and_migrate(&stack.database_url)
                 .await
                 .map_err(|error| DevError::Migrations(Box::new(error)))?;
-            pool.close().await;
+            db.close().await;
         }
         tracing::info!(kafka = %stack.kafka_bootstrap, database = %stack.database_url, "stack ready");
         Ok(stack)
@@ -185,7 +200,7 @@ impl Stack {
         self.kafka_port
     }
 
-    /// `postgres://postgres@127.0.0.1:PORT/odp`.
+    /// `postgres://postgres@127.0.0.1:PORT/odp`, or `mysql://root@127.0.0.1:PORT/odp`.
     pub fn database_url(&self) -> &str {
         &self.database_url
     }
@@ -203,8 +218,9 @@ impl Stack {
         self.state_dir.join("logs")
     }
 
-    pub fn postgres(&self) -> &PostgresCluster {
-        &self.postgres
+    /// The database server, e.g. to stop and start it in a fault test.
+    pub fn database(&self) -> &DatabaseServer {
+        &self.database
     }
 
     /// Freezes the broker (SIGSTOP) as a hung server would be: it keeps
@@ -251,8 +267,15 @@ impl Stack {
         env_lines(&self.kafka_bootstrap, &self.database_url)
     }
 
-    /// A small pool on the stack's database.
+    /// A small pool on the stack's database, for tests that read Postgres
+    /// directly; [`Self::store`] works on either backend.
     pub async fn connect(&self) -> Result<PgPool> {
+        if self.database.kind() != DatabaseKind::Postgres {
+            return Err(DevError::Invalid(format!(
+                "this stack runs {}, not Postgres",
+                self.database.kind().server_name()
+            )));
+        }
         PgPoolOptions::new()
             .max_connections(4)
             .connect(&self.database_url)
@@ -261,6 +284,13 @@ impl Stack {
                 context: format!("connecting to {}", self.database_url),
                 source,
             })
+    }
+
+    /// The store's handle on the stack's database, whichever it is.
+    pub async fn store(&self) -> Result<odp_store::Database> {
+        odp_store::Database::connect_and_migrate(&self.database_url)
+            .await
+            .map_err(|error| DevError::Migrations(Box::new(error)))
     }
 
     /// A builder for one of our service binaries wired to this stack: log in
@@ -274,7 +304,7 @@ impl Stack {
             .args(self.topics.cli_args())
     }
 
-    /// Stops Postgres and the broker, reporting failures (drop ignores them).
+    /// Stops the database and the broker, reporting failures (drop ignores them).
     pub fn stop(mut self) -> Result<()> {
         self.stop_processes()
     }
@@ -294,8 +324,8 @@ impl Stack {
             kafka_port: self.kafka_port,
             kafka_bootstrap: self.kafka_bootstrap.clone(),
             broker_pid,
-            postgres: self.postgres.clone(),
-            postgres_pid: self.postgres.postmaster_pid(),
+            database: self.database.clone(),
+            database_pid: self.database.pid(),
             database_url: self.database_url.clone(),
             topics: self.topics.clone(),
             started_at_unix: unix_now(),
@@ -312,11 +342,11 @@ impl Stack {
         if std::mem::replace(&mut self.stopped, true) {
             return Ok(());
         }
-        let postgres_result = self.postgres.stop();
+        let database_result = self.database.stop();
         if let Some(mut broker) = self.broker.take() {
             broker.stop()?;
         }
-        postgres_result
+        database_result
     }
 }
 
@@ -329,7 +359,8 @@ impl Drop for Stack {
 }
 
 /// Creates the state dir; a temporary one is opened up to others (0755)
-/// because postgres may run as another user and must reach its data dir.
+/// because the database server may run as another user and must reach its
+/// data dir.
 pub(crate) fn prepare_state_dir(kind: &StateDir) -> Result<(PathBuf, Option<TempDir>)> {
     match kind {
         StateDir::Persistent(dir) => {

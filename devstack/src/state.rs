@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::database::DatabaseServer;
 use crate::error::{DevError, IoContext, Result};
-use crate::postgres::PostgresCluster;
 use odp_plumbing::Topics;
 
 /// Bumped when the layout changes incompatibly.
-pub const STACK_RECORD_VERSION: u32 = 1;
+pub const STACK_RECORD_VERSION: u32 = 2;
 
 /// A running stack as recorded in `<state dir>/stack.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,8 +19,8 @@ pub struct StackRecord {
     pub kafka_port: u16,
     pub kafka_bootstrap: String,
     pub broker_pid: u32,
-    pub postgres: PostgresCluster,
-    pub postgres_pid: Option<u32>,
+    pub database: DatabaseServer,
+    pub database_pid: Option<u32>,
     pub database_url: String,
     pub topics: Topics,
     pub started_at_unix: u64,
@@ -59,10 +59,13 @@ impl StackRecord {
                 })
             }
         };
-        let record: Self = serde_json::from_str(&text).map_err(|error| DevError::State {
-            path: path.display().to_string(),
-            message: format!("{error} (delete it if no stack is running)"),
-        })?;
+        let record: Self = serde_json::from_str(&text)
+            .map(upgrade_from_version_1)
+            .and_then(serde_json::from_value)
+            .map_err(|error| DevError::State {
+                path: path.display().to_string(),
+                message: format!("{error} (delete it if no stack is running)"),
+            })?;
         if record.version != STACK_RECORD_VERSION {
             return Err(DevError::State {
                 path: path.display().to_string(),
@@ -79,6 +82,25 @@ impl StackRecord {
     pub fn env_lines(&self) -> Vec<String> {
         env_lines(&self.kafka_bootstrap, &self.database_url)
     }
+}
+
+/// A version 1 record (Postgres the only database) as version 2 says it,
+/// so `odp-dev down` still stops a stack an older odp-dev started.
+fn upgrade_from_version_1(mut record: serde_json::Value) -> serde_json::Value {
+    if record["version"] != 1 {
+        return record;
+    }
+    if let Some(fields) = record.as_object_mut() {
+        let mut postgres = fields.remove("postgres").unwrap_or_default();
+        if let Some(server) = postgres.as_object_mut() {
+            server.insert("kind".to_owned(), "postgres".into());
+        }
+        let pid = fields.remove("postgres_pid").unwrap_or_default();
+        fields.insert("database".to_owned(), postgres);
+        fields.insert("database_pid".to_owned(), pid);
+        fields.insert("version".to_owned(), STACK_RECORD_VERSION.into());
+    }
+    record
 }
 
 pub(crate) fn env_lines(kafka_bootstrap: &str, database_url: &str) -> Vec<String> {
@@ -98,7 +120,7 @@ pub(crate) fn unix_now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::postgres::RunAs;
+    use crate::postgres::{PostgresCluster, RunAs};
 
     fn sample() -> StackRecord {
         StackRecord {
@@ -107,13 +129,13 @@ mod tests {
             kafka_port: 40001,
             kafka_bootstrap: "127.0.0.1:40001".to_owned(),
             broker_pid: 1234,
-            postgres: PostgresCluster {
+            database: DatabaseServer::Postgres(PostgresCluster {
                 bindir: PathBuf::from("/usr/lib/postgresql/15/bin"),
                 root: PathBuf::from("/repo/.odp/postgres"),
                 port: 40002,
                 run_as: Some(RunAs { uid: 998, gid: 997 }),
-            },
-            postgres_pid: Some(1240),
+            }),
+            database_pid: Some(1240),
             database_url: "postgres://postgres@127.0.0.1:40002/odp".to_owned(),
             topics: Topics::with_prefix("x-"),
             started_at_unix: 1_700_000_000,
@@ -129,6 +151,22 @@ mod tests {
         record.save(&path).unwrap();
         assert_eq!(StackRecord::load(&path).unwrap(), Some(record));
         assert!(!path.with_extension("json.tmp").exists());
+    }
+
+    #[test]
+    fn reads_a_record_written_before_mysql() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = StackRecord::path_in(dir.path());
+        let mut old = serde_json::to_value(sample()).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        let mut postgres = fields.remove("database").unwrap();
+        postgres.as_object_mut().unwrap().remove("kind");
+        let pid = fields.remove("database_pid").unwrap();
+        fields.insert("postgres".to_owned(), postgres);
+        fields.insert("postgres_pid".to_owned(), pid);
+        fields.insert("version".to_owned(), 1.into());
+        std::fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(StackRecord::load(&path).unwrap(), Some(sample()));
     }
 
     #[test]

@@ -95,3 +95,42 @@ impl Drop for StopOnDrop {
         self.0.stop().ok();
     }
 }
+
+/// A whole stack on MariaDB, as `odp-dev quickstart --database mysql`
+/// runs it: migrated, reachable through the store, and through an outage
+/// (stop, start) with its data.
+#[tokio::test]
+async fn a_stack_runs_on_mariadb_and_comes_back_after_an_outage() {
+    use odp_devstack::{DatabaseKind, Stack, StackOptions};
+    let stack = Stack::start(StackOptions::ephemeral().database_kind(DatabaseKind::Mysql))
+        .await
+        .unwrap();
+    assert!(
+        stack.database_url().starts_with("mysql://"),
+        "{}",
+        stack.database_url()
+    );
+    assert_eq!(stack.database().kind(), DatabaseKind::Mysql);
+    let db = stack.store().await.unwrap();
+    let odp_store::Database::MySql(pool) = &db else {
+        panic!("a MariaDB stack gives a MySQL store");
+    };
+    let (tables,): (i64,) =
+        sqlx::query_as("select count(*) from information_schema.tables where table_schema = 'odp'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert!(tables >= 19, "the schema is applied: {tables} tables");
+    assert!(
+        stack.connect().await.is_err(),
+        "no Postgres pool from MariaDB"
+    );
+
+    stack.database().stop().unwrap();
+    assert!(!stack.database().is_running());
+    assert!(sqlx::query("select 1").execute(pool).await.is_err());
+    stack.database().start(false, false).await.unwrap();
+    let (one,): (i64,) = sqlx::query_as("select 1").fetch_one(pool).await.unwrap();
+    assert_eq!(one, 1);
+    stack.stop().unwrap();
+}

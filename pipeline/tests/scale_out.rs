@@ -99,11 +99,11 @@ async fn postgres_going_away_and_back_loses_nothing() {
     fleet.produce(0..10).await;
     fleet.wait_stored(80, &[&worker]).await;
 
-    fleet.stack.postgres().stop().unwrap();
+    fleet.stack.database().stop().unwrap();
     fleet.produce(10..20).await;
     // The worker retries with backoff meanwhile.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    fleet.stack.postgres().start(false, false).await.unwrap();
+    fleet.stack.database().start(false, false).await.unwrap();
 
     let stored = fleet.wait_stored(160, &[&worker]).await;
     assert_eq!(stored, (160, 160 * SAMPLES_PER_SNAPSHOT));

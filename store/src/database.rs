@@ -76,6 +76,16 @@ impl Database {
     }
 }
 
+impl Database {
+    /// Closes the pool, waiting for its connections to be returned.
+    pub async fn close(&self) {
+        match self {
+            Database::Postgres(pool) => pool.close().await,
+            Database::MySql(pool) => pool.close().await,
+        }
+    }
+}
+
 /// `url` without its password.
 fn redacted(url: &str) -> String {
     match (url.split_once("://"), url.rsplit_once('@')) {

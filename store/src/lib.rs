@@ -30,6 +30,7 @@ pub mod runtime;
 mod schedules;
 mod timeline;
 
+use sqlx::mysql::MySqlDatabaseError;
 use sqlx::PgPool;
 use thiserror::Error;
 
@@ -112,16 +113,16 @@ impl StoreError {
                 | sqlx::Error::Tls(_)
                 | sqlx::Error::Protocol(_)
                 | sqlx::Error::WorkerCrashed => true,
-                sqlx::Error::Database(db) => {
+                sqlx::Error::Database(db) => match db.try_downcast_ref::<MySqlDatabaseError>() {
+                    Some(mysql) => is_transient_mysql(mysql.number()),
                     // Class 08 connection exceptions, 40 transaction
                     // rollback (serialization, deadlock), 53 insufficient
-                    // resources, 57 operator intervention (shutdown).
-                    let code = db.code();
-                    matches!(
-                        code.as_deref().map(|c| &c[..2]),
-                        Some("08" | "40" | "53" | "57")
-                    )
-                }
+                    // resources, 57 operator intervention (shutdown), and
+                    // 55P03 lock timeout.
+                    None => db.code().is_some_and(|code| {
+                        matches!(&code[..2], "08" | "40" | "53" | "57") || code == "55P03"
+                    }),
+                },
                 _ => false,
             },
             StoreError::Migrate(_)
@@ -131,6 +132,23 @@ impl StoreError {
             | StoreError::UnsupportedUrl(_) => false,
         }
     }
+}
+
+/// MySQL's and MariaDB's errors whose cause passes: most share SQLSTATE
+/// `HY000` with permanent ones, so they are told apart by number.
+fn is_transient_mysql(number: u16) -> bool {
+    matches!(
+        number,
+        1040 // too many connections
+            | 1053 // server shutdown in progress
+            | 1205 // lock wait timeout
+            | 1213 // deadlock, transaction rolled back
+            | 1290 // read-only (a replica being promoted)
+            | 1317 // query interrupted
+            | 1927 // connection killed (MariaDB)
+            | 1969 // max_statement_time exceeded (MariaDB)
+            | 3024 // max_execution_time exceeded (MySQL)
+    )
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -114,7 +114,7 @@ async fn answers_stay_exact_through_abandoned_requests_timeouts_and_a_postgres_r
         });
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
-    h.stack.postgres().stop().expect("stop postgres");
+    h.stack.database().stop().expect("stop postgres");
     let down = Instant::now();
     while down.elapsed() < Duration::from_secs(8) {
         let during = api.send(api.get(&reference.top_path)).await;
@@ -122,7 +122,7 @@ async fn answers_stay_exact_through_abandoned_requests_timeouts_and_a_postgres_r
     }
     abandoned.join_all().await;
     h.stack
-        .postgres()
+        .database()
         .start(false, false)
         .await
         .expect("start postgres");
@@ -136,7 +136,7 @@ async fn with_postgres_down_requests_get_503_and_retry_after_quickly() {
     let api = Api::new(&h);
     let reference = Reference::take(&api).await;
 
-    h.stack.postgres().stop().expect("stop postgres");
+    h.stack.database().stop().expect("stop postgres");
     let import = || api.import("small", SMALL_FOLDED.as_bytes().to_vec());
     for (what, request) in [
         ("/top", api.get(&reference.top_path)),
@@ -155,7 +155,7 @@ async fn with_postgres_down_requests_get_503_and_retry_after_quickly() {
     }
 
     h.stack
-        .postgres()
+        .database()
         .start(false, false)
         .await
         .expect("start postgres");

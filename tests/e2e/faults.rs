@@ -52,9 +52,9 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
     h.stack.restart_broker().await.unwrap();
     recoveries.push(("broker restarted", recovery(&h, &pool, id).await));
 
-    h.stack.postgres().stop().unwrap();
+    h.stack.database().stop().unwrap();
     tokio::time::sleep(Duration::from_secs(30)).await;
-    h.stack.postgres().start(false, false).await.unwrap();
+    h.stack.database().start(false, false).await.unwrap();
     let pool = h.pool().await;
     recoveries.push(("postgres stopped 30 s", recovery(&h, &pool, id).await));
 
