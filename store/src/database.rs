@@ -3,9 +3,9 @@
 //! backend's module; both backends pass one behaviour suite
 //! (`store/tests/profiles.rs`).
 
-use sqlx::mysql::MySqlPoolOptions;
 use sqlx::{Encode, MySql, MySqlPool, PgPool, QueryBuilder, Type};
 
+use crate::pool::PoolConfig;
 use crate::{Result, StoreError};
 
 /// Calls `f` of the repository's `postgres` or `mysql` module, whichever
@@ -57,20 +57,78 @@ impl From<MySqlPool> for Database {
 }
 
 impl Database {
-    /// Connects to `url` (`postgres://…` or `mysql://…`) and applies that
+    /// A pool on `url` (`postgres://…` or `mysql://…`, also `mariadb://`)
+    /// configured by `config`, with one connection opened now.
+    pub async fn connect_with(url: &str, config: &PoolConfig) -> Result<Database> {
+        Ok(match Backend::of(url)? {
+            Backend::Postgres => crate::pool::connect_with(url, config).await?.into(),
+            Backend::MySql => {
+                let url = url.replacen("mariadb://", "mysql://", 1);
+                crate::pool::mysql::connect_with(&url, config).await?.into()
+            }
+        })
+    }
+
+    /// Connects to `url` with the default [`PoolConfig`] and applies that
     /// backend's pending migrations.
     pub async fn connect_and_migrate(url: &str) -> Result<Database> {
-        match url.split_once("://").map(|(scheme, _)| scheme) {
-            Some("postgres" | "postgresql") => Ok(crate::connect_and_migrate(url).await?.into()),
-            Some("mysql" | "mariadb") => {
-                let url = url.replacen("mariadb://", "mysql://", 1);
-                let pool = MySqlPoolOptions::new()
-                    .max_connections(10)
-                    .connect(&url)
-                    .await?;
-                crate::migrate_mysql(&pool).await?;
-                Ok(pool.into())
+        let db = Database::connect_with(url, &PoolConfig::default()).await?;
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    /// Applies pending migrations through a pool of its own (default
+    /// configuration: a migration may take longer than `config`'s
+    /// statement timeout), then connects as `config` says.
+    pub async fn connect_and_migrate_with(url: &str, config: &PoolConfig) -> Result<Database> {
+        let migrations = Database::connect_and_migrate(url).await?;
+        migrations.close().await;
+        Database::connect_with(url, config).await
+    }
+
+    /// Applies this backend's pending migrations.
+    pub async fn migrate(&self) -> Result<()> {
+        match self {
+            Database::Postgres(pool) => crate::migrate(pool).await,
+            Database::MySql(pool) => crate::migrate_mysql(pool).await,
+        }
+    }
+
+    /// Whether the database answers a trivial query.
+    pub async fn ping(&self) -> Result<()> {
+        match self {
+            Database::Postgres(pool) => {
+                sqlx::query("select 1").execute(pool).await?;
             }
+            Database::MySql(pool) => {
+                sqlx::query("select 1").execute(pool).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Database::Postgres(_) => Backend::Postgres,
+            Database::MySql(_) => Backend::MySql,
+        }
+    }
+}
+
+/// The kind of database server a [`Database`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    /// MySQL 8 or MariaDB 10.11+.
+    MySql,
+}
+
+impl Backend {
+    /// The backend `url`'s scheme names.
+    pub fn of(url: &str) -> Result<Backend> {
+        match url.split_once("://").map(|(scheme, _)| scheme) {
+            Some("postgres" | "postgresql") => Ok(Backend::Postgres),
+            Some("mysql" | "mariadb") => Ok(Backend::MySql),
             _ => Err(StoreError::UnsupportedUrl(redacted(url))),
         }
     }
@@ -129,6 +187,22 @@ mod tests {
         let mut query = QueryBuilder::<MySql>::new("select 1 where id in ");
         push_in_list(&mut query, Vec::<i64>::new());
         assert_eq!(query.sql(), "select 1 where id in (null)");
+    }
+
+    #[test]
+    fn the_scheme_names_the_backend() {
+        assert_eq!(Backend::of("postgres://h/odp").unwrap(), Backend::Postgres);
+        assert_eq!(
+            Backend::of("postgresql://h/odp").unwrap(),
+            Backend::Postgres
+        );
+        assert_eq!(Backend::of("mysql://h/odp").unwrap(), Backend::MySql);
+        assert_eq!(Backend::of("mariadb://h/odp").unwrap(), Backend::MySql);
+        let error = Backend::of("sqlite://u:pw@h/odp").unwrap_err().to_string();
+        assert!(
+            error.contains("sqlite://…@h/odp") && !error.contains("pw"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use channels::{
     channel_deliveries, delete_channel, get_channel, update_channel, ChannelPatch, DeliveryFilter,
     DeliveryRow,
 };
-pub use database::Database;
+pub use database::{Backend, Database};
 pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
     AlertSubject, Issue, IssueStack,

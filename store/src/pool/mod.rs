@@ -28,6 +28,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
+pub mod mysql;
+
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Executor as _, PgConnection, PgPool, Row as _};
 
@@ -48,8 +50,9 @@ pub struct PoolConfig {
     /// How long a caller waits for a connection (an idle one, or a new
     /// one while Postgres refuses) before `PoolTimedOut`.
     pub acquire_timeout: Duration,
-    /// Postgres cancels any statement running longer
-    /// (`statement_timeout`); none when `None`.
+    /// The server cancels any statement running longer (Postgres'
+    /// `statement_timeout`, MariaDB's `max_statement_time`, MySQL's
+    /// `max_execution_time` for reads); none when `None`.
     pub statement_timeout: Option<Duration>,
     /// Bounds the check of released connections by [`PROBE_TIMEOUT`];
     /// without it the check waits for the answer however long it takes.
@@ -108,7 +111,13 @@ async fn configure_session(
 /// Whether a connection just released may serve another caller; logs why
 /// not. With `sleep`, a probe unanswered after [`PROBE_TIMEOUT`] fails.
 async fn reusable(conn: &mut PgConnection, sleep: Option<Sleep>) -> bool {
-    match within(sleep, PROBE_TIMEOUT, probe(conn)).await {
+    log_unusable(within(sleep, PROBE_TIMEOUT, probe(conn)).await)
+}
+
+/// Whether a probe's outcome (`None`: unanswered in time) leaves the
+/// connection usable; logs why not.
+fn log_unusable(outcome: Option<sqlx::Result<Probe>>) -> bool {
+    match outcome {
         Some(Ok(Probe::Clean)) => true,
         Some(Ok(problem)) => {
             tracing::warn!(?problem, "closing a database connection in a bad state");
