@@ -1,7 +1,8 @@
 use std::time::Duration;
 
 use odp_devstack::{
-    build_demo, Platform, PlatformOptions, ServiceProcess, Stack, StackEndpoints, StackOptions,
+    build_demo, DatabaseKind, Platform, PlatformOptions, ServiceProcess, Stack, StackEndpoints,
+    StackOptions,
 };
 use odp_plumbing::Topics;
 
@@ -13,6 +14,11 @@ pub(crate) struct Harness {
 
 pub(crate) async fn start(name: &str, window_secs: u64) -> Harness {
     start_configured(name, |options| options.window_secs = window_secs).await
+}
+
+/// [`start`] on the `database` server.
+pub(crate) async fn start_on(database: DatabaseKind, name: &str, window_secs: u64) -> Harness {
+    start_configured_on(database, name, |options| options.window_secs = window_secs).await
 }
 
 /// The stack with api-server and pipeline only, for tests of the API.
@@ -35,6 +41,15 @@ pub(crate) async fn start_configured(
     name: &str,
     configure: impl FnOnce(&mut PlatformOptions),
 ) -> Harness {
+    start_configured_on(DatabaseKind::Postgres, name, configure).await
+}
+
+/// [`start_configured`] on the `database` server.
+pub(crate) async fn start_configured_on(
+    database: DatabaseKind,
+    name: &str,
+    configure: impl FnOnce(&mut PlatformOptions),
+) -> Harness {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
         .with_env_filter("info")
@@ -43,7 +58,10 @@ pub(crate) async fn start_configured(
         "{name}-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    let stack = Stack::start(StackOptions::ephemeral().topics(Topics::with_prefix(&prefix)))
+    let options = StackOptions::ephemeral()
+        .topics(Topics::with_prefix(&prefix))
+        .database_kind(database);
+    let stack = Stack::start(options)
         .await
         .expect("start the stack (is tansu installed? see README)");
     let endpoints = StackEndpoints {
@@ -74,6 +92,11 @@ impl Harness {
             .log_dir(self.stack.log_dir())
             .spawn()
             .expect("start the demo")
+    }
+
+    /// The store on the stack's database, Postgres or MySQL.
+    pub(crate) async fn store(&self) -> odp_store::Database {
+        self.stack.store().await.expect("connect to the database")
     }
 
     pub(crate) async fn pool(&self) -> sqlx::PgPool {

@@ -9,11 +9,13 @@
 use odp_client::types::ProfileStatus;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use sqlx::PgPool;
+use odp_devstack::DatabaseKind;
+use odp_store::Database;
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::{self, Harness};
+use crate::db::{column, count, profile_events, try_column, Param};
 
 /// The pipeline's consumer session timeout (10 s) plus 10 s: the bound on how
 /// long ingestion may stall after any of these faults.
@@ -22,7 +24,16 @@ const PROFILE_SECS: u64 = 300;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
-    let mut h = common::start("faults", 1).await;
+    through_faults_on(DatabaseKind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_on_mysql_through_crashes_freezes_and_restarts_is_stored_exactly() {
+    through_faults_on(DatabaseKind::Mysql).await;
+}
+
+async fn through_faults_on(database: DatabaseKind) {
+    let mut h = common::start_on(database, "faults", 1).await;
     let demo = h.spawn_demo_for(PROFILE_SECS + 120);
     let client = h.platform.client();
     let request = json!({"host": h.platform.host_id, "pid": demo.pid(),
@@ -33,7 +44,7 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     let started = Instant::now();
-    let pool = h.pool().await;
+    let pool = h.store().await;
     let mut recoveries: Vec<(&str, Duration)> = Vec::new();
 
     for round in ["pipeline SIGKILL 1", "pipeline SIGKILL 2"] {
@@ -55,8 +66,7 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
     h.stack.database().stop().unwrap();
     tokio::time::sleep(Duration::from_secs(30)).await;
     h.stack.database().start(false, false).await.unwrap();
-    let pool = h.pool().await;
-    recoveries.push(("postgres stopped 30 s", recovery(&h, &pool, id).await));
+    recoveries.push(("database stopped 30 s", recovery(&h, &pool, id).await));
 
     for (fault, took) in &recoveries {
         println!("recovery after {fault}: {:.1} s", took.as_secs_f64());
@@ -85,18 +95,29 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
         "(agent, snapshots, samples) stored vs acknowledged\n{}",
         h.platform.logs()
     );
-    let (agents, windows, distinct, max_sequence): (i64, i64, i64, i64) = sqlx::query_as(
-        "select count(distinct agent_id), count(*), count(distinct (agent_id, sequence)),
-                max(sequence)
-         from snapshots where profile_id = $1::uuid",
+    let stored_by = [Param::Uuid(id)];
+    let agents = count(
+        &pool,
+        "select count(distinct agent_id) from snapshots where profile_id = ?",
+        &stored_by,
     )
-    .bind(id)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(agents, 1, "windows from {agents} agents");
-    assert_eq!(windows, distinct, "a window stored twice");
-    assert_eq!(max_sequence + 1, windows, "a window missing");
+    let mut sequences = column(
+        &pool,
+        "select sequence from snapshots where profile_id = ?",
+        &stored_by,
+    )
+    .await;
+    let windows = sequences.len() as i64;
+    sequences.sort_unstable();
+    sequences.dedup();
+    assert_eq!(windows, sequences.len() as i64, "a window stored twice");
+    assert_eq!(
+        sequences.last().map(|s| s + 1),
+        Some(windows),
+        "a window missing"
+    );
     for (fault, took) in &recoveries {
         assert!(
             *took <= RECOVERY_BOUND,
@@ -106,26 +127,25 @@ async fn a_profile_through_crashes_freezes_and_restarts_is_stored_exactly() {
 }
 
 /// How long after now until a window that ended after now is stored.
-async fn recovery(h: &Harness, pool: &PgPool, id: Uuid) -> Duration {
+async fn recovery(h: &Harness, pool: &Database, id: Uuid) -> Duration {
     let from = Instant::now();
     wait_stored_after(h, pool, id, Duration::from_secs(180)).await;
     from.elapsed()
 }
 
 /// Waits until a window ending after the call is stored for `id`.
-async fn wait_stored_after(h: &Harness, pool: &PgPool, id: Uuid, timeout: Duration) {
+async fn wait_stored_after(h: &Harness, pool: &Database, id: Uuid, timeout: Duration) {
     let since = chrono::Utc::now();
     let deadline = Instant::now() + timeout;
     loop {
-        let stored: Result<(bool,), _> = sqlx::query_as(
-            "select exists (select 1 from snapshots
-                            where profile_id = $1::uuid and window_end > $2)",
+        // Fails while the database is down.
+        let stored = try_column(
+            pool,
+            "select count(*) from snapshots where profile_id = ? and window_end > ?",
+            &[Param::Uuid(id), Param::Time(since)],
         )
-        .bind(id)
-        .bind(since)
-        .fetch_one(pool)
         .await;
-        if matches!(stored, Ok((true,))) {
+        if stored.is_ok_and(|n| n.first().is_some_and(|&n| n > 0)) {
             return;
         }
         assert!(
@@ -141,15 +161,8 @@ async fn wait_stored_after(h: &Harness, pool: &PgPool, id: Uuid, timeout: Durati
 /// (agent, snapshots, samples) the agent's `profile_finished` reports the
 /// broker acknowledged, plus those it had spooled then (a broker restart
 /// can fail a send the broker in fact kept) and delivers afterwards.
-async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: Uuid) -> (String, i64, i64) {
-    let rows: Vec<(String, Value)> = sqlx::query_as(
-        "select agent_id, body from profile_events
-         where profile_id = $1::uuid and kind = 'profile_finished'",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await
-    .unwrap();
+async fn acknowledged_by_agent(h: &Harness, pool: &Database, id: Uuid) -> (String, i64, i64) {
+    let rows = profile_events(pool, id, "profile_finished").await;
     assert_eq!(rows.len(), 1, "one profile_finished\n{}", h.platform.logs());
     let (agent, body) = &rows[0];
     let count = |field: &str| {
@@ -167,28 +180,25 @@ async fn acknowledged_by_agent(h: &Harness, pool: &PgPool, id: Uuid) -> (String,
 /// (agent, snapshots, samples) stored, once as many windows as `want` are
 /// (or a minute passed).
 async fn stored_when_settled(
-    pool: &PgPool,
+    pool: &Database,
     id: Uuid,
     agent: String,
     want: i64,
 ) -> (String, i64, i64) {
-    let mut counts = (0, 0);
+    let mut samples = Vec::new();
     for _ in 0..120 {
-        counts = sqlx::query_as(
-            "select count(*), coalesce(sum(samples), 0)::bigint
-             from snapshots where profile_id = $1::uuid and agent_id = $2",
+        samples = column(
+            pool,
+            "select samples from snapshots where profile_id = ? and agent_id = ?",
+            &[Param::Uuid(id), Param::Text(&agent)],
         )
-        .bind(id)
-        .bind(&agent)
-        .fetch_one(pool)
-        .await
-        .unwrap();
-        if counts.0 >= want {
+        .await;
+        if samples.len() as i64 >= want {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    (agent, counts.0, counts.1)
+    (agent, samples.len() as i64, samples.iter().sum())
 }
 
 /// The first warnings and errors the broker logged since it last started.

@@ -1,6 +1,6 @@
 //! End-to-end tests: a real Kafka-protocol broker (Tansu), a real Postgres
-//! cluster and the three ODP binaries, each test on its own ports, topics
-//! and database. Run `cargo build --workspace --bins` first (the README's
+//! cluster (or MariaDB, for the core scenarios' MySQL runs) and the three
+//! ODP binaries, each test on its own ports, topics and database. Run `cargo build --workspace --bins` first (the README's
 //! test command does).
 
 mod aggregate;
@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod common;
 mod control;
+mod db;
 mod db_faults;
 mod dead_letter;
 mod deploy;

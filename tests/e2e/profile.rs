@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use odp_devstack::DatabaseKind;
+
 use crate::common;
+use crate::db::{count, Param};
 
 /// The demo spends CPU in `demo_hot`, `demo_warm` and `demo_cool` in a
 /// 6:3:1 ratio of equal-cost iterations (demo/README.md).
@@ -15,7 +18,16 @@ const EXPECTED: [(&str, f64); 3] = [("demo_hot", 0.6), ("demo_warm", 0.3), ("dem
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiling_the_demo_finds_its_known_cpu_split() {
-    let h = common::start("profile", 2).await;
+    demo_split_on(DatabaseKind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiling_the_demo_on_mysql_finds_its_known_cpu_split() {
+    demo_split_on(DatabaseKind::Mysql).await;
+}
+
+async fn demo_split_on(database: DatabaseKind) {
+    let h = common::start_on(database, "profile", 2).await;
     let demo = h.spawn_demo();
 
     let client = h.platform.client();
@@ -45,7 +57,7 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
     );
 
     // The last window lands in the pipeline just after the finish event.
-    let pool = h.pool().await;
+    let db = h.store().await;
     let mut top = client.top(id, 50).await.unwrap();
     for _ in 0..40 {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -55,25 +67,24 @@ async fn profiling_the_demo_finds_its_known_cpu_split() {
         }
         top = next;
     }
-    let (snapshots,): (i64,) =
-        sqlx::query_as("select count(*) from snapshots where profile_id = $1::uuid")
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let snapshots = count(
+        &db,
+        "select count(*) from snapshots where profile_id = ?",
+        &[Param::Uuid(id)],
+    )
+    .await;
     assert!(
         snapshots >= 2,
         "a 6 s profile with 2 s windows stores several windows, got {snapshots}"
     );
     // Each window's cost report (frequency used, threads pruned) is kept as
     // the profile's timeline.
-    let (reports,): (i64,) = sqlx::query_as(
-        "select count(*) from profile_events where profile_id = $1::uuid and kind = 'window_stats'",
+    let reports = count(
+        &db,
+        "select count(*) from profile_events where profile_id = ? and kind = 'window_stats'",
+        &[Param::Uuid(id)],
     )
-    .bind(id)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert!(reports >= 2, "window_stats reports stored: {reports}");
 
     let self_samples = |name: &str| {
