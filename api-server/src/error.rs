@@ -90,11 +90,35 @@ impl From<odp_store::StoreError> for ApiError {
             ApiError::Unavailable("database unavailable, retry later".into())
         } else if let odp_store::StoreError::Conflict(message) = e {
             ApiError::Conflict(message)
+        } else if let Some(violation) = e.violation() {
+            // Input the service's own checks let through (a schema limit
+            // such as MySQL's VARCHAR lengths): the caller's to fix.
+            tracing::info!(error = %e, "the database refused the input");
+            match violation {
+                odp_store::Violation::Unique => {
+                    ApiError::Conflict(format!("already exists: {}", violation_detail(&e)))
+                }
+                odp_store::Violation::ForeignKey | odp_store::Violation::Invalid => {
+                    ApiError::Unprocessable(format!(
+                        "refused by the database: {}",
+                        violation_detail(&e)
+                    ))
+                }
+            }
         } else if let odp_store::StoreError::MixedEvents(_) = e {
             ApiError::Unprocessable(e.to_string())
         } else {
             ApiError::Internal(e.to_string())
         }
+    }
+}
+
+/// The database's own words for a refused statement, without sqlx's
+/// prefixes.
+fn violation_detail(e: &odp_store::StoreError) -> String {
+    match e {
+        odp_store::StoreError::Database(sqlx::Error::Database(db)) => db.message().to_owned(),
+        other => other.to_string(),
     }
 }
 

@@ -101,7 +101,43 @@ pub enum StoreError {
     UnsupportedUrl(String),
 }
 
+/// A statement the schema refused because of the values it carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Violation {
+    /// A unique key already holds the value.
+    Unique,
+    /// A referenced row is missing, or a referencing row remains.
+    ForeignKey,
+    /// A CHECK, a NOT NULL, or a value too long or out of range for its
+    /// column (MySQL's VARCHAR lengths, which Postgres' `text` lacks).
+    Invalid,
+}
+
 impl StoreError {
+    /// The constraint the database refused the input with, if that is
+    /// what failed: the API answers 409 or 422, never 500.
+    pub fn violation(&self) -> Option<Violation> {
+        let StoreError::Database(sqlx::Error::Database(db)) = self else {
+            return None;
+        };
+        match db.kind() {
+            sqlx::error::ErrorKind::UniqueViolation => return Some(Violation::Unique),
+            sqlx::error::ErrorKind::ForeignKeyViolation => return Some(Violation::ForeignKey),
+            sqlx::error::ErrorKind::NotNullViolation | sqlx::error::ErrorKind::CheckViolation => {
+                return Some(Violation::Invalid)
+            }
+            _ => {}
+        }
+        let invalid = match db.try_downcast_ref::<MySqlDatabaseError>() {
+            // Too long, out of range, check failed (MySQL, MariaDB),
+            // bad value for the column.
+            Some(mysql) => matches!(mysql.number(), 1406 | 1264 | 3819 | 4025 | 1366),
+            // Class 22: data exceptions (too long, out of range, bad value).
+            None => db.code().is_some_and(|code| code.starts_with("22")),
+        };
+        invalid.then_some(Violation::Invalid)
+    }
+
     /// Whether retrying the same work later may succeed (the database is
     /// down or overloaded), as opposed to the input being unstorable.
     pub fn is_transient(&self) -> bool {

@@ -1,9 +1,10 @@
-//! Which database errors the pipeline retries (the batch waits, nothing is
-//! dead-lettered): provoked on the real servers.
+//! How database errors are told apart, provoked on the real servers:
+//! which the pipeline retries (the batch waits, nothing is dead-lettered)
+//! and which are input the schema refused (the API answers 409 or 422).
 
 mod support;
 
-use odp_store::{Database, StoreError};
+use odp_store::{Database, StoreError, Violation};
 use sqlx::Connection;
 use support::on_both_backends;
 
@@ -100,7 +101,71 @@ async fn a_killed_connection_is_transient(db: Database) {
     assert!(error.is_transient(), "{error}");
 }
 
+/// A rule row, with `threshold` and `source` as given.
+fn rule_insert(id: &str, threshold: &str, source: &str) -> String {
+    format!(
+        "insert into rules (id, title, explanation, fix, link, kind, spec, threshold_pct, source)
+         values ('{id}', 't', 'e', 'f', 'l', 'stack_share', '{{}}', {threshold}, '{source}')"
+    )
+}
+
+async fn run(db: &Database, sql: &str) -> Result<(), StoreError> {
+    match db {
+        Database::Postgres(pool) => sqlx::query(sql).execute(pool).await.map(drop),
+        Database::MySql(pool) => sqlx::query(sql).execute(pool).await.map(drop),
+    }
+    .map_err(StoreError::from)
+}
+
+/// Duplicates, failed checks and missing references are named, so the API
+/// answers 409 or 422 however the backend words them.
+async fn refused_input_is_named_by_its_constraint(db: Database) {
+    run(&db, &rule_insert("r1", "5", "user")).await.unwrap();
+    let duplicate = run(&db, &rule_insert("r1", "5", "user")).await.unwrap_err();
+    assert_eq!(
+        duplicate.violation(),
+        Some(Violation::Unique),
+        "{duplicate}"
+    );
+    assert!(!duplicate.is_transient());
+    let out_of_range = run(&db, &rule_insert("r2", "101", "user"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        out_of_range.violation(),
+        Some(Violation::Invalid),
+        "{out_of_range}"
+    );
+    let bad_source = run(&db, &rule_insert("r3", "5", "admin"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        bad_source.violation(),
+        Some(Violation::Invalid),
+        "{bad_source}"
+    );
+    let orphan = run(
+        &db,
+        "insert into snapshot_threads (snapshot_id, tid, name) values (424242, 1, 'main')",
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(orphan.violation(), Some(Violation::ForeignKey), "{orphan}");
+}
+
+/// MySQL only: Postgres' `text` has no length to exceed.
+#[tokio::test]
+async fn a_value_longer_than_its_mysql_column_is_invalid_input() {
+    let (_server, db) = support::mysql().await;
+    let long_id = "r".repeat(300);
+    let too_long = run(&db, &rule_insert(&long_id, "5", "user"))
+        .await
+        .unwrap_err();
+    assert_eq!(too_long.violation(), Some(Violation::Invalid), "{too_long}");
+}
+
 on_both_backends!(
+    refused_input_is_named_by_its_constraint,
     a_lock_wait_timeout_is_transient,
     a_constraint_violation_is_not_transient,
     a_killed_connection_is_transient,
