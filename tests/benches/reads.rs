@@ -17,14 +17,16 @@
 //! install inferno --locked`), run on the folded file; else the same
 //! inferno code in this process (no process start or file read, so a
 //! harder baseline). Run by hand, after `cargo build --release --bins`:
-//! `cargo bench -p odp-tests --bench reads`. Prints, asserts nothing.
+//! `cargo bench -p odp-tests --bench reads`, with `ODP_BENCH_DATABASE=mysql`
+//! for the MySQL backend (a private MariaDB). Prints, asserts nothing.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use odp_core::pprof::{self, PprofMeta};
 use odp_core::WeightedStack;
-use odp_devstack::{Platform, PlatformOptions, Stack, StackEndpoints, StackOptions};
+use odp_devstack::{DatabaseKind, Platform, PlatformOptions, Stack, StackEndpoints, StackOptions};
+use odp_store::Database;
 
 const ONE_STACKS: usize = 100_000;
 const FUNCTIONS: usize = 4_000;
@@ -205,23 +207,77 @@ fn ratio(what: &str, took: Duration, baseline: Duration, target: &str, extra: &s
     );
 }
 
-async fn bytes_on_disk(pool: &sqlx::PgPool) -> i64 {
-    sqlx::query("vacuum full").execute(pool).await.unwrap();
-    sqlx::query_scalar(
-        "select sum(pg_total_relation_size(t))::bigint from unnest(array[
-             'snapshots', 'profile_blocks', 'service_rollups', 'frames', 'stacks', 'samples',
-             'snapshot_threads'
-         ]::regclass[]) t",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap()
+/// The tables that hold samples, with their indexes.
+const SAMPLE_TABLES: [&str; 7] = [
+    "snapshots",
+    "profile_blocks",
+    "service_rollups",
+    "frames",
+    "stacks",
+    "samples",
+    "snapshot_threads",
+];
+
+/// Bytes on disk of [`SAMPLE_TABLES`] once rewritten compactly (Postgres'
+/// `vacuum full`, InnoDB's `optimize table`).
+async fn bytes_on_disk(db: &Database) -> i64 {
+    let tables = SAMPLE_TABLES.join(", ");
+    let quoted = SAMPLE_TABLES.map(|t| format!("'{t}'")).join(", ");
+    match db {
+        Database::Postgres(pool) => {
+            sqlx::query("vacuum full").execute(pool).await.unwrap();
+            sqlx::query_scalar(&format!(
+                "select sum(pg_total_relation_size(t))::bigint
+                 from unnest(array[{quoted}]::regclass[]) t"
+            ))
+            .fetch_one(pool)
+            .await
+            .unwrap()
+        }
+        Database::MySql(pool) => {
+            sqlx::raw_sql(&format!("optimize table {tables}; analyze table {tables}"))
+                .execute(pool)
+                .await
+                .unwrap();
+            sqlx::query_scalar(&format!(
+                "select cast(sum(data_length + index_length) as signed)
+                 from information_schema.tables
+                 where table_schema = database() and table_name in ({quoted})"
+            ))
+            .fetch_one(pool)
+            .await
+            .unwrap()
+        }
+    }
+}
+
+/// Profiles of `service` not yet in its rollups.
+async fn pending_rollups(db: &Database, service: &str) -> i64 {
+    let sql = "select count(*) from profile_blocks b join profiles p on p.id = b.profile_id
+               where p.service = ? and b.rollup = 'pending'";
+    match db {
+        Database::Postgres(pool) => sqlx::query_scalar(&sql.replace('?', "$1"))
+            .bind(service)
+            .fetch_one(pool)
+            .await
+            .unwrap(),
+        Database::MySql(pool) => sqlx::query_scalar(sql)
+            .bind(service)
+            .fetch_one(pool)
+            .await
+            .unwrap(),
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let stack = Stack::start(StackOptions::ephemeral())
+    let database: DatabaseKind = std::env::var("ODP_BENCH_DATABASE")
+        .unwrap_or_else(|_| "postgres".into())
+        .parse()
+        .expect("ODP_BENCH_DATABASE is postgres or mysql");
+    println!("database: {}", database.server_name());
+    let stack = Stack::start(StackOptions::ephemeral().database_kind(database))
         .await
         .expect("start the stack");
     let endpoints = StackEndpoints {
@@ -244,7 +300,7 @@ async fn main() {
         url: platform.api_url.clone(),
         token: platform.token.clone(),
     };
-    let pool = stack.connect().await.unwrap();
+    let pool = stack.store().await.unwrap();
     let since = (chrono::Utc::now() - chrono::Duration::minutes(30)).to_rfc3339();
     let until = (chrono::Utc::now() + chrono::Duration::minutes(30)).to_rfc3339();
     let range = format!("since={}&until={}", urlencode(&since), urlencode(&until));
@@ -288,7 +344,7 @@ fn urlencode(text: &str) -> String {
 }
 
 /// Imports the fleet, reads its aggregate; returns the bytes on disk.
-async fn fleet(api: &Api, pool: &sqlx::PgPool, range: &str, dir: &Path) -> i64 {
+async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) -> i64 {
     let mut rng = Rng(0x5eed_f1ee_7000_0001);
     let service_pool: Vec<Vec<String>> = (0..FLEET_POOL).map(|_| random_stack(&mut rng)).collect();
     let mut fleet_pprof = 0usize;
@@ -308,13 +364,7 @@ async fn fleet(api: &Api, pool: &sqlx::PgPool, range: &str, dir: &Path) -> i64 {
     // The pipeline rolls them up into the service's hourly rollup.
     let started = Instant::now();
     loop {
-        let pending: i64 = sqlx::query_scalar(
-            "select count(*) from profile_blocks b join profiles p on p.id = b.profile_id
-             where p.service = 'bench-fleet' and b.rollup = 'pending'",
-        )
-        .fetch_one(pool)
-        .await
-        .unwrap();
+        let pending = pending_rollups(pool, "bench-fleet").await;
         if pending == 0 {
             break;
         }
@@ -352,7 +402,7 @@ async fn fleet(api: &Api, pool: &sqlx::PgPool, range: &str, dir: &Path) -> i64 {
 }
 
 /// One large profile: every format of it, and its bytes on disk.
-async fn one_profile(api: &Api, pool: &sqlx::PgPool, bytes_before: i64, dir: &Path) {
+async fn one_profile(api: &Api, pool: &Database, bytes_before: i64, dir: &Path) {
     let one = large_profile(0x9e37_79b9_7f4a_7c15);
     let one_pprof = gzip_pprof(&one).len();
     let id = api.import("bench-one", "one-host", &one).await;
