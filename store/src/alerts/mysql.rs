@@ -66,7 +66,8 @@ pub(super) async fn list_channels(pool: &MySqlPool) -> Result<Vec<ChannelRow>> {
 /// service, for each of `rule_ids` (whose detections the caller's
 /// transaction just inserted). A delivery queued before (the rule was
 /// flagged, cleared, and flagged again) stays as it is: `id = id` is the
-/// no-op update that stands for `on conflict do nothing`.
+/// no-op update that stands for `on conflict do nothing` (qualified: the
+/// select joins tables with an `id` too).
 pub(crate) async fn enqueue(
     tx: &mut MySqlConnection,
     profile_id: Uuid,
@@ -94,7 +95,7 @@ pub(crate) async fn enqueue(
         .push(" and ")
         .push_bind(subject.service)
         .push(format!(" like {SERVICE_LIKE_PATTERN} escape '!'"))
-        .push(" on duplicate key update id = id");
+        .push(" on duplicate key update alert_deliveries.id = alert_deliveries.id");
     let queued = query.build().execute(&mut *tx).await?.rows_affected();
     if queued > 0 {
         tracing::debug!(%profile_id, queued, "alerts queued");
