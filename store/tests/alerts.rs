@@ -128,6 +128,50 @@ async fn a_due_delivery_is_claimed_by_exactly_one_sender(db: Database) {
     assert_eq!(one.stacks[0].frames, ["main", "work"]);
 }
 
+/// A delivery another sender holds (its row locked in an open transaction)
+/// is skipped, not waited for.
+async fn a_held_delivery_is_skipped_not_waited_for(db: Database) {
+    let (_, channel_id) = flagged(&db, 3).await;
+    let held = listed(&db, channel_id, None).await[0].id;
+    let claim = || odp_store::claim_due_deliveries(&db, 10, Duration::from_secs(60));
+    let within = Duration::from_secs(10);
+    let claimed = match &db {
+        Database::Postgres(pool) => {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::query("select id from alert_deliveries where id = $1 for update")
+                .bind(held)
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            let claimed = tokio::time::timeout(within, claim()).await;
+            tx.rollback().await.unwrap();
+            claimed
+        }
+        Database::MySql(pool) => {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::query("select id from alert_deliveries where id = ? for update")
+                .bind(held)
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            let claimed = tokio::time::timeout(within, claim()).await;
+            tx.rollback().await.unwrap();
+            claimed
+        }
+    };
+    let claimed: BTreeSet<Uuid> = claimed
+        .expect("the claim waited for the held row")
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(claimed.len(), 2);
+    assert!(!claimed.contains(&held));
+    // Once let go, it is claimed.
+    let rest = claim().await.unwrap();
+    assert_eq!(rest.iter().map(|d| d.id).collect::<Vec<_>>(), [held]);
+}
+
 async fn attempts_are_logged_and_move_the_delivery_on(db: Database) {
     let (_, channel_id) = flagged(&db, 2).await;
     // A zero lease leaves the claimed deliveries due at once.
@@ -484,6 +528,7 @@ async fn deliveries_are_listed_by_status_in_pages(db: Database) {
 
 on_both_backends!(
     a_due_delivery_is_claimed_by_exactly_one_sender,
+    a_held_delivery_is_skipped_not_waited_for,
     attempts_are_logged_and_move_the_delivery_on,
     channels_are_created_changed_and_deleted,
     deleting_a_channel_drops_its_deliveries,
