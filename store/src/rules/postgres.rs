@@ -1,49 +1,14 @@
-//! Detection rules: the shipped seed pack and admins' own rules.
-//!
-//! A rule row's `source` says who owns it. Seed rows are refreshed from
-//! the pack the pipeline ships each time it starts; writing a rule through
-//! [`save_user_rule`] (an admin creating or editing one, seed ids included)
-//! makes it `user`, and the pack never overwrites it again.
+//! Rules in Postgres.
 
-use chrono::{DateTime, Utc};
 use odp_rules::RuleDef;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::QueryAs;
 use sqlx::types::Json;
 use sqlx::{FromRow, PgPool, Postgres, Row};
 
+use super::RuleRow;
 use crate::reanalysis::Reanalysis;
 use crate::Result;
-
-#[derive(Debug, Clone)]
-pub struct RuleRow {
-    pub rule: RuleDef,
-    /// `seed` or `user`.
-    pub source: String,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl From<RuleRow> for odp_api_types::Rule {
-    fn from(row: RuleRow) -> Self {
-        let rule = row.rule;
-        odp_api_types::Rule {
-            id: rule.id,
-            title: rule.title,
-            explanation: rule.explanation,
-            fix: rule.fix,
-            link: rule.link,
-            kind: rule.kind,
-            spec: rule.spec,
-            threshold_pct: rule.threshold_pct,
-            service_thresholds: rule.service_thresholds,
-            enabled: rule.enabled,
-            source: row.source,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
-    }
-}
 
 impl<'r> FromRow<'r, PgRow> for RuleRow {
     fn from_row(row: &'r PgRow) -> sqlx::Result<Self> {
@@ -71,10 +36,7 @@ impl<'r> FromRow<'r, PgRow> for RuleRow {
 const COLUMNS: &str = "id, title, explanation, fix, link, kind, spec, threshold_pct,
                        service_thresholds, enabled";
 
-/// Installs the seed pack: new rules are inserted, seed rows refreshed when
-/// the pack changed them; rules an admin owns are left alone. Returns how
-/// many rows were written.
-pub async fn install_seed_rules(pool: &PgPool, rules: &[RuleDef]) -> Result<u64> {
+pub(super) async fn install_seed_rules(pool: &PgPool, rules: &[RuleDef]) -> Result<u64> {
     let result = sqlx::query(&format!(
         "insert into rules ({COLUMNS}, source)
          select {COLUMNS}, 'seed'
@@ -122,9 +84,7 @@ const INSERT_USER_RULE: &str = "insert into rules (id, title, explanation, fix, 
                                 threshold_pct, service_thresholds, enabled, source)
                                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'user')";
 
-/// Creates or replaces a rule on an admin's behalf; from then on it is the
-/// admin's and seeding never touches it.
-pub async fn save_user_rule(pool: &PgPool, rule: &RuleDef) -> Result<RuleRow> {
+pub(super) async fn save_user_rule(pool: &PgPool, rule: &RuleDef) -> Result<RuleRow> {
     let sql = format!(
         "{INSERT_USER_RULE}
          on conflict (id) do update set
@@ -140,9 +100,7 @@ pub async fn save_user_rule(pool: &PgPool, rule: &RuleDef) -> Result<RuleRow> {
         .await?)
 }
 
-/// Creates an admin's rule and queues its re-analysis of past profiles, in
-/// one transaction; `None` when the id is taken.
-pub async fn create_user_rule(
+pub(super) async fn create_user_rule(
     pool: &PgPool,
     rule: &RuleDef,
     requested_by: &str,
@@ -155,15 +113,12 @@ pub async fn create_user_rule(
     else {
         return Ok(None);
     };
-    let job = crate::reanalysis::queue(&mut tx, &row.rule.id, requested_by).await?;
+    let job = crate::reanalysis::postgres::queue(&mut tx, &row.rule.id, requested_by).await?;
     tx.commit().await?;
     Ok(Some((row, job)))
 }
 
-/// Replaces a rule (a seed rule becomes the admin's) and queues its
-/// re-analysis of past profiles, in one transaction; `None` when there is
-/// no such rule.
-pub async fn update_user_rule(
+pub(super) async fn update_user_rule(
     pool: &PgPool,
     rule: &RuleDef,
     requested_by: &str,
@@ -181,12 +136,12 @@ pub async fn update_user_rule(
     else {
         return Ok(None);
     };
-    let job = crate::reanalysis::queue(&mut tx, &row.rule.id, requested_by).await?;
+    let job = crate::reanalysis::postgres::queue(&mut tx, &row.rule.id, requested_by).await?;
     tx.commit().await?;
     Ok(Some((row, job)))
 }
 
-pub async fn get_rule(pool: &PgPool, id: &str) -> Result<Option<RuleRow>> {
+pub(super) async fn get_rule(pool: &PgPool, id: &str) -> Result<Option<RuleRow>> {
     Ok(
         sqlx::query_as::<_, RuleRow>("select * from rules where id = $1")
             .bind(id)
@@ -195,8 +150,7 @@ pub async fn get_rule(pool: &PgPool, id: &str) -> Result<Option<RuleRow>> {
     )
 }
 
-/// Every rule, by id.
-pub async fn list_rules(pool: &PgPool) -> Result<Vec<RuleRow>> {
+pub(super) async fn list_rules(pool: &PgPool) -> Result<Vec<RuleRow>> {
     Ok(
         sqlx::query_as::<_, RuleRow>("select * from rules order by id")
             .fetch_all(pool)

@@ -10,16 +10,21 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use sqlx::error::BoxDynError;
 use sqlx::types::Json;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{Decode, MySql, Postgres, Type};
 use uuid::Uuid;
 
 use odp_api_types::ChannelKind;
 
 use odp_rules::StackHit;
 
-use crate::detections::{name_stacks, AlertSubject, IssueStack};
+use crate::database::{on_backend, Database};
+use crate::detections::{name_stacks, IssueStack};
 use crate::{Result, StoreError};
+
+pub(crate) mod mysql;
+pub(crate) mod postgres;
 
 /// A channel to create, of any kind: the notifier of its kind reads the
 /// fields it needs (a webhook its URL and secret, email its relay, sender
@@ -53,7 +58,50 @@ pub struct ChannelRow {
     pub enabled: bool,
     pub created_at: DateTime<Utc>,
     pub email_from: Option<String>,
+    #[sqlx(try_from = "TextList")]
     pub email_to: Vec<String>,
+}
+
+/// A list of texts: Postgres' `text[]`, MySQL's JSON array of strings.
+pub(crate) struct TextList(Vec<String>);
+
+impl From<TextList> for Vec<String> {
+    fn from(list: TextList) -> Vec<String> {
+        list.0
+    }
+}
+
+impl Type<Postgres> for TextList {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <Vec<String> as Type<Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+        <Vec<String> as Type<Postgres>>::compatible(ty)
+    }
+}
+
+impl<'r> Decode<'r, Postgres> for TextList {
+    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
+        Ok(TextList(<Vec<String> as Decode<Postgres>>::decode(value)?))
+    }
+}
+
+impl Type<MySql> for TextList {
+    fn type_info() -> sqlx::mysql::MySqlTypeInfo {
+        <Json<Vec<String>> as Type<MySql>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::mysql::MySqlTypeInfo) -> bool {
+        <Json<Vec<String>> as Type<MySql>>::compatible(ty)
+    }
+}
+
+impl<'r> Decode<'r, MySql> for TextList {
+    fn decode(value: sqlx::mysql::MySqlValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
+        let Json(list) = <Json<Vec<String>> as Decode<MySql>>::decode(value)?;
+        Ok(TextList(list))
+    }
 }
 
 /// The channel as the API shows it: its kind's fields, never the secret.
@@ -94,72 +142,27 @@ pub(crate) const CHANNEL_COLUMNS: &str =
     "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
 
 /// Creates a channel; a taken name is a [`StoreError::Conflict`].
-pub async fn create_channel(pool: &PgPool, channel: &NewChannel) -> Result<ChannelRow> {
-    let inserted: Option<ChannelRow> = sqlx::query_as(&format!(
-        "insert into alert_channels (id, name, kind, url, secret, service_pattern, enabled,
-                                     email_from, email_to)
-         values ($1, $2, $3, $4, coalesce($5, ''), $6, $7, $8, $9)
-         on conflict (name) do nothing
-         returning {CHANNEL_COLUMNS}"
-    ))
-    .bind(Uuid::new_v4())
-    .bind(&channel.name)
-    .bind(channel.kind.as_str())
-    .bind(&channel.url)
-    .bind(&channel.secret)
-    .bind(&channel.service_pattern)
-    .bind(channel.enabled)
-    .bind(&channel.email_from)
-    .bind(&channel.email_to)
-    .fetch_optional(pool)
-    .await?;
+pub async fn create_channel(db: impl Into<Database>, channel: &NewChannel) -> Result<ChannelRow> {
+    let db = db.into();
+    let inserted: Option<ChannelRow> = on_backend!(db, create_channel(Uuid::new_v4(), channel))?;
     inserted.ok_or_else(|| {
         StoreError::Conflict(format!("alert channel {:?} already exists", channel.name))
     })
 }
 
 /// All channels, by name.
-pub async fn list_channels(pool: &PgPool) -> Result<Vec<ChannelRow>> {
-    Ok(sqlx::query_as(&format!(
-        "select {CHANNEL_COLUMNS} from alert_channels order by name"
-    ))
-    .fetch_all(pool)
-    .await?)
+pub async fn list_channels(db: impl Into<Database>) -> Result<Vec<ChannelRow>> {
+    let db = db.into();
+    on_backend!(db, list_channels())
 }
 
-/// Queues one delivery per enabled channel whose pattern matches the
-/// service, for each of `rule_ids` (whose detections `tx` just inserted).
-pub(crate) async fn enqueue(
-    tx: &mut Transaction<'_, Postgres>,
-    profile_id: Uuid,
-    subject: AlertSubject<'_>,
-    rule_ids: &[String],
-) -> Result<u64> {
-    // The glob becomes a LIKE pattern: LIKE's own wildcards and escape are
-    // escaped first, then `*` and `?` translated.
-    let queued = sqlx::query(
-        r"insert into alert_deliveries (id, profile_id, rule_id, channel_id, service, host,
-                                        share, threshold_pct, stacks, detected_at)
-          select gen_random_uuid(), d.profile_id, d.rule_id, c.id, $3, $4,
-                 d.share, d.threshold_pct, d.stacks, d.first_evaluated_at
-          from detections d cross join alert_channels c
-          where d.profile_id = $1 and d.rule_id = any($2) and c.enabled
-            and $3 like replace(replace(replace(replace(replace(c.service_pattern,
-                    '\', '\\'), '%', '\%'), '_', '\_'), '*', '%'), '?', '_')
-          on conflict (profile_id, rule_id, channel_id) do nothing",
-    )
-    .bind(profile_id)
-    .bind(rule_ids)
-    .bind(subject.service)
-    .bind(subject.host)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    if queued > 0 {
-        tracing::debug!(%profile_id, queued, "alerts queued");
-    }
-    Ok(queued)
-}
+/// The LIKE pattern (escaped with `!`) a channel's service glob
+/// (`*`, `?`) stands for, as SQL over the column `c.service_pattern`:
+/// LIKE's own wildcards and the escape are escaped first, then `*` and `?`
+/// translated. `!` rather than `\` because MySQL string literals treat a
+/// backslash as an escape of their own.
+pub(crate) const SERVICE_LIKE_PATTERN: &str = "replace(replace(replace(replace(replace(\
+     c.service_pattern, '!', '!!'), '%', '!%'), '_', '!_'), '*', '%'), '?', '_')";
 
 /// A claimed delivery with everything its message says.
 #[derive(Debug, Clone)]
@@ -190,7 +193,7 @@ pub struct DueDelivery {
 }
 
 #[derive(sqlx::FromRow)]
-struct DueRow {
+pub(crate) struct DueRow {
     id: Uuid,
     attempts: i32,
     channel_id: Uuid,
@@ -198,6 +201,7 @@ struct DueRow {
     url: String,
     secret: String,
     email_from: Option<String>,
+    #[sqlx(try_from = "TextList")]
     email_to: Vec<String>,
     profile_id: Uuid,
     service: String,
@@ -217,38 +221,14 @@ struct DueRow {
 /// (longer than a send may take). A claimed delivery must be finished
 /// with [`record_attempt`].
 pub async fn claim_due_deliveries(
-    pool: &PgPool,
+    db: impl Into<Database>,
     limit: u32,
     lease: Duration,
 ) -> Result<Vec<DueDelivery>> {
-    let rows: Vec<DueRow> = sqlx::query_as(
-        "with due as (
-             select id from alert_deliveries
-             where status = 'pending' and next_attempt_at <= now()
-             order by next_attempt_at
-             limit $1
-             for update skip locked
-         ), claimed as (
-             update alert_deliveries a
-             set next_attempt_at = now() + $2::float8 * interval '1 millisecond'
-             from due where a.id = due.id
-             returning a.*
-         )
-         select a.id, a.attempts, a.channel_id, c.kind, c.url, c.secret, c.email_from,
-                c.email_to, a.profile_id, a.service,
-                a.host, a.rule_id, r.title, r.explanation, r.fix, r.link, a.share,
-                a.threshold_pct, a.stacks, a.detected_at
-         from claimed a
-         join alert_channels c on c.id = a.channel_id
-         join rules r on r.id = a.rule_id
-         order by a.next_attempt_at",
-    )
-    .bind(i64::from(limit))
-    .bind(lease.as_millis().min(i64::MAX as u128) as i64)
-    .fetch_all(pool)
-    .await?;
+    let db = db.into();
+    let rows: Vec<DueRow> = on_backend!(db, claim_due_rows(limit, lease))?;
     let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
-    let named = name_stacks(pool, &hits).await?;
+    let named = name_stacks(&db, &hits).await?;
     Ok(rows
         .into_iter()
         .zip(named)
@@ -292,45 +272,27 @@ pub struct AttemptOutcome {
 /// Logs attempt `attempt` of a delivery and moves it on: delivered, due
 /// again after `retry_in`, or failed for good. One transaction.
 pub async fn record_attempt(
-    pool: &PgPool,
+    db: impl Into<Database>,
     delivery_id: Uuid,
     attempt: u32,
     outcome: &AttemptOutcome,
 ) -> Result<()> {
-    let mut tx = pool.begin().await?;
-    sqlx::query(
-        "insert into alert_attempts (delivery_id, attempt, status_code, error, success)
-         values ($1, $2, $3, $4, $5)
-         on conflict (delivery_id, attempt) do nothing",
-    )
-    .bind(delivery_id)
-    .bind(attempt as i32)
-    .bind(outcome.status_code.map(i32::from))
-    .bind(&outcome.error)
-    .bind(outcome.success)
-    .execute(&mut *tx)
-    .await?;
-    let status = match (outcome.success, outcome.retry_in) {
-        (true, _) => "delivered",
-        (false, Some(_)) => "pending",
-        (false, None) => "failed",
-    };
-    let retry_ms = outcome
-        .retry_in
-        .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64);
-    sqlx::query(
-        "update alert_deliveries
-         set attempts = greatest(attempts, $2), status = $3,
-             next_attempt_at = now() + $4::float8 * interval '1 millisecond',
-             finished_at = case when $3 = 'pending' then null else now() end
-         where id = $1 and status = 'pending'",
-    )
-    .bind(delivery_id)
-    .bind(attempt as i32)
-    .bind(status)
-    .bind(retry_ms)
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(())
+    let db = db.into();
+    on_backend!(db, record_attempt(delivery_id, attempt, outcome))
+}
+
+impl AttemptOutcome {
+    /// The delivery's status after this attempt.
+    fn delivery_status(&self) -> &'static str {
+        match (self.success, self.retry_in) {
+            (true, _) => "delivered",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        }
+    }
+}
+
+/// A duration in whole units of `unit`, capped at `i64::MAX`.
+fn whole(duration: Duration, unit: Duration) -> i64 {
+    (duration.as_nanos() / unit.as_nanos()).min(i64::MAX as u128) as i64
 }
