@@ -219,6 +219,14 @@ async fn due_schedules_are_enabled_at_or_before_now_oldest_first(db: Database) {
     let mut second = SchedulerTick::begin(&db).await.unwrap();
     assert!(second.due(now, 100).await.unwrap().is_empty());
     second.commit().await.unwrap();
+    // Nor does a tick keep schedules from being created meanwhile.
+    let created = tokio::time::timeout(
+        Duration::from_secs(5),
+        schedules.create(&nightly("created-meanwhile", Some("2030-01-01T10:30:00Z"))),
+    )
+    .await
+    .expect("creating a schedule waits for no tick");
+    created.unwrap();
     first.commit().await.unwrap();
 
     let mut tick = SchedulerTick::begin(&db).await.unwrap();
@@ -226,7 +234,7 @@ async fn due_schedules_are_enabled_at_or_before_now_oldest_first(db: Database) {
     let later = at("2030-01-01T11:00:00.000001Z");
     assert_eq!(
         names(tick.due(later, 100).await.unwrap()),
-        ["late", "on-time", "later"]
+        ["late", "created-meanwhile", "on-time", "later"]
     );
     tick.rollback().await.unwrap();
 }
@@ -347,6 +355,44 @@ async fn missed_runs_are_recorded_once(db: Database) {
     let newest = schedules.runs(schedule.id, 2).await.unwrap();
     let newest: Vec<_> = newest.iter().map(|r| r.scheduled_for).collect();
     assert_eq!(newest, hours(&["10", "09"]));
+
+    // Recording waits for a tick's uncommitted claim of one of the
+    // occurrences, then leaves that one to it; duplicates count once.
+    let mut firing = SchedulerTick::begin(&db).await.unwrap();
+    let fired = firing
+        .claim_run(schedule.id, hours(&["12"])[0], RunOutcome::Started, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let recording = {
+        let db = db.clone();
+        let late = hours(&["11", "12", "13", "13"]);
+        tokio::spawn(async move {
+            let mut tick = SchedulerTick::begin(&db).await.unwrap();
+            let new = tick.record_missed(schedule.id, &late, "late").await;
+            tick.commit().await.unwrap();
+            new.unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!recording.is_finished(), "recording waits for the claim");
+    firing.commit().await.unwrap();
+    assert_eq!(recording.await.unwrap(), 2);
+    let runs = schedules.runs(schedule.id, 3).await.unwrap();
+    let recorded: Vec<_> = runs
+        .iter()
+        .map(|r| (r.id, r.scheduled_for, r.outcome))
+        .collect();
+    let [thirteen, twelve, eleven] = [&runs[0], &runs[1], &runs[2]];
+    assert_eq!(
+        recorded,
+        [
+            (thirteen.id, hours(&["13"])[0], RunOutcome::Missed),
+            (fired, twelve.scheduled_for, RunOutcome::Started),
+            (eleven.id, hours(&["11"])[0], RunOutcome::Missed),
+        ]
+    );
+    assert_eq!(twelve.scheduled_for, hours(&["12"])[0]);
 }
 
 async fn runs_finish_and_schedules_advance(db: Database) {

@@ -4,12 +4,15 @@
 //! `last_insert_id()`, and a named session lock (`GET_LOCK`) for Postgres'
 //! transaction-scoped advisory lock, which [`super::SchedulerTick`] releases.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
-use sqlx::{MySqlConnection, MySqlPool};
+use sqlx::{MySql, MySqlConnection, MySqlPool, QueryBuilder};
 use uuid::Uuid;
 
 use super::{name_taken, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow};
+use crate::database::push_in_list;
 use crate::{Result, StoreError};
 
 /// The scheduler's lock: lock names are server-wide, so the database's name
@@ -187,27 +190,65 @@ pub(super) async fn claim_run(
     }
 }
 
-/// One insert per occurrence: a multi-row insert fails whole on one
-/// duplicate, and `on duplicate key update` counts a kept row like a new
-/// one (sqlx connects with CLIENT_FOUND_ROWS), so neither gives "how many
-/// were new". A tick records at most a bounded catch-up of occurrences.
+/// The occurrences not yet recorded, in one multi-row insert. A
+/// concurrent claim of one of them fails that insert whole (1062, this
+/// statement only), and then each is inserted on its own; `on duplicate
+/// key update` would not do, as it counts a kept row like a new one (sqlx
+/// connects with CLIENT_FOUND_ROWS).
 pub(super) async fn record_missed(
     tx: &mut MySqlConnection,
     schedule_id: Uuid,
     occurrences: &[DateTime<Utc>],
     detail: &str,
 ) -> Result<u64> {
-    let mut new = 0;
-    for &occurrence in occurrences {
-        let missed = RunOutcome::Missed;
-        if claim_run(&mut *tx, schedule_id, occurrence, missed, Some(detail))
-            .await?
-            .is_some()
-        {
-            new += 1;
-        }
+    if occurrences.is_empty() {
+        return Ok(0);
     }
-    Ok(new)
+    let mut known =
+        QueryBuilder::<MySql>::new("select scheduled_for from schedule_runs where schedule_id = ");
+    known.push_bind(schedule_id);
+    known.push(" and scheduled_for in ");
+    push_in_list(&mut known, occurrences);
+    // MariaDB has no `for share`; MySQL 8 still takes this older spelling.
+    known.push(" lock in share mode");
+    let known: Vec<(DateTime<Utc>,)> = known.build_query_as().fetch_all(&mut *tx).await?;
+    let known: HashSet<DateTime<Utc>> = known.into_iter().map(|(at,)| at).collect();
+    let mut new: Vec<DateTime<Utc>> = occurrences
+        .iter()
+        .filter(|at| !known.contains(at))
+        .copied()
+        .collect();
+    new.sort();
+    new.dedup();
+    if new.is_empty() {
+        return Ok(0);
+    }
+    let mut insert = QueryBuilder::<MySql>::new(
+        "insert into schedule_runs (schedule_id, scheduled_for, outcome, detail) ",
+    );
+    insert.push_values(&new, |mut row, &at| {
+        row.push_bind(schedule_id)
+            .push_bind(at)
+            .push_bind(RunOutcome::Missed.as_str())
+            .push_bind(detail);
+    });
+    match insert.build().execute(&mut *tx).await {
+        Ok(done) => Ok(done.rows_affected()),
+        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+            let mut recorded = 0;
+            for at in new {
+                let missed = RunOutcome::Missed;
+                if claim_run(&mut *tx, schedule_id, at, missed, Some(detail))
+                    .await?
+                    .is_some()
+                {
+                    recorded += 1;
+                }
+            }
+            Ok(recorded)
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 pub(super) async fn finish_run(
