@@ -148,7 +148,9 @@ struct MySqlTick {
     conn: PoolConnection<MySql>,
     /// Whether the transaction is open.
     open: bool,
-    /// Whether this session holds the scheduler lock.
+    /// Whether this session may hold the scheduler lock: also set while
+    /// asking for it, so a request whose answer was lost still gets
+    /// released (releasing a lock not held is harmless).
     locked: bool,
 }
 
@@ -171,6 +173,7 @@ impl MySqlTick {
 
     async fn try_lock(&mut self) -> Result<bool> {
         if !self.locked {
+            self.locked = true;
             self.locked = mysql::get_scheduler_lock(&mut self.conn).await?;
         }
         Ok(self.locked)
