@@ -1,8 +1,9 @@
 //! Fires due profiling schedules.
 //!
-//! Every tick runs in one transaction that first takes a Postgres advisory
-//! lock: when another replica holds it, that replica is firing and this one
-//! does nothing. Due schedules are locked `for update skip locked`, and
+//! Every tick runs in one transaction ([`odp_store::SchedulerTick`]) that
+//! first takes the scheduler lock (a Postgres advisory lock, a MySQL named
+//! lock): when another replica holds it, that replica is firing and this
+//! one does nothing. Due schedules are locked `for update skip locked`, and
 //! each fired occurrence is claimed by inserting its unique
 //! `(schedule_id, scheduled_for)` run row before the profile starts, so an
 //! occurrence fires at most once even without the lock. Occurrences that
@@ -12,8 +13,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use odp_store::{Inserted, RunOutcome, ScheduleRow};
-use sqlx::PgConnection;
+use odp_store::{Database, Inserted, RunOutcome, ScheduleRow, SchedulerTick};
 use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
@@ -73,28 +73,60 @@ pub async fn run(state: AppState, options: SchedulerOptions) {
     }
 }
 
-/// One pass over the schedules due at `now`, in one transaction.
+/// One pass over the schedules due at `now`, in one transaction on the
+/// api-server's database.
 pub async fn tick(
     state: &AppState,
     options: &SchedulerOptions,
     now: DateTime<Utc>,
 ) -> Result<TickReport, odp_store::StoreError> {
-    let mut tx = state.pool.begin().await?;
+    tick_on(&state.pool, state, options, now).await
+}
+
+/// [`tick`] with the schedules in `db`, either backend.
+pub async fn tick_on(
+    db: impl Into<Database>,
+    state: &AppState,
+    options: &SchedulerOptions,
+    now: DateTime<Utc>,
+) -> Result<TickReport, odp_store::StoreError> {
+    let mut tx = SchedulerTick::begin(db).await?;
     let mut report = TickReport::default();
-    if !odp_store::try_scheduler_lock(&mut tx).await? {
-        return Ok(report);
+    match fire_due(state, &mut tx, now, options, &mut report).await {
+        Ok(()) => tx.commit().await?,
+        Err(e) => {
+            // Ends the transaction and frees the lock now, not when the
+            // connection is next used or closed.
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "scheduler rollback failed");
+            }
+            return Err(e);
+        }
+    }
+    Ok(report)
+}
+
+/// Fires what is due if this tick gets the lock.
+async fn fire_due(
+    state: &AppState,
+    tx: &mut SchedulerTick,
+    now: DateTime<Utc>,
+    options: &SchedulerOptions,
+    report: &mut TickReport,
+) -> Result<(), odp_store::StoreError> {
+    if !tx.try_lock().await? {
+        return Ok(());
     }
     report.locked = true;
-    for schedule in odp_store::due_schedules(&mut tx, now, SCHEDULES_PER_TICK).await? {
-        fire_schedule(state, &mut tx, &schedule, now, options, &mut report).await?;
+    for schedule in tx.due(now, SCHEDULES_PER_TICK).await? {
+        fire_schedule(state, tx, &schedule, now, options, report).await?;
     }
-    tx.commit().await?;
-    Ok(report)
+    Ok(())
 }
 
 async fn fire_schedule(
     state: &AppState,
-    tx: &mut PgConnection,
+    tx: &mut SchedulerTick,
     schedule: &ScheduleRow,
     now: DateTime<Utc>,
     options: &SchedulerOptions,
@@ -109,8 +141,7 @@ async fn fire_schedule(
     let spec = match CronSchedule::parse(&schedule.cron, &schedule.timezone, true) {
         Ok(spec) => spec,
         Err(reason) => {
-            odp_store::claim_run(
-                tx,
+            tx.claim_run(
                 schedule.id,
                 due_since,
                 RunOutcome::Failed,
@@ -118,7 +149,7 @@ async fn fire_schedule(
             )
             .await?;
             report.failed += 1;
-            return odp_store::advance_schedule(tx, schedule.id, None, None).await;
+            return tx.advance(schedule.id, None, None).await;
         }
     };
     let plan = plan_tick(&spec, due_since, now, options.grace);
@@ -126,19 +157,20 @@ async fn fire_schedule(
         tracing::warn!(schedule = %schedule.id, unrecorded = plan.missed_unrecorded,
             "more missed runs than are recorded");
     }
-    report.missed += odp_store::record_missed(
-        tx,
-        schedule.id,
-        &plan.missed,
-        "not fired: no scheduler was running when it fell due",
-    )
-    .await?;
+    report.missed += tx
+        .record_missed(
+            schedule.id,
+            &plan.missed,
+            "not fired: no scheduler was running when it fell due",
+        )
+        .await?;
     let mut fired_at = None;
     if let Some(occurrence) = plan.fire {
         // Claim the occurrence first: a concurrent scheduler's claim waits
         // on this row and then finds it taken.
-        if let Some(run_id) =
-            odp_store::claim_run(tx, schedule.id, occurrence, RunOutcome::Started, None).await?
+        if let Some(run_id) = tx
+            .claim_run(schedule.id, occurrence, RunOutcome::Started, None)
+            .await?
         {
             let (outcome, profile_id, detail) = start_profile(state, schedule).await;
             match outcome {
@@ -146,11 +178,12 @@ async fn fire_schedule(
                 RunOutcome::SkippedBusy => report.skipped_busy += 1,
                 RunOutcome::Failed | RunOutcome::Missed => report.failed += 1,
             }
-            odp_store::finish_run(tx, run_id, outcome, profile_id, detail.as_deref()).await?;
+            tx.finish_run(run_id, outcome, profile_id, detail.as_deref())
+                .await?;
             fired_at = Some(now);
         }
     }
-    odp_store::advance_schedule(tx, schedule.id, plan.next_run_at, fired_at).await
+    tx.advance(schedule.id, plan.next_run_at, fired_at).await
 }
 
 /// Starts the schedule's profile through the same path as

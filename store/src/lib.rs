@@ -75,7 +75,7 @@ pub use rules::{
 pub use schedules::{
     advance as advance_schedule, claim_run, due as due_schedules, finish_run, record_missed,
     try_scheduler_lock, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow,
-    Schedules, SCHEDULER_LOCK_KEY,
+    SchedulerTick, Schedules, SCHEDULER_LOCK_KEY,
 };
 pub use timeline::{profile_timeline, TimelineWindow};
 
