@@ -128,6 +128,29 @@ async fn duplicates_within_a_batch_count_once(db: Database) {
     assert_eq!(stored(&db, profile).await, [0, 1]);
 }
 
+/// Two consumers storing one batch at once (a redelivery racing the
+/// original) store each window once between them, and the counts add up.
+/// The profile has no row, whose claim would queue the two transactions.
+async fn racing_redeliveries_store_each_window_once(db: Database) {
+    let profile = Uuid::new_v4();
+    let batch: Vec<Snapshot> = (0..20).map(|n| window(profile, "agent", n)).collect();
+    let race = || {
+        let (db, batch) = (db.clone(), batch.clone());
+        tokio::spawn(async move {
+            let refs: Vec<&Snapshot> = batch.iter().collect();
+            store_snapshots(&db, &refs).await.unwrap()
+        })
+    };
+    let (one, other) = (race(), race());
+    let (one, other) = (one.await.unwrap(), other.await.unwrap());
+    assert_eq!(
+        (one.stored + other.stored, one.duplicates + other.duplicates),
+        (20, 20)
+    );
+    assert_eq!(one.samples + other.samples, 200);
+    assert_eq!(stored(&db, profile).await, (0..20).collect::<Vec<i64>>());
+}
+
 async fn a_profile_belongs_to_the_agent_that_first_sent_it(db: Database) {
     let profile = requested_profile(&db).await;
     assert_eq!(owner(&db, profile).await, None);
@@ -383,6 +406,7 @@ async fn an_import_is_a_finished_profile_with_its_window(db: Database) {
 on_both_backends!(
     a_batch_stored_twice_stores_nothing_the_second_time,
     duplicates_within_a_batch_count_once,
+    racing_redeliveries_store_each_window_once,
     a_profile_belongs_to_the_agent_that_first_sent_it,
     several_profiles_per_batch_each_with_its_owner,
     large_blocks_are_stored_whole,
