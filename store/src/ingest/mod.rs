@@ -20,6 +20,8 @@ use uuid::Uuid;
 use crate::database::{on_backend, Database};
 use crate::{Result, StoreError};
 
+/// What [`store_snapshots`] did with a batch: every snapshot of it is
+/// counted once, as stored, duplicate or foreign.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct IngestOutcome {
     /// Snapshots stored by this call.
@@ -27,6 +29,7 @@ pub struct IngestOutcome {
     /// Snapshots already stored before (same agent, profile and sequence),
     /// ignored.
     pub duplicates: usize,
+    /// Samples of the snapshots stored by this call.
     pub samples: u64,
     /// Snapshots of profiles that belong to another agent, not stored.
     pub foreign: Vec<ForeignSnapshot>,
