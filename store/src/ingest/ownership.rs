@@ -17,14 +17,10 @@ use odp_core::Snapshot;
 use uuid::Uuid;
 
 use super::ForeignSnapshot;
-use crate::Result;
 
-/// Claims each unowned profile of the batch for the agent of its earliest
-/// window, and returns the owner of every owned profile of the batch.
-pub(super) async fn claim(
-    tx: &mut sqlx::PgConnection,
-    snapshots: &[&Snapshot],
-) -> Result<HashMap<Uuid, String>> {
+/// Each profile of the batch with the agent of its earliest window: the
+/// agent that claims the profile should it have no owner yet.
+pub(super) fn first_offers<'a>(snapshots: &[&'a Snapshot]) -> Vec<(Uuid, &'a str)> {
     let mut earliest: HashMap<Uuid, (i64, &str)> = HashMap::new();
     for s in snapshots {
         let offer = (s.window_start_ms, s.agent_id.as_str());
@@ -33,30 +29,10 @@ pub(super) async fn claim(
             .and_modify(|best| *best = (*best).min(offer))
             .or_insert(offer);
     }
-    let (profiles, agents): (Vec<Uuid>, Vec<&str>) = earliest
+    earliest
         .into_iter()
         .map(|(profile, (_, agent))| (profile, agent))
-        .unzip();
-    // The outer select sees the rows as they were before the update, so a
-    // profile claimed here reads its owner from `claimed`.
-    let owners: Vec<(Uuid, String)> = sqlx::query_as(
-        "with offered as (
-             select * from unnest($1::uuid[], $2::text[]) as o(profile_id, agent_id)
-         ), claimed as (
-             update profiles p set agent_id = o.agent_id
-             from offered o
-             where p.id = o.profile_id and p.agent_id is null
-             returning p.id, p.agent_id
-         )
-         select p.id, coalesce(c.agent_id, p.agent_id)
-         from profiles p left join claimed c on c.id = p.id
-         where p.id = any($1) and coalesce(c.agent_id, p.agent_id) is not null",
-    )
-    .bind(&profiles)
-    .bind(&agents)
-    .fetch_all(&mut *tx)
-    .await?;
-    Ok(owners.into_iter().collect())
+        .collect()
 }
 
 /// The snapshots their profiles' owners sent (or of unowned profiles), and

@@ -13,6 +13,7 @@ use crate::{Result, StoreError};
 mod mysql;
 mod postgres;
 
+pub(crate) use mysql::transition_in as transition_in_mysql;
 pub(crate) use postgres::transition_in;
 
 pub use odp_api_types::ProfileMode;

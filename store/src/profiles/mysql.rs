@@ -121,6 +121,15 @@ pub(super) async fn get(pool: &MySqlPool, id: Uuid) -> Result<Option<ProfileRow>
 }
 
 pub(super) async fn transition(pool: &MySqlPool, moved: &Transition<'_>) -> Result<bool> {
+    transition_in(pool, moved).await
+}
+
+/// [`transition`] on any executor: ingest moves profiles inside the
+/// transaction that records the agent's event.
+pub(crate) async fn transition_in<'e, E>(executor: E, moved: &Transition<'_>) -> Result<bool>
+where
+    E: sqlx::MySqlExecutor<'e>,
+{
     let allowed = moved.status.allowed_from();
     if allowed.is_empty() {
         return Ok(false);
@@ -148,7 +157,7 @@ pub(super) async fn transition(pool: &MySqlPool, moved: &Transition<'_>) -> Resu
         .push(" is null or agent_id is null or agent_id = ")
         .push_bind(moved.agent_id)
         .push(")");
-    let result = q.build().execute(pool).await?;
+    let result = q.build().execute(executor).await?;
     Ok(result.rows_affected() == 1)
 }
 

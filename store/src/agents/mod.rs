@@ -1,14 +1,18 @@
 //! Agent heartbeats and profile lifecycle events from `odp.events`.
 
+mod mysql;
+mod postgres;
+
 use chrono::{DateTime, Utc};
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use serde::Serialize;
-use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::profiles::{transition_in, ProfileStatus, Transition};
+use crate::database::{on_backend, Database};
+use crate::profiles::{ProfileStatus, Transition};
 use crate::Result;
 
+/// An agent's latest heartbeat.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct AgentRow {
     pub host: String,
@@ -20,34 +24,23 @@ pub struct AgentRow {
 }
 
 /// Every agent that ever sent a heartbeat, most recently seen first.
-pub async fn list_agents(pool: &PgPool) -> Result<Vec<AgentRow>> {
-    Ok(sqlx::query_as::<_, AgentRow>(
-        "select host, agent_id, version, plugins, running_profiles, last_seen
-         from agents order by last_seen desc",
-    )
-    .fetch_all(pool)
-    .await?)
+pub async fn list_agents(db: impl Into<Database>) -> Result<Vec<AgentRow>> {
+    let db = db.into();
+    on_backend!(db, list_agents())
 }
 
 /// Whether an agent on `host` sent a heartbeat in the last `within_secs`.
-pub async fn host_is_live(pool: &PgPool, host: &str, within_secs: i64) -> Result<bool> {
-    let (live,): (bool,) = sqlx::query_as(
-        "select exists (select 1 from agents
-                        where host = $1 and last_seen > now() - make_interval(secs => $2))",
-    )
-    .bind(host)
-    .bind(within_secs as f64)
-    .fetch_one(pool)
-    .await?;
-    Ok(live)
+pub async fn host_is_live(db: impl Into<Database>, host: &str, within_secs: i64) -> Result<bool> {
+    let db = db.into();
+    on_backend!(db, host_is_live(host, within_secs))
 }
 
 /// Records one event: heartbeats refresh the agent's row; lifecycle events
 /// are kept in `profile_events` and move the profile's status. Idempotent:
 /// a redelivered lifecycle event finds the profile already moved.
-pub async fn record_agent_event(pool: &PgPool, event: &AgentEvent) -> Result<()> {
+pub async fn record_agent_event(db: impl Into<Database>, event: &AgentEvent) -> Result<()> {
+    let db = db.into();
     let at = DateTime::<Utc>::from_timestamp_millis(event.at_ms).unwrap_or_else(Utc::now);
-    let mut tx = pool.begin().await?;
     match &event.kind {
         AgentEventKind::Heartbeat {
             version,
@@ -55,56 +48,63 @@ pub async fn record_agent_event(pool: &PgPool, event: &AgentEvent) -> Result<()>
             plugins,
             ..
         } => {
-            sqlx::query(
-                "insert into agents (host, agent_id, version, plugins, running_profiles, last_seen)
-                 values ($1, $2, $3, $4, $5, $6)
-                 on conflict (host, agent_id) do update set
-                     version = excluded.version, plugins = excluded.plugins,
-                     running_profiles = excluded.running_profiles,
-                     last_seen = greatest(agents.last_seen, excluded.last_seen)",
-            )
-            .bind(&event.host)
-            .bind(&event.agent_id)
-            .bind(version)
-            .bind(plugins)
-            .bind(running_profiles)
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
+            let beat = Heartbeat {
+                host: &event.host,
+                agent_id: &event.agent_id,
+                version,
+                plugins,
+                running_profiles,
+                at,
+            };
+            on_backend!(db, record_heartbeat(&beat))
         }
         kind => {
             let body = serde_json::to_value(event).expect("agent events serialize");
-            let type_name = body
+            let kind_name = body
                 .get("type")
                 .and_then(|t| t.as_str())
                 .unwrap_or("unknown")
                 .to_owned();
-            sqlx::query(
-                "insert into profile_events (profile_id, host, agent_id, kind, at, body)
-                 values ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(event.profile_id())
-            .bind(&event.host)
-            .bind(&event.agent_id)
-            .bind(&type_name)
-            .bind(at)
-            .bind(&body)
-            .execute(&mut *tx)
-            .await?;
-            if let Some((profile_id, status, reason, sampled_event)) = lifecycle_change(kind) {
-                let moved = Transition {
-                    id: profile_id,
-                    status,
-                    reason: reason.as_deref(),
-                    event: sampled_event,
-                    agent_id: Some(&event.agent_id),
-                };
-                transition_in(&mut *tx, &moved).await?;
-            }
+            let change = lifecycle_change(kind);
+            let lifecycle = Lifecycle {
+                event,
+                kind: &kind_name,
+                at,
+                body: &body,
+                moved: change
+                    .as_ref()
+                    .map(|(id, status, reason, sampled)| Transition {
+                        id: *id,
+                        status: *status,
+                        reason: reason.as_deref(),
+                        event: *sampled,
+                        agent_id: Some(&event.agent_id),
+                    }),
+            };
+            on_backend!(db, record_lifecycle(&lifecycle))
         }
     }
-    tx.commit().await?;
-    Ok(())
+}
+
+/// A heartbeat, as the agents row keeps it.
+struct Heartbeat<'a> {
+    host: &'a str,
+    agent_id: &'a str,
+    version: &'a str,
+    plugins: &'a [String],
+    running_profiles: &'a [Uuid],
+    at: DateTime<Utc>,
+}
+
+/// A lifecycle event, kept in `profile_events`, and the move of its
+/// profile, made in the same transaction.
+struct Lifecycle<'a> {
+    event: &'a AgentEvent,
+    /// The event's `type`.
+    kind: &'a str,
+    at: DateTime<Utc>,
+    body: &'a serde_json::Value,
+    moved: Option<Transition<'a>>,
 }
 
 type Change = (Uuid, ProfileStatus, Option<String>, Option<&'static str>);

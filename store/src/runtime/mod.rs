@@ -4,28 +4,23 @@
 //! versions and runtime options read.
 
 use odp_core::runtime::ProfileRuntime;
-use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::database::{on_backend, Database};
 use crate::{Result, StoreError};
+
+mod mysql;
+mod postgres;
 
 /// The runtime reported by the profile's latest `profile_started` event;
 /// `None` when none was received (yet: the event and the first windows
 /// travel on different topics).
-pub async fn profile_runtime(pool: &PgPool, profile_id: Uuid) -> Result<Option<ProfileRuntime>> {
-    // Only the fields read, not the whole event.
-    let body: Option<serde_json::Value> = sqlx::query_scalar(
-        "select jsonb_build_object('language', body->'language',
-                                   'runtime_version', body->'runtime_version',
-                                   'runtime', coalesce(body->'runtime', '{}'))
-         from profile_events
-         where profile_id = $1 and kind = 'profile_started'
-         order by at desc, id desc
-         limit 1",
-    )
-    .bind(profile_id)
-    .fetch_optional(pool)
-    .await?;
+pub async fn profile_runtime(
+    db: impl Into<Database>,
+    profile_id: Uuid,
+) -> Result<Option<ProfileRuntime>> {
+    let db = db.into();
+    let body: Option<serde_json::Value> = on_backend!(db, runtime_fields(profile_id))?;
     body.map(|body| {
         serde_json::from_value(body).map_err(|e| {
             StoreError::Corrupt(format!("profile_started of profile {profile_id}: {e}"))

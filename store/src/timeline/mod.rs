@@ -4,29 +4,26 @@
 use chrono::{DateTime, Utc};
 pub use odp_api_types::TimelineWindow;
 use odp_core::EventKind;
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::columns::Text;
+use crate::database::{on_backend, Database};
 use crate::Result;
 
+mod mysql;
+mod postgres;
+
 /// A profile's windows in time order, of its first event only.
-pub async fn profile_timeline(pool: &PgPool, profile_id: Uuid) -> Result<Vec<TimelineWindow>> {
-    Ok(sqlx::query_as::<_, TimelineRow>(
-        "select host, window_start, window_end, event, samples, frequency_hz
-         from snapshots
-         where profile_id = $1
-           and event = (select event from snapshots where profile_id = $1 order by id limit 1)
-         order by window_start, id",
-    )
-    .bind(profile_id)
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .map(TimelineWindow::from)
-    .collect())
+pub async fn profile_timeline(
+    db: impl Into<Database>,
+    profile_id: Uuid,
+) -> Result<Vec<TimelineWindow>> {
+    let db = db.into();
+    let rows: Vec<TimelineRow> = on_backend!(db, timeline_rows(profile_id))?;
+    Ok(rows.into_iter().map(TimelineWindow::from).collect())
 }
 
+/// One window's header as both backends select it.
 #[derive(sqlx::FromRow)]
 struct TimelineRow {
     host: String,

@@ -1,0 +1,101 @@
+//! Heartbeats and lifecycle events in MySQL and MariaDB: the agents row's
+//! lists are JSON arrays (uuids hyphenated), `excluded` is `values()`.
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::MySqlPool;
+use uuid::Uuid;
+
+use super::{AgentRow, Heartbeat, Lifecycle};
+use crate::profiles::transition_in_mysql;
+use crate::Result;
+
+pub(super) async fn list_agents(pool: &MySqlPool) -> Result<Vec<AgentRow>> {
+    let rows = sqlx::query_as::<_, MySqlAgentRow>(
+        "select host, agent_id, version, plugins, running_profiles, last_seen
+         from agents order by last_seen desc",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(AgentRow::from).collect())
+}
+
+/// An agents row as MySQL returns it: the lists as JSON.
+#[derive(sqlx::FromRow)]
+struct MySqlAgentRow {
+    host: String,
+    agent_id: String,
+    version: String,
+    plugins: Json<Vec<String>>,
+    running_profiles: Json<Vec<Uuid>>,
+    last_seen: DateTime<Utc>,
+}
+
+impl From<MySqlAgentRow> for AgentRow {
+    fn from(row: MySqlAgentRow) -> Self {
+        AgentRow {
+            host: row.host,
+            agent_id: row.agent_id,
+            version: row.version,
+            plugins: row.plugins.0,
+            running_profiles: row.running_profiles.0,
+            last_seen: row.last_seen,
+        }
+    }
+}
+
+pub(super) async fn host_is_live(pool: &MySqlPool, host: &str, within_secs: i64) -> Result<bool> {
+    let live: i64 = sqlx::query_scalar(
+        "select exists (select 1 from agents
+                        where host = ? and last_seen > now(6) - interval ? microsecond)",
+    )
+    .bind(host)
+    .bind(within_secs.saturating_mul(1_000_000))
+    .fetch_one(pool)
+    .await?;
+    Ok(live != 0)
+}
+
+pub(super) async fn record_heartbeat(pool: &MySqlPool, beat: &Heartbeat<'_>) -> Result<()> {
+    // Assignments run left to right and see earlier ones, so `last_seen`
+    // must not be read after it is set: it is set last.
+    sqlx::query(
+        "insert into agents (host, agent_id, version, plugins, running_profiles, last_seen)
+         values (?, ?, ?, ?, ?, ?)
+         on duplicate key update
+             version = values(version), plugins = values(plugins),
+             running_profiles = values(running_profiles),
+             last_seen = greatest(last_seen, values(last_seen))",
+    )
+    .bind(beat.host)
+    .bind(beat.agent_id)
+    .bind(beat.version)
+    .bind(Json(beat.plugins))
+    .bind(Json(beat.running_profiles))
+    .bind(beat.at)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn record_lifecycle(pool: &MySqlPool, lifecycle: &Lifecycle<'_>) -> Result<()> {
+    let event = lifecycle.event;
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "insert into profile_events (profile_id, host, agent_id, kind, `at`, body)
+         values (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(event.profile_id())
+    .bind(&event.host)
+    .bind(&event.agent_id)
+    .bind(lifecycle.kind)
+    .bind(lifecycle.at)
+    .bind(Json(lifecycle.body))
+    .execute(&mut *tx)
+    .await?;
+    if let Some(moved) = &lifecycle.moved {
+        transition_in_mysql(&mut *tx, moved).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

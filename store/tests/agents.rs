@@ -1,0 +1,289 @@
+//! Agents' events, one behaviour suite run on a real Postgres and a real
+//! MariaDB: heartbeats and host liveness, lifecycle events moving their
+//! profiles (idempotently, only by the profile's agent), and the runtime
+//! a `profile_started` event reported.
+
+use chrono::Utc;
+use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
+use odp_core::runtime::{Library, LibraryKind, ProfileRuntime, RuntimeInfo};
+use odp_core::{EventKind, Language, Target};
+use odp_store::runtime::profile_runtime;
+use odp_store::{
+    host_is_live, list_agents, record_agent_event, Database, Inserted, Labels, NewProfile,
+    ProfileMode, ProfileStatus, Profiles,
+};
+use uuid::Uuid;
+
+mod support;
+use support::on_both_backends;
+
+fn heartbeat(host: &str, agent: &str, at_ms: i64, version: &str, running: &[Uuid]) -> AgentEvent {
+    AgentEvent {
+        host: host.into(),
+        agent_id: agent.into(),
+        at_ms,
+        kind: AgentEventKind::Heartbeat {
+            version: version.into(),
+            running_profiles: running.to_vec(),
+            plugins: vec!["jvm".into(), "python".into()],
+            machine_id: None,
+            started_at_ms: None,
+        },
+    }
+}
+
+fn from_agent(agent: &str, kind: AgentEventKind) -> AgentEvent {
+    AgentEvent {
+        host: "h-1".into(),
+        agent_id: agent.into(),
+        at_ms: Utc::now().timestamp_millis(),
+        kind,
+    }
+}
+
+fn started(profile_id: Uuid, runtime_version: &str, flags: &[&str]) -> AgentEventKind {
+    AgentEventKind::ProfileStarted {
+        profile_id,
+        event: EventKind::Wall,
+        frequency_hz: 99,
+        pids: vec![7],
+        language: Some(Language::Jvm),
+        runtime_version: Some(runtime_version.into()),
+        runtime: RuntimeInfo {
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+            libraries: vec![Library {
+                kind: LibraryKind::Jar,
+                name: "log4j".into(),
+                version: Some("1.2.17".into()),
+            }],
+            ..RuntimeInfo::default()
+        },
+    }
+}
+
+async fn requested_profile(db: &Database) -> Uuid {
+    let id = Uuid::new_v4();
+    let new = NewProfile {
+        id,
+        host: "h-1".into(),
+        service: "checkout".into(),
+        idempotency_key: None,
+        target: Target::ProcessName(id.to_string()),
+        duration_ms: 60_000,
+        frequency_hz: 99,
+        requested_by: "ci".into(),
+        labels: Labels::new(),
+        mode: ProfileMode::of(None),
+        options: Default::default(),
+    };
+    let Inserted::Created(_) = Profiles::new(db).insert(&new).await.unwrap() else {
+        panic!("a new target creates")
+    };
+    id
+}
+
+async fn heartbeats_keep_the_latest_and_tell_live_hosts(db: Database) {
+    let now = Utc::now().timestamp_millis();
+    let running = [Uuid::new_v4(), Uuid::new_v4()];
+    record_agent_event(&db, &heartbeat("h-1", "a", now, "1.0", &running))
+        .await
+        .unwrap();
+    record_agent_event(&db, &heartbeat("h-2", "b", now - 7_200_000, "0.9", &[]))
+        .await
+        .unwrap();
+    // A late heartbeat updates what the agent reports but not when it
+    // was last seen.
+    record_agent_event(
+        &db,
+        &heartbeat("h-1", "a", now - 60_000, "1.1", &running[..1]),
+    )
+    .await
+    .unwrap();
+    let agents = list_agents(&db).await.unwrap();
+    let seen: Vec<(&str, &str, &str, i64)> = agents
+        .iter()
+        .map(|a| {
+            (
+                a.host.as_str(),
+                a.agent_id.as_str(),
+                a.version.as_str(),
+                a.last_seen.timestamp_millis(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("h-1", "a", "1.1", now),
+            ("h-2", "b", "0.9", now - 7_200_000)
+        ]
+    );
+    assert_eq!(agents[0].running_profiles, running[..1]);
+    assert_eq!(agents[0].plugins, ["jvm", "python"]);
+    assert!(agents[1].running_profiles.is_empty());
+
+    assert!(host_is_live(&db, "h-1", 60).await.unwrap());
+    assert!(!host_is_live(&db, "h-2", 60).await.unwrap());
+    assert!(host_is_live(&db, "h-2", 3 * 3600).await.unwrap());
+    assert!(!host_is_live(&db, "h-3", 3 * 3600).await.unwrap());
+}
+
+async fn lifecycle_events_move_their_profile_once_and_only_by_its_agent(db: Database) {
+    let profiles = Profiles::new(&db);
+    let id = requested_profile(&db).await;
+    let start = from_agent("a", started(id, "17.0.9", &[]));
+    record_agent_event(&db, &start).await.unwrap();
+    let running = profiles.get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (running.status, running.agent_id.as_deref(), running.event),
+        (ProfileStatus::Running, Some("a"), Some(EventKind::Wall))
+    );
+    assert!(running.started_at.is_some());
+    // A redelivery finds it moved already.
+    record_agent_event(&db, &start).await.unwrap();
+    let again = profiles.get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (again.status, again.started_at),
+        (ProfileStatus::Running, running.started_at)
+    );
+
+    let finished = |reason| AgentEventKind::ProfileFinished {
+        profile_id: id,
+        reason,
+        snapshots: 3,
+        samples: 30,
+        spooled_snapshots: 0,
+        spooled_samples: 0,
+    };
+    // Another agent cannot end it, nor can a rejected command.
+    record_agent_event(
+        &db,
+        &from_agent("b", finished(FinishReason::DurationElapsed)),
+    )
+    .await
+    .unwrap();
+    let rejected = AgentEventKind::CommandRejected {
+        command_id: None,
+        profile_id: Some(id),
+        reason: "bad signature".into(),
+    };
+    record_agent_event(&db, &from_agent("a", rejected))
+        .await
+        .unwrap();
+    assert_eq!(
+        profiles.get(id).await.unwrap().unwrap().status,
+        ProfileStatus::Running
+    );
+
+    record_agent_event(&db, &from_agent("a", finished(FinishReason::Stopped)))
+        .await
+        .unwrap();
+    let failed = AgentEventKind::ProfileFailed {
+        profile_id: id,
+        error: "too late".into(),
+    };
+    record_agent_event(&db, &from_agent("a", failed))
+        .await
+        .unwrap();
+    let ended = profiles.get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (ended.status, ended.status_reason.as_deref()),
+        (ProfileStatus::Stopped, Some("stopped on request"))
+    );
+    assert!(ended.finished_at.is_some());
+    // Every lifecycle event is kept, moved anything or not.
+    assert_eq!(profile_events(&db, id).await, 6);
+
+    // A profile that fails before it starts.
+    let other = requested_profile(&db).await;
+    let failed = AgentEventKind::ProfileFailed {
+        profile_id: other,
+        error: "no such process".into(),
+    };
+    record_agent_event(&db, &from_agent("c", failed))
+        .await
+        .unwrap();
+    let failed = profiles.get(other).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            failed.status,
+            failed.status_reason.as_deref(),
+            failed.agent_id.as_deref()
+        ),
+        (ProfileStatus::Failed, Some("no such process"), Some("c"))
+    );
+}
+
+async fn profile_events(db: &Database, profile: Uuid) -> i64 {
+    match db {
+        Database::Postgres(pool) => {
+            sqlx::query_scalar("select count(*) from profile_events where profile_id = $1")
+                .bind(profile)
+                .fetch_one(pool)
+                .await
+                .unwrap()
+        }
+        Database::MySql(pool) => {
+            sqlx::query_scalar("select count(*) from profile_events where profile_id = ?")
+                .bind(profile)
+                .fetch_one(pool)
+                .await
+                .unwrap()
+        }
+    }
+}
+
+async fn the_runtime_is_the_latest_profile_started_reported(db: Database) {
+    let id = requested_profile(&db).await;
+    assert_eq!(profile_runtime(&db, id).await.unwrap(), None);
+    let mut first = from_agent("a", started(id, "1.8.0_392", &["-Xmx1g"]));
+    first.at_ms -= 1_000;
+    record_agent_event(&db, &first).await.unwrap();
+    record_agent_event(
+        &db,
+        &from_agent("a", started(id, "17.0.9", &["-XX:+UseG1GC"])),
+    )
+    .await
+    .unwrap();
+    let runtime = profile_runtime(&db, id).await.unwrap().unwrap();
+    assert_eq!(
+        runtime,
+        ProfileRuntime {
+            language: Some(Language::Jvm),
+            runtime_version: Some("17.0.9".into()),
+            runtime: RuntimeInfo {
+                flags: vec!["-XX:+UseG1GC".into()],
+                libraries: vec![Library {
+                    kind: LibraryKind::Jar,
+                    name: "log4j".into(),
+                    version: Some("1.2.17".into()),
+                }],
+                ..RuntimeInfo::default()
+            },
+        }
+    );
+    // An agent that reports no runtime: the fields are empty, not missing.
+    let bare = requested_profile(&db).await;
+    let kind = AgentEventKind::ProfileStarted {
+        profile_id: bare,
+        event: EventKind::CpuClock,
+        frequency_hz: 99,
+        pids: vec![7],
+        language: None,
+        runtime_version: None,
+        runtime: RuntimeInfo::default(),
+    };
+    record_agent_event(&db, &from_agent("a", kind))
+        .await
+        .unwrap();
+    assert_eq!(
+        profile_runtime(&db, bare).await.unwrap(),
+        Some(ProfileRuntime::default())
+    );
+}
+
+on_both_backends!(
+    heartbeats_keep_the_latest_and_tell_live_hosts,
+    lifecycle_events_move_their_profile_once_and_only_by_its_agent,
+    the_runtime_is_the_latest_profile_started_reported,
+);
