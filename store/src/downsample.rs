@@ -30,7 +30,7 @@ use odp_profile::windows::WindowKey;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::blocks::rewrite_block;
+use crate::blocks::postgres::rewrite_block;
 use crate::Result;
 
 /// What [`downsample`] merged.
@@ -157,7 +157,7 @@ async fn merge_in_blocks(tx: &mut sqlx::PgConnection, groups: &[Group]) -> Resul
     }
     for (hour, groups) in by_hour {
         let hour = DateTime::<Utc>::from_timestamp_millis(hour).expect("an hour of a window");
-        crate::rollups::rewrite(tx, &[hour], move |p| p.merge_windows(&groups)).await?;
+        crate::rollups::postgres::rewrite(tx, &[hour], move |p| p.merge_windows(&groups)).await?;
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::blocks::rewrite_block;
+use crate::blocks::postgres::rewrite_block;
 use crate::{Result, StoreError};
 
 /// Advisory lock key held by whoever runs retention and downsampling.
@@ -100,7 +100,7 @@ pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) ->
             .fetch_all(&mut *tx)
             .await?;
     let cutoff_ms = cutoff.timestamp_millis();
-    crate::rollups::rewrite(&mut tx, &hours, move |p| {
+    crate::rollups::postgres::rewrite(&mut tx, &hours, move |p| {
         p.retain_windows(|w| w.end_ms >= cutoff_ms)
     })
     .await?;
