@@ -86,16 +86,13 @@ pub async fn run_once(
     options: &RetentionOptions,
     now: DateTime<Utc>,
 ) -> Result<Option<Pass>, StoreError> {
-    let mut lock_conn = pool.acquire().await?;
-    if !retention::try_lock(&mut lock_conn).await? {
+    let Some(lock) = retention::RetentionLock::try_acquire(pool).await? else {
         return Ok(None);
-    }
+    };
     let pass = run_locked(pool, options, now).await;
-    // Released on error too; should the unlock itself fail, the lock goes
-    // with the connection, which is then not returned to the pool.
-    if retention::unlock(&mut lock_conn).await.is_err() {
-        lock_conn.close_on_drop();
-    }
+    // Released on error too; should the release itself fail, the lock
+    // goes with its connection, which is then closed.
+    let _ = lock.release().await;
     pass.map(Some)
 }
 
