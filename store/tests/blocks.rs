@@ -8,7 +8,9 @@ mod support;
 
 use std::time::Duration as StdDuration;
 
-use block_fixtures::{count, insert_profile, leaves, snapshot_leaves, store_window, window};
+use block_fixtures::{
+    count, exec, insert_profile, leaves, snapshot_leaves, store_window, window, Arg,
+};
 use chrono::{Duration, Utc};
 use odp_store::{compact_profile, load_profile, load_profiles, profile_stacks, Database};
 use support::on_both_backends;
@@ -167,7 +169,104 @@ async fn profiles_to_compact_waits_out_the_grace(db: Database) {
     assert_eq!(due, [orphan_old], "a compacted profile is done");
 }
 
+/// A window stored before blocks existed (samples, thread names, stacks
+/// and frames as rows) loads like any other, and compaction moves it into
+/// the block and drops its rows.
+async fn legacy_rows_load_and_compact(db: Database) {
+    let start = Utc::now() - Duration::hours(2);
+    let id = Uuid::new_v4();
+    insert_profile(&db, id, 0, "finished", start).await;
+    let frames = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
+    for (frame, name) in frames.iter().zip(["main", "serve", "parse"]) {
+        exec(
+            &db,
+            "insert into frames (id, `function`, module, file, line) values (?, ?, 'app', NULL, NULL)",
+            vec![Arg::Id(*frame), Arg::Text(name.into())],
+        )
+        .await;
+    }
+    let path = |ids: &[Uuid]| {
+        ids.iter()
+            .flat_map(|id| *id.as_bytes())
+            .collect::<Vec<u8>>()
+    };
+    let (parse, serve) = (Uuid::new_v4(), Uuid::new_v4());
+    for (stack, ids) in [(parse, &frames[..]), (serve, &frames[..2])] {
+        exec(
+            &db,
+            "insert into stacks (id, frame_ids) values (?, ?)",
+            vec![Arg::Id(stack), Arg::Bytes(path(ids))],
+        )
+        .await;
+    }
+    // The legacy window's header; its samples are rows.
+    let mut header = window(id, 0, start, 0);
+    header.stacks.clear();
+    store_window(&db, &header).await;
+    exec(
+        &db,
+        "update snapshots set block = null, samples = 12",
+        vec![],
+    )
+    .await;
+    let legacy = count(&db, "select max(id) from snapshots").await;
+    for (stack, tid, n) in [(parse, 1, 7), (serve, 1, 2), (serve, 2, 3)] {
+        exec(
+            &db,
+            "insert into samples (snapshot_id, stack_id, tid, `count`) values (?, ?, ?, ?)",
+            vec![Arg::Int(legacy), Arg::Id(stack), Arg::Int(tid), Arg::Int(n)],
+        )
+        .await;
+    }
+    exec(
+        &db,
+        "insert into snapshot_threads (snapshot_id, tid, name) values (?, 1, 'worker-1'), (?, 2, 'gc')",
+        vec![Arg::Int(legacy), Arg::Int(legacy)],
+    )
+    .await;
+    // A window with a block after it.
+    let later = window(id, 0, start, 1);
+    store_window(&db, &later).await;
+
+    let profile = load_profile(&db, id).await.unwrap();
+    assert_eq!(profile.windows.len(), 2);
+    assert_eq!(profile.total_samples(), 12 + later.total_samples());
+    let stacks = profile_stacks(&db, id).await.unwrap();
+    let expected = |leaf: &str| leaves(&stacks.stacks).into_iter().find(|(l, _)| l == leaf);
+    let later_parse = snapshot_leaves(std::slice::from_ref(&later))
+        .into_iter()
+        .find(|(l, _)| l == "parse")
+        .unwrap()
+        .1;
+    assert_eq!(expected("parse"), Some(("parse".into(), 7 + later_parse)));
+
+    let done = compact_profile(&db, id).await.unwrap();
+    assert_eq!((done.windows, done.legacy_windows), (2, 1));
+    assert_eq!(count(&db, "select count(*) from samples").await, 0);
+    assert_eq!(count(&db, "select count(*) from snapshot_threads").await, 0);
+    let after = profile_stacks(&db, id).await.unwrap();
+    assert_eq!(after.samples, stacks.samples);
+    assert_eq!(leaves(&after.stacks), leaves(&stacks.stacks));
+    let threads = odp_store::read(
+        &db,
+        &odp_store::Read {
+            thread: Some(odp_core::filter::ThreadFilter::new("^gc$").unwrap()),
+            ..odp_store::Read::profile(id)
+        },
+    )
+    .await
+    .unwrap();
+    let later_gc: u64 = later
+        .stacks
+        .iter()
+        .filter(|s| s.tid == 2)
+        .map(|s| s.count)
+        .sum();
+    assert_eq!(threads.samples(), 3 + later_gc, "thread names kept");
+}
+
 on_both_backends!(
+    legacy_rows_load_and_compact,
     loads_what_was_stored,
     compaction_keeps_totals_and_is_idempotent,
     windows_arriving_after_compaction_join_the_profile,

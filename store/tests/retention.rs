@@ -9,7 +9,7 @@ mod support;
 
 use std::time::Duration as StdDuration;
 
-use block_fixtures::{count, insert_profile, leaves, store_window, window};
+use block_fixtures::{count, exec, insert_profile, leaves, store_window, window, Arg};
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::Snapshot;
 use odp_store::downsample::{downsample, Downsampled};
@@ -116,44 +116,6 @@ async fn expiry_deletes_exactly_what_is_old(db: Database) {
         delete_expired(&db, cutoff, 3).await.unwrap(),
         Expired::default()
     );
-}
-
-/// A value bound for [`exec`].
-enum Arg {
-    Id(Uuid),
-    Bytes(Vec<u8>),
-    Int(i64),
-}
-
-/// Runs `sql` (`?` placeholders) with `args` on either backend.
-async fn exec(db: &Database, sql: &str, args: Vec<Arg>) {
-    macro_rules! bound {
-        ($query:expr) => {{
-            let mut query = $query;
-            for arg in args {
-                query = match arg {
-                    Arg::Id(v) => query.bind(v),
-                    Arg::Bytes(v) => query.bind(v),
-                    Arg::Int(v) => query.bind(v),
-                };
-            }
-            query
-        }};
-    }
-    match db {
-        Database::Postgres(pool) => {
-            let mut numbered = String::new();
-            for (n, part) in sql.replace('`', "\"").split('?').enumerate() {
-                if n > 0 {
-                    numbered.push_str(&format!("${n}"));
-                }
-                numbered.push_str(part);
-            }
-            bound!(sqlx::query(&numbered)).execute(pool).await.map(drop)
-        }
-        Database::MySql(pool) => bound!(sqlx::query(sql)).execute(pool).await.map(drop),
-    }
-    .unwrap();
 }
 
 /// Collection deletes the stacks no sample references and the frames no

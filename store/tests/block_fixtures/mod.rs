@@ -175,3 +175,43 @@ pub(crate) fn snapshot_leaves(snapshots: &[Snapshot]) -> Vec<(String, u64)> {
     }
     leaves.into_iter().collect()
 }
+
+/// A value bound for [`exec`].
+pub(crate) enum Arg {
+    Id(Uuid),
+    Bytes(Vec<u8>),
+    Int(i64),
+    Text(String),
+}
+
+/// Runs `sql` (`?` placeholders) with `args` on either backend.
+pub(crate) async fn exec(db: &Database, sql: &str, args: Vec<Arg>) {
+    macro_rules! bound {
+        ($query:expr) => {{
+            let mut query = $query;
+            for arg in args {
+                query = match arg {
+                    Arg::Id(v) => query.bind(v),
+                    Arg::Bytes(v) => query.bind(v),
+                    Arg::Int(v) => query.bind(v),
+                    Arg::Text(v) => query.bind(v),
+                };
+            }
+            query
+        }};
+    }
+    match db {
+        Database::Postgres(pool) => {
+            let mut numbered = String::new();
+            for (n, part) in sql.replace('`', "\"").split('?').enumerate() {
+                if n > 0 {
+                    numbered.push_str(&format!("${n}"));
+                }
+                numbered.push_str(part);
+            }
+            bound!(sqlx::query(&numbered)).execute(pool).await.map(drop)
+        }
+        Database::MySql(pool) => bound!(sqlx::query(sql)).execute(pool).await.map(drop),
+    }
+    .unwrap();
+}
