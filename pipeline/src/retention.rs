@@ -1,9 +1,10 @@
 //! The periodic retention job: downsampling old windows, deleting expired
 //! data, and collecting the frames and stacks left unreferenced.
 //!
-//! Every worker runs the loop, but a pass runs only in the one holding a
-//! Postgres advisory lock ([`odp_store::retention::RETENTION_LOCK_KEY`]),
-//! so several workers never run it at once; the others skip the pass. The
+//! Every worker runs the loop, but a pass runs only in the one holding the
+//! retention lock ([`odp_store::retention::RetentionLock`]: a Postgres
+//! advisory lock, or MySQL's `GET_LOCK`), so several workers never run it
+//! at once; the others skip the pass. The
 //! work itself is done in short batched transactions by `odp_store`.
 
 use std::time::Duration;
