@@ -1,9 +1,10 @@
 //! The periodic retention job: downsampling old windows, deleting expired
 //! data, and collecting the frames and stacks left unreferenced.
 //!
-//! Every worker runs the loop, but a pass runs only in the one holding a
-//! Postgres advisory lock ([`odp_store::retention::RETENTION_LOCK_KEY`]),
-//! so several workers never run it at once; the others skip the pass. The
+//! Every worker runs the loop, but a pass runs only in the one holding the
+//! retention lock ([`odp_store::retention::RetentionLock`]: a Postgres
+//! advisory lock, or MySQL's `GET_LOCK`), so several workers never run it
+//! at once; the others skip the pass. The
 //! work itself is done in short batched transactions by `odp_store`.
 
 use std::time::Duration;
@@ -86,16 +87,13 @@ pub async fn run_once(
     options: &RetentionOptions,
     now: DateTime<Utc>,
 ) -> Result<Option<Pass>, StoreError> {
-    let mut lock_conn = pool.acquire().await?;
-    if !retention::try_lock(&mut lock_conn).await? {
+    let Some(lock) = retention::RetentionLock::try_acquire(pool).await? else {
         return Ok(None);
-    }
+    };
     let pass = run_locked(pool, options, now).await;
-    // Released on error too; should the unlock itself fail, the lock goes
-    // with the connection, which is then not returned to the pool.
-    if retention::unlock(&mut lock_conn).await.is_err() {
-        lock_conn.close_on_drop();
-    }
+    // Released on error too; should the release itself fail, the lock
+    // goes with its connection, which is then closed.
+    let _ = lock.release().await;
     pass.map(Some)
 }
 

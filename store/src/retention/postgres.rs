@@ -1,19 +1,5 @@
-//! Retention: expired windows and profiles deleted, then the frames and
-//! stacks nothing references any more.
-//!
-//! Everything runs in short transactions of at most `batch` rows, so no
-//! lock is held for long while ingest goes on. Only one process should run
-//! it at a time: callers hold [`RETENTION_LOCK_KEY`] (see [`try_lock`]).
-//!
-//! Stacks are protected by the `samples → stacks` foreign key: a stack is
-//! deleted only when no sample references it, and should an ingest insert
-//! a sample of it concurrently, one of the two statements fails on the
-//! foreign key (ingest then stores the batch again with its cache of
-//! stored ids cleared; collection skips that batch until its next run).
-//! Frames have no such key (a stack holds its frame ids as bytes), so they
-//! are collected mark and sweep: the mark reads every stack's frames, and
-//! each sweep batch, holding a `share` lock on `stacks` for a moment, also
-//! spares the frames of stacks written since the mark started.
+//! Retention in Postgres: data-modifying CTEs, advisory locks and
+//! `lock table … in share mode`.
 
 use std::collections::HashSet;
 
@@ -21,11 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::blocks::rewrite_block;
-use crate::{Result, StoreError};
-
-/// Advisory lock key held by whoever runs retention and downsampling.
-pub const RETENTION_LOCK_KEY: i64 = 0x4f44_5052_4554_4e54;
+use super::{frame_ids, Collected, Expired, RETENTION_LOCK_KEY};
+use crate::blocks::postgres::rewrite_block;
+use crate::Result;
 
 /// Takes the session advisory lock on `conn` when no one holds it; it is
 /// held until [`unlock`] or the connection closes.
@@ -45,19 +29,11 @@ pub async fn unlock(conn: &mut PgConnection) -> Result<()> {
     Ok(())
 }
 
-/// What [`delete_expired`] removed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Expired {
-    pub snapshots: u64,
-    pub samples: u64,
-    pub profiles: u64,
-}
-
-/// Deletes every window that ended before `cutoff` (its samples and
-/// thread names with it), then the profiles that ended before `cutoff`
-/// and have no window left, with their detections, alert deliveries and
-/// events.
-pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) -> Result<Expired> {
+pub(super) async fn delete_expired(
+    pool: &PgPool,
+    cutoff: DateTime<Utc>,
+    batch: u32,
+) -> Result<Expired> {
     let mut expired = Expired::default();
     loop {
         let mut tx = pool.begin().await?;
@@ -100,7 +76,7 @@ pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) ->
             .fetch_all(&mut *tx)
             .await?;
     let cutoff_ms = cutoff.timestamp_millis();
-    crate::rollups::rewrite(&mut tx, &hours, move |p| {
+    crate::rollups::postgres::rewrite(&mut tx, &hours, move |p| {
         p.retain_windows(|w| w.end_ms >= cutoff_ms)
     })
     .await?;
@@ -139,26 +115,11 @@ pub async fn delete_expired(pool: &PgPool, cutoff: DateTime<Utc>, batch: u32) ->
     Ok(expired)
 }
 
-/// What [`collect_garbage`] removed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Collected {
-    pub stacks: u64,
-    pub frames: u64,
-    /// Stack batches skipped because an ingest referenced one of their
-    /// stacks meanwhile; they are looked at again next run.
-    pub stack_batches_skipped: u64,
-}
-
-/// Deletes the stacks no sample references, then the frames no stack
-/// references, `batch` rows at a time.
-pub async fn collect_garbage(pool: &PgPool, batch: u32) -> Result<Collected> {
-    let mut collected = Collected::default();
-    collect_stacks(pool, batch, &mut collected).await?;
-    collect_frames(pool, batch, &mut collected).await?;
-    Ok(collected)
-}
-
-async fn collect_stacks(pool: &PgPool, batch: u32, collected: &mut Collected) -> Result<()> {
+pub(super) async fn collect_stacks(
+    pool: &PgPool,
+    batch: u32,
+    collected: &mut Collected,
+) -> Result<()> {
     let mut after = Uuid::nil();
     loop {
         let ids: Vec<Uuid> =
@@ -192,7 +153,11 @@ async fn collect_stacks(pool: &PgPool, batch: u32, collected: &mut Collected) ->
     }
 }
 
-async fn collect_frames(pool: &PgPool, batch: u32, collected: &mut Collected) -> Result<()> {
+pub(super) async fn collect_frames(
+    pool: &PgPool,
+    batch: u32,
+    collected: &mut Collected,
+) -> Result<()> {
     // The mark starts after every stack written before `marked_at` is
     // committed: taking the share lock waits for the transactions that are
     // writing stacks, and a stack written later gets a later `stored_at`.
@@ -269,16 +234,4 @@ async fn collect_frames(pool: &PgPool, batch: u32, collected: &mut Collected) ->
             return Ok(());
         }
     }
-}
-
-fn frame_ids(bytes: &[u8]) -> Result<impl Iterator<Item = Uuid> + '_> {
-    if !bytes.len().is_multiple_of(16) {
-        return Err(StoreError::Corrupt(format!(
-            "stack frame list of {} bytes",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|c| Uuid::from_slice(c).expect("chunks are 16 bytes")))
 }

@@ -8,6 +8,11 @@
 //! The profiles' blocks are then merged in Rust over integer ids: the
 //! cost grows with the profiles' distinct stacks, not with their samples
 //! or windows.
+//!
+//! `postgres.rs` and `mysql.rs` hold each backend's queries of headers.
+
+mod mysql;
+mod postgres;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -17,10 +22,10 @@ use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
 use odp_core::{EventKind, WeightedStack};
 use odp_profile::{many, scale, stacks, weigh, NameTree, NodeSums, Profile, Selection, View};
-use sqlx::{PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use crate::blocks::{load_profiles, load_uncompacted};
+use crate::database::{on_backend, Database};
 use crate::{rollups, Result, StoreError};
 
 /// Whose windows a read covers.
@@ -151,8 +156,9 @@ impl ReadResult {
 }
 
 /// Reads `read`: see the module documentation.
-pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
-    let groups = window_groups(pool, read).await?;
+pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
+    let db = db.into();
+    let groups = window_groups(&db, read).await?;
     let mut events: Vec<EventKind> = groups.iter().map(|g| g.event).collect();
     events.sort_unstable_by_key(|e| e.as_str());
     events.dedup();
@@ -182,18 +188,18 @@ pub async fn read(pool: &PgPool, read: &Read) -> Result<ReadResult> {
     let mut ids: Vec<Uuid> = profile_ids.into_iter().collect();
     ids.sort_unstable();
     let started = std::time::Instant::now();
-    let rolled = rolled_up(pool, read, &ids).await?;
+    let rolled = rolled_up(&db, read, &ids).await?;
     let own: Vec<Uuid> = ids
         .iter()
         .filter(|id| !rolled.members.contains(id))
         .copied()
         .collect();
     let members: Vec<Uuid> = rolled.members.iter().copied().collect();
-    let mut profiles = load_profiles(pool, &own).await?;
-    profiles.extend(load_uncompacted(pool, &members).await?);
+    let mut profiles = load_profiles(&db, &own).await?;
+    profiles.extend(load_uncompacted(&db, &members).await?);
     let rollups = match &read.scope {
         ReadScope::Service { service, .. } if !rolled.hours.is_empty() => {
-            rollups::load(pool, service, &rolled.hours).await?
+            rollups::load(&db, service, &rolled.hours).await?
         }
         _ => Vec::new(),
     };
@@ -249,45 +255,21 @@ struct Rolled {
     hours: Vec<DateTime<Utc>>,
 }
 
-async fn rolled_up(pool: &PgPool, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
-    if matches!(read.scope, ReadScope::Profile(_)) {
-        return Ok(Rolled::default());
-    }
-    let members: Vec<Uuid> = sqlx::query_scalar(
-        "select profile_id from profile_blocks where profile_id = any($1) and rollup = 'rolled'",
-    )
-    .bind(ids)
-    .fetch_all(pool)
-    .await?;
-    if members.is_empty() {
-        return Ok(Rolled::default());
-    }
-    let mut qb = QueryBuilder::new(
-        "select distinct to_timestamp(floor(extract(epoch from n.window_start) / 3600) * 3600)
-         from snapshots n where n.compacted and n.profile_id = any(",
-    );
-    qb.push_bind(members.clone()).push(") and");
-    push_conditions(read, &mut qb);
-    let hours: Vec<DateTime<Utc>> = qb.build_query_scalar().fetch_all(pool).await?;
+async fn rolled_up(db: &Database, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
     let ReadScope::Service { service, .. } = &read.scope else {
         return Ok(Rolled::default());
     };
+    let members: Vec<Uuid> = on_backend!(db, rolled_members(ids))?;
+    if members.is_empty() {
+        return Ok(Rolled::default());
+    }
+    let hours = on_backend!(db, rolled_hours(read, &members))?;
     // A rollup pays when its profiles share their stacks (a fleet of one
     // service): one dictionary for all. Profiles that share little make a
     // rollup as large as their blocks, with windows of profiles outside
     // the read besides; their own blocks are read then.
-    let (rollup_bytes, member_bytes): (Option<i64>, Option<i64>) = sqlx::query_as(
-        "select (select sum(octet_length(block))::bigint from service_rollups
-                 where service = $1 and hour = any($2)),
-                (select sum(octet_length(block))::bigint from profile_blocks
-                 where profile_id = any($3))",
-    )
-    .bind(service)
-    .bind(&hours)
-    .bind(&members)
-    .fetch_one(pool)
-    .await?;
-    if rollup_bytes.unwrap_or(0) as f64 > 0.7 * member_bytes.unwrap_or(0) as f64 {
+    let (rollup_bytes, member_bytes) = on_backend!(db, block_bytes(service, &hours, &members))?;
+    if rollup_bytes as f64 > 0.7 * member_bytes as f64 {
         return Ok(Rolled::default());
     }
     Ok(Rolled {
@@ -415,17 +397,8 @@ struct WindowGroup {
     profiles: Vec<Uuid>,
 }
 
-async fn window_groups(pool: &PgPool, read: &Read) -> Result<Vec<WindowGroup>> {
-    let mut qb = QueryBuilder::new(
-        "select n.host, n.event, count(*)::bigint, array_agg(distinct n.profile_id)
-         from snapshots n where",
-    );
-    push_conditions(read, &mut qb);
-    if let Some(event) = read.event {
-        qb.push(" and n.event = ").push_bind(event.as_str());
-    }
-    qb.push(" group by n.host, n.event");
-    let rows: Vec<(String, String, i64, Vec<Uuid>)> = qb.build_query_as().fetch_all(pool).await?;
+async fn window_groups(db: &Database, read: &Read) -> Result<Vec<WindowGroup>> {
+    let rows = on_backend!(db, window_groups(read))?;
     rows.into_iter()
         .map(|(host, event, windows, profiles)| {
             let event = event
@@ -441,72 +414,5 @@ async fn window_groups(pool: &PgPool, read: &Read) -> Result<Vec<WindowGroup>> {
         .collect()
 }
 
-/// Appends the conditions on windows (aliased `n`) after a `where`.
-fn push_conditions(read: &Read, qb: &mut QueryBuilder<'_, Postgres>) {
-    match &read.scope {
-        ReadScope::Profile(id) => {
-            qb.push(" n.profile_id = ").push_bind(*id);
-        }
-        ReadScope::Service { service, hosts } => {
-            qb.push(" n.profile_id in (select id from profiles where service = ")
-                .push_bind(service.clone())
-                .push(")");
-            if !hosts.is_empty() {
-                qb.push(" and n.host = any(")
-                    .push_bind(hosts.clone())
-                    .push(")");
-            }
-        }
-    }
-    if let Some(from) = read.from {
-        qb.push(" and n.window_end > ").push_bind(from);
-    }
-    if let Some(to) = read.to {
-        qb.push(" and n.window_start < ").push_bind(to);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sql(read: &Read) -> String {
-        let mut qb = QueryBuilder::new("select 1 from snapshots n where");
-        push_conditions(read, &mut qb);
-        qb.sql().to_owned()
-    }
-
-    #[test]
-    fn service_scope_filters_hosts_only_when_given() {
-        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
-        let mut read = Read {
-            scope: ReadScope::Service {
-                service: "checkout".into(),
-                hosts: vec![],
-            },
-            from: Some(at),
-            to: Some(at),
-            ..Read::profile(Uuid::nil())
-        };
-        assert_eq!(
-            sql(&read),
-            "select 1 from snapshots n where n.profile_id in (select id from profiles \
-             where service = $1) and n.window_end > $2 and n.window_start < $3"
-        );
-        read.scope = ReadScope::Service {
-            service: "checkout".into(),
-            hosts: vec!["h-1".into()],
-        };
-        read.from = None;
-        read.to = None;
-        assert!(
-            sql(&read).ends_with("and n.host = any($2)"),
-            "{}",
-            sql(&read)
-        );
-        assert_eq!(
-            sql(&Read::profile(Uuid::nil())),
-            "select 1 from snapshots n where n.profile_id = $1"
-        );
-    }
-}
+/// Per (host, event) of a read's windows: the count and the profiles.
+type GroupRow = (String, String, i64, Vec<Uuid>);

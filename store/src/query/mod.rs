@@ -2,15 +2,18 @@
 //! exports and tests compare) and as frames and stacks with ids (what
 //! detection rules match).
 
+mod mysql;
+mod postgres;
+
 use std::collections::HashMap;
 
 use odp_core::WeightedStack;
 use odp_profile::ProfileFrames;
 use serde::Serialize;
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::blocks::load_profile;
+use crate::database::{on_backend, Database};
 use crate::read::{read, Read};
 use crate::{Result, StoreError};
 
@@ -25,8 +28,8 @@ pub struct ProfileStacks {
 }
 
 /// All samples of a profile merged across windows and hosts.
-pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileStacks> {
-    let result = read(pool, &Read::profile(profile_id)).await?;
+pub async fn profile_stacks(db: impl Into<Database>, profile_id: Uuid) -> Result<ProfileStacks> {
+    let result = read(db, &Read::profile(profile_id)).await?;
     Ok(ProfileStacks {
         event: result.event,
         snapshots: result.snapshots,
@@ -37,20 +40,17 @@ pub async fn profile_stacks(pool: &PgPool, profile_id: Uuid) -> Result<ProfileSt
 
 /// All samples of a profile (of its first event), weighted by period,
 /// per distinct stack of whole frames.
-pub async fn profile_frames(pool: &PgPool, profile_id: Uuid) -> Result<ProfileFrames> {
-    Ok(ProfileFrames::of(load_profile(pool, profile_id).await?))
+pub async fn profile_frames(db: impl Into<Database>, profile_id: Uuid) -> Result<ProfileFrames> {
+    Ok(ProfileFrames::of(load_profile(db, profile_id).await?))
 }
 
 /// The frame ids of each stack stored as rows (before blocks), root first.
 pub(crate) async fn stack_frame_ids(
-    pool: &PgPool,
+    db: impl Into<Database>,
     stack_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<Uuid>>> {
-    let rows: Vec<(Uuid, Vec<u8>)> =
-        sqlx::query_as("select id, frame_ids from stacks where id = any($1)")
-            .bind(stack_ids)
-            .fetch_all(pool)
-            .await?;
+    let db = db.into();
+    let rows = on_backend!(db, stacks(stack_ids))?;
     rows.into_iter()
         .map(|(id, bytes)| Ok((id, split_frame_ids(&bytes)?)))
         .collect()
@@ -58,18 +58,15 @@ pub(crate) async fn stack_frame_ids(
 
 /// Display names of frames stored as rows, by id.
 pub(crate) async fn frame_names(
-    pool: &PgPool,
+    db: impl Into<Database>,
     frame_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, String>> {
-    Ok(sqlx::query_as::<_, (Uuid, String, String)>(
-        "select id, function, module from frames where id = any($1)",
-    )
-    .bind(frame_ids)
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .map(|(id, function, module)| (id, odp_core::model::display_name(&function, &module)))
-    .collect())
+    let db = db.into();
+    let rows = on_backend!(db, frames(frame_ids))?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, function, module)| (id, odp_core::model::display_name(&function, &module)))
+        .collect())
 }
 
 fn split_frame_ids(bytes: &[u8]) -> Result<Vec<Uuid>> {

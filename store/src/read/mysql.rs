@@ -1,0 +1,125 @@
+//! A read's window headers in MySQL and MariaDB: `in (?, …)` lists, and
+//! per-profile counts grouped in Rust where Postgres has `array_agg`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::{MySql, MySqlPool, QueryBuilder};
+use uuid::Uuid;
+
+use super::{GroupRow, Read, ReadScope};
+use crate::blocks::mysql::{fetch_in, IN_LIST_CHUNK};
+use crate::database::push_in_list;
+use crate::Result;
+
+pub(super) async fn window_groups(pool: &MySqlPool, read: &Read) -> Result<Vec<GroupRow>> {
+    let mut qb =
+        QueryBuilder::new("select n.host, n.event, n.profile_id, count(*) from snapshots n where");
+    push_conditions(read, &mut qb);
+    if let Some(event) = read.event {
+        qb.push(" and n.event = ").push_bind(event.as_str());
+    }
+    qb.push(" group by n.host, n.event, n.profile_id");
+    let rows: Vec<(String, String, Uuid, i64)> = qb.build_query_as().fetch_all(pool).await?;
+    let mut groups: BTreeMap<(String, String), (i64, Vec<Uuid>)> = BTreeMap::new();
+    for (host, event, profile_id, windows) in rows {
+        let group = groups.entry((host, event)).or_default();
+        group.0 += windows;
+        group.1.push(profile_id);
+    }
+    Ok(groups
+        .into_iter()
+        .map(|((host, event), (windows, profiles))| (host, event, windows, profiles))
+        .collect())
+}
+
+/// Which of `ids` are rolled up.
+pub(super) async fn rolled_members(pool: &MySqlPool, ids: &[Uuid]) -> Result<Vec<Uuid>> {
+    let mut conn = pool.acquire().await?;
+    let rows: Vec<(Uuid,)> = fetch_in(
+        &mut conn,
+        "select profile_id from profile_blocks where rollup = 'rolled' and profile_id in ",
+        ids,
+        "",
+    )
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// The hours of the read's compacted windows of `members`.
+pub(super) async fn rolled_hours(
+    pool: &MySqlPool,
+    read: &Read,
+    members: &[Uuid],
+) -> Result<Vec<DateTime<Utc>>> {
+    let mut hours = Vec::new();
+    for chunk in members.chunks(IN_LIST_CHUNK) {
+        // `from_unixtime` and `unix_timestamp` use the session's zone,
+        // which sqlx sets to UTC.
+        let mut qb = QueryBuilder::new(
+            "select distinct from_unixtime(floor(unix_timestamp(n.window_start) / 3600) * 3600)
+             from snapshots n where n.compacted and n.profile_id in ",
+        );
+        push_in_list(&mut qb, chunk.iter());
+        qb.push(" and");
+        push_conditions(read, &mut qb);
+        let rows: Vec<DateTime<Utc>> = qb.build_query_scalar().fetch_all(pool).await?;
+        hours.extend(rows);
+    }
+    hours.sort_unstable();
+    hours.dedup();
+    Ok(hours)
+}
+
+/// The bytes of `service`'s rollups of `hours` and of `members`' blocks.
+pub(super) async fn block_bytes(
+    pool: &MySqlPool,
+    service: &str,
+    hours: &[DateTime<Utc>],
+    members: &[Uuid],
+) -> Result<(i64, i64)> {
+    let mut rollups = 0;
+    for chunk in hours.chunks(IN_LIST_CHUNK) {
+        let mut qb = QueryBuilder::<MySql>::new(
+            "select cast(sum(length(block)) as signed) from service_rollups where service = ",
+        );
+        qb.push_bind(service).push(" and `hour` in ");
+        push_in_list(&mut qb, chunk.iter());
+        let bytes: Option<i64> = qb.build_query_scalar().fetch_one(pool).await?;
+        rollups += bytes.unwrap_or(0);
+    }
+    let mut blocks = 0;
+    for chunk in members.chunks(IN_LIST_CHUNK) {
+        let mut qb = QueryBuilder::<MySql>::new(
+            "select cast(sum(length(block)) as signed) from profile_blocks where profile_id in ",
+        );
+        push_in_list(&mut qb, chunk.iter());
+        let bytes: Option<i64> = qb.build_query_scalar().fetch_one(pool).await?;
+        blocks += bytes.unwrap_or(0);
+    }
+    Ok((rollups, blocks))
+}
+
+/// Appends the conditions on windows (aliased `n`) after a `where`.
+fn push_conditions<'a>(read: &'a Read, qb: &mut QueryBuilder<'a, MySql>) {
+    match &read.scope {
+        ReadScope::Profile(id) => {
+            qb.push(" n.profile_id = ").push_bind(*id);
+        }
+        ReadScope::Service { service, hosts } => {
+            qb.push(" n.profile_id in (select id from profiles where service = ")
+                .push_bind(service.as_str())
+                .push(")");
+            if !hosts.is_empty() {
+                qb.push(" and n.host in ");
+                push_in_list(qb, hosts.iter().map(String::as_str));
+            }
+        }
+    }
+    if let Some(from) = read.from {
+        qb.push(" and n.window_end > ").push_bind(from);
+    }
+    if let Some(to) = read.to {
+        qb.push(" and n.window_start < ").push_bind(to);
+    }
+}

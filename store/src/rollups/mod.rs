@@ -1,0 +1,275 @@
+//! Service rollups (migration 0015): a service's compacted profiles of one
+//! hour in one block.
+//!
+//! An aggregate over a fleet reads every instance's profile: a thousand
+//! blocks, each with its own dictionary of the same function names. A
+//! rollup holds the same windows (each still with its profile id, host,
+//! times and threads, so every filter applies as before) over one
+//! dictionary, so such a read is one block per hour. Profiles are rolled
+//! up once compacted; windows compacted into a rolled-up profile later
+//! (spooled through a broker outage) are added to its rollups as they are
+//! compacted. Retention and downsampling rewrite rollups as they rewrite
+//! profile blocks, so both always hold the same samples.
+
+pub(crate) mod mysql;
+pub(crate) mod postgres;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use odp_profile::{Level, Profile, ProfileBuilder};
+use uuid::Uuid;
+
+use crate::blocks::blocking;
+use crate::database::{on_backend, Database};
+use crate::{Result, StoreError};
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// The hour a window belongs to: the one its start falls in.
+pub(crate) fn hour_of(start_ms: i64) -> i64 {
+    start_ms.div_euclid(HOUR_MS) * HOUR_MS
+}
+
+fn to_time(ms: i64) -> Result<DateTime<Utc>> {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .ok_or_else(|| StoreError::Corrupt(format!("hour {ms} ms out of range")))
+}
+
+/// Windows to add, per (service, hour start in unix ms).
+pub(crate) type Parts = BTreeMap<(String, i64), Vec<Profile>>;
+
+/// `profile`'s windows, one profile per hour.
+pub(crate) fn by_hour(profile: &Profile) -> BTreeMap<i64, Profile> {
+    let mut hours: Vec<i64> = profile
+        .windows
+        .iter()
+        .map(|w| hour_of(w.start_ms))
+        .collect();
+    hours.sort_unstable();
+    hours.dedup();
+    hours
+        .into_iter()
+        .map(|hour| {
+            (
+                hour,
+                profile.retain_windows(|w| hour_of(w.start_ms) == hour),
+            )
+        })
+        .collect()
+}
+
+/// How much smaller than the blocks it replaces a rollup must be to be
+/// kept: a rollup pays by sharing one dictionary among many profiles.
+const WORTH: f64 = 0.7;
+/// A profile alone in its service's hour waits this long for others
+/// before it is read on its own for good.
+const ALONE_AFTER_SECS: f64 = 3600.0;
+
+/// Compacted profiles of a service not rolled up yet, at most `limit`.
+pub async fn profiles_to_roll_up(db: impl Into<Database>, limit: i64) -> Result<Vec<Uuid>> {
+    let db = db.into();
+    on_backend!(db, profiles_to_roll_up(limit))
+}
+
+/// What [`roll_up`] did with the profiles it was given.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RolledUp {
+    /// Added to their service's rollups.
+    pub rolled: u64,
+    /// Left to be read on their own: a rollup of them would not be smaller.
+    pub alone: u64,
+}
+
+/// Adds the windows of `profile_ids` (those pending, and not being rolled
+/// up by another worker) to their services' rollups, one transaction per
+/// service, when that makes the rollups smaller than the profiles' blocks
+/// by [`WORTH`]; else the profiles are marked to be read on their own. A
+/// profile that would start a rollup alone waits for others (up to
+/// [`ALONE_AFTER_SECS`]).
+pub async fn roll_up(db: impl Into<Database>, profile_ids: &[Uuid]) -> Result<RolledUp> {
+    let db = db.into();
+    let services: Vec<(String, Vec<Uuid>)> = on_backend!(db, pending_by_service(profile_ids))?;
+    let mut done = RolledUp::default();
+    for (service, ids) in services {
+        let one = on_backend!(db, roll_up_service(&service, &ids))?;
+        done.rolled += one.rolled;
+        done.alone += one.alone;
+    }
+    Ok(done)
+}
+
+/// The locked pending profile blocks of one service: (id, block, seconds
+/// since built).
+type Pending = Vec<(Uuid, Vec<u8>, f64)>;
+
+/// The pending blocks' windows, by (service, hour).
+async fn parts_of(service: &str, rows: Pending) -> Result<Parts> {
+    let service = service.to_owned();
+    blocking(move || {
+        let mut parts = Parts::new();
+        for (id, bytes, _) in rows {
+            let profile = Profile::decode(&bytes)
+                .map_err(|e| StoreError::Corrupt(format!("profile {id}: {e}")))?;
+            for (hour, part) in by_hour(&profile) {
+                parts.entry((service.clone(), hour)).or_default().push(part);
+            }
+        }
+        Ok(parts)
+    })
+    .await
+}
+
+/// What to do with a service's pending profiles, given the rollups
+/// rebuilt with them.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Leave them pending: one profile would start a rollup alone.
+    Wait,
+    /// Write the rollups; the profiles are `rolled`.
+    Roll,
+    /// Keep the rollups; the profiles are read `alone`.
+    Alone,
+}
+
+/// What [`verdict`] needs of the pending blocks once they are decoded.
+struct PendingSummary {
+    profiles: usize,
+    member_bytes: usize,
+    /// Seconds since the oldest was built.
+    oldest: f64,
+}
+
+impl PendingSummary {
+    fn of(pending: &Pending) -> PendingSummary {
+        PendingSummary {
+            profiles: pending.len(),
+            member_bytes: pending.iter().map(|r| r.1.len()).sum(),
+            oldest: pending.iter().map(|r| r.2).fold(0.0, f64::max),
+        }
+    }
+}
+
+fn verdict(pending: &PendingSummary, built: &[Built]) -> Verdict {
+    let PendingSummary {
+        member_bytes,
+        oldest,
+        ..
+    } = *pending;
+    let old_bytes: usize = built.iter().map(|b| b.old_bytes).sum();
+    let new_bytes: usize = built.iter().map(|b| b.block.len()).sum();
+    let starts_alone = old_bytes == 0 && pending.profiles < 2;
+    if starts_alone && oldest < ALONE_AFTER_SECS {
+        return Verdict::Wait;
+    }
+    if !starts_alone && (new_bytes as f64) <= WORTH * (old_bytes + member_bytes) as f64 {
+        Verdict::Roll
+    } else {
+        Verdict::Alone
+    }
+}
+
+impl Verdict {
+    fn outcome(&self, profiles: usize) -> RolledUp {
+        let n = profiles as u64;
+        match self {
+            Verdict::Wait => RolledUp::default(),
+            Verdict::Roll => RolledUp {
+                rolled: n,
+                alone: 0,
+            },
+            Verdict::Alone => RolledUp {
+                rolled: 0,
+                alone: n,
+            },
+        }
+    }
+}
+
+/// A rollup rebuilt in memory, with the size of the one it replaces.
+pub(crate) struct Built {
+    hour: DateTime<Utc>,
+    old_bytes: usize,
+    block: Vec<u8>,
+    windows: i32,
+    samples: i64,
+}
+
+/// The stored rollup of `hour` (if any) with `profiles` added.
+async fn rebuilt(
+    hour: DateTime<Utc>,
+    old: Option<Vec<u8>>,
+    profiles: Vec<Profile>,
+) -> Result<Built> {
+    let old_bytes = old.as_ref().map_or(0, Vec::len);
+    blocking(move || {
+        let mut builder = ProfileBuilder::default();
+        if let Some(bytes) = old {
+            let old =
+                Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+            builder.add_profile(&old);
+        }
+        for part in &profiles {
+            builder.add_profile(part);
+        }
+        let rollup = builder.build();
+        let block = rollup.encode(Level::Small);
+        Ok(Built {
+            hour,
+            old_bytes,
+            windows: rollup.windows.len() as i32,
+            samples: rollup.total_samples() as i64,
+            block,
+        })
+    })
+    .await
+}
+
+/// A stored rollup changed by `change`.
+async fn changed(
+    bytes: Vec<u8>,
+    change: impl FnOnce(&Profile) -> Profile + Send + 'static,
+) -> Result<Profile> {
+    blocking(move || {
+        let old =
+            Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+        Ok(change(&old))
+    })
+    .await
+}
+
+/// Stored rollups decoded.
+async fn decoded(blocks: Vec<Vec<u8>>) -> Result<Vec<Profile>> {
+    blocking(move || {
+        blocks
+            .into_iter()
+            .map(|bytes| {
+                Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
+            })
+            .collect()
+    })
+    .await
+}
+
+/// The rollups of `service` for `hours`, decoded on blocking threads.
+pub(crate) async fn load(
+    db: &Database,
+    service: &str,
+    hours: &[DateTime<Utc>],
+) -> Result<Vec<Profile>> {
+    let blocks = on_backend!(db, load(service, hours))?;
+    decoded(blocks).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_belong_to_the_hour_they_start_in() {
+        assert_eq!(hour_of(0), 0);
+        assert_eq!(hour_of(HOUR_MS - 1), 0);
+        assert_eq!(hour_of(HOUR_MS), HOUR_MS);
+        assert_eq!(hour_of(-1), -HOUR_MS);
+    }
+}

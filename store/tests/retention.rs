@@ -1,0 +1,280 @@
+//! Retention on both backends: expiry deletes exactly the windows that
+//! ended before the cutoff (from rows, profile blocks and rollups alike)
+//! and then the ended profiles left empty; garbage collection deletes the
+//! legacy stacks and frames nothing references; downsampling keeps every
+//! total; the retention lock is held by one connection at a time.
+
+mod block_fixtures;
+mod support;
+
+use std::time::Duration as StdDuration;
+
+use block_fixtures::{count, exec, insert_profile, leaves, store_window, window, Arg};
+use chrono::{DateTime, Duration, DurationRound, Utc};
+use odp_core::Snapshot;
+use odp_store::downsample::{downsample, Downsampled};
+use odp_store::retention::{collect_garbage, delete_expired, Collected, Expired, RetentionLock};
+use odp_store::{Database, Read, ReadScope};
+use support::on_both_backends;
+use uuid::Uuid;
+
+fn service_read() -> Read {
+    Read {
+        scope: ReadScope::Service {
+            service: "fleet".into(),
+            hosts: Vec::new(),
+        },
+        ..Read::profile(Uuid::nil())
+    }
+}
+
+/// Profiles of `hosts`, 8 windows each from `start`, compacted and (when
+/// several share the hour) rolled up.
+async fn fleet(
+    db: &Database,
+    hosts: std::ops::Range<usize>,
+    start: DateTime<Utc>,
+) -> Vec<Snapshot> {
+    let mut all = Vec::new();
+    let mut ids = Vec::new();
+    for host in hosts {
+        let id = Uuid::new_v4();
+        insert_profile(db, id, host, "finished", start + Duration::minutes(2)).await;
+        for sequence in 0..8 {
+            let w = window(id, host, start, sequence);
+            store_window(db, &w).await;
+            all.push(w);
+        }
+        odp_store::compact_profile(db, id).await.unwrap();
+        ids.push(id);
+    }
+    odp_store::roll_up(db, &ids).await.unwrap();
+    all
+}
+
+fn total(windows: &[&Snapshot]) -> u64 {
+    windows.iter().map(|w| w.total_samples()).sum()
+}
+
+/// Expiry deletes exactly the old windows, everywhere they are held, and
+/// the ended profiles once empty; a second run finds nothing.
+async fn expiry_deletes_exactly_what_is_old(db: Database) {
+    let old_start = (Utc::now() - Duration::days(10))
+        .duration_trunc(Duration::hours(1))
+        .unwrap();
+    let old = fleet(&db, 0..2, old_start).await;
+    assert_eq!(count(&db, "select count(*) from service_rollups").await, 1);
+    let recent = fleet(&db, 2..3, Utc::now() - Duration::hours(1)).await;
+
+    // The first three windows of each old profile end before the cutoff.
+    let cutoff = old_start + Duration::seconds(35);
+    let expired = delete_expired(&db, cutoff, 2).await.unwrap();
+    let gone: Vec<&Snapshot> = old.iter().filter(|w| w.sequence < 3).collect();
+    assert_eq!(
+        expired,
+        Expired {
+            snapshots: 6,
+            samples: total(&gone),
+            profiles: 0,
+        }
+    );
+    let kept: Vec<&Snapshot> = old
+        .iter()
+        .filter(|w| w.sequence >= 3)
+        .chain(&recent)
+        .collect();
+    let read = odp_store::read(&db, &service_read()).await.unwrap();
+    assert_eq!(read.samples(), total(&kept));
+    assert_eq!(read.snapshots, kept.len() as i64);
+    assert_eq!(
+        count(&db, "select sum(samples) from profile_blocks").await as u64,
+        total(&kept)
+    );
+    assert_eq!(
+        count(&db, "select sum(samples) from service_rollups").await as u64,
+        total(&kept[..10]),
+        "the old hour's rollup lost the same windows"
+    );
+
+    // All of the old profiles: their windows, blocks, rollup and rows.
+    let cutoff = Utc::now() - Duration::days(5);
+    let expired = delete_expired(&db, cutoff, 3).await.unwrap();
+    assert_eq!(
+        expired,
+        Expired {
+            snapshots: 10,
+            samples: total(&kept[..10]),
+            profiles: 2,
+        }
+    );
+    assert_eq!(count(&db, "select count(*) from profiles").await, 1);
+    assert_eq!(count(&db, "select count(*) from profile_blocks").await, 1);
+    assert_eq!(count(&db, "select count(*) from service_rollups").await, 0);
+    let read = odp_store::read(&db, &service_read()).await.unwrap();
+    assert_eq!(read.samples(), total(&recent.iter().collect::<Vec<_>>()));
+    assert_eq!(
+        delete_expired(&db, cutoff, 3).await.unwrap(),
+        Expired::default()
+    );
+}
+
+/// Collection deletes the stacks no sample references and the frames no
+/// stack references, and nothing else.
+async fn garbage_collection_deletes_only_unreferenced_rows(db: Database) {
+    let frames: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    for (n, frame) in frames.iter().enumerate() {
+        exec(
+            &db,
+            "insert into frames (id, `function`, module) values (?, 'f', 'm')",
+            vec![Arg::Id(*frame)],
+        )
+        .await;
+        assert!(n < 3);
+    }
+    let used = Uuid::new_v4();
+    let unused = Uuid::new_v4();
+    let path = |ids: &[Uuid]| {
+        ids.iter()
+            .flat_map(|id| *id.as_bytes())
+            .collect::<Vec<u8>>()
+    };
+    exec(
+        &db,
+        "insert into stacks (id, frame_ids) values (?, ?)",
+        vec![Arg::Id(used), Arg::Bytes(path(&frames[..2]))],
+    )
+    .await;
+    exec(
+        &db,
+        "insert into stacks (id, frame_ids) values (?, ?)",
+        vec![Arg::Id(unused), Arg::Bytes(path(&frames[1..2]))],
+    )
+    .await;
+    // A legacy window (samples as rows) ended long ago uses `used`.
+    let old = Utc::now() - Duration::days(10);
+    let mut legacy = window(Uuid::new_v4(), 0, old, 0);
+    legacy.stacks.truncate(1);
+    store_window(&db, &legacy).await;
+    exec(&db, "update snapshots set block = null", vec![]).await;
+    let id = count(&db, "select max(id) from snapshots").await;
+    exec(
+        &db,
+        "insert into samples (snapshot_id, stack_id, tid, `count`) values (?, ?, 1, 5)",
+        vec![Arg::Int(id), Arg::Id(used)],
+    )
+    .await;
+
+    let collected = collect_garbage(&db, 1).await.unwrap();
+    assert_eq!(
+        collected,
+        Collected {
+            stacks: 1,
+            frames: 1,
+            stack_batches_skipped: 0,
+        }
+    );
+    assert_eq!(count(&db, "select count(*) from stacks").await, 1);
+    assert_eq!(count(&db, "select count(*) from frames").await, 2);
+    assert_eq!(
+        collect_garbage(&db, 100).await.unwrap(),
+        Collected::default()
+    );
+
+    // Expired, the window takes its samples; its stack and frames follow.
+    delete_expired(&db, Utc::now() - Duration::days(5), 10)
+        .await
+        .unwrap();
+    assert_eq!(count(&db, "select count(*) from samples").await, 0);
+    let collected = collect_garbage(&db, 100).await.unwrap();
+    assert_eq!((collected.stacks, collected.frames), (1, 2));
+    assert_eq!(count(&db, "select count(*) from frames").await, 0);
+}
+
+/// Downsampling merges each profile's windows per bucket in rows, blocks
+/// and rollups, keeping every total; a second run has nothing to merge.
+async fn downsampling_keeps_totals(db: Database) {
+    // Windows 0..=5 start in one 10-minute bucket, 6 and 7 in the next.
+    let start = (Utc::now() - Duration::days(2))
+        .duration_trunc(Duration::hours(1))
+        .unwrap()
+        + Duration::minutes(59);
+    let all = fleet(&db, 0..4, start).await;
+    assert_eq!(count(&db, "select count(*) from service_rollups").await, 2);
+    let before = odp_store::read(&db, &service_read()).await.unwrap();
+    assert_eq!(before.samples(), total(&all.iter().collect::<Vec<_>>()));
+
+    let cutoff = Utc::now() - Duration::days(1);
+    let bucket = StdDuration::from_secs(600);
+    let done = downsample(&db, cutoff, bucket, 3).await.unwrap();
+    assert_eq!(
+        done,
+        Downsampled {
+            buckets: 8,
+            snapshots_merged: 24,
+        }
+    );
+    assert_eq!(count(&db, "select count(*) from snapshots").await, 8);
+    assert_eq!(
+        count(&db, "select sum(merged_windows) from snapshots").await,
+        32
+    );
+    assert_eq!(
+        count(&db, "select sum(samples) from snapshots").await as u64,
+        before.samples()
+    );
+    let after = odp_store::read(&db, &service_read()).await.unwrap();
+    assert_eq!(after.samples(), before.samples());
+    assert_eq!(after.snapshots, 8);
+    assert_eq!(leaves(&after.stacks()), leaves(&before.stacks()));
+    let hosts = |r: &odp_store::ReadResult| -> Vec<(String, u64)> {
+        r.hosts
+            .iter()
+            .map(|h| (h.host.clone(), h.samples()))
+            .collect()
+    };
+    assert_eq!(hosts(&after), hosts(&before));
+    assert_eq!(
+        count(&db, "select sum(samples) from service_rollups").await as u64,
+        before.samples()
+    );
+    assert_eq!(
+        count(&db, "select sum(windows) from profile_blocks").await,
+        8,
+        "the blocks merged the same windows"
+    );
+    assert_eq!(
+        downsample(&db, cutoff, bucket, 3).await.unwrap(),
+        Downsampled::default()
+    );
+}
+
+/// One holder at a time; released, or dropped (its connection closed),
+/// the lock is free again.
+async fn the_lock_is_exclusive(db: Database) {
+    let first = RetentionLock::try_acquire(&db).await.unwrap();
+    assert!(first.is_some());
+    assert!(RetentionLock::try_acquire(&db).await.unwrap().is_none());
+    first.unwrap().release().await.unwrap();
+    let second = RetentionLock::try_acquire(&db).await.unwrap();
+    assert!(second.is_some());
+    assert!(RetentionLock::try_acquire(&db).await.unwrap().is_none());
+    drop(second);
+    // The dropped holder's session ends in the background.
+    let mut free = false;
+    for _ in 0..50 {
+        if let Some(lock) = RetentionLock::try_acquire(&db).await.unwrap() {
+            lock.release().await.unwrap();
+            free = true;
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    assert!(free, "a dropped lock is freed with its connection");
+}
+
+on_both_backends!(
+    expiry_deletes_exactly_what_is_old,
+    garbage_collection_deletes_only_unreferenced_rows,
+    downsampling_keeps_totals,
+    the_lock_is_exclusive,
+);

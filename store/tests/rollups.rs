@@ -1,0 +1,215 @@
+//! Reads and service rollups on both backends: an aggregate over several
+//! profiles is the sum of their windows; host, thread and time filters
+//! give exact totals; rolled up, every read answers the same; a late
+//! window of a rolled-up profile is read, then compacted into its rollup.
+
+mod block_fixtures;
+mod support;
+
+use block_fixtures::{count, insert_profile, leaves, snapshot_leaves, store_window, window};
+use chrono::{DateTime, Duration, DurationRound, Utc};
+use odp_core::filter::{StackFilter, ThreadFilter};
+use odp_core::{Snapshot, WeightedStack};
+use odp_store::{Database, Read, ReadResult, ReadScope};
+use support::on_both_backends;
+use uuid::Uuid;
+
+fn service_read(since: DateTime<Utc>, until: DateTime<Utc>) -> Read {
+    Read {
+        scope: ReadScope::Service {
+            service: "fleet".into(),
+            hosts: Vec::new(),
+        },
+        from: Some(since),
+        to: Some(until),
+        ..Read::profile(Uuid::nil())
+    }
+}
+
+/// Everything a read answers, order-independent.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    samples: u64,
+    stacks: Vec<WeightedStack>,
+    hosts: Vec<(String, u64, u64, i64)>,
+    profiles: u64,
+    snapshots: i64,
+}
+
+fn answer(result: ReadResult) -> Answer {
+    let mut stacks = result.stacks();
+    stacks.sort_by(|a, b| a.frames.cmp(&b.frames));
+    Answer {
+        samples: result.samples(),
+        hosts: result
+            .hosts
+            .iter()
+            .map(|h| (h.host.clone(), h.samples(), h.profiles, h.snapshots))
+            .collect(),
+        stacks,
+        profiles: result.profiles,
+        snapshots: result.snapshots,
+    }
+}
+
+/// Whole, two hosts, a thread, part of the time, a frame filter.
+fn reads(start: DateTime<Utc>) -> Vec<Read> {
+    let whole = service_read(start - Duration::minutes(5), start + Duration::hours(3));
+    vec![
+        whole.clone(),
+        Read {
+            scope: ReadScope::Service {
+                service: "fleet".into(),
+                hosts: vec!["h-1".into(), "h-3".into()],
+            },
+            ..whole.clone()
+        },
+        Read {
+            thread: Some(ThreadFilter::new("^worker-").unwrap()),
+            ..whole.clone()
+        },
+        // Windows 0..=2 end after +25 s; windows up to 6 start before +65 min.
+        service_read(start + Duration::seconds(25), start + Duration::seconds(65)),
+        Read {
+            stacks: StackFilter::new(None, Some("^gc$")).unwrap(),
+            ..whole
+        },
+    ]
+}
+
+async fn answers(db: &Database, start: DateTime<Utc>) -> Vec<Answer> {
+    let mut out = Vec::new();
+    for read in reads(start) {
+        out.push(answer(odp_store::read(db, &read).await.unwrap()));
+    }
+    out
+}
+
+/// The samples of `windows` that `keep` selects, on thread `tid` if given.
+fn samples(windows: &[Snapshot], keep: impl Fn(&Snapshot) -> bool, tid: Option<u32>) -> u64 {
+    windows
+        .iter()
+        .filter(|w| keep(w))
+        .flat_map(|w| &w.stacks)
+        .filter(|s| tid.is_none_or(|t| s.tid == t))
+        .map(|s| s.count)
+        .sum()
+}
+
+/// Four hosts, a profile each of 8 windows crossing an hour boundary,
+/// compacted; returns the start, the profiles and every window.
+async fn fleet(db: &Database) -> (DateTime<Utc>, Vec<Uuid>, Vec<Snapshot>) {
+    let start = (Utc::now() - Duration::days(2))
+        .duration_trunc(Duration::hours(1))
+        .unwrap()
+        + Duration::minutes(59);
+    let (mut profiles, mut all) = (Vec::new(), Vec::new());
+    for host in 0..4 {
+        let id = Uuid::new_v4();
+        insert_profile(db, id, host, "finished", start + Duration::minutes(2)).await;
+        for sequence in 0..8 {
+            let w = window(id, host, start, sequence);
+            store_window(db, &w).await;
+            all.push(w);
+        }
+        odp_store::compact_profile(db, id).await.unwrap();
+        profiles.push(id);
+    }
+    (start, profiles, all)
+}
+
+/// An aggregate is the sum of its windows; each filter gives the exact
+/// total of what it keeps.
+async fn aggregates_are_exact_sums(db: Database) {
+    let (start, _, all) = fleet(&db).await;
+    let got = answers(&db, start).await;
+    let whole = &got[0];
+    assert_eq!(whole.samples, samples(&all, |_| true, None));
+    assert_eq!((whole.profiles, whole.snapshots), (4, 32));
+    assert_eq!(leaves(&whole.stacks), snapshot_leaves(&all));
+    let per_host: Vec<(String, u64)> = whole.hosts.iter().map(|h| (h.0.clone(), h.1)).collect();
+    let expected: Vec<(String, u64)> = (0..4)
+        .map(|h| {
+            let host = format!("h-{h}");
+            (host.clone(), samples(&all, |w| w.host == host, None))
+        })
+        .collect();
+    assert_eq!(per_host, expected);
+    assert_eq!(
+        got[1].samples,
+        samples(&all, |w| w.host == "h-1" || w.host == "h-3", None)
+    );
+    assert_eq!(got[1].hosts.len(), 2);
+    assert_eq!(got[2].samples, samples(&all, |_| true, Some(1)), "worker-1");
+    let (from, to) = (
+        (start + Duration::seconds(25)).timestamp_millis(),
+        (start + Duration::seconds(65)).timestamp_millis(),
+    );
+    let in_time = |w: &Snapshot| w.window_end_ms > from && w.window_start_ms < to;
+    assert_eq!(got[3].samples, samples(&all, in_time, None));
+    assert_eq!(got[3].snapshots, 4 * 5, "windows 2..=6 of each host");
+    assert_eq!(
+        got[4].samples,
+        samples(&all, |_| true, None) - samples(&all, |_| true, Some(2)),
+        "all but gc"
+    );
+}
+
+/// Rolled up, every read answers the same; a late window is read before
+/// and after it is compacted into the rollup.
+async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
+    let (start, profiles, _) = fleet(&db).await;
+    let before = answers(&db, start).await;
+
+    let mut ready = odp_store::profiles_to_roll_up(&db, 100).await.unwrap();
+    ready.sort();
+    let mut expected = profiles.clone();
+    expected.sort();
+    assert_eq!(ready, expected);
+    let done = odp_store::roll_up(&db, &ready).await.unwrap();
+    assert_eq!((done.rolled, done.alone), (4, 0), "they share their stacks");
+    assert_eq!(count(&db, "select count(*) from service_rollups").await, 2);
+    assert!(odp_store::profiles_to_roll_up(&db, 100)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(answers(&db, start).await, before, "the same answers");
+    let whole = odp_store::read(&db, &reads(start)[0]).await.unwrap();
+    assert!(!whole.rollups.is_empty(), "read through the rollups");
+
+    let late = window(profiles[2], 2, start, 8);
+    store_window(&db, &late).await;
+    let with_late = answers(&db, start).await;
+    assert_eq!(
+        with_late[0].samples,
+        before[0].samples + late.total_samples()
+    );
+    assert_eq!(with_late[0].snapshots, 33);
+    odp_store::compact_profile(&db, profiles[2]).await.unwrap();
+    assert_eq!(answers(&db, start).await, with_late);
+    assert_eq!(
+        count(&db, "select sum(samples) from service_rollups").await as u64,
+        with_late[0].samples,
+        "the late window is in its rollup"
+    );
+}
+
+/// A profile alone in its service waits for others before it is rolled
+/// up or read alone.
+async fn a_lone_profile_waits_for_others(db: Database) {
+    let start = Utc::now() - Duration::hours(3);
+    let id = Uuid::new_v4();
+    insert_profile(&db, id, 0, "finished", start).await;
+    store_window(&db, &window(id, 0, start, 0)).await;
+    odp_store::compact_profile(&db, id).await.unwrap();
+    let done = odp_store::roll_up(&db, &[id]).await.unwrap();
+    assert_eq!((done.rolled, done.alone), (0, 0));
+    assert_eq!(odp_store::profiles_to_roll_up(&db, 10).await.unwrap(), [id]);
+    assert_eq!(count(&db, "select count(*) from service_rollups").await, 0);
+}
+
+on_both_backends!(
+    aggregates_are_exact_sums,
+    rollups_answer_as_the_profiles_they_hold,
+    a_lone_profile_waits_for_others,
+);
