@@ -63,6 +63,8 @@ pub enum CliCommand {
 pub struct ServeConfig {
     #[arg(long, env = "ODP_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// `postgres://…` or `mysql://…` (MySQL 8, MariaDB 10.11+): the
+    /// scheme chooses the backend.
     #[arg(long, env = "ODP_DATABASE_URL")]
     pub database_url: String,
     #[command(flatten)]
@@ -103,7 +105,7 @@ pub struct ServeConfig {
     #[arg(long, env = "ODP_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
     /// Fire due profiling schedules from this replica (`--scheduler=false`
-    /// turns it off). Replicas take turns under a Postgres advisory lock.
+    /// turns it off). Replicas take turns under a database lock.
     #[arg(long, env = "ODP_SCHEDULER", default_value_t = true, action = clap::ArgAction::Set)]
     pub scheduler: bool,
     /// How often the scheduler looks for due schedules.
@@ -114,12 +116,14 @@ pub struct ServeConfig {
     #[arg(long, env = "ODP_SCHEDULER_GRACE_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub scheduler_grace_secs: u64,
     /// How long a request may take before the API answers 504 (imports
-    /// twice as long). Postgres cancels any statement running longer
-    /// (`statement_timeout`), so work a client gave up on stops there too.
+    /// twice as long). The database cancels any statement running longer
+    /// (Postgres' `statement_timeout`, MariaDB's `max_statement_time`,
+    /// MySQL's `max_execution_time` for reads), so work a client gave up
+    /// on stops there too.
     #[arg(long, env = "ODP_REQUEST_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub request_timeout_secs: u64,
     /// How long a request waits for a database connection; past it, as
-    /// while Postgres is unreachable, the API answers 503 with
+    /// while the database is unreachable, the API answers 503 with
     /// `Retry-After`.
     #[arg(long, env = "ODP_DB_ACQUIRE_TIMEOUT_SECS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=60))]
     pub db_acquire_timeout_secs: u64,

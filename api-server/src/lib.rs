@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use axum::{Extension, Json, Router};
 use odp_core::command::CommandSigner;
+use odp_store::Database;
 use odp_store::Profiles;
-use sqlx::PgPool;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -55,7 +55,7 @@ use crate::metrics::ApiMetrics;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub pool: PgPool,
+    pub pool: Database,
     pub profiles: Profiles,
     pub auth: Arc<Authenticator>,
     pub dispatcher: Arc<Dispatcher>,
@@ -137,8 +137,9 @@ fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenAp
 async fn health(
     state: axum::extract::State<AppState>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    sqlx::query("select 1")
-        .execute(&state.pool)
+    state
+        .pool
+        .ping()
         .await
         .map_err(|e| ApiError::Unavailable(format!("database: {e}")))?;
     Ok(Json(serde_json::json!({ "status": "ok" })))
@@ -160,7 +161,7 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// Builds the state from configuration: connects to Postgres (applying
+/// Builds the state from configuration: connects to the database (applying
 /// migrations), loads the command signing key, creates the producer.
 pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     config.validate()?;
@@ -172,7 +173,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     })?;
     let signer = CommandSigner::from_private_pem(&pem).map_err(ConfigError::from)?;
     let pool =
-        odp_store::connect_and_migrate_with(&config.database_url, &config.pool_config()).await?;
+        Database::connect_and_migrate_with(&config.database_url, &config.pool_config()).await?;
     let command_secs = config.start_ack_timeout_secs as i64;
     let kafka = config.kafka.validate().map_err(ConfigError::from)?;
     let heartbeats = HeartbeatTracker::spawn(

@@ -58,7 +58,7 @@ struct InProcess {
 impl InProcess {
     async fn start() -> InProcess {
         let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-        let pool = stack.connect().await.unwrap();
+        let pool = stack.store().await.unwrap();
         let (private, public_key) = generate_keypair().unwrap();
         let recorder = Arc::new(Recorder::default());
         let mut registry = odp_metrics::Registry::default();
@@ -179,11 +179,14 @@ async fn a_refused_start_stores_and_publishes_nothing() {
     assert_eq!(error.error.code, ErrorCode::Invalid);
     assert!(error.error.message.contains("duration_secs"), "{error:?}");
     assert!(api.commands().is_empty());
-    let stored: i64 = sqlx::query_scalar("select count(*) from profiles")
-        .fetch_one(&api.state.pool)
+    let stored = Profiles::new(&api.state.pool)
+        .list(&odp_store::ProfileFilter {
+            limit: 100,
+            ..Default::default()
+        })
         .await
         .unwrap();
-    assert_eq!(stored, 0);
+    assert!(stored.is_empty(), "{stored:?}");
 }
 
 #[tokio::test]

@@ -225,7 +225,9 @@ async fn main() {
         downsample_after_days: 7,
         ..RetentionOptions::default()
     };
-    run_once(&pool, &options, Utc::now()).await.unwrap();
+    run_once(&odp_store::Database::from(&pool), &options, Utc::now())
+        .await
+        .unwrap();
     let windows_after = count(&pool, "select count(*) from snapshots").await;
     let (sizes, total_after) = table_bytes(&pool).await;
     report(

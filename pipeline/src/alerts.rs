@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use odp_store::Database;
 use odp_store::{AttemptOutcome, DueDelivery, StoreError};
-use sqlx::PgPool;
 use tokio::sync::watch;
 
 pub use crate::notify::webhook::{signature, AlertPayload, RulePayload, StackPayload};
@@ -56,13 +56,13 @@ pub fn retry_in(options: &AlertOptions, attempt: u32) -> Option<Duration> {
 /// Sends due deliveries.
 #[derive(Clone)]
 pub struct Sender {
-    pool: PgPool,
+    pool: Database,
     notifiers: Arc<Notifiers>,
     options: AlertOptions,
 }
 
 impl Sender {
-    pub fn new(pool: PgPool, options: AlertOptions) -> Result<Sender, AlertError> {
+    pub fn new(pool: Database, options: AlertOptions) -> Result<Sender, AlertError> {
         Ok(Sender {
             pool,
             notifiers: Arc::new(Notifiers::standard(&options)?),

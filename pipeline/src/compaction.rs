@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::PgPool;
+use odp_store::Database;
 use tokio::sync::watch;
 
 use crate::metrics::PipelineMetrics;
@@ -22,7 +22,7 @@ const BATCH: i64 = 50;
 const ROLL_UP_BATCH: i64 = 200;
 
 pub(crate) async fn run(
-    pool: PgPool,
+    pool: Database,
     grace: Duration,
     metrics: Arc<PipelineMetrics>,
     mut stopped: watch::Receiver<bool>,
@@ -39,7 +39,7 @@ pub(crate) async fn run(
 }
 
 async fn pass(
-    pool: &PgPool,
+    pool: &Database,
     grace: Duration,
     metrics: &PipelineMetrics,
     stopped: &watch::Receiver<bool>,

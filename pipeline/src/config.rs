@@ -52,11 +52,13 @@ impl AlertOptions {
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "odp-pipeline",
-    about = "Stores snapshots and agent events from Kafka into Postgres"
+    about = "Stores snapshots and agent events from Kafka into Postgres or MySQL"
 )]
 pub struct Config {
     #[command(flatten)]
     pub kafka: KafkaArgs,
+    /// `postgres://…` or `mysql://…` (MySQL 8, MariaDB 10.11+): the
+    /// scheme chooses the backend.
     #[arg(long, env = "ODP_DATABASE_URL")]
     pub database_url: String,
     #[arg(long, env = "ODP_PIPELINE_GROUP", default_value = "odp-pipeline")]

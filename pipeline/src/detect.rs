@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use odp_core::runtime::ProfileRuntime;
 use odp_store::runtime::profile_runtime;
+use odp_store::Database;
 use odp_store::{AlertSubject, StoreError};
-use sqlx::PgPool;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -51,7 +51,7 @@ const DEFERRED_TICK: Duration = Duration::from_secs(1);
 
 impl Detector {
     /// Installs the seed pack (admins' rules untouched) and loads the rules.
-    pub async fn start(pool: &PgPool) -> Result<Detector, DetectError> {
+    pub async fn start(pool: &Database) -> Result<Detector, DetectError> {
         let written = odp_store::install_seed_rules(pool, &seed::seed_rules()?).await?;
         tracing::info!(written, "seed rules installed");
         let rules = load_rules(pool).await?;
@@ -84,7 +84,7 @@ impl Detector {
     /// Evaluates what a stored batch changed: the finished profiles (the
     /// running ones are left to [`Detector::run_deferred`], unless the
     /// interval is zero).
-    pub async fn evaluate_batch(&self, pool: &PgPool, windows: &[Uuid], finished: &[Uuid]) {
+    pub async fn evaluate_batch(&self, pool: &Database, windows: &[Uuid], finished: &[Uuid]) {
         let due = self.pacer().due_now(windows, finished, Instant::now());
         self.evaluate_all(pool, &due).await;
     }
@@ -93,7 +93,7 @@ impl Detector {
     /// until `stop` says so.
     pub async fn run_deferred(
         detector: Arc<Detector>,
-        pool: PgPool,
+        pool: Database,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
         while !*stop.borrow() && stop.has_changed().is_ok() {
@@ -118,7 +118,7 @@ impl Detector {
     }
 
     /// Evaluates each profile, logging and counting failures; never fails.
-    pub async fn evaluate_all(&self, pool: &PgPool, profile_ids: &[Uuid]) {
+    pub async fn evaluate_all(&self, pool: &Database, profile_ids: &[Uuid]) {
         for &profile_id in profile_ids {
             let result =
                 tokio::time::timeout(EVALUATION_TIMEOUT, self.evaluate_profile(pool, profile_id))
@@ -139,7 +139,7 @@ impl Detector {
     /// flagged it.
     pub async fn evaluate_profile(
         &self,
-        pool: &PgPool,
+        pool: &Database,
         profile_id: Uuid,
     ) -> Result<usize, DetectError> {
         let rules = self.rules(pool).await;
@@ -152,7 +152,7 @@ impl Detector {
     /// does not change while the profile runs.
     async fn runtime(
         &self,
-        pool: &PgPool,
+        pool: &Database,
         profile_id: Uuid,
         rules: &RuleSet,
     ) -> Result<Option<Arc<ProfileRuntime>>, StoreError> {
@@ -177,7 +177,7 @@ impl Detector {
 
     /// The current rules, re-read when stale; on a failed re-read the
     /// previous rules stay in use.
-    async fn rules(&self, pool: &PgPool) -> Arc<RuleSet> {
+    async fn rules(&self, pool: &Database) -> Arc<RuleSet> {
         let mut guard = self.rules.lock().await;
         if guard.0.is_none_or(|at| at.elapsed() >= RULES_TTL) {
             match load_rules(pool).await {
@@ -191,7 +191,7 @@ impl Detector {
     }
 
     /// Re-reads the rules now (after an admin changed them).
-    pub async fn reload(&self, pool: &PgPool) -> Result<(), DetectError> {
+    pub async fn reload(&self, pool: &Database) -> Result<(), DetectError> {
         let rules = load_rules(pool).await?;
         *self.rules.lock().await = (Some(Instant::now()), rules);
         Ok(())
@@ -208,7 +208,7 @@ pub enum Alerting {
 
 /// Evaluates `rules` over a profile and replaces its detections.
 pub async fn evaluate_with(
-    pool: &PgPool,
+    pool: &Database,
     profile_id: Uuid,
     rules: &RuleSet,
     alerting: Alerting,
@@ -223,7 +223,7 @@ pub async fn evaluate_with(
 
 /// [`evaluate_with`] given the profile's runtime (if a rule reads it).
 async fn evaluate_on(
-    pool: &PgPool,
+    pool: &Database,
     profile_id: Uuid,
     rules: &RuleSet,
     runtime: Option<&ProfileRuntime>,
@@ -277,7 +277,7 @@ fn name_stacks(found: &mut [odp_rules::Detection], data: &odp_profile::ProfileFr
 
 /// The previous runs of the schedule `profile_id` is a run of, if any.
 async fn schedule_history(
-    pool: &PgPool,
+    pool: &Database,
     profile_id: Uuid,
     runs: usize,
 ) -> Result<Option<RunHistory>, StoreError> {
@@ -293,7 +293,7 @@ async fn schedule_history(
     Ok(Some(RunHistory::from_runs(&data, rules_hit)))
 }
 
-async fn load_rules(pool: &PgPool) -> Result<Arc<RuleSet>, StoreError> {
+async fn load_rules(pool: &Database) -> Result<Arc<RuleSet>, StoreError> {
     let rows = odp_store::list_rules(pool).await?;
     let (set, errors) = RuleSet::compile(rows.into_iter().map(|r| r.rule));
     for e in errors {

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use sqlx::PgPool;
+use odp_store::Database;
 use tokio::sync::watch;
 
 use crate::detect::{evaluate_with, Alerting, DetectError, Detector};
@@ -25,7 +25,7 @@ const IDLE_POLL: Duration = Duration::from_secs(2);
 
 /// Runs jobs until `stop` says so (or its sender is gone).
 pub async fn run(
-    pool: PgPool,
+    pool: Database,
     detector: std::sync::Arc<Detector>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -50,7 +50,7 @@ pub async fn run(
 /// stops (the lease then lapses and the job resumes elsewhere) or another
 /// worker takes it over. `false` when there was no job.
 pub async fn run_next(
-    pool: &PgPool,
+    pool: &Database,
     detector: &Detector,
     stop: &watch::Receiver<bool>,
 ) -> Result<bool, DetectError> {

@@ -12,8 +12,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use odp_store::downsample::{self, Downsampled};
 use odp_store::retention::{self, Collected, Expired};
+use odp_store::Database;
 use odp_store::StoreError;
-use sqlx::PgPool;
 use tokio::sync::watch;
 
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -83,7 +83,7 @@ pub struct Pass {
 /// Runs one pass as of `now` when this process gets the lock; `None` when
 /// another holds it.
 pub async fn run_once(
-    pool: &PgPool,
+    pool: &Database,
     options: &RetentionOptions,
     now: DateTime<Utc>,
 ) -> Result<Option<Pass>, StoreError> {
@@ -98,7 +98,7 @@ pub async fn run_once(
 }
 
 async fn run_locked(
-    pool: &PgPool,
+    pool: &Database,
     options: &RetentionOptions,
     now: DateTime<Utc>,
 ) -> Result<Pass, StoreError> {
@@ -122,7 +122,7 @@ async fn run_locked(
 
 /// Runs a pass every interval until `stop` is raised or its sender
 /// dropped.
-pub async fn run(pool: PgPool, options: RetentionOptions, mut stop: watch::Receiver<bool>) {
+pub async fn run(pool: Database, options: RetentionOptions, mut stop: watch::Receiver<bool>) {
     if options.retention_days == 0 && options.downsample_after_days == 0 {
         tracing::info!("retention and downsampling off");
         return;

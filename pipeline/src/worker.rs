@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use odp_core::Snapshot;
+use odp_store::Database;
 use odp_store::StoreError;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
-use sqlx::PgPool;
 
 use crate::batch::{self, Prepared, RawMessage, Rejected};
 use crate::consumer::{InFlight, WorkerContext};
@@ -31,11 +31,12 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), PipelineError> {
-    let pool = retry_transient("connect to postgres", || {
-        odp_store::connect(&config.database_url)
+    let pool_config = odp_store::PoolConfig::default();
+    let pool = retry_transient("connect to the database", || {
+        Database::connect_with(&config.database_url, &pool_config)
     })
     .await?;
-    odp_store::migrate(&pool).await?;
+    pool.migrate().await?;
     let detector = Arc::new(
         retry_detector(&pool)
             .await
@@ -230,7 +231,7 @@ fn decode_apart(config: &Config, messages: Vec<RawMessage>) -> tokio::task::Join
 
 /// Where a batch's work goes.
 struct Sinks<'a> {
-    pool: &'a PgPool,
+    pool: &'a Database,
     producer: &'a FutureProducer,
     consumer: &'a KafkaConsumer,
     detector: &'a Detector,
@@ -379,7 +380,7 @@ fn commit(
 /// Installs the seed rules and loads the rule set, retrying while the
 /// database is unavailable. Any other failure leaves detection without rules until they load, rather
 /// than stopping ingest.
-async fn retry_detector(pool: &PgPool) -> Detector {
+async fn retry_detector(pool: &Database) -> Detector {
     let mut backoff = Duration::from_millis(100);
     loop {
         match Detector::start(pool).await {

@@ -87,7 +87,8 @@ fn verify(body: &[u8], header: &str) {
 async fn new_detections_are_delivered_once_signed_and_retried() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     let (url, received) = start_receiver().await;
 
     let all = odp_store::create_channel(&pool, &channel("ops", &url, "*", true))
@@ -122,7 +123,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     .unwrap();
     let s = support::string_buffer_window(id, 30);
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
-    assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 1);
+    assert_eq!(detector.evaluate_profile(&db, id).await.unwrap(), 1);
     // Queued with the detection: the matching enabled channels only.
     assert_eq!(
         support::count(&pool, "select count(*) from alert_deliveries").await,
@@ -135,7 +136,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
         max_attempts: 3,
         ..AlertOptions::default()
     };
-    let sender = Sender::new(pool.clone(), options).unwrap();
+    let sender = Sender::new(db.clone(), options).unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(alerts::run(sender.clone(), stopped.clone()));
 
@@ -163,9 +164,9 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     assert_eq!(dead_errors, 3);
 
     // Re-evaluation and redelivery of the snapshot queue nothing new.
-    detector.evaluate_profile(&pool, id).await.unwrap();
+    detector.evaluate_profile(&db, id).await.unwrap();
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
-    detector.evaluate_all(&pool, &[id, id]).await;
+    detector.evaluate_all(&db, &[id, id]).await;
     assert_eq!(
         support::count(&pool, "select count(*) from alert_deliveries").await,
         2

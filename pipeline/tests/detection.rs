@@ -35,10 +35,11 @@ async fn detection_rows(pool: &PgPool, id: Uuid) -> i64 {
 async fn detections_follow_the_stored_samples_idempotently() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
+    let db = odp_store::Database::from(&pool);
     let seed = seed_rules().unwrap();
 
     // Seeding: every rule once; a second start-up writes nothing.
-    let detector = Detector::start(&pool).await.unwrap();
+    let detector = Detector::start(&db).await.unwrap();
     let rules = odp_store::list_rules(&pool).await.unwrap();
     assert_eq!(rules.len(), seed.len());
     assert!(rules.iter().all(|r| r.source == "seed"));
@@ -61,7 +62,7 @@ async fn detections_follow_the_stored_samples_idempotently() {
         ],
     );
     odp_store::store_snapshots(&pool, &[&first]).await.unwrap();
-    assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 1);
+    assert_eq!(detector.evaluate_profile(&db, id).await.unwrap(), 1);
 
     let issues = odp_store::profile_issues(&pool, id).await.unwrap();
     assert_eq!(issues.len(), 1, "{issues:?}");
@@ -79,10 +80,10 @@ async fn detections_follow_the_stored_samples_idempotently() {
     );
 
     // Re-evaluation and redelivery change nothing but the last evaluation.
-    detector.evaluate_profile(&pool, id).await.unwrap();
+    detector.evaluate_profile(&db, id).await.unwrap();
     let redelivered = odp_store::store_snapshots(&pool, &[&first]).await.unwrap();
     assert_eq!(redelivered.duplicates, 1);
-    detector.evaluate_all(&pool, &[id, id]).await;
+    detector.evaluate_all(&db, &[id, id]).await;
     let again = odp_store::profile_issues(&pool, id).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(detection_rows(&pool, id).await, 1);
@@ -93,7 +94,7 @@ async fn detections_follow_the_stored_samples_idempotently() {
     // A later window dilutes the share: the same row is updated.
     let second = snapshot(id, 1, &[(&["main", "work"], 9000)]);
     odp_store::store_snapshots(&pool, &[&second]).await.unwrap();
-    detector.evaluate_profile(&pool, id).await.unwrap();
+    detector.evaluate_profile(&db, id).await.unwrap();
     let diluted = odp_store::profile_issues(&pool, id).await.unwrap();
     assert_eq!(diluted.len(), 1);
     assert_eq!(
@@ -113,8 +114,8 @@ async fn detections_follow_the_stored_samples_idempotently() {
     edited.service_thresholds.insert("checkout".into(), 5.0);
     let saved = odp_store::save_user_rule(&pool, &edited).await.unwrap();
     assert_eq!(saved.source, "user");
-    detector.reload(&pool).await.unwrap();
-    assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 0);
+    detector.reload(&db).await.unwrap();
+    assert_eq!(detector.evaluate_profile(&db, id).await.unwrap(), 0);
     assert_eq!(detection_rows(&pool, id).await, 0);
 
     // Re-seeding leaves the admin's rule alone.
@@ -129,7 +130,7 @@ async fn detections_follow_the_stored_samples_idempotently() {
     assert_eq!(kept.rule.service_thresholds.get("checkout"), Some(&5.0));
 
     // A profile with no samples (or unknown) evaluates to nothing, cleanly.
-    detector.evaluate_all(&pool, &[Uuid::new_v4()]).await;
+    detector.evaluate_all(&db, &[Uuid::new_v4()]).await;
     assert_eq!(detector.failures(), 0);
 
     pool.close().await;
@@ -140,7 +141,8 @@ async fn detections_follow_the_stored_samples_idempotently() {
 async fn profiles_by_pid_use_their_host_as_service() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     let mut rule = seed_rules()
         .unwrap()
         .into_iter()
@@ -148,7 +150,7 @@ async fn profiles_by_pid_use_their_host_as_service() {
         .unwrap();
     rule.service_thresholds.insert("h-1".into(), 50.0);
     odp_store::save_user_rule(&pool, &rule).await.unwrap();
-    detector.reload(&pool).await.unwrap();
+    detector.reload(&db).await.unwrap();
 
     // No profile row at all: the host comes from the snapshots.
     let id = Uuid::new_v4();
@@ -161,7 +163,7 @@ async fn profiles_by_pid_use_their_host_as_service() {
         ],
     );
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
-    assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 0);
+    assert_eq!(detector.evaluate_profile(&db, id).await.unwrap(), 0);
 
     // The same samples in another host's profile use the rule's 5%.
     let other = Uuid::new_v4();
@@ -175,7 +177,7 @@ async fn profiles_by_pid_use_their_host_as_service() {
     );
     s.host = "h-2".into();
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
-    assert_eq!(detector.evaluate_profile(&pool, other).await.unwrap(), 1);
+    assert_eq!(detector.evaluate_profile(&db, other).await.unwrap(), 1);
     let issues = odp_store::profile_issues(&pool, other).await.unwrap();
     assert_eq!(issues[0].rule_id, "native-lock-contention");
     assert_eq!(issues[0].threshold_pct, 5.0);

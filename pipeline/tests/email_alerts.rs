@@ -69,7 +69,8 @@ fn readable(data: &str) -> String {
 async fn new_detections_are_mailed_once_and_retried_through_a_refusing_relay() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     let sink = SmtpSink::start(2).await;
 
     let mail = odp_store::create_channel(&pool, &email_channel("mail", &sink.url(), "*"))
@@ -117,7 +118,7 @@ async fn new_detections_are_mailed_once_and_retried_through_a_refusing_relay() {
     .unwrap();
     let s = support::string_buffer_window(id, 25);
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
-    assert_eq!(detector.evaluate_profile(&pool, id).await.unwrap(), 1);
+    assert_eq!(detector.evaluate_profile(&db, id).await.unwrap(), 1);
     assert_eq!(
         support::count(&pool, "select count(*) from alert_deliveries").await,
         2,
@@ -131,7 +132,7 @@ async fn new_detections_are_mailed_once_and_retried_through_a_refusing_relay() {
         profile_base_url: Some("https://odp.example.com/".into()),
         ..AlertOptions::default()
     };
-    let sender = Sender::new(pool.clone(), options).unwrap();
+    let sender = Sender::new(db.clone(), options).unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(alerts::run(sender.clone(), stopped.clone()));
     support::deliveries_settled(&pool).await;
@@ -157,9 +158,9 @@ async fn new_detections_are_mailed_once_and_retried_through_a_refusing_relay() {
     assert_eq!(dead_errors, 3, "connection failures are logged with why");
 
     // Re-evaluation and redelivery of the snapshot mail nothing more.
-    detector.evaluate_profile(&pool, id).await.unwrap();
+    detector.evaluate_profile(&db, id).await.unwrap();
     odp_store::store_snapshots(&pool, &[&s]).await.unwrap();
-    detector.evaluate_all(&pool, &[id, id]).await;
+    detector.evaluate_all(&db, &[id, id]).await;
     assert_eq!(
         support::count(&pool, "select count(*) from alert_deliveries").await,
         2

@@ -68,7 +68,8 @@ async fn flagged(pool: &PgPool, rule: &str) -> Vec<Uuid> {
 async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     // A channel for every service: a live detection would queue an alert.
     support::add_catch_all_channel(&pool).await;
@@ -84,7 +85,7 @@ async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
     }
     hot.sort();
     assert!(
-        !run_next(&pool, &detector, &stopped).await.unwrap(),
+        !run_next(&db, &detector, &stopped).await.unwrap(),
         "no job yet"
     );
 
@@ -107,7 +108,7 @@ async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
     // A profile stored after the change is left to live evaluation.
     let later = store_profile(&pool, "svc-0", 30).await;
 
-    assert!(run_next(&pool, &detector, &stopped).await.unwrap());
+    assert!(run_next(&db, &detector, &stopped).await.unwrap());
     let done = odp_store::get_reanalysis(&pool, job.id)
         .await
         .unwrap()
@@ -127,7 +128,7 @@ async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
         .await
         .unwrap()
         .unwrap();
-    assert!(run_next(&pool, &detector, &stopped).await.unwrap());
+    assert!(run_next(&db, &detector, &stopped).await.unwrap());
     assert!(flagged(&pool, "custom-hot").await.is_empty());
     // Disabled, then lowered and enabled again: found again, once each.
     odp_store::update_user_rule(&pool, &hot_rule(1.0, false), "alice")
@@ -136,9 +137,9 @@ async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
     odp_store::update_user_rule(&pool, &hot_rule(1.0, true), "alice")
         .await
         .unwrap();
-    assert!(run_next(&pool, &detector, &stopped).await.unwrap());
-    assert!(run_next(&pool, &detector, &stopped).await.unwrap());
-    assert!(!run_next(&pool, &detector, &stopped).await.unwrap());
+    assert!(run_next(&db, &detector, &stopped).await.unwrap());
+    assert!(run_next(&db, &detector, &stopped).await.unwrap());
+    assert!(!run_next(&db, &detector, &stopped).await.unwrap());
     assert_eq!(flagged(&pool, "custom-hot").await.len(), 121);
     let latest = odp_store::latest_reanalysis(&pool, "custom-hot")
         .await
@@ -173,7 +174,8 @@ async fn changed_rules_are_applied_to_past_profiles_without_alerts() {
 async fn a_job_left_by_a_stopped_worker_resumes_from_its_cursor() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     for _ in 0..60 {
         store_profile(&pool, "svc", 30).await;
     }
@@ -208,11 +210,11 @@ async fn a_job_left_by_a_stopped_worker_resumes_from_its_cursor() {
     // ...and once the lease lapsed, another worker finishes the rest.
     stop.send(true).unwrap();
     assert!(
-        run_next(&pool, &detector, &stopping).await.unwrap(),
+        run_next(&db, &detector, &stopping).await.unwrap(),
         "stopped before any batch"
     );
     let (_keep, running) = tokio::sync::watch::channel(false);
-    assert!(run_next(&pool, &detector, &running).await.unwrap());
+    assert!(run_next(&db, &detector, &running).await.unwrap());
     let done = odp_store::get_reanalysis(&pool, job.id)
         .await
         .unwrap()
@@ -234,7 +236,8 @@ async fn a_job_left_by_a_stopped_worker_resumes_from_its_cursor() {
 async fn a_new_library_rule_flags_past_profiles_by_their_reported_runtime() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     support::add_catch_all_channel(&pool).await;
 
@@ -268,7 +271,7 @@ async fn a_new_library_rule_flags_past_profiles_by_their_reported_runtime() {
         .await
         .unwrap()
         .expect("a new rule");
-    assert!(run_next(&pool, &detector, &stopped).await.unwrap());
+    assert!(run_next(&db, &detector, &stopped).await.unwrap());
     assert_eq!(flagged(&pool, "jackson-old").await, old);
     let issues = odp_store::profile_issues(&pool, old[0]).await.unwrap();
     let issue = issues.iter().find(|i| i.rule_id == "jackson-old").unwrap();

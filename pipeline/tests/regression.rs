@@ -94,7 +94,8 @@ async fn regression(pool: &PgPool, profile_id: Uuid) -> Option<(f64, serde_json:
 async fn scheduled_runs_are_compared_with_their_previous_runs() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
     support::add_catch_all_channel(&pool).await;
     let mut schedule = Schedule::create(&pool).await;
 
@@ -102,7 +103,7 @@ async fn scheduled_runs_are_compared_with_their_previous_runs() {
     // history, the second grew only 4 points over the first.
     for pct in [10, 14] {
         let id = schedule.run(&pool, pct, false, "finished").await;
-        detector.evaluate_profile(&pool, id).await.unwrap();
+        detector.evaluate_profile(&db, id).await.unwrap();
         assert_eq!(regression(&pool, id).await, None);
     }
     // A failed run is not a baseline.
@@ -110,21 +111,21 @@ async fn scheduled_runs_are_compared_with_their_previous_runs() {
 
     // Still running at 30%: nothing until it ends.
     let grown = schedule.run(&pool, 30, false, "running").await;
-    detector.evaluate_profile(&pool, grown).await.unwrap();
+    detector.evaluate_profile(&db, grown).await.unwrap();
     assert_eq!(regression(&pool, grown).await, None);
     sqlx::query("update profiles set status = 'finished' where id = $1")
         .bind(grown)
         .execute(&pool)
         .await
         .unwrap();
-    detector.evaluate_profile(&pool, grown).await.unwrap();
+    detector.evaluate_profile(&db, grown).await.unwrap();
     let (share, detail) = regression(&pool, grown).await.expect("a regression");
     assert_eq!(share, 18.0, "30% against a 12% mean");
     assert_eq!(detail["runs_compared"], 2);
     assert_eq!(detail["functions"][0]["function"], "parse");
     assert_eq!(detail["functions"][0]["baseline_pct"], 12.0);
     // Evaluating again (a redelivered window) alerts once only.
-    detector.evaluate_profile(&pool, grown).await.unwrap();
+    detector.evaluate_profile(&db, grown).await.unwrap();
     let alerts: i64 = sqlx::query_scalar(
         "select count(*) from alert_deliveries where rule_id = 'schedule-regression'",
     )
@@ -138,11 +139,11 @@ async fn scheduled_runs_are_compared_with_their_previous_runs() {
     // being new to this schedule, so does the regression rule; the next run
     // with it again is no regression.
     let buffered = schedule.run(&pool, 12, true, "stopped").await;
-    detector.evaluate_profile(&pool, buffered).await.unwrap();
+    detector.evaluate_profile(&db, buffered).await.unwrap();
     let (_, detail) = regression(&pool, buffered).await.expect("a new rule hit");
     assert_eq!(detail["new_rules"], serde_json::json!(["jvm-stringbuffer"]));
     let again = schedule.run(&pool, 12, true, "finished").await;
-    detector.evaluate_profile(&pool, again).await.unwrap();
+    detector.evaluate_profile(&db, again).await.unwrap();
     assert_eq!(regression(&pool, again).await, None);
 
     // A profile of no schedule is never compared.
@@ -153,7 +154,7 @@ async fn scheduled_runs_are_compared_with_their_previous_runs() {
         .execute(&pool)
         .await
         .unwrap();
-    detector.evaluate_profile(&pool, lone).await.unwrap();
+    detector.evaluate_profile(&db, lone).await.unwrap();
     assert_eq!(regression(&pool, lone).await, None);
 
     pool.close().await;

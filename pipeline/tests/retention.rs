@@ -10,7 +10,7 @@ use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
-use odp_store::Read;
+use odp_store::{Database, Read};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -134,6 +134,7 @@ async fn block_windows(pool: &PgPool, id: Uuid) -> usize {
 async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
+    let db = Database::from(&pool);
     let now = Utc::now();
     let bucket = Duration::minutes(10);
 
@@ -171,7 +172,7 @@ async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
         // Small batches, so the test goes through many transactions.
         batch: 2,
     };
-    let pass = run_once(&pool, &options, now)
+    let pass = run_once(&db, &options, now)
         .await
         .unwrap()
         .expect("lock free");
@@ -245,7 +246,7 @@ async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
     }
 
     // A second pass finds nothing left to do and changes no total.
-    let again = run_once(&pool, &options, now).await.unwrap().unwrap();
+    let again = run_once(&db, &options, now).await.unwrap().unwrap();
     assert_eq!(again.downsampled.buckets, 0);
     assert_eq!(again.expired.snapshots, 0);
     assert_eq!(again.collected.stacks + again.collected.frames, 0);
@@ -254,9 +255,9 @@ async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
     // While another process holds the lock, a pass does not run.
     let mut holder = pool.acquire().await.unwrap();
     assert!(odp_store::retention::try_lock(&mut holder).await.unwrap());
-    assert_eq!(run_once(&pool, &options, now).await.unwrap(), None);
+    assert_eq!(run_once(&db, &options, now).await.unwrap(), None);
     odp_store::retention::unlock(&mut holder).await.unwrap();
-    assert!(run_once(&pool, &options, now).await.unwrap().is_some());
+    assert!(run_once(&db, &options, now).await.unwrap().is_some());
 
     pool.close().await;
     stack.stop().unwrap();

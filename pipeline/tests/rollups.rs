@@ -212,7 +212,7 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         interval_secs: 3600,
         batch: 3,
     };
-    let pass = run_once(&pool, &options, Utc::now())
+    let pass = run_once(&odp_store::Database::from(&pool), &options, Utc::now())
         .await
         .unwrap()
         .unwrap();

@@ -32,7 +32,10 @@ async fn stored_profile(pool: &PgPool) -> Uuid {
 
 /// The rules flagging the profile, sorted.
 async fn evaluated(detector: &Detector, pool: &PgPool, id: Uuid) -> Vec<String> {
-    detector.evaluate_profile(pool, id).await.unwrap();
+    detector
+        .evaluate_profile(&odp_store::Database::from(pool), id)
+        .await
+        .unwrap();
     let mut rules: Vec<String> = odp_store::profile_issues(pool, id)
         .await
         .unwrap()
@@ -47,7 +50,8 @@ async fn evaluated(detector: &Detector, pool: &PgPool, id: Uuid) -> Vec<String> 
 async fn runtime_rules_read_what_profile_started_reported() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
-    let detector = Detector::start(&pool).await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
 
     // A JVM on Log4j 1.2 with C1 only: flagged once its agent says so.
     let jvm = stored_profile(&pool).await;

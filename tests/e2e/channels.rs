@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use odp_devstack::{mint_scoped_token, ApiClient, Reply};
+use odp_devstack::{mint_scoped_token, ApiClient, DatabaseKind, Reply};
+use odp_store::Database;
 use reqwest::Method;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -12,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::common;
+use crate::db::{count, Param};
 
 const SECRET: &str = "first-secret-0123456789";
 const ROTATED: &str = "second-secret-9876543210";
@@ -103,7 +105,7 @@ fn signature(secret: &str, body: &[u8]) -> String {
 
 /// Queues alerts the way the pipeline's detection does: a rule flagging
 /// the profile for the first time enqueues one per matching channel.
-async fn detect(pool: &sqlx::PgPool, profile: uuid::Uuid, service: &str, rule: &str) {
+async fn detect(db: &Database, profile: uuid::Uuid, service: &str, rule: &str) {
     let subject = odp_store::AlertSubject {
         service,
         host: "web-1",
@@ -117,7 +119,7 @@ async fn detect(pool: &sqlx::PgPool, profile: uuid::Uuid, service: &str, rule: &
         stacks: Vec::new(),
         detail: Value::Null,
     };
-    odp_store::save_detections(pool, profile, Some(subject), &[found])
+    odp_store::save_detections(db, profile, Some(subject), &[found])
         .await
         .unwrap();
 }
@@ -384,9 +386,18 @@ async fn admins_manage_channels_and_bad_input_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_delivery_log_shows_what_the_pipeline_sent() {
-    let h = common::start_without_agent("channel-deliveries").await;
+    delivery_log_on(DatabaseKind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delivery_log_on_mysql_shows_what_the_pipeline_sent() {
+    delivery_log_on(DatabaseKind::Mysql).await;
+}
+
+async fn delivery_log_on(database: DatabaseKind) {
+    let h = common::start_without_agent_on(database, "channel-deliveries").await;
     let admin = h.platform.client();
-    let pool = h.pool().await;
+    let pool = h.store().await;
     let (url, mut received) = receiver().await;
     let mut hook = webhook("receiver", &url);
     hook["service_pattern"] = json!("check*");
@@ -534,12 +545,13 @@ async fn the_delivery_log_shows_what_the_pipeline_sent() {
     let mail_path = format!("/api/v1/channels/{mail_id}");
     let reply = call(&admin, Method::DELETE, &mail_path, None).await;
     assert_eq!(reply.status, 204, "{}", reply.text);
-    let (left,): (i64,) =
-        sqlx::query_as("select count(*) from alert_deliveries where channel_id = $1::uuid")
-            .bind(&mail_id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let mail_uuid: uuid::Uuid = mail_id.parse().unwrap();
+    let left = count(
+        &pool,
+        "select count(*) from alert_deliveries where channel_id = ?",
+        &[Param::Uuid(mail_uuid)],
+    )
+    .await;
     assert_eq!(left, 0);
     for method in [Method::GET, Method::DELETE] {
         let reply = call(&admin, method, &mail_path, None).await;

@@ -18,8 +18,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use odp_store::Database;
 use odp_store::{NewRequest, RequestDeadlines, RequestKind, RequestRow, RequestStatus, Requests};
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use self::deploy::{DeployOptions, Deployer};
@@ -32,7 +32,7 @@ const RECONCILE_EVERY: Duration = Duration::from_secs(2);
 
 pub struct Control {
     pub requests: Requests,
-    pool: PgPool,
+    pool: Database,
     deployer: Option<Arc<dyn Deployer>>,
     deadlines: RequestDeadlines,
     /// Heartbeats heard straight from Kafka, ahead of the pipeline.
@@ -52,7 +52,7 @@ pub enum DeployOutcome {
 impl Control {
     /// `command_secs`: how long a stop or an undeploy (now) may take.
     pub fn new(
-        pool: PgPool,
+        pool: Database,
         options: &DeployOptions,
         command_secs: i64,
     ) -> Result<Self, crate::control::deploy::DeployConfigError> {

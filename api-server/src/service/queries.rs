@@ -170,7 +170,7 @@ impl SliceParams<'_> {
 
 /// A profile's samples, narrowed by `params`.
 pub(crate) async fn read_profile(
-    pool: &sqlx::PgPool,
+    pool: &odp_store::Database,
     profile_id: uuid::Uuid,
     params: SliceParams<'_>,
 ) -> Result<ReadResult, ApiError> {

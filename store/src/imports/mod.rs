@@ -5,7 +5,6 @@
 
 use chrono::{DateTime, Utc};
 use odp_core::{Snapshot, Target};
-use uuid::Uuid;
 
 use crate::database::{on_backend, Database};
 use crate::{store_snapshots, ProfileRow, Result, StoreError};
@@ -61,21 +60,6 @@ pub async fn import_profile(
     let row = on_backend!(db, insert_finished(&profile))?;
     // The profile is finished already: its one window goes into its
     // profile block at once, so the first read is of the compact block.
-    compact(&db, snapshot.profile_id).await?;
+    crate::blocks::compact_profile(&db, snapshot.profile_id).await?;
     Ok(row)
-}
-
-/// Compacts the imported profile's window into its profile block.
-async fn compact(db: &Database, profile_id: Uuid) -> Result<()> {
-    match db {
-        Database::Postgres(pool) => {
-            crate::blocks::compact_profile(pool, profile_id).await?;
-        }
-        // TODO(lead, after merging helper BLOCKS' branch): compaction on
-        // MySQL; call `crate::blocks::compact_profile(db, profile_id)` for
-        // both backends. Until then the window stays uncompacted, which
-        // every read serves as it does a running profile's windows.
-        Database::MySql(_) => {}
-    }
-    Ok(())
 }
