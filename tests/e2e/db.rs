@@ -58,6 +58,48 @@ pub(crate) async fn try_column(
     }
 }
 
+/// Runs `sql` (`?` placeholders) on `db`: setup no API offers.
+pub(crate) async fn execute(db: &Database, sql: &str, params: &[Param<'_>]) {
+    match db {
+        Database::Postgres(pool) => {
+            let numbered = numbered_placeholders(sql);
+            bind_all!(sqlx::query(&numbered), params)
+                .execute(pool)
+                .await
+                .map(drop)
+        }
+        Database::MySql(pool) => bind_all!(sqlx::query(sql), params)
+            .execute(pool)
+            .await
+            .map(drop),
+    }
+    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// A schedule's runs as (scheduled_for, outcome, profile_id), oldest first.
+pub(crate) async fn schedule_runs(
+    db: &Database,
+    schedule: Uuid,
+) -> Vec<(DateTime<Utc>, String, Option<Uuid>)> {
+    let sql = "select scheduled_for, outcome, profile_id from schedule_runs
+               where schedule_id = ? order by scheduled_for";
+    let params = [Param::Uuid(schedule)];
+    match db {
+        Database::Postgres(pool) => {
+            let numbered = numbered_placeholders(sql);
+            bind_all!(sqlx::query_as(&numbered), &params)
+                .fetch_all(pool)
+                .await
+        }
+        Database::MySql(pool) => {
+            bind_all!(sqlx::query_as(sql), &params)
+                .fetch_all(pool)
+                .await
+        }
+    }
+    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
 /// `sql`, a `select count(*) …`, on `db`.
 pub(crate) async fn count(db: &Database, sql: &str, params: &[Param<'_>]) -> i64 {
     let counts = column(db, sql, params).await;

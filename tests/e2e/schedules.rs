@@ -2,15 +2,16 @@
 //! the api-server's own scheduler after a simulated downtime, and two
 //! schedulers racing over one database.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound as _, Utc};
 use clap::Parser as _;
 use odp_api_server::scheduler::{tick, SchedulerOptions};
 use odp_client::types::ProfileStatus;
-use odp_devstack::{mint_scoped_token, ApiClient};
+use odp_devstack::{mint_scoped_token, ApiClient, DatabaseKind};
 use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::common::{self, Harness};
+use crate::db::{count, execute, schedule_runs, Param};
 
 fn schedule_body(name: &str, host: &str, process: &str, cron: &str) -> Value {
     json!({
@@ -180,7 +181,16 @@ async fn runs(pool: &sqlx::PgPool, id: &str) -> Vec<(DateTime<Utc>, String, Opti
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_downtime_the_server_reports_missed_runs_and_fires_only_the_latest() {
-    let h = common::start_configured("sched-down", |o| {
+    missed_runs_after_downtime_on(DatabaseKind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_downtime_on_mysql_the_server_reports_missed_runs_and_fires_only_the_latest() {
+    missed_runs_after_downtime_on(DatabaseKind::Mysql).await;
+}
+
+async fn missed_runs_after_downtime_on(database: DatabaseKind) {
+    let h = common::start_configured_on(database, "sched-down", |o| {
         o.with_agent = false;
         o.api_env
             .push(("ODP_SCHEDULER_TICK_SECS".into(), "1".into()));
@@ -199,27 +209,39 @@ async fn after_downtime_the_server_reports_missed_runs_and_fires_only_the_latest
         .await
         .unwrap();
     let id = created["id"].as_str().unwrap().to_owned();
+    let schedule: uuid::Uuid = id.parse().unwrap();
     // Ten minutes of downtime: the schedule was due long before now.
-    let pool = h.pool().await;
-    sqlx::query(
-        "update schedules set enabled = true,
-             next_run_at = date_trunc('minute', now()) - interval '10 minutes'
-         where id = $1::uuid",
-    )
-    .bind(&id)
-    .execute(&pool)
-    .await
-    .unwrap();
-    h.wait_count(
-        &pool,
-        "select count(*) from schedule_runs where schedule_id = $1::uuid and outcome = 'started'",
-        &id,
-        1,
-        std::time::Duration::from_secs(30),
+    let db = h.store().await;
+    let minute = Utc::now()
+        .duration_trunc(chrono::Duration::minutes(1))
+        .unwrap();
+    execute(
+        &db,
+        "update schedules set enabled = true, next_run_at = ? where id = ?",
+        &[
+            Param::Time(minute - chrono::Duration::minutes(10)),
+            Param::Uuid(schedule),
+        ],
     )
     .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count(
+        &db,
+        "select count(*) from schedule_runs where schedule_id = ? and outcome = 'started'",
+        &[Param::Uuid(schedule)],
+    )
+    .await
+        < 1
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no run started\n{}",
+            h.platform.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 
-    let runs = runs(&pool, &id).await;
+    let runs = schedule_runs(&db, schedule).await;
     let started: Vec<_> = runs.iter().filter(|r| r.1 == "started").collect();
     assert_eq!(started.len(), 1, "{runs:?}");
     let (fired_for, _, profile_id) = started[0];
