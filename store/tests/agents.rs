@@ -6,12 +6,9 @@
 use chrono::Utc;
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use odp_core::runtime::{Library, LibraryKind, ProfileRuntime, RuntimeInfo};
-use odp_core::{EventKind, Language, Target};
+use odp_core::{EventKind, Language};
 use odp_store::runtime::profile_runtime;
-use odp_store::{
-    host_is_live, list_agents, record_agent_event, Database, Inserted, Labels, NewProfile,
-    ProfileMode, ProfileStatus, Profiles,
-};
+use odp_store::{host_is_live, list_agents, record_agent_event, Database, ProfileStatus, Profiles};
 use uuid::Uuid;
 
 mod support;
@@ -59,27 +56,6 @@ fn started(profile_id: Uuid, runtime_version: &str, flags: &[&str]) -> AgentEven
             ..RuntimeInfo::default()
         },
     }
-}
-
-async fn requested_profile(db: &Database) -> Uuid {
-    let id = Uuid::new_v4();
-    let new = NewProfile {
-        id,
-        host: "h-1".into(),
-        service: "checkout".into(),
-        idempotency_key: None,
-        target: Target::ProcessName(id.to_string()),
-        duration_ms: 60_000,
-        frequency_hz: 99,
-        requested_by: "ci".into(),
-        labels: Labels::new(),
-        mode: ProfileMode::of(None),
-        options: Default::default(),
-    };
-    let Inserted::Created(_) = Profiles::new(db).insert(&new).await.unwrap() else {
-        panic!("a new target creates")
-    };
-    id
 }
 
 async fn heartbeats_keep_the_latest_and_tell_live_hosts(db: Database) {
@@ -130,7 +106,7 @@ async fn heartbeats_keep_the_latest_and_tell_live_hosts(db: Database) {
 
 async fn lifecycle_events_move_their_profile_once_and_only_by_its_agent(db: Database) {
     let profiles = Profiles::new(&db);
-    let id = requested_profile(&db).await;
+    let id = support::requested_profile(&db).await;
     let start = from_agent("a", started(id, "17.0.9", &[]));
     record_agent_event(&db, &start).await.unwrap();
     let running = profiles.get(id).await.unwrap().unwrap();
@@ -195,7 +171,7 @@ async fn lifecycle_events_move_their_profile_once_and_only_by_its_agent(db: Data
     assert_eq!(profile_events(&db, id).await, 6);
 
     // A profile that fails before it starts.
-    let other = requested_profile(&db).await;
+    let other = support::requested_profile(&db).await;
     let failed = AgentEventKind::ProfileFailed {
         profile_id: other,
         error: "no such process".into(),
@@ -234,7 +210,7 @@ async fn profile_events(db: &Database, profile: Uuid) -> i64 {
 }
 
 async fn the_runtime_is_the_latest_profile_started_reported(db: Database) {
-    let id = requested_profile(&db).await;
+    let id = support::requested_profile(&db).await;
     assert_eq!(profile_runtime(&db, id).await.unwrap(), None);
     let mut first = from_agent("a", started(id, "1.8.0_392", &["-Xmx1g"]));
     first.at_ms -= 1_000;
@@ -263,7 +239,7 @@ async fn the_runtime_is_the_latest_profile_started_reported(db: Database) {
         }
     );
     // An agent that reports no runtime: the fields are empty, not missing.
-    let bare = requested_profile(&db).await;
+    let bare = support::requested_profile(&db).await;
     let kind = AgentEventKind::ProfileStarted {
         profile_id: bare,
         event: EventKind::CpuClock,

@@ -8,8 +8,8 @@ use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, Target};
 use odp_devstack::fixtures;
 use odp_store::{
-    import_profile, profile_timeline, store_snapshots, Database, IngestOutcome, Inserted, Labels,
-    NewProfile, ProfileMode, ProfileStatus, Profiles,
+    import_profile, profile_timeline, store_snapshots, Database, IngestOutcome, ProfileStatus,
+    Profiles,
 };
 use uuid::Uuid;
 
@@ -21,28 +21,6 @@ fn window(profile: Uuid, agent: &str, sequence: u64) -> Snapshot {
     let mut s = fixtures::snapshot(profile, sequence, &[(&["main", "work"], 7), (&["main"], 3)]);
     s.agent_id = agent.into();
     s
-}
-
-/// A requested profile on `h-1`, owned by no agent yet.
-async fn requested_profile(db: &Database) -> Uuid {
-    let id = Uuid::new_v4();
-    let new = NewProfile {
-        id,
-        host: "h-1".into(),
-        service: "checkout".into(),
-        idempotency_key: None,
-        target: Target::ProcessName(id.to_string()),
-        duration_ms: 60_000,
-        frequency_hz: 99,
-        requested_by: "ci".into(),
-        labels: Labels::new(),
-        mode: ProfileMode::of(None),
-        options: Default::default(),
-    };
-    let Inserted::Created(_) = Profiles::new(db).insert(&new).await.unwrap() else {
-        panic!("a new target creates")
-    };
-    id
 }
 
 async fn owner(db: &Database, profile: Uuid) -> Option<String> {
@@ -152,7 +130,7 @@ async fn racing_redeliveries_store_each_window_once(db: Database) {
 }
 
 async fn a_profile_belongs_to_the_agent_that_first_sent_it(db: Database) {
-    let profile = requested_profile(&db).await;
+    let profile = support::requested_profile(&db).await;
     assert_eq!(owner(&db, profile).await, None);
     // Both agents in one batch: the earliest window's agent claims it.
     let (mut late, early) = (window(profile, "b", 5), window(profile, "a", 0));
@@ -194,8 +172,8 @@ async fn a_profile_belongs_to_the_agent_that_first_sent_it(db: Database) {
 
 async fn several_profiles_per_batch_each_with_its_owner(db: Database) {
     let (owned_by_a, claimed_by_b, unrecorded) = (
-        requested_profile(&db).await,
-        requested_profile(&db).await,
+        support::requested_profile(&db).await,
+        support::requested_profile(&db).await,
         Uuid::new_v4(),
     );
     store_snapshots(&db, &[&window(owned_by_a, "a", 0)])

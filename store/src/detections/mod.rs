@@ -100,11 +100,11 @@ pub(crate) async fn stack_names(
     let mut stack_ids = stack_ids.to_vec();
     stack_ids.sort_unstable();
     stack_ids.dedup();
-    let stacks = on_backend!(db, stack_frame_ids(&stack_ids))?;
+    let stacks = crate::query::stack_frame_ids(db, &stack_ids).await?;
     let mut frame_ids: Vec<Uuid> = stacks.values().flatten().copied().collect();
     frame_ids.sort_unstable();
     frame_ids.dedup();
-    let names = on_backend!(db, frame_names(&frame_ids))?;
+    let names = crate::query::frame_names(db, &frame_ids).await?;
     Ok(stacks
         .into_iter()
         .map(|(id, frames)| {

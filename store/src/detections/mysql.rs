@@ -3,7 +3,7 @@
 //! the rest. Stack and frame lookups use `in (?, …)` lists here rather
 //! than the Postgres-only helpers of `crate::query`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use odp_rules::Detection;
 use sqlx::types::Json;
@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::{AlertSubject, IssueRow};
 use crate::database::push_in_list;
-use crate::{Result, StoreError};
+use crate::Result;
 
 /// Ids per `in (…)` list, far below MySQL's 65,535 placeholders.
 const IN_LIST_CHUNK: usize = 5_000;
@@ -138,55 +138,6 @@ pub(super) async fn rules_hit(
         ids.extend(found);
     }
     Ok(ids)
-}
-
-pub(super) async fn stack_frame_ids(
-    pool: &MySqlPool,
-    stack_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<Uuid>>> {
-    let mut stacks = HashMap::new();
-    for chunk in stack_ids.chunks(IN_LIST_CHUNK) {
-        let mut query = QueryBuilder::<MySql>::new("select id, frame_ids from stacks where id in ");
-        push_in_list(&mut query, chunk.iter());
-        let rows: Vec<(Uuid, Vec<u8>)> = query.build_query_as().fetch_all(pool).await?;
-        for (id, bytes) in rows {
-            stacks.insert(id, split_frame_ids(&bytes)?);
-        }
-    }
-    Ok(stacks)
-}
-
-pub(super) async fn frame_names(
-    pool: &MySqlPool,
-    frame_ids: &[Uuid],
-) -> Result<HashMap<Uuid, String>> {
-    let mut names = HashMap::new();
-    for chunk in frame_ids.chunks(IN_LIST_CHUNK) {
-        let mut query =
-            QueryBuilder::<MySql>::new("select id, `function`, module from frames where id in ");
-        push_in_list(&mut query, chunk.iter());
-        let rows: Vec<(Uuid, String, String)> = query.build_query_as().fetch_all(pool).await?;
-        names.extend(
-            rows.into_iter().map(|(id, function, module)| {
-                (id, odp_core::model::display_name(&function, &module))
-            }),
-        );
-    }
-    Ok(names)
-}
-
-/// A stack's frame ids, stored as their 16-byte values one after another.
-fn split_frame_ids(bytes: &[u8]) -> Result<Vec<Uuid>> {
-    if bytes.is_empty() || !bytes.len().is_multiple_of(16) {
-        return Err(StoreError::Corrupt(format!(
-            "stack frame list of {} bytes",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|c| Uuid::from_slice(c).expect("chunks are 16 bytes"))
-        .collect())
 }
 
 pub(super) async fn issue_rows(pool: &MySqlPool, profile_id: Uuid) -> Result<Vec<IssueRow>> {

@@ -1,7 +1,5 @@
 //! Detections in Postgres.
 
-use std::collections::HashMap;
-
 use odp_rules::Detection;
 use sqlx::types::Json;
 use sqlx::PgPool;
@@ -101,20 +99,6 @@ pub(super) async fn rules_hit(
     .bind(except_kind)
     .fetch_all(pool)
     .await?)
-}
-
-pub(super) async fn stack_frame_ids(
-    pool: &PgPool,
-    stack_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<Uuid>>> {
-    crate::query::stack_frame_ids(pool, stack_ids).await
-}
-
-pub(super) async fn frame_names(
-    pool: &PgPool,
-    frame_ids: &[Uuid],
-) -> Result<HashMap<Uuid, String>> {
-    crate::query::frame_names(pool, frame_ids).await
 }
 
 pub(super) async fn issue_rows(pool: &PgPool, profile_id: Uuid) -> Result<Vec<IssueRow>> {

@@ -74,3 +74,27 @@ pub(crate) async fn execute(db: &Database, sql: &str, texts: &[&str]) {
         }
     }
 }
+
+/// A requested profile on `h-1`, owned by no agent yet.
+#[allow(dead_code)] // not every suite needs it
+pub(crate) async fn requested_profile(db: &Database) -> uuid::Uuid {
+    use odp_store::{Inserted, Labels, NewProfile, ProfileMode, Profiles};
+    let id = uuid::Uuid::new_v4();
+    let new = NewProfile {
+        id,
+        host: "h-1".into(),
+        service: "checkout".into(),
+        idempotency_key: None,
+        target: odp_core::Target::ProcessName(id.to_string()),
+        duration_ms: 60_000,
+        frequency_hz: 99,
+        requested_by: "ci".into(),
+        labels: Labels::new(),
+        mode: ProfileMode::of(None),
+        options: Default::default(),
+    };
+    let Inserted::Created(_) = Profiles::new(db).insert(&new).await.unwrap() else {
+        panic!("a new target creates")
+    };
+    id
+}
