@@ -73,9 +73,8 @@ pub use rules::{
     RuleRow,
 };
 pub use schedules::{
-    advance as advance_schedule, claim_run, due as due_schedules, finish_run, record_missed,
-    try_scheduler_lock, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow,
-    SchedulerTick, Schedules, SCHEDULER_LOCK_KEY,
+    claim_run, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow, SchedulerTick,
+    Schedules, SCHEDULER_LOCK_KEY,
 };
 pub use timeline::{profile_timeline, TimelineWindow};
 

@@ -19,7 +19,7 @@ mod mysql;
 mod postgres;
 mod tick;
 
-pub use postgres::{advance, claim_run, due, finish_run, record_missed, try_scheduler_lock};
+pub use postgres::claim_run;
 pub use tick::SchedulerTick;
 
 /// The `pg_try_advisory_xact_lock` key scheduler transactions take: only

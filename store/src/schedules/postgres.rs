@@ -112,7 +112,7 @@ pub(super) async fn runs(pool: &PgPool, id: Uuid, limit: i64) -> Result<Vec<Sche
 
 /// Takes the scheduler's transaction-scoped advisory lock; `false` when
 /// another transaction (another replica) holds it.
-pub async fn try_scheduler_lock(tx: &mut PgConnection) -> Result<bool> {
+pub(super) async fn try_scheduler_lock(tx: &mut PgConnection) -> Result<bool> {
     let (locked,): (bool,) = sqlx::query_as("select pg_try_advisory_xact_lock($1)")
         .bind(SCHEDULER_LOCK_KEY)
         .fetch_one(tx)
@@ -122,7 +122,7 @@ pub async fn try_scheduler_lock(tx: &mut PgConnection) -> Result<bool> {
 
 /// Enabled schedules whose next run is at or before `now`, locked for this
 /// transaction; rows another transaction holds are skipped.
-pub async fn due(
+pub(super) async fn due(
     tx: &mut PgConnection,
     now: DateTime<Utc>,
     limit: i64,
@@ -167,7 +167,7 @@ pub async fn claim_run(
 
 /// Records many missed occurrences at once, skipping recorded ones; how
 /// many were new.
-pub async fn record_missed(
+pub(super) async fn record_missed(
     tx: &mut PgConnection,
     schedule_id: Uuid,
     occurrences: &[DateTime<Utc>],
@@ -190,7 +190,7 @@ pub async fn record_missed(
 }
 
 /// Sets the final outcome of a claimed run.
-pub async fn finish_run(
+pub(super) async fn finish_run(
     tx: &mut PgConnection,
     run_id: i64,
     outcome: RunOutcome,
@@ -212,7 +212,7 @@ pub async fn finish_run(
 
 /// Moves a schedule on after a tick: its next occurrence, and when it last
 /// fired (unchanged when `fired_at` is `None`).
-pub async fn advance(
+pub(super) async fn advance(
     tx: &mut PgConnection,
     schedule_id: Uuid,
     next_run_at: Option<DateTime<Utc>>,
