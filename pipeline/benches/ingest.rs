@@ -1,54 +1,77 @@
-//! Ingest throughput, measured in one run against the same Postgres:
+//! Ingest throughput, measured in one run against the same database:
 //!
-//! 1. one worker (Kafka → decode → store → commit) versus a raw `COPY` of
-//!    exactly the rows it wrote into tables of the same shape (goal ≥ 0.7×),
-//!    the median of five rounds;
+//! 1. one worker (Kafka → decode → store → commit) versus the database's
+//!    own raw bulk load of exactly the rows it wrote into a table of the
+//!    same shape (goal ≥ 0.7×), the median of five rounds: `COPY` on
+//!    Postgres, `LOAD DATA INFILE` on MySQL;
 //! 2. two workers versus one on the four partitions of the stacks topic,
-//!    with Postgres on loopback and again behind a proxy that delays each
-//!    packet by 1 ms each way (Postgres on another host, where a worker
-//!    waits on round trips that a second worker overlaps).
+//!    with the database on loopback and again behind a proxy that delays
+//!    each packet by 1 ms each way (a database on another host, where a
+//!    worker waits on round trips that a second worker overlaps).
 //!
 //! Workers run as their own processes (the release `odp-pipeline`
 //! binary), as in production. Run by hand:
 //! `cargo bench -p odp-pipeline --bench ingest` (a few minutes; needs
-//! Tansu and Postgres like the tests). Prints ratios, asserts nothing.
+//! Tansu and Postgres like the tests), with `ODP_BENCH_DATABASE=mysql` on a
+//! private MariaDB instead. Prints ratios, asserts nothing.
 
 mod common;
 #[path = "common/latency.rs"]
 mod latency;
+#[path = "ingest/mysql.rs"]
+mod mysql;
+#[path = "ingest/postgres.rs"]
+mod postgres;
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
-use odp_devstack::{Stack, StackOptions};
+use odp_devstack::{DatabaseKind, Stack, StackOptions};
 use odp_plumbing::Topics;
+use odp_store::Database;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
-use sqlx::{Connection as _, PgPool};
 use uuid::Uuid;
+
+/// Runs `$f` of the bench's module for the database's backend, on its pool.
+macro_rules! on_database {
+    ($db:expr, $f:ident($($arg:expr),*)) => {
+        match $db {
+            Database::Postgres(pool) => postgres::$f(pool, $($arg),*).await,
+            Database::MySql(pool) => mysql::$f(pool, $($arg),*).await,
+        }
+    };
+}
 
 const PROFILES: usize = 40;
 const WINDOWS: usize = 100;
 const STACKS_PER_WINDOW: usize = 60;
 const DISTINCT_STACKS: usize = 600;
 const THREADS: u32 = 4;
-/// Worker runs compared with a raw `COPY`.
+/// Worker runs compared with a raw bulk load. The worker writes one row
+/// per window (in `snapshots`), holding the window's block.
 const ROUNDS: usize = 5;
-/// Rows the worker writes, table by table, in insert order: one row per
-/// window, holding the window's block.
-const TABLES: [&str; 1] = ["snapshots"];
-/// The primary key of each of [`TABLES`].
-const PRIMARY_KEYS: [&str; 1] = ["id"];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let stack = Stack::start(StackOptions::ephemeral().topics(Topics::with_prefix("bench-")))
+    let database: DatabaseKind = std::env::var("ODP_BENCH_DATABASE")
+        .unwrap_or_else(|_| "postgres".into())
+        .parse()
+        .expect("ODP_BENCH_DATABASE is postgres or mysql");
+    let options = StackOptions::ephemeral()
+        .topics(Topics::with_prefix("bench-"))
+        .database_kind(database);
+    let stack = Stack::start(options)
         .await
         .expect("start the stack (is tansu installed?)");
-    let pool = stack.connect().await.unwrap();
+    let db = stack.store().await.unwrap();
+    let server = database.server_name();
+    let bulk_load = match database {
+        DatabaseKind::Postgres => "COPY",
+        DatabaseKind::Mysql => "LOAD DATA INFILE",
+    };
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", stack.kafka_bootstrap())
         .set("partitioner", "murmur2_random")
@@ -59,35 +82,39 @@ async fn main() {
         .create()
         .unwrap();
 
-    println!("workload: {PROFILES} profiles x {WINDOWS} windows, {STACKS_PER_WINDOW} stacks each");
+    println!(
+        "database: {server}; workload: {PROFILES} profiles x {WINDOWS} windows, \
+         {STACKS_PER_WINDOW} stacks each"
+    );
     // Other work on the machine slows either side at random: rounds of a
-    // worker run and the raw COPY of its rows right after, and the median.
+    // worker run and the raw bulk load of its rows right after, and the
+    // median.
     let mut ratios = Vec::new();
     let mut one_rates = Vec::new();
     for round in 1..=ROUNDS {
         let group = format!("one-{round}");
-        let one = ingest_run(&stack, &pool, &producer, 1, &group, stack.database_url()).await;
+        let one = ingest_run(&stack, &db, &producer, 1, &group, stack.database_url()).await;
         let (rows, timed_rows) = (one.rows, one.timed_rows());
-        let copy_secs = copy_baseline(&pool, &one.profiles).await;
+        let load_secs = on_database!(&db, bulk_load_seconds(&one.profiles));
         let rows_per_sec = one.rate();
-        let copy_rows_per_sec = rows as f64 / copy_secs;
-        let ratio = rows_per_sec / copy_rows_per_sec;
+        let load_rows_per_sec = rows as f64 / load_secs;
+        let ratio = rows_per_sec / load_rows_per_sec;
         println!(
             "round {round}: 1 worker {timed_rows} rows in {:.2} s = {rows_per_sec:.0} rows/s \
-             ({} stored before the clock started); raw COPY {rows} rows in {copy_secs:.2} s \
-             = {copy_rows_per_sec:.0} rows/s; ratio {ratio:.2}x",
+             ({} stored before the clock started); raw {bulk_load} {rows} rows in \
+             {load_secs:.2} s = {load_rows_per_sec:.0} rows/s; ratio {ratio:.2}x",
             one.seconds, one.rows_before
         );
         ratios.push(ratio);
         one_rates.push(rows_per_sec);
     }
     println!(
-        "ratio worker/COPY, median of {ROUNDS} rounds = {:.2}x (goal >= 0.7x)",
+        "ratio worker/{bulk_load}, median of {ROUNDS} rounds = {:.2}x (goal >= 0.7x)",
         median(&mut ratios)
     );
 
     let local = stack.database_url().to_owned();
-    let two_rate = ingest_run(&stack, &pool, &producer, 2, "two", &local)
+    let two_rate = ingest_run(&stack, &db, &producer, 2, "two", &local)
         .await
         .report(2);
     println!(
@@ -97,19 +124,19 @@ async fn main() {
 
     let (upstream, _) = authority(&local);
     let proxy = latency::LatencyProxy::start(
-        upstream.parse().expect("Postgres at host:port"),
+        upstream.parse().expect("the database at host:port"),
         Duration::from_millis(1),
     )
     .await;
     let remote = local.replacen(upstream, &proxy.addr.to_string(), 1);
-    println!("Postgres behind a proxy adding 1 ms each way:");
+    println!("{server} behind a proxy adding 1 ms each way:");
     let (mut one_remote, mut two_remote) = (Vec::new(), Vec::new());
     for round in 1..=2 {
         let group = format!("one-remote-{round}");
-        let one = ingest_run(&stack, &pool, &producer, 1, &group, &remote).await;
+        let one = ingest_run(&stack, &db, &producer, 1, &group, &remote).await;
         one_remote.push(one.report(1));
         let group = format!("two-remote-{round}");
-        let two = ingest_run(&stack, &pool, &producer, 2, &group, &remote).await;
+        let two = ingest_run(&stack, &db, &producer, 2, &group, &remote).await;
         two_remote.push(two.report(2));
     }
     println!(
@@ -118,7 +145,7 @@ async fn main() {
     );
 }
 
-/// The `host:port` of a `postgres://user@host:port/db` URL, and the rest.
+/// The `host:port` of a `scheme://user@host:port/db` URL, and the rest.
 fn authority(url: &str) -> (&str, &str) {
     let after_user = url.split_once('@').map_or(url, |(_, rest)| rest);
     after_user.split_once('/').unwrap_or((after_user, ""))
@@ -166,7 +193,7 @@ impl Run {
 /// until every snapshot is stored.
 async fn ingest_run(
     stack: &Stack,
-    pool: &PgPool,
+    db: &Database,
     producer: &FutureProducer,
     workers: usize,
     group: &str,
@@ -174,10 +201,7 @@ async fn ingest_run(
 ) -> Run {
     // Each run starts from empty tables, as its baseline does: tables grown
     // by the earlier runs would make every later run slower.
-    sqlx::query(&format!("truncate {}", TABLES.join(", ")))
-        .execute(pool)
-        .await
-        .unwrap();
+    on_database!(db, clear());
     let profiles: Vec<Uuid> = (0..PROFILES).map(|_| Uuid::new_v4()).collect();
     let group = format!("bench-{group}");
     tokio::task::block_in_place(|| start_at_end(stack, &group));
@@ -209,24 +233,16 @@ async fn ingest_run(
     // committed in between is timed but not counted) and left out.
     //
     // A profile's windows are stored in order (one partition, batches one
-    // after the other), so the poll, which must not take Postgres time from
-    // the worker, looks up only each profile's first and last window.
+    // after the other), so the poll, which must not take the database's
+    // time from the worker, looks up only each profile's first and last
+    // window.
     let mut started = None;
     let mut rows_before = 0;
     loop {
-        let (first, last): (i64, i64) = sqlx::query_as(
-            "select count(*) filter (where sequence = 0), count(*) filter (where sequence > 0)
-             from snapshots
-             where agent_id = 'bench-agent' and profile_id = any($1) and sequence in (0, $2)",
-        )
-        .bind(&profiles)
-        .bind(WINDOWS as i64 - 1)
-        .fetch_one(pool)
-        .await
-        .unwrap();
+        let (first, last) = on_database!(db, progress(&profiles, WINDOWS as i64 - 1));
         if first > 0 && started.is_none() {
             started = Some(Instant::now());
-            rows_before = rows_written(pool, &profiles).await;
+            rows_before = on_database!(db, rows(&profiles));
             println!(
                 "{group}: first snapshot stored {:.2} s after start",
                 launched.elapsed().as_secs_f64()
@@ -239,14 +255,8 @@ async fn ingest_run(
     }
     let seconds = started.expect("stored").elapsed().as_secs_f64();
     drop(workers);
-    let stored: i64 =
-        sqlx::query_scalar("select count(*) from snapshots where profile_id = any($1)")
-            .bind(&profiles)
-            .fetch_one(pool)
-            .await
-            .unwrap();
-    assert_eq!(stored, (PROFILES * WINDOWS) as i64, "every window stored");
-    let rows = rows_written(pool, &profiles).await;
+    let rows = on_database!(db, rows(&profiles));
+    assert_eq!(rows, (PROFILES * WINDOWS) as i64, "every window stored");
     Run {
         profiles,
         seconds,
@@ -311,111 +321,4 @@ fn snapshot(run: &str, profile: Uuid, window: usize) -> Vec<u8> {
         frequency_hz: 99,
     })
     .encode()
-}
-
-/// Rows the run wrote for its profiles, counted in one statement so they
-/// are those of one moment.
-async fn rows_written(pool: &PgPool, profiles: &[Uuid]) -> i64 {
-    let counts: Vec<String> = TABLES
-        .iter()
-        .map(|table| format!("(select count(*) from ({}) x)", selection(table)))
-        .collect();
-    sqlx::query_scalar(&format!("select {}", counts.join(" + ")))
-        .bind(profiles)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
-fn selection(table: &str) -> String {
-    format!("select * from {table} where profile_id = any($1)")
-}
-
-/// Times `COPY … FROM STDIN (format binary)` of the same rows, one table
-/// after the other as the worker writes them, in one transaction, into
-/// empty tables of the same shape as the real ones: logged, with the same
-/// indexes, check constraints and triggers. They live in a schema of their
-/// own, first on the search path, where the triggers' functions find them.
-///
-/// The baseline used to copy into temporary tables with the indexes only:
-/// no WAL, buffers local to the backend, no checks and no reference
-/// triggers. No write to the real tables can be that cheap (its `samples`
-/// COPY took about half the time of the same COPY into a logged table with
-/// the same indexes), so the ratio measured the schema as much as the
-/// worker.
-async fn copy_baseline(pool: &PgPool, profiles: &[Uuid]) -> f64 {
-    let mut conn = pool.acquire().await.unwrap();
-    let list = profiles
-        .iter()
-        .map(|p| format!("'{p}'"))
-        .collect::<Vec<_>>()
-        .join(",");
-    sqlx::query("create schema copy_baseline")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    let mut dumps = Vec::new();
-    for (table, key) in TABLES.iter().zip(PRIMARY_KEYS) {
-        // In the worker's order: by primary key (samples and threads are
-        // sorted per batch, and snapshot ids grow).
-        let query = format!("select * from ({}) x order by {key}", selection(table))
-            .replace("$1", &format!("array[{list}]::uuid[]"));
-        let mut out = conn
-            .copy_out_raw(&format!("copy ({query}) to stdout (format binary)"))
-            .await
-            .unwrap();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = out.next().await {
-            bytes.extend_from_slice(&chunk.unwrap());
-        }
-        drop(out);
-        sqlx::query(&format!(
-            "create table copy_baseline.{table} (like public.{table} including all)"
-        ))
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-        let triggers: Vec<String> = sqlx::query_scalar(
-            "select pg_get_triggerdef(oid) from pg_trigger
-             where tgrelid = $1::regclass and not tgisinternal",
-        )
-        .bind(format!("public.{table}"))
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap();
-        for trigger in triggers {
-            let on = format!(" ON public.{table} ");
-            assert!(trigger.contains(&on), "{trigger}");
-            sqlx::query(&trigger.replace(&on, &format!(" ON copy_baseline.{table} ")))
-                .execute(&mut *conn)
-                .await
-                .unwrap();
-        }
-        dumps.push((table, bytes));
-    }
-    sqlx::query("set search_path = copy_baseline, public")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    let started = Instant::now();
-    let mut tx = conn.begin().await.unwrap();
-    for (table, bytes) in &dumps {
-        let mut copy = tx
-            .copy_in_raw(&format!("copy {table} from stdin (format binary)"))
-            .await
-            .unwrap();
-        copy.send(bytes.as_slice()).await.unwrap();
-        copy.finish().await.unwrap();
-    }
-    tx.commit().await.unwrap();
-    let seconds = started.elapsed().as_secs_f64();
-    sqlx::query("reset search_path")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    sqlx::query("drop schema copy_baseline cascade")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    seconds
 }
