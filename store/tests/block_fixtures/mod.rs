@@ -182,6 +182,7 @@ pub(crate) enum Arg {
     Bytes(Vec<u8>),
     Int(i64),
     Text(String),
+    Time(DateTime<Utc>),
 }
 
 /// Runs `sql` (`?` placeholders) with `args` on either backend.
@@ -195,6 +196,7 @@ pub(crate) async fn exec(db: &Database, sql: &str, args: Vec<Arg>) {
                     Arg::Bytes(v) => query.bind(v),
                     Arg::Int(v) => query.bind(v),
                     Arg::Text(v) => query.bind(v),
+                    Arg::Time(v) => query.bind(v),
                 };
             }
             query
