@@ -7,7 +7,8 @@
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::filter::ThreadFilter;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
+use odp_core::{EventKind, Snapshot, WeightedStack};
+use odp_devstack::fixtures::frames;
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
 use odp_store::{Database, Read};
@@ -22,12 +23,6 @@ const ANCIENT: &[&str] = &["main", "ancient_only", "relic_only"];
 /// that vary by window; thread 2 is renamed halfway through.
 fn window(profile_id: Uuid, start: DateTime<Utc>, sequence: u64, only: &[&str]) -> Snapshot {
     let mut b = SnapshotBuilder::new();
-    let frames = |names: &[&str]| {
-        names
-            .iter()
-            .map(|n| Frame::function(*n))
-            .collect::<Vec<_>>()
-    };
     b.add(&frames(only), 1, sequence % 7 + 1);
     b.add(&frames(IDLE), 2, sequence % 3 + 2);
     b.name_thread(1, "main");
