@@ -7,9 +7,11 @@
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::filter::ThreadFilter;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
+use odp_core::{EventKind, Snapshot, WeightedStack};
+use odp_devstack::fixtures::frames;
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
+use odp_store::retention::RetentionLock;
 use odp_store::{Database, Read};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -22,12 +24,6 @@ const ANCIENT: &[&str] = &["main", "ancient_only", "relic_only"];
 /// that vary by window; thread 2 is renamed halfway through.
 fn window(profile_id: Uuid, start: DateTime<Utc>, sequence: u64, only: &[&str]) -> Snapshot {
     let mut b = SnapshotBuilder::new();
-    let frames = |names: &[&str]| {
-        names
-            .iter()
-            .map(|n| Frame::function(*n))
-            .collect::<Vec<_>>()
-    };
     b.add(&frames(only), 1, sequence % 7 + 1);
     b.add(&frames(IDLE), 2, sequence % 3 + 2);
     b.name_thread(1, "main");
@@ -253,10 +249,12 @@ async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
     assert_eq!(totals(&pool, old).await, old_before);
 
     // While another process holds the lock, a pass does not run.
-    let mut holder = pool.acquire().await.unwrap();
-    assert!(odp_store::retention::try_lock(&mut holder).await.unwrap());
+    let holder = RetentionLock::try_acquire(&db)
+        .await
+        .unwrap()
+        .expect("no pass holds the lock");
     assert_eq!(run_once(&db, &options, now).await.unwrap(), None);
-    odp_store::retention::unlock(&mut holder).await.unwrap();
+    holder.release().await.unwrap();
     assert!(run_once(&db, &options, now).await.unwrap().is_some());
 
     pool.close().await;

@@ -8,56 +8,15 @@
 mod support;
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
-use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
+use odp_core::{EventKind, Frame, Snapshot};
+use odp_devstack::fixtures::{answer, fleet_answers, fleet_reads, fleet_window, service_read};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
-use odp_store::{Read, ReadResult, ReadScope};
+use odp_store::Database;
 use sqlx::PgPool;
 use support::count;
 use uuid::Uuid;
-
-/// Window `sequence` of a host's profile: 10 s from `start`, stacks of a
-/// service's shared code (so the hosts' profiles share their dictionary,
-/// as a fleet's do) on two threads, counts varying by host and window.
-fn window(profile: Uuid, host: usize, start: DateTime<Utc>, sequence: u64) -> Snapshot {
-    let mut b = SnapshotBuilder::new();
-    let frames = |names: &[&str]| {
-        names
-            .iter()
-            .map(|n| Frame::function(*n))
-            .collect::<Vec<_>>()
-    };
-    b.add(
-        &frames(&["main", "serve", "parse"]),
-        1,
-        host as u64 + sequence + 1,
-    );
-    b.add(&frames(&["main", "serve", "render"]), 1, 3);
-    b.add(&frames(&["main", "gc"]), 2, (sequence % 4) + 1);
-    for handler in 0..40u64 {
-        let path: Vec<String> = (0..8)
-            .map(|depth| format!("com.example.checkout.Handler{handler:02}.step{depth}"))
-            .collect();
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        b.add(&frames(&path), 1, 1 + (handler + host as u64) % 3);
-    }
-    b.name_thread(1, "worker-1");
-    b.name_thread(2, "gc");
-    let start_ms = start.timestamp_millis() + sequence as i64 * 10_000;
-    b.build(SnapshotHeader {
-        profile_id: profile,
-        host: format!("h-{host}"),
-        agent_id: format!("agent-{host}"),
-        sequence,
-        window_start_ms: start_ms,
-        window_end_ms: start_ms + 10_000,
-        event: EventKind::CpuClock,
-        period: 10_101_010,
-        frequency_hz: 99,
-    })
-}
 
 async fn insert_profile(pool: &PgPool, id: Uuid, host: usize, finished_at: DateTime<Utc>) {
     sqlx::query(
@@ -74,82 +33,11 @@ async fn insert_profile(pool: &PgPool, id: Uuid, host: usize, finished_at: DateT
     .unwrap();
 }
 
-fn service_read(since: DateTime<Utc>, until: DateTime<Utc>) -> Read {
-    Read {
-        scope: ReadScope::Service {
-            service: "fleet".into(),
-            hosts: Vec::new(),
-        },
-        from: Some(since),
-        to: Some(until),
-        ..Read::profile(Uuid::nil())
-    }
-}
-
-/// Everything a read answers, order-independent.
-#[derive(Debug, PartialEq)]
-struct Answer {
-    samples: u64,
-    stacks: Vec<WeightedStack>,
-    hosts: Vec<(String, u64, u64, i64)>,
-    profiles: u64,
-    snapshots: i64,
-}
-
-fn answer(result: ReadResult) -> Answer {
-    let mut stacks = result.stacks();
-    stacks.sort_by(|a, b| a.frames.cmp(&b.frames));
-    Answer {
-        samples: result.samples(),
-        hosts: result
-            .hosts
-            .iter()
-            .map(|h| (h.host.clone(), h.samples(), h.profiles, h.snapshots))
-            .collect(),
-        stacks,
-        profiles: result.profiles,
-        snapshots: result.snapshots,
-    }
-}
-
-/// The reads the test compares: whole, some hosts, a thread, a window of
-/// time and a frame filter.
-fn reads(start: DateTime<Utc>) -> Vec<Read> {
-    let whole = service_read(start - Duration::minutes(5), start + Duration::hours(3));
-    vec![
-        whole.clone(),
-        Read {
-            scope: ReadScope::Service {
-                service: "fleet".into(),
-                hosts: vec!["h-1".into(), "h-3".into()],
-            },
-            ..whole.clone()
-        },
-        Read {
-            thread: Some(ThreadFilter::new("^worker-").unwrap()),
-            ..whole.clone()
-        },
-        // Ends inside the first hour's windows: partly of a rollup.
-        service_read(start + Duration::seconds(25), start + Duration::minutes(65)),
-        Read {
-            stacks: StackFilter::new(None, Some("^gc$")).unwrap(),
-            ..whole
-        },
-    ]
-}
-
-async fn answers(pool: &PgPool, start: DateTime<Utc>) -> Vec<Answer> {
-    let mut out = Vec::new();
-    for read in reads(start) {
-        out.push(answer(odp_store::read(pool, &read).await.unwrap()));
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollups_answer_as_the_profiles_they_hold() {
     let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
     let pool = stack.connect().await.unwrap();
+    let db = Database::from(&pool);
     // Six hosts, each a profile of 8 windows crossing an hour boundary.
     let start = (Utc::now() - Duration::days(2))
         .duration_trunc(Duration::hours(1))
@@ -159,13 +47,13 @@ async fn rollups_answer_as_the_profiles_they_hold() {
     for host in 0..6 {
         let id = Uuid::new_v4();
         insert_profile(&pool, id, host, start + Duration::minutes(2)).await;
-        let windows: Vec<Snapshot> = (0..8).map(|s| window(id, host, start, s)).collect();
+        let windows: Vec<Snapshot> = (0..8).map(|s| fleet_window(id, host, start, s)).collect();
         let refs: Vec<&Snapshot> = windows.iter().collect();
         odp_store::store_snapshots(&pool, &refs).await.unwrap();
         odp_store::compact_profile(&pool, id).await.unwrap();
         profiles.push(id);
     }
-    let before = answers(&pool, start).await;
+    let before = fleet_answers(&db, start).await;
     assert_eq!(before[0].hosts.len(), 6);
     assert!(before[1].samples < before[0].samples && before[1].samples > 0);
 
@@ -179,11 +67,13 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         "two hours"
     );
     assert_eq!(
-        answers(&pool, start).await,
+        fleet_answers(&db, start).await,
         before,
         "rolled up, the same answers"
     );
-    let whole = odp_store::read(&pool, &reads(start)[0]).await.unwrap();
+    let whole = odp_store::read(&pool, &fleet_reads(start)[0])
+        .await
+        .unwrap();
     assert!(
         !whole.rollups.is_empty(),
         "the read went through the rollups"
@@ -191,9 +81,9 @@ async fn rollups_answer_as_the_profiles_they_hold() {
 
     // A late window of a rolled-up profile: compacted into its block and
     // into its rollup.
-    let late = window(profiles[2], 2, start, 8);
+    let late = fleet_window(profiles[2], 2, start, 8);
     odp_store::store_snapshots(&pool, &[&late]).await.unwrap();
-    let with_late = answers(&pool, start).await;
+    let with_late = fleet_answers(&db, start).await;
     assert_eq!(
         with_late[0].samples,
         before[0].samples + late.total_samples()
@@ -201,7 +91,7 @@ async fn rollups_answer_as_the_profiles_they_hold() {
     odp_store::compact_profile(&pool, profiles[2])
         .await
         .unwrap();
-    assert_eq!(answers(&pool, start).await, with_late);
+    assert_eq!(fleet_answers(&db, start).await, with_late);
 
     // Downsampling merges the same windows in blocks and rollups; retention
     // drops the same ones from both.
@@ -212,19 +102,16 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         interval_secs: 3600,
         batch: 3,
     };
-    let pass = run_once(&odp_store::Database::from(&pool), &options, Utc::now())
-        .await
-        .unwrap()
-        .unwrap();
+    let pass = run_once(&db, &options, Utc::now()).await.unwrap().unwrap();
     assert!(pass.downsampled.buckets > 0);
-    let downsampled = answers(&pool, start).await;
+    let downsampled = fleet_answers(&db, start).await;
     assert_eq!(downsampled[0].samples, with_late[0].samples);
     // The first hour's windows (merged into one per host) end before it.
     let cutoff = start + Duration::minutes(1) + Duration::seconds(5);
     odp_store::retention::delete_expired(&pool, cutoff, 2)
         .await
         .unwrap();
-    let expired = answers(&pool, start).await;
+    let expired = fleet_answers(&db, start).await;
     assert!(expired[0].samples > 0 && expired[0].samples < downsampled[0].samples);
     // The rollups hold what the blocks do: unrolled, the same answers.
     sqlx::query("delete from service_rollups")
@@ -235,7 +122,7 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         .execute(&pool)
         .await
         .unwrap();
-    assert_eq!(answers(&pool, start).await, expired);
+    assert_eq!(fleet_answers(&db, start).await, expired);
     pool.close().await;
     stack.stop().unwrap();
 }

@@ -2,7 +2,8 @@
 //! ended before the cutoff (from rows, profile blocks and rollups alike)
 //! and then the ended profiles left empty; garbage collection deletes the
 //! legacy stacks and frames nothing references; downsampling keeps every
-//! total; the retention lock is held by one connection at a time.
+//! total; the retention lock is held by one connection at a time;
+//! rewriting an hour's rollups holds up no writer of another hour.
 
 mod block_fixtures;
 mod support;
@@ -272,9 +273,183 @@ async fn the_lock_is_exclusive(db: Database) {
     assert!(free, "a dropped lock is freed with its connection");
 }
 
+/// A transaction holding the rollup of (`service`, `hour`) `for update`,
+/// as a compaction adding to it does.
+enum Held {
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    MySql(sqlx::Transaction<'static, sqlx::MySql>),
+}
+
+async fn hold(db: &Database, service: &str, hour: DateTime<Utc>) -> Held {
+    // The same steps on either backend's pool type.
+    macro_rules! locked {
+        ($pool:expr, $sql:expr) => {{
+            let mut tx = $pool.begin().await.unwrap();
+            sqlx::query($sql)
+                .bind(service)
+                .bind(hour)
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            tx
+        }};
+    }
+    match db {
+        Database::Postgres(pool) => Held::Postgres(locked!(
+            pool,
+            "select 1 from service_rollups where service = $1 and hour = $2 for update"
+        )),
+        Database::MySql(pool) => Held::MySql(locked!(
+            pool,
+            "select 1 from service_rollups where service = ? and `hour` = ? for update"
+        )),
+    }
+}
+
+impl Held {
+    async fn release(self) {
+        match self {
+            Held::Postgres(tx) => tx.rollback().await.unwrap(),
+            Held::MySql(tx) => tx.rollback().await.unwrap(),
+        }
+    }
+}
+
+/// The same database through sessions that wait at most 1 s for a row
+/// lock, then fail (Postgres 55P03, MySQL 1205).
+async fn impatient(db: &Database) -> Database {
+    match db {
+        Database::Postgres(pool) => sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query("set lock_timeout = '1s'").execute(conn).await?;
+                    Ok(())
+                })
+            })
+            .connect_with((*pool.connect_options()).clone())
+            .await
+            .unwrap()
+            .into(),
+        Database::MySql(pool) => sqlx::mysql::MySqlPoolOptions::new()
+            .max_connections(2)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query("set session innodb_lock_wait_timeout = 1")
+                        .execute(conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .connect_with((*pool.connect_options()).clone())
+            .await
+            .unwrap()
+            .into(),
+    }
+}
+
+/// Waits until some session waits for a row lock (`task` still running).
+async fn until_a_lock_wait(db: &Database, task: &tokio::task::JoinHandle<impl Sized>) {
+    let waiting = match db {
+        Database::Postgres(_) => {
+            "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
+        }
+        Database::MySql(_) => {
+            "select count(*) from information_schema.innodb_trx where trx_state = 'LOCK WAIT'"
+        }
+    };
+    for _ in 0..100 {
+        assert!(!task.is_finished(), "it never waited for the held row");
+        if count(db, waiting).await > 0 {
+            return;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    panic!("no session waits for the held row");
+}
+
+/// Rewriting an hour's rollups (retention, downsampling) locks that
+/// hour's rows and no others until it commits: a compaction adding to
+/// another hour's rollup meanwhile does not wait, nor does a rewrite wait
+/// for another hour's rollup that a compaction holds. (On MySQL a locking
+/// read of `hour in (…)` without an index on `hour` scanned the table
+/// and, under repeatable read, locked every row and gap of it.)
+async fn rewriting_an_hour_leaves_other_hours_free(db: Database) {
+    let old_start = (Utc::now() - Duration::days(10))
+        .duration_trunc(Duration::hours(1))
+        .unwrap();
+    let old = fleet(&db, 0..2, old_start).await;
+    let recent_start = (Utc::now() - Duration::hours(2))
+        .duration_trunc(Duration::hours(1))
+        .unwrap();
+    let recent = fleet(&db, 2..4, recent_start).await;
+    // Another service's rollup of the old hour (a copy), after `fleet`'s.
+    exec(
+        &db,
+        "insert into service_rollups (service, `hour`, windows, samples, block)
+         select 'warehouse', `hour`, windows, samples, block from service_rollups
+         where `hour` = ?",
+        vec![Arg::Time(old_start)],
+    )
+    .await;
+    assert_eq!(count(&db, "select count(*) from service_rollups").await, 3);
+    let impatient = impatient(&db).await;
+
+    // Retention has locked (fleet, old hour) and waits for (warehouse, old
+    // hour), which another transaction holds.
+    let held = hold(&db, "warehouse", old_start).await;
+    let cutoff = old_start + Duration::seconds(35);
+    let retention = tokio::spawn({
+        let db = db.clone();
+        async move { delete_expired(&db, cutoff, 100).await }
+    });
+    until_a_lock_wait(&db, &retention).await;
+    let late = window(recent[0].profile_id, 2, recent_start, 8);
+    store_window(&db, &late).await;
+    let compacted = odp_store::compact_profile(&impatient, late.profile_id)
+        .await
+        .expect("a compaction into the recent hour does not wait for retention");
+    assert_eq!(compacted.windows, 1);
+    held.release().await;
+    assert_eq!(retention.await.unwrap().unwrap().snapshots, 6);
+    let kept: Vec<&Snapshot> = old.iter().filter(|w| w.sequence >= 3).collect();
+    let mut recent: Vec<&Snapshot> = recent.iter().collect();
+    recent.push(&late);
+    let rolled_up = 2 * total(&kept) + total(&recent);
+    assert_eq!(
+        count(&db, "select sum(samples) from service_rollups").await as u64,
+        rolled_up
+    );
+
+    // Downsampling the old hour while a compaction holds the recent
+    // hour's rollup: 5 windows of each old profile in one bucket.
+    let held = hold(&db, "fleet", recent_start).await;
+    let done = downsample(
+        &impatient,
+        Utc::now() - Duration::days(1),
+        StdDuration::from_secs(600),
+        100,
+    )
+    .await
+    .expect("downsampling the old hour does not wait for the recent one");
+    held.release().await;
+    assert_eq!(
+        done,
+        Downsampled {
+            buckets: 2,
+            snapshots_merged: 8,
+        }
+    );
+    assert_eq!(
+        count(&db, "select sum(samples) from service_rollups").await as u64,
+        rolled_up
+    );
+}
+
 on_both_backends!(
     expiry_deletes_exactly_what_is_old,
     garbage_collection_deletes_only_unreferenced_rows,
     downsampling_keeps_totals,
     the_lock_is_exclusive,
+    rewriting_an_hour_leaves_other_hours_free,
 );

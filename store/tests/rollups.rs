@@ -8,82 +8,11 @@ mod support;
 
 use block_fixtures::{count, insert_profile, leaves, snapshot_leaves, store_window, window};
 use chrono::{DateTime, Duration, DurationRound, Utc};
-use odp_core::filter::{StackFilter, ThreadFilter};
-use odp_core::{Snapshot, WeightedStack};
-use odp_store::{Database, Read, ReadResult, ReadScope};
+use odp_core::Snapshot;
+use odp_devstack::fixtures::{fleet_answers, fleet_reads};
+use odp_store::Database;
 use support::on_both_backends;
 use uuid::Uuid;
-
-fn service_read(since: DateTime<Utc>, until: DateTime<Utc>) -> Read {
-    Read {
-        scope: ReadScope::Service {
-            service: "fleet".into(),
-            hosts: Vec::new(),
-        },
-        from: Some(since),
-        to: Some(until),
-        ..Read::profile(Uuid::nil())
-    }
-}
-
-/// Everything a read answers, order-independent.
-#[derive(Debug, PartialEq)]
-struct Answer {
-    samples: u64,
-    stacks: Vec<WeightedStack>,
-    hosts: Vec<(String, u64, u64, i64)>,
-    profiles: u64,
-    snapshots: i64,
-}
-
-fn answer(result: ReadResult) -> Answer {
-    let mut stacks = result.stacks();
-    stacks.sort_by(|a, b| a.frames.cmp(&b.frames));
-    Answer {
-        samples: result.samples(),
-        hosts: result
-            .hosts
-            .iter()
-            .map(|h| (h.host.clone(), h.samples(), h.profiles, h.snapshots))
-            .collect(),
-        stacks,
-        profiles: result.profiles,
-        snapshots: result.snapshots,
-    }
-}
-
-/// Whole, two hosts, a thread, part of the time, a frame filter.
-fn reads(start: DateTime<Utc>) -> Vec<Read> {
-    let whole = service_read(start - Duration::minutes(5), start + Duration::hours(3));
-    vec![
-        whole.clone(),
-        Read {
-            scope: ReadScope::Service {
-                service: "fleet".into(),
-                hosts: vec!["h-1".into(), "h-3".into()],
-            },
-            ..whole.clone()
-        },
-        Read {
-            thread: Some(ThreadFilter::new("^worker-").unwrap()),
-            ..whole.clone()
-        },
-        // Windows 0..=2 end after +25 s; windows up to 6 start before +65 min.
-        service_read(start + Duration::seconds(25), start + Duration::seconds(65)),
-        Read {
-            stacks: StackFilter::new(None, Some("^gc$")).unwrap(),
-            ..whole
-        },
-    ]
-}
-
-async fn answers(db: &Database, start: DateTime<Utc>) -> Vec<Answer> {
-    let mut out = Vec::new();
-    for read in reads(start) {
-        out.push(answer(odp_store::read(db, &read).await.unwrap()));
-    }
-    out
-}
 
 /// The samples of `windows` that `keep` selects, on thread `tid` if given.
 fn samples(windows: &[Snapshot], keep: impl Fn(&Snapshot) -> bool, tid: Option<u32>) -> u64 {
@@ -122,7 +51,7 @@ async fn fleet(db: &Database) -> (DateTime<Utc>, Vec<Uuid>, Vec<Snapshot>) {
 /// total of what it keeps.
 async fn aggregates_are_exact_sums(db: Database) {
     let (start, _, all) = fleet(&db).await;
-    let got = answers(&db, start).await;
+    let got = fleet_answers(&db, start).await;
     let whole = &got[0];
     assert_eq!(whole.samples, samples(&all, |_| true, None));
     assert_eq!((whole.profiles, whole.snapshots), (4, 32));
@@ -159,7 +88,7 @@ async fn aggregates_are_exact_sums(db: Database) {
 /// and after it is compacted into the rollup.
 async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
     let (start, profiles, _) = fleet(&db).await;
-    let before = answers(&db, start).await;
+    let before = fleet_answers(&db, start).await;
 
     let mut ready = odp_store::profiles_to_roll_up(&db, 100).await.unwrap();
     ready.sort();
@@ -173,20 +102,20 @@ async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
         .await
         .unwrap()
         .is_empty());
-    assert_eq!(answers(&db, start).await, before, "the same answers");
-    let whole = odp_store::read(&db, &reads(start)[0]).await.unwrap();
+    assert_eq!(fleet_answers(&db, start).await, before, "the same answers");
+    let whole = odp_store::read(&db, &fleet_reads(start)[0]).await.unwrap();
     assert!(!whole.rollups.is_empty(), "read through the rollups");
 
     let late = window(profiles[2], 2, start, 8);
     store_window(&db, &late).await;
-    let with_late = answers(&db, start).await;
+    let with_late = fleet_answers(&db, start).await;
     assert_eq!(
         with_late[0].samples,
         before[0].samples + late.total_samples()
     );
     assert_eq!(with_late[0].snapshots, 33);
     odp_store::compact_profile(&db, profiles[2]).await.unwrap();
-    assert_eq!(answers(&db, start).await, with_late);
+    assert_eq!(fleet_answers(&db, start).await, with_late);
     assert_eq!(
         count(&db, "select sum(samples) from service_rollups").await as u64,
         with_late[0].samples,

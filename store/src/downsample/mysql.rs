@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{MySqlConnection, MySqlPool};
+use sqlx::{Connection, MySqlConnection, MySqlPool};
 use uuid::Uuid;
 
 use super::{merged_keys, Downsampled, Group};
@@ -36,7 +36,10 @@ pub(super) async fn downsample(
     let mut done = Downsampled::default();
     let bucket_secs = bucket.as_secs_f64().max(1.0);
     loop {
-        let mut tx = pool.begin().await?;
+        // Read committed: its rollup rewrite locks only the hour's rows.
+        let mut conn = pool.acquire().await?;
+        crate::rollups::mysql::read_committed(&mut conn).await?;
+        let mut tx = conn.begin().await?;
         // MySQL cuts `group_concat` at 1024 bytes by default.
         sqlx::query("set session group_concat_max_len = 16777216")
             .execute(&mut *tx)

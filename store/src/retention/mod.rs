@@ -3,7 +3,7 @@
 //!
 //! Everything runs in short transactions of at most `batch` rows, so no
 //! lock is held for long while ingest goes on. Only one process should run
-//! it at a time: callers hold [`RETENTION_LOCK_KEY`] (see [`try_lock`]).
+//! it at a time: callers hold the [`RetentionLock`].
 //!
 //! Stacks are protected by the `samples → stacks` foreign key: a stack is
 //! deleted only when no sample references it, and should an ingest insert
@@ -28,8 +28,6 @@ use uuid::Uuid;
 
 use crate::database::{on_backend, Database};
 use crate::{Result, StoreError};
-
-pub use postgres::{try_lock, unlock};
 
 /// Advisory lock key held by whoever runs retention and downsampling.
 pub const RETENTION_LOCK_KEY: i64 = 0x4f44_5052_4554_4e54;

@@ -11,7 +11,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
-use sqlx::{MySqlConnection, MySqlPool};
+use sqlx::{Connection, MySqlConnection, MySqlPool};
 use uuid::Uuid;
 
 use super::{frame_ids, Collected, Expired};
@@ -72,7 +72,9 @@ pub(super) async fn delete_expired(
         }
     }
     // The same windows leave the services' rollups.
-    let mut tx = pool.begin().await?;
+    let mut conn = pool.acquire().await?;
+    crate::rollups::mysql::read_committed(&mut conn).await?;
+    let mut tx = conn.begin().await?;
     let hours: Vec<DateTime<Utc>> =
         sqlx::query_scalar("select `hour` from service_rollups where `hour` < ?")
             .bind(cutoff)

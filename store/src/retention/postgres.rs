@@ -13,7 +13,7 @@ use crate::Result;
 
 /// Takes the session advisory lock on `conn` when no one holds it; it is
 /// held until [`unlock`] or the connection closes.
-pub async fn try_lock(conn: &mut PgConnection) -> Result<bool> {
+pub(super) async fn try_lock(conn: &mut PgConnection) -> Result<bool> {
     let (locked,): (bool,) = sqlx::query_as("select pg_try_advisory_lock($1)")
         .bind(RETENTION_LOCK_KEY)
         .fetch_one(conn)
@@ -21,7 +21,7 @@ pub async fn try_lock(conn: &mut PgConnection) -> Result<bool> {
     Ok(locked)
 }
 
-pub async fn unlock(conn: &mut PgConnection) -> Result<()> {
+pub(super) async fn unlock(conn: &mut PgConnection) -> Result<()> {
     sqlx::query("select pg_advisory_unlock($1)")
         .bind(RETENTION_LOCK_KEY)
         .execute(conn)

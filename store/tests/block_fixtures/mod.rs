@@ -5,51 +5,13 @@
 #![allow(dead_code)] // each suite uses some
 
 use chrono::{DateTime, Utc};
-use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
+use odp_core::{Snapshot, WeightedStack};
 use odp_store::Database;
 use uuid::Uuid;
 
-/// Window `sequence` of a host's profile: 10 s from `start`, stacks of a
-/// service's shared code on two threads, counts varying by host and
-/// window (as `pipeline/tests/rollups.rs`).
-pub(crate) fn window(profile: Uuid, host: usize, start: DateTime<Utc>, sequence: u64) -> Snapshot {
-    let mut b = SnapshotBuilder::new();
-    let frames = |names: &[&str]| {
-        names
-            .iter()
-            .map(|n| Frame::function(*n))
-            .collect::<Vec<_>>()
-    };
-    b.add(
-        &frames(&["main", "serve", "parse"]),
-        1,
-        host as u64 + sequence + 1,
-    );
-    b.add(&frames(&["main", "serve", "render"]), 1, 3);
-    b.add(&frames(&["main", "gc"]), 2, (sequence % 4) + 1);
-    for handler in 0..40u64 {
-        let path: Vec<String> = (0..8)
-            .map(|depth| format!("com.example.checkout.Handler{handler:02}.step{depth}"))
-            .collect();
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        b.add(&frames(&path), 1, 1 + (handler + host as u64) % 3);
-    }
-    b.name_thread(1, "worker-1");
-    b.name_thread(2, "gc");
-    let start_ms = start.timestamp_millis() + sequence as i64 * 10_000;
-    b.build(SnapshotHeader {
-        profile_id: profile,
-        host: format!("h-{host}"),
-        agent_id: format!("agent-{host}"),
-        sequence,
-        window_start_ms: start_ms,
-        window_end_ms: start_ms + 10_000,
-        event: EventKind::CpuClock,
-        period: 10_101_010,
-        frequency_hz: 99,
-    })
-}
+/// Window `sequence` of a host's profile (shared with the pipeline's
+/// rollup tests).
+pub(crate) use odp_devstack::fixtures::fleet_window as window;
 
 /// A profile row of service `fleet` on host `h-{host}` with `status`,
 /// finished (when it is an end state) at `at`.
@@ -182,6 +144,7 @@ pub(crate) enum Arg {
     Bytes(Vec<u8>),
     Int(i64),
     Text(String),
+    Time(DateTime<Utc>),
 }
 
 /// Runs `sql` (`?` placeholders) with `args` on either backend.
@@ -195,6 +158,7 @@ pub(crate) async fn exec(db: &Database, sql: &str, args: Vec<Arg>) {
                     Arg::Bytes(v) => query.bind(v),
                     Arg::Int(v) => query.bind(v),
                     Arg::Text(v) => query.bind(v),
+                    Arg::Time(v) => query.bind(v),
                 };
             }
             query
