@@ -218,32 +218,69 @@ const SAMPLE_TABLES: [&str; 7] = [
     "snapshot_threads",
 ];
 
-/// Bytes on disk of [`SAMPLE_TABLES`] once rewritten compactly (Postgres'
-/// `vacuum full`, InnoDB's `optimize table`).
-async fn bytes_on_disk(db: &Database) -> i64 {
-    let tables = SAMPLE_TABLES.join(", ");
-    let quoted = SAMPLE_TABLES.map(|t| format!("'{t}'")).join(", ");
+/// Bytes on disk of each of [`SAMPLE_TABLES`], indexes included.
+struct DiskBytes(Vec<i64>);
+
+impl DiskBytes {
+    /// Measured once the tables are rewritten compactly (Postgres' `vacuum
+    /// full`, InnoDB's `optimize table`).
+    async fn measure(db: &Database) -> Self {
+        let mut bytes = Vec::new();
+        for table in SAMPLE_TABLES {
+            bytes.push(table_bytes(db, table).await);
+        }
+        DiskBytes(bytes)
+    }
+
+    fn total(&self) -> i64 {
+        self.0.iter().sum()
+    }
+
+    /// What was added since `before`.
+    fn since(&self, before: &DiskBytes) -> DiskBytes {
+        DiskBytes(self.0.iter().zip(&before.0).map(|(a, b)| a - b).collect())
+    }
+
+    /// The tables that hold anything, largest first, in MB.
+    fn breakdown(&self) -> String {
+        let mut tables: Vec<(&str, i64)> = SAMPLE_TABLES
+            .into_iter()
+            .zip(self.0.iter().copied())
+            .filter(|&(_, bytes)| bytes != 0)
+            .collect();
+        tables.sort_by_key(|&(_, bytes)| -bytes);
+        tables
+            .iter()
+            .map(|(table, bytes)| format!("{table} {:.2}", *bytes as f64 / 1e6))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+async fn table_bytes(db: &Database, table: &str) -> i64 {
     match db {
         Database::Postgres(pool) => {
-            sqlx::query("vacuum full").execute(pool).await.unwrap();
-            sqlx::query_scalar(&format!(
-                "select sum(pg_total_relation_size(t))::bigint
-                 from unnest(array[{quoted}]::regclass[]) t"
-            ))
-            .fetch_one(pool)
-            .await
-            .unwrap()
-        }
-        Database::MySql(pool) => {
-            sqlx::raw_sql(&format!("optimize table {tables}; analyze table {tables}"))
+            sqlx::query(&format!("vacuum full {table}"))
                 .execute(pool)
                 .await
                 .unwrap();
-            sqlx::query_scalar(&format!(
-                "select cast(sum(data_length + index_length) as signed)
+            sqlx::query_scalar("select pg_total_relation_size($1::regclass)")
+                .bind(table)
+                .fetch_one(pool)
+                .await
+                .unwrap()
+        }
+        Database::MySql(pool) => {
+            sqlx::raw_sql(&format!("optimize table {table}; analyze table {table}"))
+                .execute(pool)
+                .await
+                .unwrap();
+            sqlx::query_scalar(
+                "select cast(data_length + index_length as signed)
                  from information_schema.tables
-                 where table_schema = database() and table_name in ({quoted})"
-            ))
+                 where table_schema = database() and table_name = ?",
+            )
+            .bind(table)
             .fetch_one(pool)
             .await
             .unwrap()
@@ -309,13 +346,11 @@ async fn main() {
     let part = |name: &str| parts.split(',').any(|p| p == name);
 
     // The fleet first, alone in the database, for its storage.
-    let fleet_bytes = if part("fleet") {
-        fleet(&api, &pool, &range, dir.path()).await
-    } else {
-        0
-    };
+    if part("fleet") {
+        fleet(&api, &pool, &range, dir.path()).await;
+    }
     if part("one") {
-        one_profile(&api, &pool, fleet_bytes, dir.path()).await;
+        one_profile(&api, &pool, dir.path()).await;
     }
     if part("ten") {
         ten_profiles(&api, &range, dir.path()).await;
@@ -344,7 +379,7 @@ fn urlencode(text: &str) -> String {
 }
 
 /// Imports the fleet, reads its aggregate; returns the bytes on disk.
-async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) -> i64 {
+async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) {
     let mut rng = Rng(0x5eed_f1ee_7000_0001);
     let service_pool: Vec<Vec<String>> = (0..FLEET_POOL).map(|_| random_stack(&mut rng)).collect();
     let mut fleet_pprof = 0usize;
@@ -375,7 +410,7 @@ async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) -> i64 {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     println!("  rolled up in {:.1} s", started.elapsed().as_secs_f64());
-    let fleet_bytes = bytes_on_disk(pool).await;
+    let fleet_bytes = DiskBytes::measure(pool).await;
     println!("aggregate of the {FLEET_HOSTS}-instance fleet (per-host breakdown)");
     let (took, size) = api
         .get(&format!("/api/v1/aggregate?service=bench-fleet&{range}"))
@@ -393,20 +428,22 @@ async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) -> i64 {
         &format!(", {:.2} MB", size as f64 / 1e6),
     );
     println!(
-        "  storage: {:.1} MB on disk vs {:.1} MB gzip pprof: {:.2}x (target <= 1.0x)",
-        fleet_bytes as f64 / 1e6,
+        "  storage: {:.1} MB on disk vs {:.1} MB gzip pprof: {:.2}x (target <= 1.0x); \
+         MB by table: {}",
+        fleet_bytes.total() as f64 / 1e6,
         fleet_pprof as f64 / 1e6,
-        fleet_bytes as f64 / fleet_pprof as f64
+        fleet_bytes.total() as f64 / fleet_pprof as f64,
+        fleet_bytes.breakdown()
     );
-    fleet_bytes
 }
 
 /// One large profile: every format of it, and its bytes on disk.
-async fn one_profile(api: &Api, pool: &Database, bytes_before: i64, dir: &Path) {
+async fn one_profile(api: &Api, pool: &Database, dir: &Path) {
     let one = large_profile(0x9e37_79b9_7f4a_7c15);
     let one_pprof = gzip_pprof(&one).len();
+    let before = DiskBytes::measure(pool).await;
     let id = api.import("bench-one", "one-host", &one).await;
-    let one_bytes = bytes_on_disk(pool).await - bytes_before;
+    let one_bytes = DiskBytes::measure(pool).await.since(&before);
     let samples: u64 = one.iter().map(|s| s.count).sum();
     println!("one profile: {ONE_STACKS} stacks, {samples} samples");
     let (inferno, which) = inferno_time(&folded(&one), dir);
@@ -432,10 +469,11 @@ async fn one_profile(api: &Api, pool: &Database, bytes_before: i64, dir: &Path) 
     let (pb, _) = api.get(&format!("{base}/flamegraph?format=pprof")).await;
     ratio("pprof", pb, inferno, "-", "");
     println!(
-        "  storage: {:.2} MB on disk vs {:.2} MB gzip pprof: {:.2}x",
-        one_bytes as f64 / 1e6,
+        "  storage: {:.2} MB on disk vs {:.2} MB gzip pprof: {:.2}x; MB by table: {}",
+        one_bytes.total() as f64 / 1e6,
         one_pprof as f64 / 1e6,
-        one_bytes as f64 / one_pprof as f64
+        one_bytes.total() as f64 / one_pprof as f64,
+        one_bytes.breakdown()
     );
 }
 
