@@ -38,7 +38,7 @@ pub(super) async fn downsample(
     loop {
         // Read committed: its rollup rewrite locks only the hour's rows.
         let mut conn = pool.acquire().await?;
-        crate::rollups::mysql::read_committed(&mut conn).await?;
+        crate::pool::mysql::read_committed(&mut conn).await?;
         let mut tx = conn.begin().await?;
         // MySQL cuts `group_concat` at 1024 bytes by default.
         sqlx::query("set session group_concat_max_len = 16777216")

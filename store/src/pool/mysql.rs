@@ -70,3 +70,13 @@ async fn probe(conn: &mut MySqlConnection) -> sqlx::Result<Probe> {
         _ => Probe::OutOfStep,
     })
 }
+
+/// Makes the session's next transaction `read committed`, Postgres'
+/// default: a locking read then locks only the rows it returns, never the
+/// gaps between them as under MySQL's `repeatable read`.
+pub(crate) async fn read_committed(conn: &mut MySqlConnection) -> sqlx::Result<()> {
+    sqlx::query("set transaction isolation level read committed")
+        .execute(conn)
+        .await?;
+    Ok(())
+}

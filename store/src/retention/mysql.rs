@@ -73,7 +73,7 @@ pub(super) async fn delete_expired(
     }
     // The same windows leave the services' rollups.
     let mut conn = pool.acquire().await?;
-    crate::rollups::mysql::read_committed(&mut conn).await?;
+    crate::pool::mysql::read_committed(&mut conn).await?;
     let mut tx = conn.begin().await?;
     let hours: Vec<DateTime<Utc>> =
         sqlx::query_scalar("select `hour` from service_rollups where `hour` < ?")

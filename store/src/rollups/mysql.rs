@@ -168,26 +168,17 @@ async fn rewrite_one(
     Ok(())
 }
 
-/// Makes the session's next transaction `read committed`, for those that
-/// [`rewrite`] rollups: a locking read then locks only the rows it
-/// returns, never the gaps between them (as under Postgres).
-pub(crate) async fn read_committed(conn: &mut MySqlConnection) -> Result<()> {
-    sqlx::query("set transaction isolation level read committed")
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
 /// Rewrites every rollup of `hours` (all services) as `change` makes it.
 ///
 /// The rows are read through `service_rollups_hour` (migration 0002),
 /// forced so that the lock scope never depends on the optimizer's
 /// statistics: a full scan would lock every row of every hour (and, under
 /// repeatable read, every gap), holding up compactions into other hours
-/// until the caller commits. Run in a [`read_committed`] transaction,
-/// this locks the hours' rows and nothing else. They are locked in the
-/// index's order, hour then service: per service that is the ascending
-/// hours in which [`add_parts`] locks them, so the two cannot deadlock.
+/// until the caller commits. Run in a `read committed` transaction
+/// ([`crate::pool::mysql::read_committed`]), this locks the hours' rows
+/// and nothing else. They are locked in the index's order, hour then
+/// service: per service that is the ascending hours in which
+/// [`add_parts`] locks them, so the two cannot deadlock.
 pub(crate) async fn rewrite(
     tx: &mut MySqlConnection,
     hours: &[DateTime<Utc>],

@@ -159,9 +159,7 @@ impl MySqlTick {
     /// MySQL's `repeatable read`, `due`'s range read would also lock the
     /// gaps between schedules, blocking their creation for the whole tick.
     async fn begin(mut conn: PoolConnection<MySql>) -> Result<MySqlTick> {
-        sqlx::query("set transaction isolation level read committed")
-            .execute(&mut *conn)
-            .await?;
+        crate::pool::mysql::read_committed(&mut conn).await?;
         let mut tick = MySqlTick {
             conn,
             open: true,
