@@ -86,12 +86,25 @@ impl Database {
         Database::connect_with(url, config).await
     }
 
-    /// Applies this backend's pending migrations.
+    /// Applies this backend's pending migrations (`migrations/` for
+    /// Postgres, `migrations/mysql` for MySQL 8 and MariaDB 10.11+). A
+    /// binary older than the database's schema still starts (its
+    /// migrations are a prefix of the applied ones), so services can be
+    /// upgraded one at a time.
     pub async fn migrate(&self) -> Result<()> {
         match self {
-            Database::Postgres(pool) => crate::migrate(pool).await,
-            Database::MySql(pool) => crate::migrate_mysql(pool).await,
+            Database::Postgres(pool) => {
+                let mut migrator = sqlx::migrate!("../migrations");
+                migrator.set_ignore_missing(true);
+                migrator.run(pool).await?;
+            }
+            Database::MySql(pool) => {
+                let mut migrator = sqlx::migrate!("../migrations/mysql");
+                migrator.set_ignore_missing(true);
+                migrator.run(pool).await?;
+            }
         }
+        Ok(())
     }
 
     /// Whether the database answers a trivial query.

@@ -1,11 +1,18 @@
-//! ODP's Postgres repository, shared by the api-server and the pipeline.
+//! ODP's store, shared by the api-server and the pipeline, on Postgres or
+//! on MySQL 8 / MariaDB 10.11+ ([`Database`], chosen by the URL's scheme).
 //!
-//! Only `migrations/` changes the schema; this crate applies it at start-up
-//! with `sqlx::migrate!`. Ingest writes each batch in one transaction, so
-//! it is stored whole or not at all: snapshot headers, frames and stacks as
-//! `UNNEST` arrays (`on conflict do nothing`, so redelivery is harmless),
-//! samples and thread names, which belong to snapshots inserted in the same
-//! transaction and cannot conflict, as binary `COPY`.
+//! Each area (profiles, requests, schedules, blocks, …) is a folder. A
+//! statement that reads the same in both dialects is written once, in the
+//! area's `mod.rs`, through `sql::Sql` (Postgres' `$n` notation, rendered
+//! for the backend it runs on); the area's `postgres.rs` and `mysql.rs`
+//! hold only what the dialects really do differently (`returning`,
+//! upserts, arrays against `in` lists, `COPY`, advisory locks). One
+//! behaviour suite (`store/tests`) runs on both backends.
+//!
+//! Only `migrations/` (Postgres) and `migrations/mysql` change the schema;
+//! [`Database::migrate`] applies them at start-up. Ingest writes each
+//! batch in one transaction, so it is stored whole or not at all, and
+//! redelivery of a window already stored is harmless.
 
 mod agents;
 mod alerts;
@@ -28,23 +35,21 @@ mod rollups;
 mod rules;
 pub mod runtime;
 mod schedules;
+mod services;
+mod sql;
 mod timeline;
 
 use sqlx::mysql::MySqlDatabaseError;
-use sqlx::PgPool;
 use thiserror::Error;
 
 pub use agents::{host_is_live, list_agents, record_agent_event, AgentRow};
 pub use odp_api_types::ChannelKind;
 
-pub use alerts::{
-    claim_due_deliveries, create_channel, list_channels, record_attempt, AttemptOutcome,
-    ChannelRow, DueDelivery, NewChannel,
-};
+pub use alerts::{claim_due_deliveries, record_attempt, AttemptOutcome, DueDelivery};
 pub use blocks::{compact_profile, load_profile, load_profiles, profiles_to_compact, Compacted};
 pub use channels::{
-    channel_deliveries, delete_channel, get_channel, update_channel, ChannelPatch, DeliveryFilter,
-    DeliveryRow,
+    channel_deliveries, create_channel, delete_channel, get_channel, list_channels, update_channel,
+    ChannelPatch, ChannelRow, DeliveryFilter, DeliveryRow, NewChannel,
 };
 pub use database::{Backend, Database};
 pub use detections::{
@@ -76,6 +81,7 @@ pub use schedules::{
     claim_run, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow, SchedulerTick,
     Schedules, SCHEDULER_LOCK_KEY,
 };
+pub use services::{NewService, ServiceHost, ServicePatch, ServiceRow, Services};
 pub use timeline::{profile_timeline, TimelineWindow};
 
 #[derive(Debug, Error)]
@@ -95,6 +101,10 @@ pub enum StoreError {
         .0.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
     )]
     MixedEvents(Vec<odp_core::EventKind>),
+    /// A statement written once for both backends that cannot be
+    /// rendered (a parameter without an argument): a bug, never input.
+    #[error("malformed statement: {0}")]
+    Statement(String),
     /// A database URL whose scheme names no backend.
     #[error("database URL {0}: the scheme must be postgres:// or mysql://")]
     UnsupportedUrl(String),
@@ -137,6 +147,17 @@ impl StoreError {
         invalid.then_some(Violation::Invalid)
     }
 
+    /// The unique key or constraint a [`Violation::Unique`] names:
+    /// Postgres says it, MySQL and MariaDB only write it into the message
+    /// (`… for key 'name'`, which MySQL 8 prefixes with the table).
+    pub fn violated_key(&self) -> Option<&str> {
+        let StoreError::Database(sqlx::Error::Database(db)) = self else {
+            return None;
+        };
+        db.constraint()
+            .or_else(|| key_of_duplicate_entry(db.message()))
+    }
+
     /// Whether retrying the same work later may succeed (the database is
     /// down or overloaded), as opposed to the input being unstorable.
     pub fn is_transient(&self) -> bool {
@@ -164,9 +185,18 @@ impl StoreError {
             | StoreError::Corrupt(_)
             | StoreError::Conflict(_)
             | StoreError::MixedEvents(_)
+            | StoreError::Statement(_)
             | StoreError::UnsupportedUrl(_) => false,
         }
     }
+}
+
+/// The key of MySQL's duplicate-entry error (1062): `… for key 'name'`,
+/// which MySQL 8 prefixes with the table (`'profiles.name'`).
+fn key_of_duplicate_entry(message: &str) -> Option<&str> {
+    let (_, quoted) = message.rsplit_once("for key '")?;
+    let key = quoted.strip_suffix('\'')?;
+    Some(key.rsplit('.').next().unwrap_or(key))
 }
 
 /// MySQL's and MariaDB's errors whose cause passes: most share SQLSTATE
@@ -188,42 +218,20 @@ fn is_transient_mysql(number: u16) -> bool {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// A pool with the default [`PoolConfig`]: 10 connections, 10 s to get
-/// one, no statement timeout.
-pub async fn connect(database_url: &str) -> Result<PgPool> {
-    Ok(connect_with(database_url, &PoolConfig::default()).await?)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Applies pending migrations. A binary older than the database's schema
-/// still starts (its migrations are a prefix of the applied ones), so
-/// services can be upgraded one at a time.
-pub async fn migrate(pool: &PgPool) -> Result<()> {
-    let mut migrator = sqlx::migrate!("../migrations");
-    migrator.set_ignore_missing(true);
-    migrator.run(pool).await?;
-    Ok(())
-}
-
-/// Applies pending migrations of the MySQL schema (`migrations/mysql`,
-/// for MySQL 8 and MariaDB 10.11+), under the same rule as [`migrate`].
-pub async fn migrate_mysql(pool: &sqlx::MySqlPool) -> Result<()> {
-    let mut migrator = sqlx::migrate!("../migrations/mysql");
-    migrator.set_ignore_missing(true);
-    migrator.run(pool).await?;
-    Ok(())
-}
-
-pub async fn connect_and_migrate(database_url: &str) -> Result<PgPool> {
-    let pool = connect(database_url).await?;
-    migrate(&pool).await?;
-    Ok(pool)
-}
-
-/// Applies pending migrations through a pool of its own (default
-/// configuration: a migration may take longer than `config`'s statement
-/// timeout), then connects as `config` says.
-pub async fn connect_and_migrate_with(database_url: &str, config: &PoolConfig) -> Result<PgPool> {
-    let migrations = connect_and_migrate(database_url).await?;
-    migrations.close().await;
-    Ok(connect_with(database_url, config).await?)
+    #[test]
+    fn duplicate_entries_name_their_key_on_both_servers() {
+        // As MariaDB 10.11 and MySQL 8 word error 1062.
+        let mariadb = "Duplicate entry 'h1-cpu-\u{1}' for key 'profiles_one_live_per_target'";
+        let mysql8 = "Duplicate entry 'ci-k' for key 'profiles.profiles_idempotency'";
+        assert_eq!(
+            key_of_duplicate_entry(mariadb),
+            Some("profiles_one_live_per_target")
+        );
+        assert_eq!(key_of_duplicate_entry(mysql8), Some("profiles_idempotency"));
+        assert_eq!(key_of_duplicate_entry("Deadlock found"), None);
+    }
 }

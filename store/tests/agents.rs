@@ -25,6 +25,9 @@ fn heartbeat(host: &str, agent: &str, at_ms: i64, version: &str, running: &[Uuid
             plugins: vec!["jvm".into(), "python".into()],
             machine_id: None,
             started_at_ms: None,
+            labels: Default::default(),
+            services: Vec::new(),
+            services_digest: None,
         },
     }
 }

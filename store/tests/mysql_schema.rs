@@ -57,12 +57,12 @@ async fn the_mysql_schema_has_every_table_and_column_of_the_postgres_one() {
     );
     let (stack, mariadb) = (stack.unwrap(), mariadb.unwrap());
     let mysql = MySqlPool::connect(&mariadb.database_url()).await.unwrap();
-    odp_store::migrate_mysql(&mysql).await.unwrap();
+    odp_store::Database::from(&mysql).migrate().await.unwrap();
     let applied: i64 = sqlx::query_scalar("select count(*) from _sqlx_migrations")
         .fetch_one(&mysql)
         .await
         .unwrap();
-    odp_store::migrate_mysql(&mysql).await.unwrap();
+    odp_store::Database::from(&mysql).migrate().await.unwrap();
     let again: i64 = sqlx::query_scalar("select count(*) from _sqlx_migrations")
         .fetch_one(&mysql)
         .await
@@ -90,7 +90,7 @@ async fn the_mysql_schema_has_every_table_and_column_of_the_postgres_one() {
 async fn one_live_profile_per_target_and_mode_as_in_postgres() {
     let mariadb = EphemeralMariaDb::start().await.unwrap();
     let pool = MySqlPool::connect(&mariadb.database_url()).await.unwrap();
-    odp_store::migrate_mysql(&pool).await.unwrap();
+    odp_store::Database::from(&pool).migrate().await.unwrap();
     let insert = |host: &'static str, mode: &'static str, target: &'static str| {
         let pool = pool.clone();
         async move {
@@ -160,7 +160,10 @@ async fn a_case_insensitive_database_is_refused() {
     let folded = MySqlPool::connect(&mariadb.server().database_url("folded"))
         .await
         .unwrap();
-    let refused = odp_store::migrate_mysql(&folded).await.unwrap_err();
+    let refused = odp_store::Database::from(&folded)
+        .migrate()
+        .await
+        .unwrap_err();
     assert!(
         refused
             .to_string()

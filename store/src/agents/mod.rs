@@ -9,7 +9,8 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::database::{on_backend, Database};
-use crate::profiles::{ProfileStatus, Transition};
+use crate::profiles::{transition_in, ProfileStatus, Transition};
+use crate::sql::{Arg, Sql};
 use crate::Result;
 
 /// An agent's latest heartbeat.
@@ -31,8 +32,14 @@ pub async fn list_agents(db: impl Into<Database>) -> Result<Vec<AgentRow>> {
 
 /// Whether an agent on `host` sent a heartbeat in the last `within_secs`.
 pub async fn host_is_live(db: impl Into<Database>, host: &str, within_secs: i64) -> Result<bool> {
-    let db = db.into();
-    on_backend!(db, host_is_live(host, within_secs))
+    let within = std::time::Duration::from_secs(within_secs.max(0).unsigned_abs());
+    let live: Option<String> =
+        Sql::new("select host from agents where host = $1 and last_seen > {now} - $2 limit 1")
+            .bind(host)
+            .bind(within)
+            .fetch_value(&db.into())
+            .await?;
+    Ok(live.is_some())
 }
 
 /// Records one event: heartbeats refresh the agent's row; lifecycle events
@@ -81,9 +88,31 @@ pub async fn record_agent_event(db: impl Into<Database>, event: &AgentEvent) -> 
                         agent_id: Some(&event.agent_id),
                     }),
             };
-            on_backend!(db, record_lifecycle(&lifecycle))
+            record_lifecycle(&db, &lifecycle).await
         }
     }
+}
+
+/// Keeps the event and moves its profile, in one transaction.
+async fn record_lifecycle(db: &Database, lifecycle: &Lifecycle<'_>) -> Result<()> {
+    let event = lifecycle.event;
+    let mut tx = db.begin().await?;
+    Sql::new(
+        "insert into profile_events (profile_id, host, agent_id, kind, \"at\", body)
+         values ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(event.profile_id())
+    .bind(&event.host)
+    .bind(&event.agent_id)
+    .bind(lifecycle.kind)
+    .bind(lifecycle.at)
+    .bind(Arg::json(lifecycle.body)?)
+    .execute(&mut tx)
+    .await?;
+    if let Some(moved) = &lifecycle.moved {
+        transition_in(&mut tx, moved).await?;
+    }
+    tx.commit().await
 }
 
 /// A heartbeat, as the agents row keeps it.

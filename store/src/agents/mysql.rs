@@ -1,4 +1,4 @@
-//! Heartbeats and lifecycle events in MySQL and MariaDB: the agents row's
+//! Agents in MySQL and MariaDB: the agents row's
 //! lists are JSON arrays (uuids hyphenated), `excluded` is `values()`.
 
 use chrono::{DateTime, Utc};
@@ -6,8 +6,7 @@ use sqlx::types::Json;
 use sqlx::MySqlPool;
 use uuid::Uuid;
 
-use super::{AgentRow, Heartbeat, Lifecycle};
-use crate::profiles::transition_in_mysql;
+use super::{AgentRow, Heartbeat};
 use crate::Result;
 
 pub(super) async fn list_agents(pool: &MySqlPool) -> Result<Vec<AgentRow>> {
@@ -44,18 +43,6 @@ impl From<MySqlAgentRow> for AgentRow {
     }
 }
 
-pub(super) async fn host_is_live(pool: &MySqlPool, host: &str, within_secs: i64) -> Result<bool> {
-    let live: i64 = sqlx::query_scalar(
-        "select exists (select 1 from agents
-                        where host = ? and last_seen > now(6) - interval ? microsecond)",
-    )
-    .bind(host)
-    .bind(within_secs.saturating_mul(1_000_000))
-    .fetch_one(pool)
-    .await?;
-    Ok(live != 0)
-}
-
 pub(super) async fn record_heartbeat(pool: &MySqlPool, beat: &Heartbeat<'_>) -> Result<()> {
     // Assignments run left to right and see earlier ones, so `last_seen`
     // must not be read after it is set: it is set last.
@@ -75,27 +62,5 @@ pub(super) async fn record_heartbeat(pool: &MySqlPool, beat: &Heartbeat<'_>) -> 
     .bind(beat.at)
     .execute(pool)
     .await?;
-    Ok(())
-}
-
-pub(super) async fn record_lifecycle(pool: &MySqlPool, lifecycle: &Lifecycle<'_>) -> Result<()> {
-    let event = lifecycle.event;
-    let mut tx = pool.begin().await?;
-    sqlx::query(
-        "insert into profile_events (profile_id, host, agent_id, kind, `at`, body)
-         values (?, ?, ?, ?, ?, ?)",
-    )
-    .bind(event.profile_id())
-    .bind(&event.host)
-    .bind(&event.agent_id)
-    .bind(lifecycle.kind)
-    .bind(lifecycle.at)
-    .bind(Json(lifecycle.body))
-    .execute(&mut *tx)
-    .await?;
-    if let Some(moved) = &lifecycle.moved {
-        transition_in_mysql(&mut *tx, moved).await?;
-    }
-    tx.commit().await?;
     Ok(())
 }

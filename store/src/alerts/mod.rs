@@ -1,7 +1,7 @@
-//! Alert channels and the outbox of deliveries to them.
+//! The outbox of deliveries to alert channels (see [`crate::channels`]).
 //!
 //! A delivery is queued in the transaction that first stores a detection
-//! (see [`crate::save_detections`]) and is unique per (profile, rule,
+//! (by [`crate::save_detections`]) and is unique per (profile, rule,
 //! channel). Senders claim due deliveries with `for update skip locked`
 //! and lease them by pushing `next_attempt_at` past the send's timeout, so
 //! several senders never send one delivery at the same time and a crashed
@@ -10,159 +10,27 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::error::BoxDynError;
+use odp_rules::StackHit;
 use sqlx::types::Json;
-use sqlx::{Decode, MySql, Postgres, Type};
 use uuid::Uuid;
 
-use odp_api_types::ChannelKind;
-
-use odp_rules::StackHit;
-
-use crate::database::{on_backend, Database};
+use crate::channels::TextList;
+use crate::database::Database;
 use crate::detections::{name_stacks, IssueStack};
-use crate::{Result, StoreError};
+use crate::sql::{Sql, Tx};
+use crate::Result;
 
-pub(crate) mod mysql;
-pub(crate) mod postgres;
+mod mysql;
+mod postgres;
 
-/// A channel to create, of any kind: the notifier of its kind reads the
-/// fields it needs (a webhook its URL and secret, email its relay, sender
-/// and recipients), so a new kind needs no new store function.
-#[derive(Debug, Clone)]
-pub struct NewChannel {
-    pub name: String,
-    pub kind: ChannelKind,
-    /// The webhook's URL, or the email channel's relay
-    /// (`smtp://host[:port]`).
-    pub url: String,
-    /// A webhook's `X-ODP-Signature` key.
-    pub secret: Option<String>,
-    pub email_from: Option<String>,
-    pub email_to: Vec<String>,
-    /// Glob over services (`*` for all, `?` for one character).
-    pub service_pattern: String,
-    pub enabled: bool,
-}
-
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ChannelRow {
-    pub id: Uuid,
-    pub name: String,
-    /// `webhook` or `email`.
-    pub kind: String,
-    /// The webhook's URL, or the email channel's SMTP relay.
-    pub url: String,
-    pub secret: String,
-    pub service_pattern: String,
-    pub enabled: bool,
-    pub created_at: DateTime<Utc>,
-    pub email_from: Option<String>,
-    #[sqlx(try_from = "TextList")]
-    pub email_to: Vec<String>,
-}
-
-/// A list of texts: Postgres' `text[]`, MySQL's JSON array of strings.
-pub(crate) struct TextList(Vec<String>);
-
-impl From<TextList> for Vec<String> {
-    fn from(list: TextList) -> Vec<String> {
-        list.0
+/// Ends the insert of an attempt as `tx`'s backend writes it: one logged
+/// before (a repeated call) stays as it is.
+fn keep_logged(tx: &Tx) -> &'static str {
+    match tx {
+        Tx::Postgres(_) => postgres::KEEP_LOGGED,
+        Tx::MySql(_) => mysql::KEEP_LOGGED,
     }
 }
-
-impl Type<Postgres> for TextList {
-    fn type_info() -> sqlx::postgres::PgTypeInfo {
-        <Vec<String> as Type<Postgres>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
-        <Vec<String> as Type<Postgres>>::compatible(ty)
-    }
-}
-
-impl<'r> Decode<'r, Postgres> for TextList {
-    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
-        Ok(TextList(<Vec<String> as Decode<Postgres>>::decode(value)?))
-    }
-}
-
-impl Type<MySql> for TextList {
-    fn type_info() -> sqlx::mysql::MySqlTypeInfo {
-        <Json<Vec<String>> as Type<MySql>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::mysql::MySqlTypeInfo) -> bool {
-        <Json<Vec<String>> as Type<MySql>>::compatible(ty)
-    }
-}
-
-impl<'r> Decode<'r, MySql> for TextList {
-    fn decode(value: sqlx::mysql::MySqlValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
-        let Json(list) = <Json<Vec<String>> as Decode<MySql>>::decode(value)?;
-        Ok(TextList(list))
-    }
-}
-
-/// The channel as the API shows it: its kind's fields, never the secret.
-impl TryFrom<ChannelRow> for odp_api_types::Channel {
-    type Error = StoreError;
-
-    fn try_from(row: ChannelRow) -> Result<Self> {
-        let kind = match row.kind.as_str() {
-            "webhook" => ChannelKind::Webhook,
-            "email" => ChannelKind::Email,
-            other => {
-                return Err(StoreError::Corrupt(format!(
-                    "channel {} has unknown kind {other:?}",
-                    row.id
-                )))
-            }
-        };
-        let (url, smtp_url) = match kind {
-            ChannelKind::Webhook => (Some(row.url), None),
-            ChannelKind::Email => (None, Some(row.url)),
-        };
-        Ok(odp_api_types::Channel {
-            id: row.id,
-            name: row.name,
-            kind,
-            url,
-            smtp_url,
-            from: row.email_from,
-            to: row.email_to,
-            service_pattern: row.service_pattern,
-            enabled: row.enabled,
-            created_at: row.created_at,
-        })
-    }
-}
-
-pub(crate) const CHANNEL_COLUMNS: &str =
-    "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
-
-/// Creates a channel; a taken name is a [`StoreError::Conflict`].
-pub async fn create_channel(db: impl Into<Database>, channel: &NewChannel) -> Result<ChannelRow> {
-    let db = db.into();
-    let inserted: Option<ChannelRow> = on_backend!(db, create_channel(Uuid::new_v4(), channel))?;
-    inserted.ok_or_else(|| {
-        StoreError::Conflict(format!("alert channel {:?} already exists", channel.name))
-    })
-}
-
-/// All channels, by name.
-pub async fn list_channels(db: impl Into<Database>) -> Result<Vec<ChannelRow>> {
-    let db = db.into();
-    on_backend!(db, list_channels())
-}
-
-/// The LIKE pattern (escaped with `!`) a channel's service glob
-/// (`*`, `?`) stands for, as SQL over the column `c.service_pattern`:
-/// LIKE's own wildcards and the escape are escaped first, then `*` and `?`
-/// translated. `!` rather than `\` because MySQL string literals treat a
-/// backslash as an escape of their own.
-pub(crate) const SERVICE_LIKE_PATTERN: &str = "replace(replace(replace(replace(replace(\
-     c.service_pattern, '!', '!!'), '%', '!%'), '_', '!_'), '*', '%'), '?', '_')";
 
 /// A claimed delivery with everything its message says.
 #[derive(Debug, Clone)]
@@ -193,7 +61,7 @@ pub struct DueDelivery {
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct DueRow {
+struct DueRow {
     id: Uuid,
     attempts: i32,
     channel_id: Uuid,
@@ -226,7 +94,7 @@ pub async fn claim_due_deliveries(
     lease: Duration,
 ) -> Result<Vec<DueDelivery>> {
     let db = db.into();
-    let rows: Vec<DueRow> = on_backend!(db, claim_due_rows(limit, lease))?;
+    let rows = claim_due_rows(&db, limit, lease).await?;
     let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
     let named = name_stacks(&db, &hits).await?;
     Ok(rows
@@ -257,6 +125,47 @@ pub async fn claim_due_deliveries(
         .collect())
 }
 
+/// The due deliveries, locked, then leased, then read with their channel
+/// and rule, in one transaction.
+async fn claim_due_rows(db: &Database, limit: u32, lease: Duration) -> Result<Vec<DueRow>> {
+    let mut tx = db.begin().await?;
+    let due: Vec<Uuid> = Sql::new(
+        "select id from alert_deliveries
+         where status = 'pending' and next_attempt_at <= {now}
+         order by next_attempt_at
+         limit $1
+         for update skip locked",
+    )
+    .bind(i64::from(limit))
+    .fetch_column(&mut tx)
+    .await?;
+    if due.is_empty() {
+        tx.commit().await?;
+        return Ok(Vec::new());
+    }
+    Sql::new("update alert_deliveries set next_attempt_at = {now} + $1 where id in $2")
+        .bind(lease)
+        .bind_list(&due)
+        .execute(&mut tx)
+        .await?;
+    let rows = Sql::new(
+        "select a.id, a.attempts, a.channel_id, c.kind, c.url, c.secret, c.email_from,
+                c.email_to, a.profile_id, a.service, a.host, a.rule_id, r.title,
+                r.explanation, r.fix, r.link, a.share, a.threshold_pct, a.stacks,
+                a.detected_at
+         from alert_deliveries a
+         join alert_channels c on c.id = a.channel_id
+         join rules r on r.id = a.rule_id
+         where a.id in $1
+         order by a.next_attempt_at",
+    )
+    .bind_list(&due)
+    .fetch_all(&mut tx)
+    .await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
 /// How one attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptOutcome {
@@ -277,8 +186,35 @@ pub async fn record_attempt(
     attempt: u32,
     outcome: &AttemptOutcome,
 ) -> Result<()> {
-    let db = db.into();
-    on_backend!(db, record_attempt(delivery_id, attempt, outcome))
+    let mut tx = db.into().begin().await?;
+    Sql::new(format!(
+        "insert into alert_attempts (delivery_id, attempt, status_code, error, success)
+         values ($1, $2, $3, $4, $5)
+         {}",
+        keep_logged(&tx),
+    ))
+    .bind(delivery_id)
+    .bind(attempt as i32)
+    .bind(outcome.status_code.map(i32::from))
+    .bind(&outcome.error)
+    .bind(outcome.success)
+    .execute(&mut tx)
+    .await?;
+    Sql::new(
+        "update alert_deliveries
+         set attempts = greatest(attempts, $2), status = $3,
+             next_attempt_at = {now} + $4,
+             finished_at = case when $3 = 'pending' then null else {now} end
+         where id = $1 and status = 'pending'",
+    )
+    .bind(delivery_id)
+    .bind(attempt as i32)
+    .bind(outcome.delivery_status())
+    .bind(outcome.retry_in.unwrap_or(Duration::ZERO))
+    .execute(&mut tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 impl AttemptOutcome {
@@ -290,9 +226,4 @@ impl AttemptOutcome {
             (false, None) => "failed",
         }
     }
-}
-
-/// A duration in whole units of `unit`, capped at `i64::MAX`.
-fn whole(duration: Duration, unit: Duration) -> i64 {
-    (duration.as_nanos() / unit.as_nanos()).min(i64::MAX as u128) as i64
 }

@@ -8,25 +8,32 @@
 //! as the profile block and drops what it replaced, so the next read is
 //! one row.
 //!
-//! This module holds the decoding and merging; `postgres.rs` and
-//! `mysql.rs` hold each backend's SQL.
+//! This module holds the decoding and merging, and the statements both
+//! backends share; `legacy.rs` reads the windows stored as rows;
+//! `postgres.rs` and `mysql.rs` hold the upsert of a profile block.
 
-pub(crate) mod mysql;
-pub(crate) mod postgres;
+mod legacy;
+mod mysql;
+mod postgres;
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use odp_core::{EventKind, Frame, Snapshot};
+use odp_core::{EventKind, Snapshot};
 use odp_profile::{Level, Profile, ProfileBuilder, Window};
 use uuid::Uuid;
 
-use crate::database::{on_backend, Database};
+pub(crate) use legacy::frame_ids;
+use legacy::LegacyRows;
+
+use crate::database::Database;
+use crate::sql::mysql_lists::{execute_any, fetch_any};
+use crate::sql::{On, Sql, Tx};
 use crate::{Result, StoreError};
 
 /// A window's header row and, unless it is a legacy row, its block.
 #[derive(sqlx::FromRow)]
-pub(crate) struct WindowRow {
+struct WindowRow {
     id: i64,
     agent_id: String,
     sequence: i64,
@@ -41,7 +48,7 @@ pub(crate) struct WindowRow {
 
 /// [`WindowRow`] with the profile it belongs to.
 #[derive(sqlx::FromRow)]
-pub(crate) struct WindowRowWithProfile {
+struct WindowRowWithProfile {
     profile_id: Uuid,
     #[sqlx(flatten)]
     window: WindowRow,
@@ -54,7 +61,7 @@ const WINDOW_COLUMNS: &str = "n.id, n.agent_id, n.sequence, n.host, n.window_sta
 
 /// The profile block and the windows not compacted into it, in order.
 #[derive(Default)]
-pub(crate) struct Parts {
+struct Parts {
     /// The profile block, still encoded.
     block: Option<Vec<u8>>,
     windows: Vec<WindowRow>,
@@ -101,8 +108,7 @@ impl Parts {
 /// Every window of `profile_id` in one profile: the compacted ones first,
 /// then the others in the order they were stored.
 pub async fn load_profile(db: impl Into<Database>, profile_id: Uuid) -> Result<Profile> {
-    let db = db.into();
-    let mut parts = on_backend!(db, read_parts_pooled(&[profile_id], true))?;
+    let mut parts = read_parts_pooled(&db.into(), &[profile_id], true).await?;
     let parts = parts.remove(&profile_id).unwrap_or_default();
     blocking(move || build(profile_id, parts)).await
 }
@@ -134,7 +140,7 @@ async fn load(
     if profile_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let parts = on_backend!(db, read_parts_pooled(profile_ids, with_blocks))?;
+    let parts = read_parts_pooled(db, profile_ids, with_blocks).await?;
     let mut parts: Vec<(Uuid, Parts)> = parts.into_iter().collect();
     parts.sort_by_key(|(id, _)| *id);
     let half = parts.split_off(parts.len() / 2);
@@ -150,6 +156,69 @@ async fn load(
     let mut out = first?;
     out.extend(second?);
     Ok(out)
+}
+
+/// [`read_parts`] on one connection of the pool, unlocked.
+async fn read_parts_pooled(
+    db: &Database,
+    profile_ids: &[Uuid],
+    with_blocks: bool,
+) -> Result<HashMap<Uuid, Parts>> {
+    match db {
+        Database::Postgres(pool) => {
+            read_parts(&mut *pool.acquire().await?, profile_ids, false, with_blocks).await
+        }
+        Database::MySql(pool) => {
+            read_parts(&mut *pool.acquire().await?, profile_ids, false, with_blocks).await
+        }
+    }
+}
+
+/// The parts of `profile_ids`: their blocks (when `with_blocks`) and the
+/// windows not compacted into them; locked with `lock`.
+async fn read_parts<C>(
+    conn: &mut C,
+    profile_ids: &[Uuid],
+    lock: bool,
+    with_blocks: bool,
+) -> Result<HashMap<Uuid, Parts>>
+where
+    for<'c> &'c mut C: Into<On<'c>>,
+{
+    let lock_clause = if lock { " for update" } else { "" };
+    let blocks: Vec<(Uuid, Vec<u8>)> = if with_blocks {
+        fetch_any(
+            &mut *conn,
+            &format!(
+                "select profile_id, block from profile_blocks where profile_id = any($1)\
+                 {lock_clause}"
+            ),
+            profile_ids,
+        )
+        .await?
+    } else {
+        Vec::new()
+    };
+    let mut windows: Vec<WindowRowWithProfile> = fetch_any(
+        &mut *conn,
+        &format!(
+            "select n.profile_id, {WINDOW_COLUMNS} from snapshots n
+             where n.profile_id = any($1) and not n.compacted order by n.id{lock_clause}"
+        ),
+        profile_ids,
+    )
+    .await?;
+    // MySQL reads a long list in chunks, each in order: together they
+    // must be too.
+    windows.sort_by_key(|w| w.window.id);
+    let mut parts = Parts::by_profile(blocks, windows);
+    for parts in parts.values_mut() {
+        let legacy = parts.legacy_ids();
+        if !legacy.is_empty() {
+            parts.legacy = LegacyRows::read(&mut *conn, &legacy).await?;
+        }
+    }
+    Ok(parts)
 }
 
 /// Runs CPU-bound work off the async threads.
@@ -190,68 +259,6 @@ fn build(profile_id: Uuid, mut parts: Parts) -> Result<Profile> {
     Ok(builder.build())
 }
 
-/// Samples, thread names and frames of windows stored as rows.
-#[derive(Default)]
-pub(crate) struct LegacyRows {
-    /// Per window id: (stack, tid, count).
-    samples: HashMap<i64, Vec<(Uuid, i32, i64)>>,
-    threads: HashMap<i64, Vec<(i32, String)>>,
-    stacks: HashMap<Uuid, Vec<Frame>>,
-}
-
-/// A legacy `samples` row: window, stack, tid, count.
-pub(crate) type SampleRow = (i64, Uuid, i32, i64);
-/// A legacy `snapshot_threads` row: window, tid, name.
-pub(crate) type ThreadRow = (i64, i32, String);
-/// A `frames` row: id, function, module, file, line.
-pub(crate) type FrameRow = (Uuid, String, String, Option<String>, Option<i32>);
-
-impl LegacyRows {
-    /// The rows' samples and thread names by window (stacks come later,
-    /// from [`LegacyRows::stack_ids`]).
-    fn from_rows(samples: Vec<SampleRow>, threads: Vec<ThreadRow>) -> LegacyRows {
-        let mut out = LegacyRows::default();
-        for (window, stack, tid, count) in samples {
-            out.samples
-                .entry(window)
-                .or_default()
-                .push((stack, tid, count));
-        }
-        for (window, tid, name) in threads {
-            out.threads.entry(window).or_default().push((tid, name));
-        }
-        out
-    }
-
-    /// The distinct stacks the samples reference.
-    fn stack_ids(&self) -> Vec<Uuid> {
-        let mut ids: Vec<Uuid> = self.samples.values().flatten().map(|s| s.0).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
-    }
-
-    fn add_window(
-        &mut self,
-        builder: &mut ProfileBuilder,
-        profile_id: Uuid,
-        row: &WindowRow,
-    ) -> Result<()> {
-        let window = builder.window(window_of(profile_id, row)?);
-        for (tid, name) in self.threads.remove(&row.id).unwrap_or_default() {
-            builder.thread(window, tid as u32, name);
-        }
-        for (stack, tid, count) in self.samples.remove(&row.id).unwrap_or_default() {
-            let frames = self.stacks.get(&stack).ok_or_else(|| {
-                StoreError::Corrupt(format!("samples reference missing stack {stack}"))
-            })?;
-            let ids: Vec<u32> = frames.iter().map(|f| builder.frame(f)).collect();
-            builder.samples(window, tid as u32, &ids, count as u64);
-        }
-        Ok(())
-    }
-}
-
 fn window_of(profile_id: Uuid, row: &WindowRow) -> Result<Window> {
     let event: EventKind = row
         .event
@@ -270,61 +277,6 @@ fn window_of(profile_id: Uuid, row: &WindowRow) -> Result<Window> {
     })
 }
 
-/// The distinct frame ids of stored stacks (`frame_ids` bytes).
-fn frame_ids_of(stacks: &[(Uuid, Vec<u8>)]) -> Vec<Uuid> {
-    let mut ids: Vec<Uuid> = stacks
-        .iter()
-        .flat_map(|(_, bytes)| bytes.chunks_exact(16))
-        .map(|c| Uuid::from_slice(c).expect("16 bytes"))
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
-/// Stored stacks with their whole frames.
-fn stacks_with_frames(
-    stacks: Vec<(Uuid, Vec<u8>)>,
-    frames: Vec<FrameRow>,
-) -> Result<HashMap<Uuid, Vec<Frame>>> {
-    let frames: HashMap<Uuid, Frame> = frames
-        .into_iter()
-        .map(|(id, function, module, file, line)| {
-            let line = line.map(|l| l as u32);
-            (
-                id,
-                Frame {
-                    function,
-                    module,
-                    file,
-                    line,
-                },
-            )
-        })
-        .collect();
-    stacks
-        .into_iter()
-        .map(|(id, bytes)| {
-            if bytes.is_empty() || !bytes.len().is_multiple_of(16) {
-                return Err(StoreError::Corrupt(format!(
-                    "stack {id} of {} bytes",
-                    bytes.len()
-                )));
-            }
-            let path = bytes
-                .chunks_exact(16)
-                .map(|c| {
-                    let frame = Uuid::from_slice(c).expect("16 bytes");
-                    frames.get(&frame).cloned().ok_or_else(|| {
-                        StoreError::Corrupt(format!("stack {id} references missing frame {frame}"))
-                    })
-                })
-                .collect::<Result<Vec<Frame>>>()?;
-            Ok((id, path))
-        })
-        .collect()
-}
-
 /// What [`compact_profile`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Compacted {
@@ -340,8 +292,65 @@ pub struct Compacted {
 /// block, in one transaction, and drops their own blocks (and legacy
 /// rows). Windows arriving meanwhile wait for the next compaction.
 pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Result<Compacted> {
-    let db = db.into();
-    on_backend!(db, compact_profile(profile_id))
+    let db: Database = db.into();
+    let mut tx = db.begin().await?;
+    let mut parts = read_parts(&mut tx, &[profile_id], true, true).await?;
+    let parts = parts.remove(&profile_id).unwrap_or_default();
+    if parts.windows.is_empty() {
+        return Ok(Compacted::default());
+    }
+    let ids = parts.window_ids();
+    let legacy = parts.legacy_ids();
+    // A profile already rolled up gets its new windows added to its
+    // service's rollups too.
+    let rolled_up: Option<String> = Sql::new(
+        "select p.service from profile_blocks b join profiles p on p.id = b.profile_id
+         where b.profile_id = $1 and b.rollup = 'rolled' and p.service is not null",
+    )
+    .bind(profile_id)
+    .fetch_value(&mut tx)
+    .await?;
+    let done = compaction(profile_id, parts).await?;
+    if let Some(service) = rolled_up {
+        crate::rollups::add_parts(&mut tx, rollup_parts(service, &done.new_windows)).await?;
+    }
+    let upsert = match &tx {
+        Tx::Postgres(_) => postgres::SAVE_BLOCK,
+        Tx::MySql(_) => mysql::SAVE_BLOCK,
+    };
+    Sql::new(upsert)
+        .bind(profile_id)
+        .bind(done.profile.windows.len() as i32)
+        .bind(done.profile.total_samples() as i64)
+        .bind(done.block.as_slice())
+        .execute(&mut tx)
+        .await?;
+    execute_any(
+        &mut tx,
+        "update snapshots set block = null, compacted = true where id = any($1)",
+        &ids,
+    )
+    .await?;
+    if !legacy.is_empty() {
+        execute_any(
+            &mut tx,
+            "delete from samples where snapshot_id = any($1)",
+            &legacy,
+        )
+        .await?;
+        execute_any(
+            &mut tx,
+            "delete from snapshot_threads where snapshot_id = any($1)",
+            &legacy,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Compacted {
+        windows: ids.len() as u64,
+        legacy_windows: legacy.len() as u64,
+        block_bytes: done.block.len() as u64,
+    })
 }
 
 /// A compaction computed from a profile's locked parts.
@@ -393,17 +402,59 @@ pub async fn profiles_to_compact(
     grace: std::time::Duration,
     limit: i64,
 ) -> Result<Vec<Uuid>> {
-    let db = db.into();
-    on_backend!(db, profiles_to_compact(grace, limit))
+    let db: Database = db.into();
+    Sql::new(
+        "select n.profile_id
+         from snapshots n left join profiles p on p.id = n.profile_id
+         where not n.compacted
+         group by n.profile_id, p.id, p.status, p.finished_at, p.updated_at
+         having (p.id is null and max(n.window_end) < {now} - $1)
+             or (p.status in ('finished', 'stopped', 'failed', 'expired')
+                 and coalesce(p.finished_at, p.updated_at) < {now} - $1)
+         order by min(n.id)
+         limit $2",
+    )
+    .bind(grace)
+    .bind(limit)
+    .fetch_column(&db)
+    .await
 }
 
-/// `bytes` decoded as a profile block and changed by `change`.
-fn changed_block(
+/// Rewrites the profile block of `profile_id` (locked for the rest of the
+/// transaction) as `change` makes it; a result without windows deletes it.
+/// Returns whether there was a block.
+pub(crate) async fn rewrite_block(
+    tx: &mut Tx,
     profile_id: Uuid,
-    bytes: &[u8],
     change: impl FnOnce(&Profile) -> Profile,
-) -> Result<Profile> {
-    let profile = Profile::decode(bytes)
+) -> Result<bool> {
+    let bytes: Option<Vec<u8>> =
+        Sql::new("select block from profile_blocks where profile_id = $1 for update")
+            .bind(profile_id)
+            .fetch_value(&mut *tx)
+            .await?;
+    let Some(bytes) = bytes else {
+        return Ok(false);
+    };
+    let changed = Profile::decode(&bytes)
+        .map(|profile| change(&profile))
         .map_err(|e| StoreError::Corrupt(format!("profile {profile_id}: {e}")))?;
-    Ok(change(&profile))
+    if changed.windows.is_empty() {
+        Sql::new("delete from profile_blocks where profile_id = $1")
+            .bind(profile_id)
+            .execute(&mut *tx)
+            .await?;
+    } else {
+        Sql::new(
+            "update profile_blocks set windows = $2, samples = $3, block = $4, built_at = {now}
+             where profile_id = $1",
+        )
+        .bind(profile_id)
+        .bind(changed.windows.len() as i32)
+        .bind(changed.total_samples() as i64)
+        .bind(changed.encode(Level::Small))
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(true)
 }

@@ -1,21 +1,151 @@
-//! Managing alert channels (created with [`crate::create_channel`]):
-//! reading one, changing it, deleting it,
-//! and the log of its deliveries with every attempt.
+//! Alert channels: creating, reading, changing and deleting them, and the
+//! log of each one's deliveries with every attempt.
 //!
 //! Deleting a channel deletes its deliveries and their attempts with it
 //! (the outbox's foreign keys cascade), pending ones included, so nothing
 //! is sent to a channel once it is gone.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
-use odp_api_types::{Delivery, DeliveryAttempt, DeliveryStatus};
+use odp_api_types::{ChannelKind, Delivery, DeliveryAttempt, DeliveryStatus};
+use sqlx::error::BoxDynError;
+use sqlx::types::Json;
+use sqlx::{Decode, MySql, Postgres, Type};
 use uuid::Uuid;
 
 use crate::columns::Text;
-use crate::database::{on_backend, Database};
-use crate::{ChannelRow, Result};
+use crate::database::{Backend, Database};
+use crate::sql::{Arg, Sql};
+use crate::{Result, StoreError, Violation};
 
-pub(crate) mod mysql;
+mod mysql;
 mod postgres;
+
+/// A channel to create, of any kind: the notifier of its kind reads the
+/// fields it needs (a webhook its URL and secret, email its relay, sender
+/// and recipients), so a new kind needs no new store function.
+#[derive(Debug, Clone)]
+pub struct NewChannel {
+    pub name: String,
+    pub kind: ChannelKind,
+    /// The webhook's URL, or the email channel's relay
+    /// (`smtp://host[:port]`).
+    pub url: String,
+    /// A webhook's `X-ODP-Signature` key.
+    pub secret: Option<String>,
+    pub email_from: Option<String>,
+    pub email_to: Vec<String>,
+    /// Glob over services (`*` for all, `?` for one character).
+    pub service_pattern: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ChannelRow {
+    pub id: Uuid,
+    pub name: String,
+    /// `webhook` or `email`.
+    pub kind: String,
+    /// The webhook's URL, or the email channel's SMTP relay.
+    pub url: String,
+    pub secret: String,
+    pub service_pattern: String,
+    pub enabled: bool,
+    pub created_at: DateTime<Utc>,
+    pub email_from: Option<String>,
+    #[sqlx(try_from = "TextList")]
+    pub email_to: Vec<String>,
+}
+
+/// A list of texts: Postgres' `text[]`, MySQL's JSON array of strings.
+pub(crate) struct TextList(Vec<String>);
+
+impl From<TextList> for Vec<String> {
+    fn from(list: TextList) -> Vec<String> {
+        list.0
+    }
+}
+
+impl Type<Postgres> for TextList {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <Vec<String> as Type<Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+        <Vec<String> as Type<Postgres>>::compatible(ty)
+    }
+}
+
+impl<'r> Decode<'r, Postgres> for TextList {
+    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
+        Ok(TextList(<Vec<String> as Decode<Postgres>>::decode(value)?))
+    }
+}
+
+impl Type<MySql> for TextList {
+    fn type_info() -> sqlx::mysql::MySqlTypeInfo {
+        <Json<Vec<String>> as Type<MySql>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::mysql::MySqlTypeInfo) -> bool {
+        <Json<Vec<String>> as Type<MySql>>::compatible(ty)
+    }
+}
+
+impl<'r> Decode<'r, MySql> for TextList {
+    fn decode(value: sqlx::mysql::MySqlValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
+        let Json(list) = <Json<Vec<String>> as Decode<MySql>>::decode(value)?;
+        Ok(TextList(list))
+    }
+}
+
+/// `email_to`, bound as a JSON array (or null), as each backend stores it
+/// from the parameter given: Postgres' `text[]`, MySQL's JSON.
+fn email_list(backend: Backend, param: &str) -> String {
+    match backend {
+        Backend::Postgres => postgres::email_list(param),
+        Backend::MySql => mysql::email_list(param),
+    }
+}
+
+/// The channel as the API shows it: its kind's fields, never the secret.
+impl TryFrom<ChannelRow> for odp_api_types::Channel {
+    type Error = StoreError;
+
+    fn try_from(row: ChannelRow) -> Result<Self> {
+        let kind = match row.kind.as_str() {
+            "webhook" => ChannelKind::Webhook,
+            "email" => ChannelKind::Email,
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "channel {} has unknown kind {other:?}",
+                    row.id
+                )))
+            }
+        };
+        let (url, smtp_url) = match kind {
+            ChannelKind::Webhook => (Some(row.url), None),
+            ChannelKind::Email => (None, Some(row.url)),
+        };
+        Ok(odp_api_types::Channel {
+            id: row.id,
+            name: row.name,
+            kind,
+            url,
+            smtp_url,
+            from: row.email_from,
+            to: row.email_to,
+            service_pattern: row.service_pattern,
+            enabled: row.enabled,
+            created_at: row.created_at,
+        })
+    }
+}
+
+/// The columns of [`ChannelRow`].
+pub(crate) const CHANNEL_COLUMNS: &str =
+    "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
 
 /// A change to a channel; `None` fields stay as they are. The caller
 /// checks that each field suits the channel's kind.
@@ -28,6 +158,115 @@ pub struct ChannelPatch {
     pub secret: Option<String>,
     pub email_from: Option<String>,
     pub email_to: Option<Vec<String>>,
+}
+
+/// Creates a channel; a taken name is a [`StoreError::Conflict`].
+pub async fn create_channel(db: impl Into<Database>, channel: &NewChannel) -> Result<ChannelRow> {
+    let db = db.into();
+    let id = Uuid::new_v4();
+    let inserted = Sql::new(format!(
+        "insert into alert_channels (id, name, kind, url, secret, service_pattern, enabled,
+                                     email_from, email_to)
+         values ($1, $2, $3, $4, coalesce($5, ''), $6, $7, $8, {email_to})",
+        email_to = email_list(db.backend(), "$9"),
+    ))
+    .bind(id)
+    .bind(&channel.name)
+    .bind(channel.kind.as_str())
+    .bind(&channel.url)
+    .bind(&channel.secret)
+    .bind(&channel.service_pattern)
+    .bind(channel.enabled)
+    .bind(&channel.email_from)
+    .bind(Arg::json(&channel.email_to)?)
+    .execute(&db)
+    .await;
+    match inserted {
+        // The id is fresh, so the only key that can collide is the name.
+        Err(e) if e.violation() == Some(Violation::Unique) => {
+            return Err(StoreError::Conflict(format!(
+                "alert channel {:?} already exists",
+                channel.name
+            )))
+        }
+        other => other?,
+    };
+    get_channel(&db, id)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt(format!("alert channel {id} vanished")))
+}
+
+/// All channels, by name.
+pub async fn list_channels(db: impl Into<Database>) -> Result<Vec<ChannelRow>> {
+    Sql::new(format!(
+        "select {CHANNEL_COLUMNS} from alert_channels order by name"
+    ))
+    .fetch_all(&db.into())
+    .await
+}
+
+/// The channel, if there is one with that id.
+pub async fn get_channel(db: impl Into<Database>, id: Uuid) -> Result<Option<ChannelRow>> {
+    Sql::new(format!(
+        "select {CHANNEL_COLUMNS} from alert_channels where id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&db.into())
+    .await
+}
+
+/// Applies `patch`; `None` when there is no such channel. The update and
+/// the read of its result share a transaction, so the row returned is the
+/// one this update wrote.
+pub async fn update_channel(
+    db: impl Into<Database>,
+    id: Uuid,
+    patch: &ChannelPatch,
+) -> Result<Option<ChannelRow>> {
+    let db = db.into();
+    let email_to = match &patch.email_to {
+        Some(list) => Arg::json(list)?,
+        None => Arg::Json(None),
+    };
+    let mut tx = db.begin().await?;
+    Sql::new(format!(
+        "update alert_channels set
+             enabled = coalesce($2, enabled),
+             service_pattern = coalesce($3, service_pattern),
+             url = coalesce($4, url),
+             secret = coalesce($5, secret),
+             email_from = coalesce($6, email_from),
+             email_to = coalesce({email_to}, email_to)
+         where id = $1",
+        email_to = email_list(db.backend(), "$7"),
+    ))
+    .bind(id)
+    .bind(patch.enabled)
+    .bind(&patch.service_pattern)
+    .bind(&patch.url)
+    .bind(&patch.secret)
+    .bind(&patch.email_from)
+    .bind(email_to)
+    .execute(&mut tx)
+    .await?;
+    let row = Sql::new(format!(
+        "select {CHANNEL_COLUMNS} from alert_channels where id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// Deletes a channel with its deliveries and their attempts; `false` when
+/// there was no such channel.
+pub async fn delete_channel(db: impl Into<Database>, id: Uuid) -> Result<bool> {
+    let deleted = Sql::new("delete from alert_channels where id = $1")
+        .bind(id)
+        .execute(&db.into())
+        .await?;
+    Ok(deleted == 1)
 }
 
 /// Which deliveries of a channel to list, newest first.
@@ -60,8 +299,8 @@ pub struct DeliveryRow {
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
-    /// Every attempt, first first.
-    #[sqlx(json)]
+    /// Every attempt, first first (read after the page).
+    #[sqlx(skip)]
     pub attempt_log: Vec<DeliveryAttempt>,
 }
 
@@ -87,28 +326,13 @@ impl From<DeliveryRow> for Delivery {
     }
 }
 
-/// The channel, if there is one with that id.
-pub async fn get_channel(db: impl Into<Database>, id: Uuid) -> Result<Option<ChannelRow>> {
-    let db = db.into();
-    on_backend!(db, get_channel(id))
-}
-
-/// Applies `patch`; `None` when there is no such channel.
-pub async fn update_channel(
-    db: impl Into<Database>,
-    id: Uuid,
-    patch: &ChannelPatch,
-) -> Result<Option<ChannelRow>> {
-    let db = db.into();
-    on_backend!(db, update_channel(id, patch))
-}
-
-/// Deletes a channel with its deliveries and their attempts; `false` when
-/// there was no such channel.
-pub async fn delete_channel(db: impl Into<Database>, id: Uuid) -> Result<bool> {
-    let db = db.into();
-    on_backend!(db, delete_channel(id))
-}
+/// The columns of a [`DeliveryRow`] but its attempts, over deliveries `d`
+/// joined to their rules.
+const DELIVERIES: &str = "select d.id, d.profile_id, d.rule_id, r.title as rule_title,
+           d.service, d.host, d.share, d.threshold_pct, d.detected_at, d.status, d.attempts,
+           case when d.status = 'pending' then d.next_attempt_at end as next_attempt_at,
+           d.created_at, d.finished_at
+    from alert_deliveries d join rules r on r.id = d.rule_id";
 
 /// A page of the channel's deliveries, newest first (ties by id), each
 /// with its rule's title and its attempts. `None` when `before` is not a
@@ -118,15 +342,88 @@ pub async fn channel_deliveries(
     filter: &DeliveryFilter,
 ) -> Result<Option<Vec<DeliveryRow>>> {
     let db = db.into();
-    // Deliveries queued by one detection share `created_at` (one
-    // statement), so pages are cut on (created_at, id), not on time alone.
-    let after: Option<(DateTime<Utc>, Uuid)> = match filter.before {
-        None => None,
-        Some(before) => match on_backend!(db, delivery_position(before, filter.channel_id))? {
-            None => return Ok(None),
-            found => found,
-        },
+    let status = filter.status.map(DeliveryStatus::as_str);
+    let page = match filter.before {
+        None => Sql::new(format!(
+            "{DELIVERIES}
+             where d.channel_id = $1 and ($2 is null or d.status = $2)
+             order by d.created_at desc, d.id desc
+             limit $3"
+        ))
+        .bind(filter.channel_id)
+        .bind(status)
+        .bind(filter.limit),
+        // Deliveries queued by one detection share `created_at` (one
+        // statement), so pages are cut on (created_at, id), not on time
+        // alone; written so that both backends start the index scan at
+        // the cut.
+        Some(before) => {
+            let cut: Option<(DateTime<Utc>, Uuid)> = Sql::new(
+                "select created_at, id from alert_deliveries where id = $1 and channel_id = $2",
+            )
+            .bind(before)
+            .bind(filter.channel_id)
+            .fetch_optional(&db)
+            .await?;
+            let Some((at, id)) = cut else {
+                return Ok(None);
+            };
+            Sql::new(format!(
+                "{DELIVERIES}
+                 where d.channel_id = $1 and ($2 is null or d.status = $2)
+                   and d.created_at <= $3 and (d.created_at < $3 or d.id < $4)
+                 order by d.created_at desc, d.id desc
+                 limit $5"
+            ))
+            .bind(filter.channel_id)
+            .bind(status)
+            .bind(at)
+            .bind(id)
+            .bind(filter.limit)
+        }
     };
-    let rows = on_backend!(db, channel_deliveries(filter, after))?;
+    let mut rows: Vec<DeliveryRow> = page.fetch_all(&db).await?;
+    let mut logs = attempt_logs(&db, rows.iter().map(|r| r.id)).await?;
+    for row in &mut rows {
+        row.attempt_log = logs.remove(&row.id).unwrap_or_default();
+    }
     Ok(Some(rows))
+}
+
+#[derive(sqlx::FromRow)]
+struct AttemptRow {
+    delivery_id: Uuid,
+    attempt: i32,
+    attempted_at: DateTime<Utc>,
+    status_code: Option<i32>,
+    error: Option<String>,
+    success: bool,
+}
+
+/// The attempts of each of `deliveries` (a page), first first.
+async fn attempt_logs(
+    db: &Database,
+    deliveries: impl Iterator<Item = Uuid>,
+) -> Result<HashMap<Uuid, Vec<DeliveryAttempt>>> {
+    let rows: Vec<AttemptRow> = Sql::new(
+        "select delivery_id, attempt, attempted_at, status_code, error, success
+         from alert_attempts where delivery_id in $1
+         order by delivery_id, attempt",
+    )
+    .bind_list(deliveries)
+    .fetch_all(db)
+    .await?;
+    let mut logs: HashMap<Uuid, Vec<DeliveryAttempt>> = HashMap::new();
+    for row in rows {
+        logs.entry(row.delivery_id)
+            .or_default()
+            .push(DeliveryAttempt {
+                attempt: row.attempt,
+                attempted_at: row.attempted_at,
+                status_code: row.status_code,
+                error: row.error,
+                success: row.success,
+            });
+    }
+    Ok(logs)
 }

@@ -10,11 +10,16 @@ use odp_rules::{Detection, ProfileIdentity, StackHit};
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::database::{on_backend, Database};
+use crate::database::Database;
+use crate::sql::{Sql, Tx};
 use crate::Result;
 
-pub(crate) mod mysql;
-pub(crate) mod postgres;
+mod mysql;
+mod postgres;
+mod queue;
+
+/// Ids per `in (…)` list, far below MySQL's 65,535 placeholders.
+const IN_LIST_CHUNK: usize = 5_000;
 
 /// Reads what a profile's service is derived from. Works for snapshots of
 /// a profile the database has no request for (the host comes from them).
@@ -22,24 +27,35 @@ pub async fn profile_identity(
     db: impl Into<Database>,
     profile_id: Uuid,
 ) -> Result<ProfileIdentity> {
-    let db = db.into();
-    let (row, snapshot_host) = on_backend!(db, profile_identity_parts(profile_id))?;
-    let text = |key: &str| {
-        row.as_ref()
-            .and_then(|r| r.get(key))
-            .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
+    let row: IdentityRow = Sql::new(
+        "select p.target, p.status, p.host, p.service,
+                (select host from snapshots where profile_id = $1 order by id limit 1)
+                    as snapshot_host
+         from (select 1 as one) as one left join profiles p on p.id = $1",
+    )
+    .bind(profile_id)
+    .fetch_one(&db.into())
+    .await?;
+    let text = |column: Option<String>| column.filter(|s| !s.is_empty());
     Ok(ProfileIdentity {
         target: row
-            .as_ref()
-            .and_then(|r| r.get("target"))
-            .and_then(|t| serde_json::from_value(t.clone()).ok()),
-        ended: matches!(text("status").as_deref(), Some("finished" | "stopped")),
-        host: text("host").or(snapshot_host),
-        service: text("service"),
+            .target
+            .and_then(|Json(target)| serde_json::from_value(target).ok()),
+        ended: matches!(text(row.status).as_deref(), Some("finished" | "stopped")),
+        host: text(row.host).or(row.snapshot_host),
+        service: text(row.service),
     })
+}
+
+/// What a profile's identity is read from: its row, when there is one, and
+/// the host of its first snapshot.
+#[derive(sqlx::FromRow)]
+struct IdentityRow {
+    target: Option<Json<serde_json::Value>>,
+    status: Option<String>,
+    host: Option<String>,
+    service: Option<String>,
+    snapshot_host: Option<String>,
 }
 
 /// Whom a profile's alerts are about: channels are matched on the service.
@@ -64,8 +80,34 @@ pub async fn save_detections(
     alert_subject: Option<AlertSubject<'_>>,
     found: &[Detection],
 ) -> Result<Vec<String>> {
-    let db = db.into();
-    on_backend!(db, save_detections(profile_id, alert_subject, found))
+    let mut tx = db.into().begin().await?;
+    let (new, queue) = match &mut tx {
+        Tx::Postgres(conn) => (
+            postgres::replace_detections(conn, profile_id, found).await?,
+            &postgres::QUEUE,
+        ),
+        Tx::MySql(conn) => (
+            mysql::replace_detections(conn, profile_id, found).await?,
+            &mysql::QUEUE,
+        ),
+    };
+    if let Some(subject) = alert_subject.filter(|_| !new.is_empty()) {
+        queue::queue_alerts(&mut tx, queue, profile_id, subject, &new).await?;
+    }
+    tx.commit().await?;
+    Ok(new)
+}
+
+/// Deletes the profile's detections of rules `found` does not flag.
+fn delete_cleared(profile_id: Uuid, found: &[Detection]) -> Sql {
+    // `not in (null)` matches nothing, so no detections at all means
+    // deleting every row rather than an empty list.
+    if found.is_empty() {
+        return Sql::new("delete from detections where profile_id = $1").bind(profile_id);
+    }
+    Sql::new("delete from detections where profile_id = $1 and rule_id not in $2")
+        .bind(profile_id)
+        .bind_list(found.iter().map(|d| d.rule_id.as_str()))
 }
 
 /// The profiles of the schedule run before `profile_id`'s, most recent
@@ -76,8 +118,20 @@ pub async fn previous_schedule_runs(
     profile_id: Uuid,
     limit: i64,
 ) -> Result<Vec<Uuid>> {
-    let db = db.into();
-    on_backend!(db, previous_schedule_runs(profile_id, limit))
+    Sql::new(
+        "select earlier.profile_id
+         from schedule_runs this
+         join schedule_runs earlier on earlier.schedule_id = this.schedule_id
+              and earlier.scheduled_for < this.scheduled_for
+         join profiles p on p.id = earlier.profile_id
+         where this.profile_id = $1 and p.status in ('finished', 'stopped')
+         order by earlier.scheduled_for desc
+         limit $2",
+    )
+    .bind(profile_id)
+    .bind(limit)
+    .fetch_column(&db.into())
+    .await
 }
 
 /// The rules of kinds other than `except_kind` that flagged any of the
@@ -88,8 +142,19 @@ pub async fn rules_hit(
     except_kind: &str,
 ) -> Result<std::collections::BTreeSet<String>> {
     let db = db.into();
-    let ids: Vec<String> = on_backend!(db, rules_hit(profile_ids, except_kind))?;
-    Ok(ids.into_iter().collect())
+    let mut hit = std::collections::BTreeSet::new();
+    for chunk in profile_ids.chunks(IN_LIST_CHUNK) {
+        let rules: Vec<String> = Sql::new(
+            "select distinct d.rule_id from detections d join rules r on r.id = d.rule_id
+             where d.profile_id in $1 and r.kind <> $2",
+        )
+        .bind_list(chunk)
+        .bind(except_kind)
+        .fetch_column(&db)
+        .await?;
+        hit.extend(rules);
+    }
+    Ok(hit)
 }
 
 /// The frame names, root first, of each of `stack_ids` that exists.
@@ -151,7 +216,7 @@ pub(crate) async fn name_stacks(
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct IssueRow {
+struct IssueRow {
     rule_id: String,
     kind: String,
     title: String,
@@ -172,7 +237,17 @@ pub(crate) struct IssueRow {
 /// frame names.
 pub async fn profile_issues(db: impl Into<Database>, profile_id: Uuid) -> Result<Vec<Issue>> {
     let db = db.into();
-    let rows: Vec<IssueRow> = on_backend!(db, issue_rows(profile_id))?;
+    let rows: Vec<IssueRow> = Sql::new(
+        "select d.rule_id, r.kind, r.title, r.explanation, r.fix, r.link, d.share,
+                d.threshold_pct, d.samples_matched, d.samples_total, d.stacks, d.detail,
+                d.first_evaluated_at, d.last_evaluated_at
+         from detections d join rules r on r.id = d.rule_id
+         where d.profile_id = $1
+         order by d.share desc, d.rule_id",
+    )
+    .bind(profile_id)
+    .fetch_all(&db)
+    .await?;
     let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
     let named = name_stacks(&db, &hits).await?;
     Ok(rows

@@ -22,7 +22,9 @@
 //! must lie far beyond how long a message can stay uncommitted (minutes),
 //! which a cutoff in days does.
 //!
-//! `postgres.rs` and `mysql.rs` hold each backend's statements.
+//! `postgres.rs` and `mysql.rs` hold what differs: how the groups are
+//! read (arrays, or ordered `group_concat` lists) and how the kept rows
+//! are widened (one `update … from`, or one update per kept row).
 
 mod mysql;
 mod postgres;
@@ -34,8 +36,11 @@ use chrono::{DateTime, Utc};
 use odp_profile::windows::WindowKey;
 use uuid::Uuid;
 
-use crate::database::{on_backend, Database};
-use crate::Result;
+use crate::blocks::rewrite_block;
+use crate::database::Database;
+use crate::sql::mysql_lists::{execute_any, fetch_any};
+use crate::sql::Tx;
+use crate::{rollups, Result};
 
 /// What [`downsample`] merged.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -54,9 +59,69 @@ pub async fn downsample(
     bucket: Duration,
     batch: u32,
 ) -> Result<Downsampled> {
-    let db = db.into();
-    on_backend!(db, downsample(cutoff, bucket, batch))
+    let db: Database = db.into();
+    let mut done = Downsampled::default();
+    let bucket_secs = bucket.as_secs_f64().max(1.0);
+    loop {
+        // `read committed` on MySQL: its rollup rewrite locks only the
+        // hours' rows.
+        let mut tx = rollups::begin_rewrite(&db).await?;
+        // Only compacted windows: their samples are in the profile block,
+        // which is rewritten below.
+        let groups = match &mut tx {
+            Tx::Postgres(tx) => postgres::groups(tx, cutoff, bucket_secs, batch).await?,
+            Tx::MySql(tx) => mysql::groups(tx, cutoff, bucket_secs, batch).await?,
+        };
+        if groups.is_empty() {
+            return Ok(done);
+        }
+        let fine: Vec<i64> = groups.iter().flat_map(|g| g.0.iter().copied()).collect();
+        // MySQL widens the kept rows from these spans; Postgres reads
+        // them again in its `update … from`.
+        let locked: Vec<Span> = fetch_any(
+            &mut tx,
+            "select id, window_start, window_end, samples, merged_windows
+             from snapshots where id = any($1) for update",
+            &fine,
+        )
+        .await?;
+        if locked.len() != fine.len() {
+            // Some rows went (retention) between reading and locking: read
+            // the groups again.
+            match tx {
+                Tx::Postgres(tx) => tx.rollback().await?,
+                Tx::MySql(tx) => tx.rollback().await?,
+            }
+            continue;
+        }
+        merge_in_blocks(&mut tx, &groups).await?;
+        match &mut tx {
+            Tx::Postgres(tx) => postgres::widen(tx, &groups).await?,
+            Tx::MySql(tx) => mysql::widen(tx, &groups, locked).await?,
+        }
+        let merged_away: Vec<i64> = groups
+            .iter()
+            .flat_map(|g| g.0[1..].iter().copied())
+            .collect();
+        execute_any(
+            &mut tx,
+            "delete from snapshots where id = any($1)",
+            &merged_away,
+        )
+        .await?;
+        tx.commit().await?;
+        done.buckets += groups.len() as u64;
+        done.snapshots_merged += merged_away.len() as u64;
+        tracing::debug!(
+            buckets = groups.len(),
+            merged = merged_away.len(),
+            "windows downsampled"
+        );
+    }
 }
+
+/// A locked window: id, start, end, samples, merged windows.
+type Span = (i64, DateTime<Utc>, DateTime<Utc>, i64, i32);
 
 /// A group's window ids (the one kept first), profile, agent, the
 /// windows' sequence numbers and the first one's start.
@@ -83,4 +148,18 @@ fn merged_keys(groups: &[Group]) -> MergedKeys {
         by_profile.entry(*profile_id).or_default().push(keys);
     }
     (by_profile, by_hour)
+}
+
+/// Merges each group's windows in its profile's block, as the rows are,
+/// and in the rollups of its hour.
+async fn merge_in_blocks(tx: &mut Tx, groups: &[Group]) -> Result<()> {
+    let (by_profile, by_hour) = merged_keys(groups);
+    for (profile_id, groups) in by_profile {
+        rewrite_block(tx, profile_id, |p| p.merge_windows(&groups)).await?;
+    }
+    for (hour, groups) in by_hour {
+        let hour = DateTime::<Utc>::from_timestamp_millis(hour).expect("an hour of a window");
+        rollups::rewrite(tx, &[hour], move |p| p.merge_windows(&groups)).await?;
+    }
+    Ok(())
 }

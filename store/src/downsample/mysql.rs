@@ -5,14 +5,12 @@
 //! one kept row at a time.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, MySqlConnection, MySqlPool};
+use sqlx::MySqlConnection;
 use uuid::Uuid;
 
-use super::{merged_keys, Downsampled, Group};
-use crate::blocks::mysql::{execute_in, fetch_in, rewrite_block};
+use super::{Group, Span};
 use crate::{Result, StoreError};
 
 /// A group as the server sends it: ids and sequences comma-separated.
@@ -27,118 +25,66 @@ fn numbers(list: &str) -> Result<Vec<i64>> {
         .collect()
 }
 
-pub(super) async fn downsample(
-    pool: &MySqlPool,
+/// At most `batch` groups of two or more windows to merge, each with its
+/// ids in order, so the row to keep comes first.
+pub(super) async fn groups(
+    tx: &mut MySqlConnection,
     cutoff: DateTime<Utc>,
-    bucket: Duration,
+    bucket_secs: f64,
     batch: u32,
-) -> Result<Downsampled> {
-    let mut done = Downsampled::default();
-    let bucket_secs = bucket.as_secs_f64().max(1.0);
-    loop {
-        // Read committed: its rollup rewrite locks only the hour's rows.
-        let mut conn = pool.acquire().await?;
-        crate::pool::mysql::read_committed(&mut conn).await?;
-        let mut tx = conn.begin().await?;
-        // MySQL cuts `group_concat` at 1024 bytes by default.
-        sqlx::query("set session group_concat_max_len = 16777216")
-            .execute(&mut *tx)
-            .await?;
-        let rows: Vec<GroupRow> = sqlx::query_as(
-            "select cast(group_concat(id order by id) as char), profile_id, agent_id,
-                    cast(group_concat(`sequence` order by id) as char), min(window_start)
-             from snapshots
-             where window_end < ? and merged_windows = 1 and compacted
-             group by profile_id, agent_id, host, event, period, frequency_hz,
-                      floor(unix_timestamp(window_start) / ?)
-             having count(*) > 1
-             limit ?",
-        )
-        .bind(cutoff)
-        .bind(bucket_secs)
-        .bind(i64::from(batch))
-        .fetch_all(&mut *tx)
+) -> Result<Vec<Group>> {
+    // MySQL cuts `group_concat` at 1024 bytes by default.
+    sqlx::query("set session group_concat_max_len = 16777216")
+        .execute(&mut *tx)
         .await?;
-        if rows.is_empty() {
-            return Ok(done);
-        }
-        let groups: Vec<Group> = rows
-            .into_iter()
-            .map(|(ids, profile, agent, sequences, start)| {
-                Ok((numbers(&ids)?, profile, agent, numbers(&sequences)?, start))
-            })
-            .collect::<Result<_>>()?;
-        let fine: Vec<i64> = groups.iter().flat_map(|g| g.0.iter().copied()).collect();
-        let locked: Vec<Span> = fetch_in(
-            &mut tx,
-            "select id, window_start, window_end, samples, merged_windows
-             from snapshots where id in ",
-            &fine,
-            " for update",
-        )
-        .await?;
-        if locked.len() != fine.len() {
-            // Some rows went (retention) between reading and locking: read
-            // the groups again.
-            tx.rollback().await?;
-            continue;
-        }
-        merge_in_blocks(&mut tx, &groups).await?;
-        let spans: BTreeMap<i64, Span> = locked.into_iter().map(|s| (s.0, s)).collect();
-        for (ids, ..) in &groups {
-            let members = ids.iter().map(|id| &spans[id]);
-            let start = members.clone().map(|s| s.1).min().expect("a group");
-            let end = members.clone().map(|s| s.2).max().expect("a group");
-            let samples: i64 = members.clone().map(|s| s.3).sum();
-            let merged: i32 = members.map(|s| s.4).sum();
-            sqlx::query(
-                "update snapshots set window_start = ?, window_end = ?, samples = ?,
-                     merged_windows = ?
-                 where id = ?",
-            )
-            .bind(start)
-            .bind(end)
-            .bind(samples)
-            .bind(merged)
-            .bind(ids[0])
-            .execute(&mut *tx)
-            .await?;
-        }
-        let merged_away: Vec<i64> = groups
-            .iter()
-            .flat_map(|g| g.0[1..].iter().copied())
-            .collect();
-        execute_in(
-            &mut tx,
-            "delete from snapshots where id in ",
-            &merged_away,
-            "",
-        )
-        .await?;
-        tx.commit().await?;
-        done.buckets += groups.len() as u64;
-        done.snapshots_merged += merged_away.len() as u64;
-        tracing::debug!(
-            buckets = groups.len(),
-            merged = merged_away.len(),
-            "windows downsampled"
-        );
-    }
+    let rows: Vec<GroupRow> = sqlx::query_as(
+        "select cast(group_concat(id order by id) as char), profile_id, agent_id,
+                cast(group_concat(`sequence` order by id) as char), min(window_start)
+         from snapshots
+         where window_end < ? and merged_windows = 1 and compacted
+         group by profile_id, agent_id, host, event, period, frequency_hz,
+                  floor(unix_timestamp(window_start) / ?)
+         having count(*) > 1
+         limit ?",
+    )
+    .bind(cutoff)
+    .bind(bucket_secs)
+    .bind(i64::from(batch))
+    .fetch_all(&mut *tx)
+    .await?;
+    rows.into_iter()
+        .map(|(ids, profile, agent, sequences, start)| {
+            Ok((numbers(&ids)?, profile, agent, numbers(&sequences)?, start))
+        })
+        .collect()
 }
 
-/// A locked window: id, start, end, samples, merged windows.
-type Span = (i64, DateTime<Utc>, DateTime<Utc>, i64, i32);
-
-/// Merges each group's windows in its profile's block, as the rows are,
-/// and in the rollups of its hour.
-async fn merge_in_blocks(tx: &mut MySqlConnection, groups: &[Group]) -> Result<()> {
-    let (by_profile, by_hour) = merged_keys(groups);
-    for (profile_id, groups) in by_profile {
-        rewrite_block(tx, profile_id, |p| p.merge_windows(&groups)).await?;
-    }
-    for (hour, groups) in by_hour {
-        let hour = DateTime::<Utc>::from_timestamp_millis(hour).expect("an hour of a window");
-        crate::rollups::mysql::rewrite(tx, &[hour], move |p| p.merge_windows(&groups)).await?;
+/// Widens each group's kept row to the group's span, samples and merged
+/// windows, computed from the `locked` rows.
+pub(super) async fn widen(
+    tx: &mut MySqlConnection,
+    groups: &[Group],
+    locked: Vec<Span>,
+) -> Result<()> {
+    let spans: BTreeMap<i64, Span> = locked.into_iter().map(|s| (s.0, s)).collect();
+    for (ids, ..) in groups {
+        let members = ids.iter().map(|id| &spans[id]);
+        let start = members.clone().map(|s| s.1).min().expect("a group");
+        let end = members.clone().map(|s| s.2).max().expect("a group");
+        let samples: i64 = members.clone().map(|s| s.3).sum();
+        let merged: i32 = members.map(|s| s.4).sum();
+        sqlx::query(
+            "update snapshots set window_start = ?, window_end = ?, samples = ?,
+                 merged_windows = ?
+             where id = ?",
+        )
+        .bind(start)
+        .bind(end)
+        .bind(samples)
+        .bind(merged)
+        .bind(ids[0])
+        .execute(&mut *tx)
+        .await?;
     }
     Ok(())
 }

@@ -6,11 +6,9 @@
 use chrono::{DateTime, Utc};
 use odp_core::{Snapshot, Target};
 
-use crate::database::{on_backend, Database};
+use crate::database::Database;
+use crate::sql::{Arg, Sql};
 use crate::{store_snapshots, ProfileRow, Result, StoreError};
-
-mod mysql;
-mod postgres;
 
 /// The finished profile row of an imported file.
 struct ImportedProfile<'a> {
@@ -57,9 +55,39 @@ pub async fn import_profile(
         started,
         finished,
     };
-    let row = on_backend!(db, insert_finished(&profile))?;
+    let row = insert_finished(&db, &profile).await?;
     // The profile is finished already: its one window goes into its
     // profile block at once, so the first read is of the compact block.
     crate::blocks::compact_profile(&db, snapshot.profile_id).await?;
+    Ok(row)
+}
+
+/// Inserts the finished profile and reads it back, in one transaction.
+async fn insert_finished(db: &Database, p: &ImportedProfile<'_>) -> Result<ProfileRow> {
+    let s = p.snapshot;
+    let mut tx = db.begin().await?;
+    Sql::new(
+        "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
+                               requested_by, event, agent_id, started_at, finished_at)
+         values ($1, $2, $3, $4, $5, $6, 'finished', $7, $8, $9, $10, $11)",
+    )
+    .bind(s.profile_id)
+    .bind(&s.host)
+    .bind(p.service)
+    .bind(Arg::json(&p.target)?)
+    .bind(s.window_end_ms - s.window_start_ms)
+    .bind(p.frequency_hz)
+    .bind(p.requested_by)
+    .bind(s.event.as_str())
+    .bind(&s.agent_id)
+    .bind(p.started)
+    .bind(p.finished)
+    .execute(&mut tx)
+    .await?;
+    let row = Sql::new("select * from profiles where id = $1")
+        .bind(s.profile_id)
+        .fetch_one(&mut tx)
+        .await?;
+    tx.commit().await?;
     Ok(row)
 }

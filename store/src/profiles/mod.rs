@@ -8,13 +8,11 @@ use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
 use crate::database::{on_backend, Database};
+use crate::sql::{Arg, On, Sql};
 use crate::{Result, StoreError};
 
 mod mysql;
 mod postgres;
-
-pub(crate) use mysql::transition_in as transition_in_mysql;
-pub(crate) use postgres::transition_in;
 
 pub use odp_api_types::ProfileMode;
 pub use odp_core::ProfileStatus;
@@ -135,7 +133,55 @@ impl Profiles {
     /// Records a new request, unless the same client already sent it (same
     /// idempotency key) or the target already has a live profile.
     pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {
-        on_backend!(self.db, insert(p))
+        let inserted = Sql::new(
+            "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
+                                   requested_by, idempotency_key, labels, mode, options)
+             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8, $9, $10, $11)",
+        )
+        .bind(p.id)
+        .bind(&p.host)
+        .bind(&p.service)
+        .bind(Arg::json(&p.target)?)
+        .bind(p.duration_ms)
+        .bind(p.frequency_hz)
+        .bind(&p.requested_by)
+        .bind(&p.idempotency_key)
+        .bind(Arg::json(&p.labels)?)
+        .bind(p.mode.as_str())
+        .bind(Arg::json(&p.options)?)
+        .execute(&self.db)
+        .await;
+        let conflict = match inserted {
+            Ok(_) => {
+                let row = self.get(p.id).await?;
+                return row
+                    .map(Inserted::Created)
+                    .ok_or_else(|| StoreError::Corrupt(format!("profile {} vanished", p.id)));
+            }
+            Err(e) if e.violation() == Some(crate::Violation::Unique) => {
+                Conflict::of(e.violated_key())
+            }
+            Err(e) => return Err(e),
+        };
+        match conflict {
+            Conflict::Replayed => {
+                let row = Sql::new(
+                    "select * from profiles where requested_by = $1 and idempotency_key = $2",
+                )
+                .bind(&p.requested_by)
+                .bind(&p.idempotency_key)
+                .fetch_one(&self.db)
+                .await?;
+                Ok(Inserted::Replayed(row))
+            }
+            Conflict::LiveDuplicate => {
+                let row = on_backend!(self.db, live_profile_of(p))?;
+                row.map(Inserted::Duplicate).ok_or_else(live_one_just_ended)
+            }
+            Conflict::Other(key) => Err(StoreError::Conflict(format!(
+                "unique constraint {key} violated"
+            ))),
+        }
     }
 
     /// Profiles matching `filter`, newest first, one page.
@@ -146,11 +192,22 @@ impl Profiles {
     /// Marks requests no agent acknowledged within `after` as expired;
     /// returns how many.
     pub async fn expire_unacknowledged(&self, after: std::time::Duration) -> Result<u64> {
-        on_backend!(self.db, expire_unacknowledged(after))
+        Sql::new(
+            "update profiles set status = 'expired', updated_at = {now}, finished_at = {now},
+                 status_reason = 'no agent acknowledged the request in time'
+             where status in ('requested', 'dispatched')
+               and created_at < {now} - $1",
+        )
+        .bind(after)
+        .execute(&self.db)
+        .await
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {
-        on_backend!(self.db, get(id))
+        Sql::new("select * from profiles where id = $1")
+            .bind(id)
+            .fetch_optional(&self.db)
+            .await
     }
 
     /// Moves a profile to `status` if the lifecycle allows it from where it
@@ -168,8 +225,42 @@ impl Profiles {
             event: None,
             agent_id: None,
         };
-        on_backend!(self.db, transition(&moved))
+        transition_in(&self.db, &moved).await
     }
+}
+
+/// [`Profiles::transition`] anywhere: ingest moves profiles inside the
+/// transaction that records the agent's event.
+///
+/// MySQL assigns `set` clauses left to right, each seeing the ones before,
+/// so none reads a column this statement sets but its own.
+pub(crate) async fn transition_in<'a>(
+    on: impl Into<On<'a>>,
+    moved: &Transition<'_>,
+) -> Result<bool> {
+    let moved_rows = Sql::new(
+        "update profiles set
+             status = $2,
+             status_reason = coalesce($3, status_reason),
+             event = coalesce($4, event),
+             agent_id = coalesce(agent_id, $5),
+             updated_at = {now},
+             started_at = case when $6 then {now} else started_at end,
+             finished_at = case when $7 then {now} else finished_at end
+         where id = $1 and status in $8
+           and ($5 is null or agent_id is null or agent_id = $5)",
+    )
+    .bind(moved.id)
+    .bind(moved.status.as_str())
+    .bind(moved.reason)
+    .bind(moved.event)
+    .bind(moved.agent_id)
+    .bind(moved.status == ProfileStatus::Running)
+    .bind(moved.status.is_terminal())
+    .bind_list(moved.status.allowed_from().iter().map(|s| s.as_str()))
+    .execute(on)
+    .await?;
+    Ok(moved_rows == 1)
 }
 
 /// A move of a profile's lifecycle; `event` and `agent_id` are recorded
@@ -191,20 +282,22 @@ const LIVE: [ProfileStatus; 3] = [
     ProfileStatus::Running,
 ];
 
-/// The unique key a violated insert names, and what it means.
-fn answer_to_violation(key: Option<&str>) -> Violation {
-    match key {
-        Some("profiles_idempotency") => Violation::Replayed,
-        Some("profiles_one_live_per_target") => Violation::LiveDuplicate,
-        Some(other) => Violation::Other(other.to_owned()),
-        None => Violation::Other("unknown".to_owned()),
-    }
-}
-
-enum Violation {
+/// Why an insert was refused, from the unique key it names.
+enum Conflict {
     Replayed,
     LiveDuplicate,
     Other(String),
+}
+
+impl Conflict {
+    fn of(key: Option<&str>) -> Conflict {
+        match key {
+            Some("profiles_idempotency") => Conflict::Replayed,
+            Some("profiles_one_live_per_target") => Conflict::LiveDuplicate,
+            Some(other) => Conflict::Other(other.to_owned()),
+            None => Conflict::Other("unknown".to_owned()),
+        }
+    }
 }
 
 /// The conditions, order and page of [`Profiles::list`] after `select *

@@ -2,9 +2,6 @@
 //! exports and tests compare) and as frames and stacks with ids (what
 //! detection rules match).
 
-mod mysql;
-mod postgres;
-
 use std::collections::HashMap;
 
 use odp_core::WeightedStack;
@@ -12,10 +9,11 @@ use odp_profile::ProfileFrames;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::blocks::load_profile;
-use crate::database::{on_backend, Database};
+use crate::blocks::{frame_ids, load_profile};
+use crate::database::Database;
 use crate::read::{read, Read};
-use crate::{Result, StoreError};
+use crate::sql::mysql_lists::fetch_any;
+use crate::Result;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileStacks {
@@ -49,10 +47,15 @@ pub(crate) async fn stack_frame_ids(
     db: impl Into<Database>,
     stack_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<Uuid>>> {
-    let db = db.into();
-    let rows = on_backend!(db, stacks(stack_ids))?;
+    let db: Database = db.into();
+    let rows: Vec<(Uuid, Vec<u8>)> = fetch_any(
+        &db,
+        "select id, frame_ids from stacks where id = any($1)",
+        stack_ids,
+    )
+    .await?;
     rows.into_iter()
-        .map(|(id, bytes)| Ok((id, split_frame_ids(&bytes)?)))
+        .map(|(id, bytes)| Ok((id, frame_ids(id, &bytes)?)))
         .collect()
 }
 
@@ -61,23 +64,16 @@ pub(crate) async fn frame_names(
     db: impl Into<Database>,
     frame_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, String>> {
-    let db = db.into();
-    let rows = on_backend!(db, frames(frame_ids))?;
+    let db: Database = db.into();
+    // Qualified, so MySQL takes `function` unquoted.
+    let rows: Vec<(Uuid, String, String)> = fetch_any(
+        &db,
+        "select f.id, f.function, f.module from frames f where f.id = any($1)",
+        frame_ids,
+    )
+    .await?;
     Ok(rows
         .into_iter()
         .map(|(id, function, module)| (id, odp_core::model::display_name(&function, &module)))
-        .collect())
-}
-
-fn split_frame_ids(bytes: &[u8]) -> Result<Vec<Uuid>> {
-    if bytes.is_empty() || !bytes.len().is_multiple_of(16) {
-        return Err(StoreError::Corrupt(format!(
-            "stack frame list of {} bytes",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|c| Uuid::from_slice(c).expect("chunks are 16 bytes"))
         .collect())
 }

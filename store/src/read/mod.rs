@@ -9,7 +9,9 @@
 //! cost grows with the profiles' distinct stacks, not with their samples
 //! or windows.
 //!
-//! `postgres.rs` and `mysql.rs` hold each backend's queries of headers.
+//! `postgres.rs` and `mysql.rs` hold each backend's queries of headers:
+//! per-group arrays (`array_agg`) and `= any` arrays for bulk lists, or
+//! rows grouped in Rust and chunked `in` lists.
 
 mod mysql;
 mod postgres;
@@ -22,10 +24,12 @@ use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
 use odp_core::{EventKind, WeightedStack};
 use odp_profile::{many, scale, stacks, weigh, NameTree, NodeSums, Profile, Selection, View};
+use sqlx::{Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
 use crate::blocks::{load_profiles, load_uncompacted};
 use crate::database::{on_backend, Database};
+use crate::sql::mysql_lists::fetch_any;
 use crate::{rollups, Result, StoreError};
 
 /// Whose windows a read covers.
@@ -259,7 +263,13 @@ async fn rolled_up(db: &Database, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
     let ReadScope::Service { service, .. } = &read.scope else {
         return Ok(Rolled::default());
     };
-    let members: Vec<Uuid> = on_backend!(db, rolled_members(ids))?;
+    let members: Vec<(Uuid,)> = fetch_any(
+        db,
+        "select profile_id from profile_blocks where profile_id = any($1) and rollup = 'rolled'",
+        ids,
+    )
+    .await?;
+    let members: Vec<Uuid> = members.into_iter().map(|(id,)| id).collect();
     if members.is_empty() {
         return Ok(Rolled::default());
     }
@@ -416,3 +426,105 @@ async fn window_groups(db: &Database, read: &Read) -> Result<Vec<WindowGroup>> {
 
 /// Per (host, event) of a read's windows: the count and the profiles.
 type GroupRow = (String, String, i64, Vec<Uuid>);
+
+/// `select columns` of the read's windows (aliased `n`), of its event if
+/// it names one, `group by group_by`.
+fn window_query<'a, DB>(read: &'a Read, columns: &str, group_by: &str) -> QueryBuilder<'a, DB>
+where
+    DB: sqlx::Database,
+    Uuid: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    DateTime<Utc>: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new(format!("select {columns} from snapshots n where"));
+    push_conditions(read, &mut qb);
+    if let Some(event) = read.event {
+        qb.push(" and n.event = ").push_bind(event.as_str());
+    }
+    qb.push(" group by ").push(group_by);
+    qb
+}
+
+/// Appends the conditions on windows (aliased `n`) after a `where`.
+fn push_conditions<'a, DB>(read: &'a Read, qb: &mut QueryBuilder<'a, DB>)
+where
+    DB: sqlx::Database,
+    Uuid: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    DateTime<Utc>: Encode<'a, DB> + Type<DB>,
+{
+    match &read.scope {
+        ReadScope::Profile(id) => {
+            qb.push(" n.profile_id = ").push_bind(*id);
+        }
+        ReadScope::Service { service, hosts } => {
+            qb.push(" n.profile_id in (select id from profiles where service = ")
+                .push_bind(service.as_str())
+                .push(")");
+            if !hosts.is_empty() {
+                // A few hosts, named by the reader: a short list.
+                qb.push(" and n.host in (");
+                let mut list = qb.separated(", ");
+                for host in hosts {
+                    list.push_bind(host.as_str());
+                }
+                list.push_unseparated(")");
+            }
+        }
+    }
+    if let Some(from) = read.from {
+        qb.push(" and n.window_end > ").push_bind(from);
+    }
+    if let Some(to) = read.to {
+        qb.push(" and n.window_start < ").push_bind(to);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::{MySql, Postgres};
+
+    fn sql(read: &Read) -> String {
+        let mut qb = QueryBuilder::<Postgres>::new("select 1 from snapshots n where");
+        push_conditions(read, &mut qb);
+        qb.sql().to_owned()
+    }
+
+    #[test]
+    fn service_scope_filters_hosts_only_when_given() {
+        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let mut read = Read {
+            scope: ReadScope::Service {
+                service: "checkout".into(),
+                hosts: vec![],
+            },
+            from: Some(at),
+            to: Some(at),
+            ..Read::profile(Uuid::nil())
+        };
+        assert_eq!(
+            sql(&read),
+            "select 1 from snapshots n where n.profile_id in (select id from profiles \
+             where service = $1) and n.window_end > $2 and n.window_start < $3"
+        );
+        read.scope = ReadScope::Service {
+            service: "checkout".into(),
+            hosts: vec!["h-1".into(), "h-2".into()],
+        };
+        read.from = None;
+        read.to = None;
+        assert!(
+            sql(&read).ends_with("and n.host in ($2, $3)"),
+            "{}",
+            sql(&read)
+        );
+        let mut qb = QueryBuilder::<MySql>::new("select 1 from snapshots n where");
+        push_conditions(&read, &mut qb);
+        assert!(qb.sql().ends_with("and n.host in (?, ?)"), "{}", qb.sql());
+        assert_eq!(
+            sql(&Read::profile(Uuid::nil())),
+            "select 1 from snapshots n where n.profile_id = $1"
+        );
+    }
+}

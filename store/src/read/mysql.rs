@@ -7,19 +7,14 @@ use chrono::{DateTime, Utc};
 use sqlx::{MySql, MySqlPool, QueryBuilder};
 use uuid::Uuid;
 
-use super::{GroupRow, Read, ReadScope};
-use crate::blocks::mysql::{fetch_in, IN_LIST_CHUNK};
+use super::{push_conditions, window_query, GroupRow, Read};
 use crate::database::push_in_list;
+use crate::sql::mysql_lists::IN_LIST_CHUNK;
 use crate::Result;
 
 pub(super) async fn window_groups(pool: &MySqlPool, read: &Read) -> Result<Vec<GroupRow>> {
-    let mut qb =
-        QueryBuilder::new("select n.host, n.event, n.profile_id, count(*) from snapshots n where");
-    push_conditions(read, &mut qb);
-    if let Some(event) = read.event {
-        qb.push(" and n.event = ").push_bind(event.as_str());
-    }
-    qb.push(" group by n.host, n.event, n.profile_id");
+    let group_by = "n.host, n.event, n.profile_id";
+    let mut qb = window_query(read, &format!("{group_by}, count(*)"), group_by);
     let rows: Vec<(String, String, Uuid, i64)> = qb.build_query_as().fetch_all(pool).await?;
     let mut groups: BTreeMap<(String, String), (i64, Vec<Uuid>)> = BTreeMap::new();
     for (host, event, profile_id, windows) in rows {
@@ -31,19 +26,6 @@ pub(super) async fn window_groups(pool: &MySqlPool, read: &Read) -> Result<Vec<G
         .into_iter()
         .map(|((host, event), (windows, profiles))| (host, event, windows, profiles))
         .collect())
-}
-
-/// Which of `ids` are rolled up.
-pub(super) async fn rolled_members(pool: &MySqlPool, ids: &[Uuid]) -> Result<Vec<Uuid>> {
-    let mut conn = pool.acquire().await?;
-    let rows: Vec<(Uuid,)> = fetch_in(
-        &mut conn,
-        "select profile_id from profile_blocks where rollup = 'rolled' and profile_id in ",
-        ids,
-        "",
-    )
-    .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
 /// The hours of the read's compacted windows of `members`.
@@ -98,28 +80,4 @@ pub(super) async fn block_bytes(
         blocks += bytes.unwrap_or(0);
     }
     Ok((rollups, blocks))
-}
-
-/// Appends the conditions on windows (aliased `n`) after a `where`.
-fn push_conditions<'a>(read: &'a Read, qb: &mut QueryBuilder<'a, MySql>) {
-    match &read.scope {
-        ReadScope::Profile(id) => {
-            qb.push(" n.profile_id = ").push_bind(*id);
-        }
-        ReadScope::Service { service, hosts } => {
-            qb.push(" n.profile_id in (select id from profiles where service = ")
-                .push_bind(service.as_str())
-                .push(")");
-            if !hosts.is_empty() {
-                qb.push(" and n.host in ");
-                push_in_list(qb, hosts.iter().map(String::as_str));
-            }
-        }
-    }
-    if let Some(from) = read.from {
-        qb.push(" and n.window_end > ").push_bind(from);
-    }
-    if let Some(to) = read.to {
-        qb.push(" and n.window_start < ").push_bind(to);
-    }
 }

@@ -2,11 +2,14 @@
 //! requested → dispatched (a command was sent) → running (a deployer
 //! runs) → finished / failed.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
 use crate::database::{on_backend, Database};
+use crate::sql::Sql;
 use crate::{Result, StoreError};
 
 use odp_api_types::UndeployMode;
@@ -111,11 +114,30 @@ impl Requests {
 
     async fn insert_new(&self, request: &NewRequest) -> Result<RequestRow> {
         let id = Uuid::new_v4();
-        on_backend!(self.db, insert(id, request))
+        Sql::new(
+            "insert into control_requests (id, kind, host, profile_id, mode, requested_by, status)
+             values ($1, $2, $3, $4, $5, $6, 'requested')",
+        )
+        .bind(id)
+        .bind(request.kind.as_str())
+        .bind(&request.host)
+        .bind(request.profile_id)
+        .bind(request.mode.map(UndeployMode::as_str))
+        .bind(&request.requested_by)
+        .execute(&self.db)
+        .await?;
+        self.get(id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("control request {id} vanished")))
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<RequestRow>> {
-        on_backend!(self.db, get(id))
+        Sql::new(format!(
+            "select {COLUMNS} from control_requests where id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.db)
+        .await
     }
 
     /// Moves an open request to `status`; a request that already ended
@@ -127,26 +149,38 @@ impl Requests {
         reason: Option<&str>,
         command_id: Option<Uuid>,
     ) -> Result<bool> {
-        let moved = RequestMove {
-            id,
-            status,
-            reason,
-            command_id,
-        };
-        on_backend!(self.db, transition(&moved))
+        let moved = Sql::new(
+            "update control_requests
+             set status = $2, status_reason = coalesce($3, status_reason),
+                 command_id = coalesce($4, command_id), updated_at = {now}
+             where id = $1 and status in ('requested', 'dispatched', 'running')",
+        )
+        .bind(id)
+        .bind(status.as_str())
+        .bind(reason)
+        .bind(command_id)
+        .execute(&self.db)
+        .await?;
+        Ok(moved == 1)
     }
 
     /// Newest first.
     pub async fn list(&self, filter: &RequestFilter) -> Result<Vec<RequestRow>> {
-        on_backend!(self.db, list(filter))
+        Sql::new(format!(
+            "select {COLUMNS} from control_requests
+             where ($1 is null or kind = $1)
+               and ($2 is null or host = $2)
+               and (not $3 or status in ('requested', 'dispatched', 'running'))
+             order by created_at desc, id
+             limit $4"
+        ))
+        .bind(filter.kind.map(RequestKind::as_str))
+        .bind(&filter.host)
+        .bind(filter.open_only)
+        .bind(filter.limit.clamp(1, 500))
+        .fetch_all(&self.db)
+        .await
     }
-}
-
-struct RequestMove<'a> {
-    id: Uuid,
-    status: RequestStatus,
-    reason: Option<&'a str>,
-    command_id: Option<Uuid>,
 }
 
 /// How long each kind of request may stay open before it is failed.
@@ -171,5 +205,51 @@ pub async fn resolve_open_requests(
     deadlines: RequestDeadlines,
 ) -> Result<u64> {
     let db: Database = db.into();
-    on_backend!(db, resolve_open(deadlines))
+    let seconds = |secs: i64| Duration::from_secs(secs.max(0).unsigned_abs());
+    let d = deadlines;
+    let mut ended = Sql::new(
+        "update control_requests
+         set status = 'finished', status_reason = 'the agent is live', updated_at = {now}
+         where kind = 'deploy' and status in ('requested', 'dispatched', 'running')
+           and exists (select 1 from agents a
+                       where a.host = control_requests.host
+                         and a.last_seen >= control_requests.created_at)",
+    )
+    .execute(&db)
+    .await?;
+    ended += Sql::new(
+        "update control_requests
+         set status = 'finished', status_reason = 'the agent stopped', updated_at = {now}
+         where kind = 'undeploy' and status = 'dispatched'
+           and not exists (select 1 from agents a
+                           where a.host = control_requests.host
+                             and a.last_seen > {now} - $1)",
+    )
+    .bind(seconds(d.live_within_secs))
+    .execute(&db)
+    .await?;
+    ended += on_backend!(db, finish_stopped())?;
+    let overdue = [
+        ("kind = 'deploy'", d.deploy_secs),
+        ("kind = 'undeploy' and mode = 'drain'", d.drain_secs),
+        (
+            "kind <> 'deploy' and not (kind = 'undeploy' and coalesce(mode, '') = 'drain')",
+            d.command_secs,
+        ),
+    ];
+    for (kinds, deadline) in overdue {
+        ended += Sql::new(format!(
+            "update control_requests
+             set status = 'failed', updated_at = {{now}}, status_reason = case
+                 when kind = 'deploy' then 'no heartbeat from the host in time'
+                 when kind = 'undeploy' then 'the agent still heartbeats'
+                 else 'the profile did not end in time' end
+             where status in ('requested', 'dispatched', 'running') and {kinds}
+               and created_at < {{now}} - $1"
+        ))
+        .bind(seconds(deadline))
+        .execute(&db)
+        .await?;
+    }
+    Ok(ended)
 }

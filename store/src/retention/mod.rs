@@ -15,19 +15,25 @@
 //! each sweep batch, holding a `share` lock on `stacks` for a moment, also
 //! spares the frames of stacks written since the mark started.
 //!
-//! `postgres.rs` and `mysql.rs` hold each backend's statements; MySQL's
-//! lock is `GET_LOCK` on one held connection (see [`RetentionLock`]).
+//! `postgres.rs` and `mysql.rs` hold what differs: the lock (MySQL's is
+//! `GET_LOCK` on one held connection, see [`RetentionLock`]), the deletes
+//! Postgres writes as data-modifying CTEs, and the share lock on stacks.
 
 mod mysql;
 mod postgres;
+
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use sqlx::pool::PoolConnection;
 use sqlx::{MySql, Postgres};
 use uuid::Uuid;
 
+use crate::blocks::{frame_ids, rewrite_block};
 use crate::database::{on_backend, Database};
-use crate::{Result, StoreError};
+use crate::sql::mysql_lists::execute_any;
+use crate::sql::{Sql, Tx};
+use crate::{rollups, Result, StoreError};
 
 /// Advisory lock key held by whoever runs retention and downsampling.
 pub const RETENTION_LOCK_KEY: i64 = 0x4f44_5052_4554_4e54;
@@ -111,8 +117,56 @@ pub async fn delete_expired(
     cutoff: DateTime<Utc>,
     batch: u32,
 ) -> Result<Expired> {
-    let db = db.into();
-    on_backend!(db, delete_expired(cutoff, batch))
+    let db: Database = db.into();
+    let mut expired = Expired::default();
+    let cutoff_ms = cutoff.timestamp_millis();
+    loop {
+        let mut tx = db.begin().await?;
+        let gone = match &mut tx {
+            Tx::Postgres(tx) => postgres::delete_windows(tx, cutoff, batch).await?,
+            Tx::MySql(tx) => mysql::delete_windows(tx, cutoff, batch).await?,
+        };
+        // The windows compacted into their profile's block leave it too.
+        for &profile_id in &gone.compacted {
+            rewrite_block(&mut tx, profile_id, |p| {
+                p.retain_windows(|w| w.end_ms >= cutoff_ms)
+            })
+            .await?;
+        }
+        tx.commit().await?;
+        expired.snapshots += gone.snapshots;
+        expired.samples += gone.samples;
+        if gone.snapshots < u64::from(batch) {
+            break;
+        }
+    }
+    // The same windows leave the services' rollups.
+    let mut tx = rollups::begin_rewrite(&db).await?;
+    let hours: Vec<DateTime<Utc>> = Sql::new("select hour from service_rollups where hour < $1")
+        .bind(cutoff)
+        .fetch_column(&mut tx)
+        .await?;
+    rollups::rewrite(&mut tx, &hours, move |p| {
+        p.retain_windows(|w| w.end_ms >= cutoff_ms)
+    })
+    .await?;
+    tx.commit().await?;
+    loop {
+        let profiles = on_backend!(db, delete_profiles(cutoff, batch))?;
+        expired.profiles += profiles;
+        if profiles < u64::from(batch) {
+            break;
+        }
+    }
+    Ok(expired)
+}
+
+/// One batch of expired windows, deleted.
+struct WindowsGone {
+    snapshots: u64,
+    samples: u64,
+    /// The profiles whose blocks held some of them, in order.
+    compacted: Vec<Uuid>,
 }
 
 /// What [`collect_garbage`] removed.
@@ -128,21 +182,150 @@ pub struct Collected {
 /// Deletes the stacks no sample references, then the frames no stack
 /// references, `batch` rows at a time.
 pub async fn collect_garbage(db: impl Into<Database>, batch: u32) -> Result<Collected> {
-    let db = db.into();
+    let db: Database = db.into();
     let mut collected = Collected::default();
-    on_backend!(db, collect_stacks(batch, &mut collected))?;
-    on_backend!(db, collect_frames(batch, &mut collected))?;
+    collect_stacks(&db, batch, &mut collected).await?;
+    collect_frames(&db, batch, &mut collected).await?;
     Ok(collected)
 }
 
-fn frame_ids(bytes: &[u8]) -> Result<impl Iterator<Item = Uuid> + '_> {
-    if !bytes.len().is_multiple_of(16) {
-        return Err(StoreError::Corrupt(format!(
-            "stack frame list of {} bytes",
-            bytes.len()
-        )));
+async fn collect_stacks(db: &Database, batch: u32, collected: &mut Collected) -> Result<()> {
+    let mut pages = IdPages::new("stacks", batch);
+    while let Some(ids) = pages.next(db).await? {
+        let deleted = execute_any(
+            db,
+            "delete from stacks where stacks.id = any($1)
+               and not exists (select 1 from samples x where x.stack_id = stacks.id)",
+            &ids,
+        )
+        .await;
+        match deleted {
+            Ok(deleted) => collected.stacks += deleted,
+            Err(StoreError::Database(sqlx::Error::Database(e))) if e.is_foreign_key_violation() => {
+                let after = ids.last().copied().unwrap_or_default();
+                tracing::debug!(%after, "stack referenced by a concurrent ingest, batch skipped");
+                collected.stack_batches_skipped += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|c| Uuid::from_slice(c).expect("chunks are 16 bytes")))
+    Ok(())
+}
+
+async fn collect_frames(db: &Database, batch: u32, collected: &mut Collected) -> Result<()> {
+    // The mark starts after every stack written before `marked_at` is
+    // committed: taking the share lock waits for the transactions that are
+    // writing stacks, and a stack written later gets a later `stored_at`.
+    let marked_at: DateTime<Utc> = {
+        let mut tx = db.begin().await?;
+        lock_stacks(&mut tx).await?;
+        let clock = match &tx {
+            Tx::Postgres(_) => postgres::CLOCK,
+            Tx::MySql(_) => mysql::CLOCK,
+        };
+        let (at,): (DateTime<Utc>,) = Sql::new(clock).fetch_one(&mut tx).await?;
+        tx.commit().await?;
+        at
+    };
+    let mut referenced: HashSet<Uuid> = HashSet::new();
+    let mut after = Uuid::nil();
+    loop {
+        let rows: Vec<(Uuid, Vec<u8>)> =
+            Sql::new("select id, frame_ids from stacks where id > $1 order by id limit $2")
+                .bind(after)
+                .bind(i64::from(batch))
+                .fetch_all(db)
+                .await?;
+        let Some((last, _)) = rows.last() else { break };
+        after = *last;
+        for (id, bytes) in &rows {
+            referenced.extend(frame_ids(*id, bytes)?);
+        }
+        if rows.len() < batch as usize {
+            break;
+        }
+    }
+
+    let mut pages = IdPages::new("frames", batch);
+    while let Some(ids) = pages.next(db).await? {
+        let mut candidates: Vec<Uuid> = ids
+            .iter()
+            .filter(|id| !referenced.contains(id))
+            .copied()
+            .collect();
+        if candidates.is_empty() {
+            continue;
+        }
+        let mut tx = db.begin().await?;
+        lock_stacks(&mut tx).await?;
+        let recent: Vec<(Uuid, Vec<u8>)> =
+            Sql::new("select id, frame_ids from stacks where stored_at >= $1")
+                .bind(marked_at)
+                .fetch_all(&mut tx)
+                .await?;
+        let mut spared = HashSet::new();
+        for (id, bytes) in &recent {
+            spared.extend(frame_ids(*id, bytes)?);
+        }
+        candidates.retain(|id| !spared.contains(id));
+        let deleted = execute_any(
+            &mut tx,
+            "delete from frames where id = any($1)",
+            &candidates,
+        )
+        .await?;
+        tx.commit().await?;
+        collected.frames += deleted;
+    }
+    Ok(())
+}
+
+/// A table's ids in order, `batch` at a time.
+struct IdPages {
+    table: &'static str,
+    batch: u32,
+    /// The last id read, `None` once the last page is read.
+    after: Option<Uuid>,
+}
+
+impl IdPages {
+    fn new(table: &'static str, batch: u32) -> IdPages {
+        IdPages {
+            table,
+            batch,
+            after: Some(Uuid::nil()),
+        }
+    }
+
+    /// The next page of ids; `None` when there is none.
+    async fn next(&mut self, db: &Database) -> Result<Option<Vec<Uuid>>> {
+        let Some(after) = self.after else {
+            return Ok(None);
+        };
+        let ids: Vec<Uuid> = Sql::new(format!(
+            "select id from {} where id > $1 order by id limit $2",
+            self.table
+        ))
+        .bind(after)
+        .bind(i64::from(self.batch))
+        .fetch_column(db)
+        .await?;
+        // A page shorter than `batch` is the last.
+        self.after = ids
+            .last()
+            .copied()
+            .filter(|_| ids.len() == self.batch as usize);
+        Ok((!ids.is_empty()).then_some(ids))
+    }
+}
+
+/// Waits for the transactions writing stacks and keeps new ones out until
+/// `tx` ends (see the module documentation).
+async fn lock_stacks(tx: &mut Tx) -> Result<()> {
+    let lock = match tx {
+        Tx::Postgres(_) => postgres::LOCK_STACKS,
+        Tx::MySql(_) => mysql::LOCK_STACKS,
+    };
+    Sql::new(lock).execute(tx).await?;
+    Ok(())
 }

@@ -10,9 +10,13 @@
 //! (spooled through a broker outage) are added to its rollups as they are
 //! compacted. Retention and downsampling rewrite rollups as they rewrite
 //! profile blocks, so both always hold the same samples.
+//!
+//! `postgres.rs` and `mysql.rs` hold the statements that differ: the
+//! upsert, the age of a block, the locking read of whole hours, and
+//! MySQL's `read committed` transactions.
 
-pub(crate) mod mysql;
-pub(crate) mod postgres;
+mod mysql;
+mod postgres;
 
 use std::collections::BTreeMap;
 
@@ -22,6 +26,8 @@ use uuid::Uuid;
 
 use crate::blocks::blocking;
 use crate::database::{on_backend, Database};
+use crate::sql::mysql_lists::{execute_any, fetch_any};
+use crate::sql::{Sql, Tx};
 use crate::{Result, StoreError};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -68,8 +74,15 @@ const ALONE_AFTER_SECS: f64 = 3600.0;
 
 /// Compacted profiles of a service not rolled up yet, at most `limit`.
 pub async fn profiles_to_roll_up(db: impl Into<Database>, limit: i64) -> Result<Vec<Uuid>> {
-    let db = db.into();
-    on_backend!(db, profiles_to_roll_up(limit))
+    let db: Database = db.into();
+    Sql::new(
+        "select b.profile_id from profile_blocks b join profiles p on p.id = b.profile_id
+         where b.rollup = 'pending' and p.service is not null
+         order by b.built_at limit $1",
+    )
+    .bind(limit)
+    .fetch_column(&db)
+    .await
 }
 
 /// What [`roll_up`] did with the profiles it was given.
@@ -88,15 +101,58 @@ pub struct RolledUp {
 /// profile that would start a rollup alone waits for others (up to
 /// [`ALONE_AFTER_SECS`]).
 pub async fn roll_up(db: impl Into<Database>, profile_ids: &[Uuid]) -> Result<RolledUp> {
-    let db = db.into();
-    let services: Vec<(String, Vec<Uuid>)> = on_backend!(db, pending_by_service(profile_ids))?;
+    let db: Database = db.into();
+    let pending: Vec<(String, Uuid)> = fetch_any(
+        &db,
+        "select p.service, b.profile_id
+         from profile_blocks b join profiles p on p.id = b.profile_id
+         where b.profile_id = any($1) and b.rollup = 'pending' and p.service is not null",
+        profile_ids,
+    )
+    .await?;
+    let mut services: BTreeMap<String, Vec<Uuid>> = BTreeMap::new();
+    for (service, id) in pending {
+        services.entry(service).or_default().push(id);
+    }
     let mut done = RolledUp::default();
     for (service, ids) in services {
-        let one = on_backend!(db, roll_up_service(&service, &ids))?;
+        let one = roll_up_service(&db, &service, &ids).await?;
         done.rolled += one.rolled;
         done.alone += one.alone;
     }
     Ok(done)
+}
+
+/// Rolls up the pending profiles among `ids` of `service`, in one
+/// transaction (see [`roll_up`]).
+async fn roll_up_service(db: &Database, service: &str, ids: &[Uuid]) -> Result<RolledUp> {
+    let mut tx = db.begin().await?;
+    let lock_pending = match &tx {
+        Tx::Postgres(_) => postgres::LOCK_PENDING,
+        Tx::MySql(_) => mysql::LOCK_PENDING,
+    };
+    let pending: Pending = fetch_any(&mut tx, lock_pending, ids).await?;
+    let ids: Vec<Uuid> = pending.iter().map(|r| r.0).collect();
+    let summary = PendingSummary::of(&pending);
+    let built = build_rollups(&mut tx, parts_of(service, pending).await?).await?;
+    let verdict = verdict(&summary, &built);
+    if verdict == Verdict::Wait {
+        // Wait for others of the service to share a rollup with.
+        return Ok(verdict.outcome(0));
+    }
+    if verdict == Verdict::Roll {
+        for rollup in built {
+            write(&mut tx, service, rollup).await?;
+        }
+    }
+    let mark = if verdict == Verdict::Roll {
+        "update profile_blocks set rollup = 'rolled' where profile_id = any($1)"
+    } else {
+        "update profile_blocks set rollup = 'alone' where profile_id = any($1)"
+    };
+    execute_any(&mut tx, mark, &ids).await?;
+    tx.commit().await?;
+    Ok(verdict.outcome(ids.len()))
 }
 
 /// The locked pending profile blocks of one service: (id, block, seconds
@@ -187,7 +243,7 @@ impl Verdict {
 }
 
 /// A rollup rebuilt in memory, with the size of the one it replaces.
-pub(crate) struct Built {
+struct Built {
     hour: DateTime<Utc>,
     old_bytes: usize,
     block: Vec<u8>,
@@ -223,6 +279,112 @@ async fn rebuilt(
         })
     })
     .await
+}
+
+/// The rollups `parts` make when added to the stored ones (locked for the
+/// rest of the transaction, in key order so callers cannot deadlock).
+async fn build_rollups(tx: &mut Tx, parts: Parts) -> Result<Vec<Built>> {
+    let mut built = Vec::new();
+    for ((service, hour), profiles) in parts {
+        let hour = to_time(hour)?;
+        let old: Option<Vec<u8>> = Sql::new(
+            "select block from service_rollups where service = $1 and hour = $2 for update",
+        )
+        .bind(&service)
+        .bind(hour)
+        .fetch_value(&mut *tx)
+        .await?;
+        built.push(rebuilt(hour, old, profiles).await?);
+    }
+    Ok(built)
+}
+
+/// Writes a rebuilt rollup (one block per statement, so that MySQL's
+/// packet holds at most one block).
+async fn write(tx: &mut Tx, service: &str, rollup: Built) -> Result<()> {
+    let upsert = match tx {
+        Tx::Postgres(_) => postgres::SAVE_ROLLUP,
+        Tx::MySql(_) => mysql::SAVE_ROLLUP,
+    };
+    Sql::new(upsert)
+        .bind(service)
+        .bind(rollup.hour)
+        .bind(rollup.windows)
+        .bind(rollup.samples)
+        .bind(rollup.block)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// Adds `parts` to their rollups, in the caller's transaction.
+pub(crate) async fn add_parts(tx: &mut Tx, parts: Parts) -> Result<()> {
+    let services: Vec<String> = parts.keys().map(|(service, _)| service.clone()).collect();
+    let built = build_rollups(tx, parts).await?;
+    for (service, rollup) in services.iter().zip(built) {
+        write(tx, service, rollup).await?;
+    }
+    Ok(())
+}
+
+/// A transaction to [`rewrite`] rollups in: on MySQL `read committed`,
+/// so that its locking read locks the hours' rows and nothing else.
+pub(crate) async fn begin_rewrite(db: &Database) -> Result<Tx> {
+    match db {
+        Database::Postgres(_) => db.begin().await,
+        Database::MySql(pool) => mysql::begin_read_committed(pool).await,
+    }
+}
+
+/// Rewrites every rollup of `hours` (all services) as `change` makes it,
+/// in a transaction from [`begin_rewrite`].
+pub(crate) async fn rewrite(
+    tx: &mut Tx,
+    hours: &[DateTime<Utc>],
+    change: impl Fn(&Profile) -> Profile + Send + Sync + Clone + 'static,
+) -> Result<()> {
+    let lock_hours = match tx {
+        Tx::Postgres(_) => postgres::LOCK_HOURS,
+        Tx::MySql(_) => mysql::LOCK_HOURS,
+    };
+    let rows: Vec<(String, DateTime<Utc>, Vec<u8>)> =
+        fetch_any(&mut *tx, lock_hours, hours).await?;
+    for (service, hour, bytes) in rows {
+        let rollup = changed(bytes, change.clone()).await?;
+        rewrite_one(tx, &service, hour, rollup).await?;
+    }
+    Ok(())
+}
+
+/// Writes a changed rollup (deleting it when it has no window left).
+async fn rewrite_one(
+    tx: &mut Tx,
+    service: &str,
+    hour: DateTime<Utc>,
+    rollup: Profile,
+) -> Result<()> {
+    if rollup.windows.is_empty() {
+        Sql::new("delete from service_rollups where service = $1 and hour = $2")
+            .bind(service)
+            .bind(hour)
+            .execute(tx)
+            .await?;
+        return Ok(());
+    }
+    let (windows, samples) = (rollup.windows.len() as i32, rollup.total_samples() as i64);
+    let block = blocking(move || Ok(rollup.encode(Level::Small))).await?;
+    Sql::new(
+        "update service_rollups set windows = $3, samples = $4, block = $5, built_at = {now}
+         where service = $1 and hour = $2",
+    )
+    .bind(service)
+    .bind(hour)
+    .bind(windows)
+    .bind(samples)
+    .bind(block)
+    .execute(tx)
+    .await?;
+    Ok(())
 }
 
 /// A stored rollup changed by `change`.

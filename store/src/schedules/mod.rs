@@ -11,9 +11,10 @@ use odp_core::Target;
 use uuid::Uuid;
 
 use crate::columns::Text;
-use crate::database::{on_backend, Database};
+use crate::database::Database;
 use crate::profiles::ProfileMode;
-use crate::{Result, StoreError};
+use crate::sql::{Arg, Sql};
+use crate::{Result, StoreError, Violation};
 
 mod mysql;
 mod postgres;
@@ -155,41 +156,113 @@ impl Schedules {
 
     /// Stores a new schedule; a taken name is a [`StoreError::Conflict`].
     pub async fn create(&self, s: &NewSchedule) -> Result<ScheduleRow> {
-        on_backend!(self.db, create(s))
+        let inserted = Sql::new(
+            "insert into schedules (id, name, service, host, target, duration_secs, frequency_hz,
+                                    window_secs, cron, timezone, enabled, created_by, next_run_at,
+                                    mode, options)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        )
+        .bind(s.id)
+        .bind(&s.name)
+        .bind(&s.service)
+        .bind(&s.host)
+        .bind(Arg::json(&s.target)?)
+        .bind(s.duration_secs)
+        .bind(s.frequency_hz)
+        .bind(s.window_secs)
+        .bind(&s.cron)
+        .bind(&s.timezone)
+        .bind(s.enabled)
+        .bind(&s.created_by)
+        .bind(s.next_run_at)
+        .bind(s.mode.as_str())
+        .bind(Arg::json(&s.options)?)
+        .execute(&self.db)
+        .await;
+        match inserted {
+            Err(e) if e.violation() == Some(Violation::Unique) => {
+                return Err(StoreError::Conflict(format!(
+                    "a schedule named {:?} already exists",
+                    s.name
+                )))
+            }
+            other => other?,
+        };
+        self.get(s.id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("schedule {} vanished", s.id)))
     }
 
     /// Every schedule, by name.
     pub async fn list(&self) -> Result<Vec<ScheduleRow>> {
-        on_backend!(self.db, list())
+        Sql::new("select * from schedules order by name")
+            .fetch_all(&self.db)
+            .await
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ScheduleRow>> {
-        on_backend!(self.db, get(id))
+        Sql::new("select * from schedules where id = $1")
+            .bind(id)
+            .fetch_optional(&self.db)
+            .await
     }
 
     /// Applies `patch` and sets `next_run_at`; `None` when there is no such
-    /// schedule.
+    /// schedule. The update and the read of its result share a
+    /// transaction, so the row returned is the one this update wrote.
     pub async fn update(
         &self,
         id: Uuid,
         patch: &SchedulePatch,
         next_run_at: Option<DateTime<Utc>>,
     ) -> Result<Option<ScheduleRow>> {
-        on_backend!(self.db, update(id, patch, next_run_at))
+        let mut tx = self.db.begin().await?;
+        Sql::new(
+            "update schedules set
+                 enabled = coalesce($2, enabled),
+                 cron = coalesce($3, cron),
+                 timezone = coalesce($4, timezone),
+                 duration_secs = coalesce($5, duration_secs),
+                 frequency_hz = coalesce($6, frequency_hz),
+                 next_run_at = $7,
+                 updated_at = {now}
+             where id = $1",
+        )
+        .bind(id)
+        .bind(patch.enabled)
+        .bind(&patch.cron)
+        .bind(&patch.timezone)
+        .bind(patch.duration_secs)
+        .bind(patch.frequency_hz)
+        .bind(next_run_at)
+        .execute(&mut tx)
+        .await?;
+        let row = Sql::new("select * from schedules where id = $1")
+            .bind(id)
+            .fetch_optional(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(row)
     }
 
     /// Deletes a schedule and its runs; whether it existed.
     pub async fn delete(&self, id: Uuid) -> Result<bool> {
-        on_backend!(self.db, delete(id))
+        let deleted = Sql::new("delete from schedules where id = $1")
+            .bind(id)
+            .execute(&self.db)
+            .await?;
+        Ok(deleted == 1)
     }
 
     /// The schedule's latest `limit` runs, newest occurrence first.
     pub async fn runs(&self, id: Uuid, limit: i64) -> Result<Vec<ScheduleRunRow>> {
-        on_backend!(self.db, runs(id, limit))
+        Sql::new(
+            "select * from schedule_runs where schedule_id = $1
+             order by scheduled_for desc limit $2",
+        )
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&self.db)
+        .await
     }
-}
-
-/// The error for a schedule whose name is taken.
-fn name_taken(s: &NewSchedule) -> StoreError {
-    StoreError::Conflict(format!("a schedule named {:?} already exists", s.name))
 }

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::{mysql, postgres, RunOutcome, ScheduleRow};
 use crate::database::Database;
+use crate::sql::{On, Sql};
 use crate::Result;
 
 /// The transaction one scheduler tick runs in: take the lock
@@ -33,16 +34,6 @@ pub struct SchedulerTick {
 enum TickTx {
     Postgres(Transaction<'static, Postgres>),
     MySql(MySqlTick),
-}
-
-/// Runs `$f` of the backend's module on the tick's connection.
-macro_rules! on_tick {
-    ($tick:expr, $f:ident($($arg:expr),* $(,)?)) => {
-        match &mut $tick.tx {
-            TickTx::Postgres(tx) => postgres::$f(&mut **tx, $($arg),*).await,
-            TickTx::MySql(tick) => mysql::$f(&mut *tick.conn, $($arg),*).await,
-        }
-    };
 }
 
 impl SchedulerTick {
@@ -68,7 +59,17 @@ impl SchedulerTick {
     /// first, locked until the tick ends; rows another tick holds are
     /// skipped.
     pub async fn due(&mut self, now: DateTime<Utc>, limit: i64) -> Result<Vec<ScheduleRow>> {
-        on_tick!(self, due(now, limit))
+        Sql::new(
+            "select * from schedules
+             where enabled and next_run_at <= $1
+             order by next_run_at
+             limit $2
+             for update skip locked",
+        )
+        .bind(now)
+        .bind(limit)
+        .fetch_all(self.on())
+        .await
     }
 
     /// Records one occurrence's outcome unless it was recorded before;
@@ -82,7 +83,14 @@ impl SchedulerTick {
         outcome: RunOutcome,
         detail: Option<&str>,
     ) -> Result<Option<i64>> {
-        on_tick!(self, claim_run(schedule_id, scheduled_for, outcome, detail))
+        match &mut self.tx {
+            TickTx::Postgres(tx) => {
+                postgres::claim_run(tx, schedule_id, scheduled_for, outcome, detail).await
+            }
+            TickTx::MySql(tick) => {
+                mysql::claim_run(&mut tick.conn, schedule_id, scheduled_for, outcome, detail).await
+            }
+        }
     }
 
     /// Records missed occurrences, skipping recorded ones; how many were
@@ -93,7 +101,17 @@ impl SchedulerTick {
         occurrences: &[DateTime<Utc>],
         detail: &str,
     ) -> Result<u64> {
-        on_tick!(self, record_missed(schedule_id, occurrences, detail))
+        if occurrences.is_empty() {
+            return Ok(0);
+        }
+        match &mut self.tx {
+            TickTx::Postgres(tx) => {
+                postgres::record_missed(tx, schedule_id, occurrences, detail).await
+            }
+            TickTx::MySql(tick) => {
+                mysql::record_missed(&mut tick.conn, schedule_id, occurrences, detail).await
+            }
+        }
     }
 
     /// Sets the final outcome of a claimed run.
@@ -104,7 +122,17 @@ impl SchedulerTick {
         profile_id: Option<Uuid>,
         detail: Option<&str>,
     ) -> Result<()> {
-        on_tick!(self, finish_run(run_id, outcome, profile_id, detail))
+        Sql::new(
+            "update schedule_runs set outcome = $2, profile_id = $3, detail = $4, fired_at = {now}
+             where id = $1",
+        )
+        .bind(run_id)
+        .bind(outcome.as_str())
+        .bind(profile_id)
+        .bind(detail)
+        .execute(self.on())
+        .await?;
+        Ok(())
     }
 
     /// Moves a schedule on: its next occurrence, and when it last fired
@@ -115,7 +143,26 @@ impl SchedulerTick {
         next_run_at: Option<DateTime<Utc>>,
         fired_at: Option<DateTime<Utc>>,
     ) -> Result<()> {
-        on_tick!(self, advance(schedule_id, next_run_at, fired_at))
+        // MySQL assigns `set` clauses left to right: `last_run_at`'s
+        // `coalesce` reads only that column, which no clause before it sets.
+        Sql::new(
+            "update schedules set next_run_at = $2, last_run_at = coalesce($3, last_run_at)
+             where id = $1",
+        )
+        .bind(schedule_id)
+        .bind(next_run_at)
+        .bind(fired_at)
+        .execute(self.on())
+        .await?;
+        Ok(())
+    }
+
+    /// The tick's connection, for the statements both backends share.
+    fn on(&mut self) -> On<'_> {
+        match &mut self.tx {
+            TickTx::Postgres(tx) => On::from(&mut **tx),
+            TickTx::MySql(tick) => On::from(&mut *tick.conn),
+        }
     }
 
     /// Commits the tick's work and releases the lock.
@@ -135,6 +182,25 @@ impl SchedulerTick {
             TickTx::MySql(tick) => tick.end(Commit::No).await,
         }
     }
+}
+
+/// Records one occurrence of a schedule; `then` is what to do when it
+/// was recorded before (nothing: fail).
+pub(super) fn insert_run(
+    schedule_id: Uuid,
+    scheduled_for: DateTime<Utc>,
+    outcome: RunOutcome,
+    detail: Option<&str>,
+    then: &str,
+) -> Sql {
+    Sql::new(format!(
+        "insert into schedule_runs (schedule_id, scheduled_for, outcome, detail)
+         values ($1, $2, $3, $4) {then}"
+    ))
+    .bind(schedule_id)
+    .bind(scheduled_for)
+    .bind(outcome.as_str())
+    .bind(detail)
 }
 
 #[derive(PartialEq)]

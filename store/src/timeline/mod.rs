@@ -7,23 +7,29 @@ use odp_core::EventKind;
 use uuid::Uuid;
 
 use crate::columns::Text;
-use crate::database::{on_backend, Database};
+use crate::database::Database;
+use crate::sql::Sql;
 use crate::Result;
-
-mod mysql;
-mod postgres;
 
 /// A profile's windows in time order, of its first event only.
 pub async fn profile_timeline(
     db: impl Into<Database>,
     profile_id: Uuid,
 ) -> Result<Vec<TimelineWindow>> {
-    let db = db.into();
-    let rows: Vec<TimelineRow> = on_backend!(db, timeline_rows(profile_id))?;
+    let rows: Vec<TimelineRow> = Sql::new(
+        "select host, window_start, window_end, event, samples, frequency_hz
+         from snapshots
+         where profile_id = $1
+           and event = (select event from snapshots where profile_id = $1 order by id limit 1)
+         order by window_start, id",
+    )
+    .bind(profile_id)
+    .fetch_all(&db.into())
+    .await?;
     Ok(rows.into_iter().map(TimelineWindow::from).collect())
 }
 
-/// One window's header as both backends select it.
+/// One window's header.
 #[derive(sqlx::FromRow)]
 struct TimelineRow {
     host: String,

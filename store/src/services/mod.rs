@@ -1,0 +1,196 @@
+//! Services: defined once (name, target, owning team) and reused by runs,
+//! schedules, rules and alerts; and the hosts that run one, from the
+//! agents' heartbeats.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use odp_core::Target;
+
+use crate::database::Database;
+use crate::sql::{Arg, Sql};
+use crate::{Result, StoreError, Violation};
+
+/// A service as the store keeps it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ServiceRow {
+    pub name: String,
+    #[sqlx(json)]
+    pub target: Target,
+    pub owner_team: Option<String>,
+    pub description: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A service to define; names are checked by the API before they get here.
+#[derive(Debug, Clone)]
+pub struct NewService {
+    pub name: String,
+    pub target: Target,
+    pub owner_team: Option<String>,
+    pub description: Option<String>,
+    pub created_by: String,
+}
+
+/// A change to a service: what is `Some` is replaced.
+#[derive(Debug, Clone, Default)]
+pub struct ServicePatch {
+    pub target: Option<Target>,
+    pub owner_team: Option<Option<String>>,
+    pub description: Option<Option<String>>,
+}
+
+/// A live host running a service, with the labels its agent reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceHost {
+    pub host: String,
+    pub agent_id: String,
+    pub labels: BTreeMap<String, String>,
+    pub last_seen: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "name, target, owner_team, description, created_by, created_at, updated_at";
+
+/// Service definitions, in whichever database the store runs on.
+#[derive(Clone)]
+pub struct Services {
+    db: Database,
+}
+
+impl Services {
+    pub fn new(db: impl Into<Database>) -> Self {
+        Services { db: db.into() }
+    }
+
+    /// Defines a service; a name already defined is a
+    /// [`StoreError::Conflict`].
+    pub async fn create(&self, new: &NewService) -> Result<ServiceRow> {
+        let inserted = Sql::new(
+            "insert into services (name, target, owner_team, description, created_by)
+             values ($1, $2, $3, $4, $5)",
+        )
+        .bind(&new.name)
+        .bind(Arg::json(&new.target)?)
+        .bind(new.owner_team.as_deref())
+        .bind(new.description.as_deref())
+        .bind(&new.created_by)
+        .execute(&self.db)
+        .await;
+        match inserted {
+            Err(e) if e.violation() == Some(Violation::Unique) => Err(StoreError::Conflict(
+                format!("service {:?} is already defined", new.name),
+            )),
+            Err(e) => Err(e),
+            Ok(_) => self
+                .get(&new.name)
+                .await?
+                .ok_or_else(|| StoreError::Corrupt(format!("service {:?} vanished", new.name))),
+        }
+    }
+
+    pub async fn get(&self, name: &str) -> Result<Option<ServiceRow>> {
+        Sql::new(format!("select {COLUMNS} from services where name = $1"))
+            .bind(name)
+            .fetch_optional(&self.db)
+            .await
+    }
+
+    /// Every service, by name.
+    pub async fn list(&self) -> Result<Vec<ServiceRow>> {
+        Sql::new(format!("select {COLUMNS} from services order by name"))
+            .fetch_all(&self.db)
+            .await
+    }
+
+    /// Applies `patch`; `None` when no such service.
+    pub async fn update(&self, name: &str, patch: &ServicePatch) -> Result<Option<ServiceRow>> {
+        let target = patch.target.as_ref().map(Arg::json).transpose()?;
+        let changed = Sql::new(
+            "update services set
+                 target = coalesce($2, target),
+                 owner_team = case when $3 then $4 else owner_team end,
+                 description = case when $5 then $6 else description end,
+                 updated_at = {now}
+             where name = $1",
+        )
+        .bind(name)
+        .bind(target.unwrap_or(Arg::Json(None)))
+        .bind(patch.owner_team.is_some())
+        .bind(patch.owner_team.clone().flatten())
+        .bind(patch.description.is_some())
+        .bind(patch.description.clone().flatten())
+        .execute(&self.db)
+        .await?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.get(name).await
+    }
+
+    /// Removes a service; whether it existed.
+    pub async fn delete(&self, name: &str) -> Result<bool> {
+        let deleted = Sql::new("delete from services where name = $1")
+            .bind(name)
+            .execute(&self.db)
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    /// The hosts whose agent heartbeated within `live_within` and reported
+    /// a live process of `service`, by host. A host's latest heartbeat
+    /// speaks for it (an agent restarted under a new id replaces the old).
+    pub async fn hosts_running(
+        &self,
+        service: &str,
+        live_within: Duration,
+    ) -> Result<Vec<ServiceHost>> {
+        let rows: Vec<HeartbeatRow> = Sql::new(
+            "select host, agent_id, labels, services, last_seen from agents
+             where last_seen > {now} - $1
+             order by host, last_seen desc",
+        )
+        .bind(live_within)
+        .fetch_all(&self.db)
+        .await?;
+        Ok(latest_per_host(rows)
+            .into_iter()
+            .filter(|row| row.services.iter().any(|s| s == service))
+            .map(|row| ServiceHost {
+                host: row.host,
+                agent_id: row.agent_id,
+                labels: row.labels,
+                last_seen: row.last_seen,
+            })
+            .collect())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct HeartbeatRow {
+    host: String,
+    agent_id: String,
+    #[sqlx(json)]
+    labels: BTreeMap<String, String>,
+    #[sqlx(json)]
+    services: Vec<String>,
+    last_seen: DateTime<Utc>,
+}
+
+/// Each host's most recent heartbeat row, in host order.
+fn latest_per_host(rows: Vec<HeartbeatRow>) -> Vec<HeartbeatRow> {
+    let mut latest: HashMap<String, HeartbeatRow> = HashMap::new();
+    for row in rows {
+        match latest.get(&row.host) {
+            Some(kept) if kept.last_seen >= row.last_seen => {}
+            _ => {
+                latest.insert(row.host.clone(), row);
+            }
+        }
+    }
+    let mut hosts: Vec<HeartbeatRow> = latest.into_values().collect();
+    hosts.sort_by(|a, b| a.host.cmp(&b.host));
+    hosts
+}
