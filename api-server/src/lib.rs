@@ -113,6 +113,8 @@ fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenAp
         .merge(routes::diff::router())
         .merge(routes::timeline::router())
         .merge(routes::schedules::router())
+        .merge(routes::services::router())
+        .merge(routes::runs::router())
         .merge(routes::rules::router())
         .merge(routes::channels::router())
         .routes(routes!(health))
@@ -233,6 +235,17 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let state = build_state(&config).await?;
     tokio::spawn(state.control.clone().reconcile_forever());
+    tokio::spawn(service::run_precision::watch_forever(state.clone()));
+    if let Some(tracker) = state.control.heartbeats() {
+        let live_within =
+            Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
+        tokio::spawn(control::services_sync::sync_forever(
+            state.pool.clone(),
+            state.dispatcher.clone(),
+            tracker,
+            live_within,
+        ));
+    }
     tokio::spawn(expire_unacknowledged(
         state.profiles.clone(),
         Duration::from_secs(config.start_ack_timeout_secs),

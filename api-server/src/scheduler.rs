@@ -201,6 +201,7 @@ async fn start_profile(
         window_secs: schedule.window_secs.map(|s| s as u64),
         labels: [("schedule".to_owned(), schedule.name.clone())].into(),
         options: schedule.options.clone(),
+        run_id: None,
     };
     let requested_by = format!("schedule:{}", schedule.id);
     match profiles::start(state, start, &requested_by, None).await {

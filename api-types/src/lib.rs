@@ -65,7 +65,9 @@ pub mod error;
 pub mod profiles;
 pub mod queries;
 pub mod rules;
+pub mod runs;
 pub mod schedules;
+pub mod services;
 
 pub use odp_core::command::UndeployMode;
 pub use odp_core::diff::{DiffNode, FunctionChange};
@@ -80,7 +82,9 @@ pub use error::*;
 pub use profiles::*;
 pub use queries::*;
 pub use rules::*;
+pub use runs::*;
 pub use schedules::*;
+pub use services::*;
 
 /// A name that is none of an enum's values.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::cost::StartOptions;
 use crate::model::Target;
+use crate::service::SyncServices;
 
 pub const ISSUER: &str = "odp-api-server";
 pub const AUDIENCE: &str = "odp-agent";
@@ -89,8 +90,18 @@ impl std::str::FromStr for UndeployMode {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum CommandAction {
     Start(StartProfile),
-    Stop { profile_id: Uuid },
-    Undeploy { mode: UndeployMode },
+    Stop {
+        profile_id: Uuid,
+    },
+    Undeploy {
+        mode: UndeployMode,
+    },
+    /// Replaces the agent's service definitions wholesale (kept across its
+    /// restarts): `{"kind": "sync_services", "services": [{"name", "target"}],
+    /// "digest"}`. The agent checks the digest
+    /// ([`crate::service::services_digest`]) and the definitions, and
+    /// acknowledges by reporting that digest in its next heartbeat.
+    SyncServices(SyncServices),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,6 +375,94 @@ mod tests {
         let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
         assert!(matches!(
             verifier.verify(&token, NOW),
+            Err(CommandError::Invalid(_))
+        ));
+    }
+
+    fn sync_command(host: &str) -> Command {
+        use crate::service::ServiceDefinition;
+        Command {
+            id: Uuid::new_v4(),
+            host: host.into(),
+            issued_at: NOW,
+            expires_at: NOW + 60,
+            action: CommandAction::SyncServices(SyncServices::new(vec![
+                ServiceDefinition {
+                    name: "checkout".into(),
+                    target: Target::ProcessName("checkout".into()),
+                },
+                ServiceDefinition {
+                    name: "cart".into(),
+                    target: Target::Cgroup("/system.slice/cart.service".into()),
+                },
+            ])),
+        }
+    }
+
+    #[test]
+    fn sync_services_round_trips_and_is_checked_like_any_command() {
+        let (signer, public) = pair();
+        let command = sync_command("host-a");
+        let token = signer.sign(&command).unwrap();
+
+        // The action as it travels in the `cmd` claim.
+        let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let payload = engine.decode(token.split('.').nth(1).unwrap()).unwrap();
+        let claims: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+        let CommandAction::SyncServices(sync) = &command.action else {
+            unreachable!()
+        };
+        assert_eq!(
+            claims["cmd"],
+            serde_json::json!({
+                "kind": "sync_services",
+                "services": [
+                    {"name": "cart", "target": {"by": "cgroup", "value": "/system.slice/cart.service"}},
+                    {"name": "checkout", "target": {"by": "process_name", "value": "checkout"}},
+                ],
+                "digest": sync.digest,
+            })
+        );
+
+        let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
+        let (verified, options) = verifier.verify_with_options(&token, NOW + 1).unwrap();
+        assert_eq!(verified, command);
+        assert_eq!(options, StartOptions::default());
+        let CommandAction::SyncServices(got) = verified.action else {
+            panic!("expected a sync")
+        };
+        got.check().unwrap();
+        assert!(matches!(
+            verifier.verify(&token, NOW + 2),
+            Err(CommandError::Replayed(_))
+        ));
+
+        // Expired, forged, another host's: refused before the action.
+        let late = signer.sign(&sync_command("host-a")).unwrap();
+        assert!(matches!(
+            verifier.verify(&late, NOW + 3600),
+            Err(CommandError::Expired { .. })
+        ));
+        let (forger, _) = pair();
+        let forged = forger.sign(&sync_command("host-a")).unwrap();
+        assert!(matches!(
+            verifier.verify(&forged, NOW),
+            Err(CommandError::Invalid(_))
+        ));
+        let other = signer.sign(&sync_command("host-b")).unwrap();
+        assert!(matches!(
+            verifier.verify(&other, NOW),
+            Err(CommandError::WrongHost { .. })
+        ));
+        // A definition swapped in transit breaks the signature.
+        let parts: Vec<&str> = token.split('.').collect();
+        let text = String::from_utf8(engine.decode(parts[1]).unwrap()).unwrap();
+        let tampered = engine.encode(text.replace("\"checkout\"}", "\"sshd\"}"));
+        assert_ne!(tampered, parts[1]);
+        let tampered = format!("{}.{}.{}", parts[0], tampered, parts[2]);
+        let mut fresh = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
+        assert!(matches!(
+            fresh.verify(&tampered, NOW),
             Err(CommandError::Invalid(_))
         ));
     }

@@ -1,6 +1,8 @@
 //! Messages on `odp.events`: agent heartbeats and profile lifecycle, as
 //! JSON so operators can read them with any Kafka tool.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -42,6 +44,26 @@ pub enum AgentEventKind {
         /// host, the earlier one keeps it ([`crate::liveness`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started_at_ms: Option<i64>,
+        /// The host's labels: those the agent discovers (`kernel`,
+        /// `cpu_model`, `cores`, `arch`: [`crate::service::DISCOVERED_LABELS`])
+        /// and those its operator gave it (`--label zone=eu-1`; `zone` and
+        /// `version` by convention). Keys are `[a-z0-9_.-]`, values
+        /// non-empty without control characters
+        /// ([`crate::service::check_label_key`]). Absent from older agents.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+        /// The defined services (of the last `sync_services`) with at least
+        /// one live matching process on the host at this heartbeat, sorted;
+        /// absent when none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        services: Vec<String>,
+        /// The [`crate::service::services_digest`] of the service
+        /// definitions the agent holds (that of the empty set when it holds
+        /// none). Absent only from agents that predate `sync_services`,
+        /// which must not be sent one. A digest other than the api-server's
+        /// means the agent's set is stale: send a sync.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        services_digest: Option<String>,
     },
     ProfileStarted {
         profile_id: Uuid,
@@ -161,5 +183,58 @@ mod tests {
         assert_eq!(AgentEvent::from_json(&event.to_json()).unwrap(), event);
         assert_eq!(event.profile_id(), Some(Uuid::nil()));
         assert!(AgentEvent::from_json(b"{\"type\":\"nope\"}").is_err());
+    }
+
+    #[test]
+    fn heartbeats_carry_labels_and_services_and_old_ones_still_decode() {
+        let beat = AgentEvent {
+            host: "h".into(),
+            agent_id: "a".into(),
+            at_ms: 5,
+            kind: AgentEventKind::Heartbeat {
+                version: "0.1.0".into(),
+                running_profiles: vec![],
+                plugins: vec!["native".into()],
+                machine_id: None,
+                started_at_ms: None,
+                labels: BTreeMap::from([
+                    ("kernel".to_owned(), "6.8.0".to_owned()),
+                    ("zone".to_owned(), "eu-1".to_owned()),
+                ]),
+                services: vec!["checkout".into()],
+                services_digest: Some("ab".into()),
+            },
+        };
+        let json: serde_json::Value = serde_json::from_slice(&beat.to_json()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "host": "h", "agent_id": "a", "at_ms": 5, "type": "heartbeat",
+                "version": "0.1.0", "running_profiles": [], "plugins": ["native"],
+                "labels": {"kernel": "6.8.0", "zone": "eu-1"},
+                "services": ["checkout"],
+                "services_digest": "ab",
+            })
+        );
+        assert_eq!(AgentEvent::from_json(&beat.to_json()).unwrap(), beat);
+
+        // An older agent's heartbeat has none of them; empty ones are left out.
+        let old = br#"{"host":"h","agent_id":"a","at_ms":1,"type":"heartbeat",
+            "version":"0","running_profiles":[],"plugins":[]}"#;
+        let decoded = AgentEvent::from_json(old).unwrap();
+        let AgentEventKind::Heartbeat {
+            labels,
+            services,
+            services_digest,
+            ..
+        } = &decoded.kind
+        else {
+            panic!("a heartbeat")
+        };
+        assert!(labels.is_empty() && services.is_empty() && services_digest.is_none());
+        let again: serde_json::Value = serde_json::from_slice(&decoded.to_json()).unwrap();
+        for field in ["labels", "services", "services_digest"] {
+            assert!(again.get(field).is_none(), "{field} serialized when empty");
+        }
     }
 }

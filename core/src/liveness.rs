@@ -113,6 +113,9 @@ mod tests {
                 plugins: vec![],
                 machine_id: machine.map(str::to_owned),
                 started_at_ms: started,
+                labels: Default::default(),
+                services: Vec::new(),
+                services_digest: None,
             },
         }
     }

@@ -32,6 +32,8 @@ pub struct PlatformOptions {
     /// More environment for the api-server (`ODP_*` settings such as
     /// `ODP_JWKS_FILE`), for tests of its configuration.
     pub api_env: Vec<(String, String)>,
+    /// More environment for the agent (`ODP_LABELS=zone=a`, …).
+    pub agent_env: Vec<(String, String)>,
     /// Let the api-server deploy agents on this machine for hosts without
     /// one (`--deployer local`); off, starts for such hosts just wait.
     pub local_deployer: bool,
@@ -47,6 +49,7 @@ impl PlatformOptions {
             with_agent: true,
             start_ack_timeout_secs: None,
             api_env: Vec::new(),
+            agent_env: Vec::new(),
             local_deployer: false,
         }
     }
@@ -232,22 +235,26 @@ fn spawn_agent(
     logs: &Path,
     metrics_listen: &str,
 ) -> Result<ServiceProcess> {
-    ServiceProcess::builder(
+    let mut agent = ServiceProcess::builder(
         "profiler-service",
         workspace_binary("odp-profiler-service")?,
-    )
-    .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
-    .args(stack.topics.cli_args())
-    .args(["--host-id", &options.host_id])
-    .arg("--command-public-key")
-    .arg(public_key)
-    .args(["--window-secs", &options.window_secs.to_string()])
-    .args(["--heartbeat-secs", "2"])
-    .args(["--metrics-listen", metrics_listen])
-    .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
-    .log_dir(logs)
-    .own_process_group(options.detached)
-    .spawn()
+    );
+    for (name, value) in &options.agent_env {
+        agent = agent.env(name, value);
+    }
+    agent
+        .args(["--kafka-bootstrap", &stack.kafka_bootstrap])
+        .args(stack.topics.cli_args())
+        .args(["--host-id", &options.host_id])
+        .arg("--command-public-key")
+        .arg(public_key)
+        .args(["--window-secs", &options.window_secs.to_string()])
+        .args(["--heartbeat-secs", "2"])
+        .args(["--metrics-listen", metrics_listen])
+        .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
+        .log_dir(logs)
+        .own_process_group(options.detached)
+        .spawn()
 }
 
 /// The api-server deploys agents for hosts without one by starting them

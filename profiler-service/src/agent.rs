@@ -4,15 +4,16 @@
 //! Every profile is one task (plus its sampling thread); the loop only
 //! starts, signals and reaps them, so a slow broker never delays a stop.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
 use odp_core::cost::StartOptions;
 use odp_core::event::AgentEventKind;
 use odp_core::liveness::AgentClaim;
+use odp_core::service::SyncServices;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
@@ -29,6 +30,7 @@ use crate::plugin::Plugins;
 use crate::profile_task::{self, Outcome, StopHandle};
 use crate::publish::{Origin, Publisher};
 use crate::sampling_thread::ProfileSpec;
+use crate::services::{self as host_services, ServiceBook, ServiceStore};
 use crate::targets::ProcFs;
 use crate::window::unix_ms;
 
@@ -56,6 +58,9 @@ struct Agent {
     task_profiles: HashMap<tokio::task::Id, Uuid>,
     draining: bool,
     heartbeat: watch::Sender<Vec<Uuid>>,
+    /// The service definitions held, which heartbeats scan for.
+    services: watch::Sender<Arc<ServiceBook>>,
+    service_store: ServiceStore,
     metrics: Arc<AgentMetrics>,
 }
 
@@ -111,6 +116,11 @@ pub async fn run_until(
 
     // Before any profile runs, so an earlier run's spool goes out first.
     let resender = publisher.spawn_resender();
+    let service_store = ServiceStore::new(&config.state_dir);
+    let book = load_services(&service_store);
+    let (services, services_rx) = watch::channel(Arc::new(book));
+    let labels = host_services::host_labels(&config.labels);
+    info!(?labels, "host labels");
     let (heartbeat, running_rx) = watch::channel(Vec::new());
     let beats = tokio::spawn(heartbeats(
         publisher.clone(),
@@ -119,8 +129,12 @@ pub async fn run_until(
             plugins: plugins.names(),
             machine_id: config.machine_id.clone(),
             started_at_ms,
+            labels,
+            procfs: ProcFs::default(),
+            metrics: metrics.clone(),
         },
         running_rx,
+        services_rx,
     ));
     let mut agent = Agent {
         config,
@@ -133,6 +147,8 @@ pub async fn run_until(
         task_profiles: HashMap::new(),
         draining: false,
         heartbeat,
+        services,
+        service_store,
         metrics,
     };
 
@@ -298,11 +314,40 @@ impl Agent {
                     Flow::Continue
                 }
             }
+            Decision::SyncServices(sync) => {
+                if let Err(reason) = self.sync_services(&sync) {
+                    let rejection = Rejection {
+                        command_id: Some(command_id),
+                        profile_id: None,
+                        reason,
+                        dead_letter: false,
+                    };
+                    self.reject(rejection, intake, received).await;
+                } else {
+                    info!(%command_id, services = sync.services.len(), digest = %sync.digest,
+                        "service definitions replaced");
+                }
+                Flow::Continue
+            }
             Decision::Reject(rejection) => {
                 self.reject(rejection, intake, received).await;
                 Flow::Continue
             }
         }
+    }
+
+    /// Replaces the held service definitions, on disk first so a restart
+    /// keeps them. A file that cannot be written does not refuse the sync:
+    /// the definitions hold until the agent restarts, and then its
+    /// heartbeats report the older digest and the api-server syncs again.
+    fn sync_services(&mut self, sync: &SyncServices) -> std::result::Result<(), String> {
+        let book = ServiceBook::new(sync)?;
+        if let Err(e) = self.service_store.save(sync) {
+            error!(path = %self.service_store.path().display(), error = %e,
+                "cannot keep the service definitions; they hold until a restart");
+        }
+        self.services.send_replace(Arc::new(book));
+        Ok(())
     }
 
     fn start(&mut self, start: StartProfile, cost: CostSettings, options: &StartOptions) {
@@ -428,20 +473,53 @@ impl Agent {
     }
 }
 
-/// What every heartbeat says besides the running profiles.
+/// The definitions an earlier run kept, or none (reported as the empty
+/// set's digest, so the api-server syncs).
+fn load_services(store: &ServiceStore) -> ServiceBook {
+    match store.load() {
+        Ok(Some(book)) => {
+            info!(path = %store.path().display(), services = book.definitions().len(),
+                digest = %book.digest(), "service definitions kept by an earlier run");
+            book
+        }
+        Ok(None) => ServiceBook::default(),
+        Err(e) => {
+            warn!(path = %store.path().display(), error = %e,
+                "cannot use the kept service definitions; holding none until the next sync");
+            ServiceBook::default()
+        }
+    }
+}
+
+/// What every heartbeat says besides the running profiles and services.
 struct Beat {
     every: Duration,
     plugins: Vec<String>,
     machine_id: String,
     started_at_ms: i64,
+    /// Discovered and operator labels, fixed for the agent's life.
+    labels: BTreeMap<String, String>,
+    /// Where the service scan looks (the agent and its helpers left out of
+    /// broad targets, as for profiles).
+    procfs: ProcFs,
+    metrics: Arc<AgentMetrics>,
 }
 
-async fn heartbeats(publisher: Publisher, beat: Beat, running: watch::Receiver<Vec<Uuid>>) {
+async fn heartbeats(
+    publisher: Publisher,
+    beat: Beat,
+    running: watch::Receiver<Vec<Uuid>>,
+    services: watch::Receiver<Arc<ServiceBook>>,
+) {
     let mut tick = tokio::time::interval(beat.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let running_profiles = running.borrow().clone();
+        let book = services.borrow().clone();
+        // One scan per heartbeat, the only one: what it reports is at most
+        // one interval old.
+        let live = live_services(&book, &beat).await;
         publisher
             .event_or_warn(AgentEventKind::Heartbeat {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -449,7 +527,42 @@ async fn heartbeats(publisher: Publisher, beat: Beat, running: watch::Receiver<V
                 plugins: beat.plugins.clone(),
                 machine_id: Some(beat.machine_id.clone()),
                 started_at_ms: Some(beat.started_at_ms),
+                labels: beat.labels.clone(),
+                services: live,
+                services_digest: Some(book.digest().to_owned()),
             })
             .await;
+    }
+}
+
+/// The defined services with live processes now, scanned off the async
+/// threads; none (with a warning) when `/proc` cannot be listed.
+async fn live_services(book: &Arc<ServiceBook>, beat: &Beat) -> Vec<String> {
+    if book.is_empty() {
+        return Vec::new();
+    }
+    let (scan_book, procfs) = (Arc::clone(book), beat.procfs.clone());
+    let started = Instant::now();
+    let scanned = tokio::task::spawn_blocking(move || scan_book.live(&procfs)).await;
+    let took = started.elapsed();
+    beat.metrics.service_scanned(took);
+    match scanned {
+        Ok(Ok(live)) => {
+            debug!(
+                services = book.definitions().len(),
+                live = live.len(),
+                took_us = took.as_micros() as u64,
+                "service scan"
+            );
+            live
+        }
+        Ok(Err(e)) => {
+            warn!(error = %e, "cannot scan processes for services");
+            Vec::new()
+        }
+        Err(e) => {
+            warn!(error = %e, "service scan failed");
+            Vec::new()
+        }
     }
 }

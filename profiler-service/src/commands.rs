@@ -17,6 +17,7 @@ use odp_core::command::{
 use odp_core::cost::StartOptions;
 use odp_core::model::TargetError;
 use odp_core::partition::partition_for_key;
+use odp_core::service::SyncServices;
 use odp_core::Target;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::Message;
@@ -99,6 +100,8 @@ pub enum Decision {
     Start(StartProfile),
     Stop(Uuid),
     Undeploy(UndeployMode),
+    /// Replace the held service definitions with these (checked).
+    SyncServices(SyncServices),
     Reject(Rejection),
 }
 
@@ -150,6 +153,11 @@ pub fn decide(command: Command, state: &dyn AgentState) -> Decision {
             }
         }
         CommandAction::Undeploy { mode } => Decision::Undeploy(mode),
+        // Taken while draining too: it only changes what heartbeats say.
+        CommandAction::SyncServices(sync) => match sync.check() {
+            Ok(()) => Decision::SyncServices(sync),
+            Err(e) => reject(None, format!("sync_services refused: {e}")),
+        },
     }
 }
 

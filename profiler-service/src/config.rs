@@ -1,13 +1,15 @@
 //! Command-line flags (each with an `ODP_*` environment variable) and the
 //! typed configuration they are validated into once, at start-up.
 
+use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
 use odp_core::command::CommandVerifier;
 use odp_core::cost::{DutyCycle, FdaSettings};
+use odp_core::service::parse_operator_labels;
 use odp_plumbing::{Kafka, KafkaArgs, Topics};
 
 use crate::cost::CostDefaults;
@@ -124,6 +126,24 @@ pub struct Args {
     /// agents exits.
     #[arg(long, env = "ODP_PEER_LIVE_SECS", default_value_t = 30)]
     pub peer_live_secs: u64,
+    /// A label of this host, `KEY=VALUE`, reported in every heartbeat
+    /// (`zone` and `version` by convention); repeat the flag, or give them
+    /// comma-separated (`ODP_LABELS=zone=eu-1,version=1.2`). Keys are
+    /// `[a-z0-9_.-]`; `kernel`, `cpu_model`, `cores` and `arch` are
+    /// discovered and cannot be set.
+    #[arg(
+        long = "label",
+        env = "ODP_LABELS",
+        value_name = "KEY=VALUE",
+        value_delimiter = ','
+    )]
+    pub labels: Vec<String>,
+    /// Directory of the state the agent keeps across restarts (the service
+    /// definitions of the last `sync_services`). Default:
+    /// `/var/lib/odp/<host id>` when writable, else
+    /// `odp-state-$USER/<host id>` in the temporary directory.
+    #[arg(long, env = "ODP_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Args {
@@ -179,6 +199,11 @@ pub struct Config {
     pub machine_id: String,
     /// How recent a peer's heartbeat must be to make this agent yield.
     pub peer_live: Duration,
+    /// The operator's labels of this host (the discovered ones are added
+    /// when the agent starts).
+    pub labels: BTreeMap<String, String>,
+    /// Where state kept across restarts lives ([`crate::services`]).
+    pub state_dir: PathBuf,
 }
 
 impl Args {
@@ -205,6 +230,17 @@ impl Args {
                 .join("odp-spool")
                 .join(host_id.replace('/', "_"))
         });
+        // `ODP_LABELS=` (empty) means none; `zone=a, version=2` is fine.
+        let items = self
+            .labels
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty());
+        let labels =
+            parse_operator_labels(items).map_err(|e| Error::Config(format!("--label: {e}")))?;
+        let state_dir = self
+            .state_dir
+            .unwrap_or_else(|| default_state_dir(&host_id));
         let config = Config {
             kafka: self
                 .kafka
@@ -237,6 +273,8 @@ impl Args {
                 None => machine_id()?,
             },
             peer_live: Duration::from_secs(self.peer_live_secs),
+            labels,
+            state_dir,
         };
         config.validate()?;
         Ok(config)
@@ -275,8 +313,38 @@ impl Config {
         }
         CommandVerifier::from_public_pem(&self.command_public_key_pem, &self.host_id)
             .map_err(Error::PublicKey)?;
+        let items: Vec<String> = self
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        parse_operator_labels(items.iter().map(String::as_str))
+            .map_err(|e| Error::Config(format!("--label: {e}")))?;
         Ok(())
     }
+}
+
+/// `/var/lib/odp/<host id>` when `/var/lib/odp` is (or can be made)
+/// writable, else `odp-state-$USER/<host id>` in the temporary directory.
+/// Per host id, like the spool: agents of several (test) hosts on one
+/// machine keep apart.
+fn default_state_dir(host_id: &str) -> PathBuf {
+    let host = host_id.replace('/', "_");
+    let system = Path::new("/var/lib/odp");
+    if fs::create_dir_all(system).is_ok() && writable(system) {
+        return system.join(host);
+    }
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".to_owned());
+    std::env::temp_dir()
+        .join(format!("odp-state-{user}"))
+        .join(host)
+}
+
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    fs::File::create(&probe)
+        .and_then(|_| fs::remove_file(&probe))
+        .is_ok()
 }
 
 /// The machine's hostname, the default host id.
@@ -345,6 +413,62 @@ mod tests {
             .spool
             .dir
             .ends_with(format!("odp-spool/{}", config.host_id)));
+        assert!(config.labels.is_empty());
+        assert!(config.state_dir.ends_with(&config.host_id));
+        fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn labels_come_from_repeated_flags_or_a_comma_separated_list() {
+        let (path, _) = key_file();
+        let key = path.to_str().unwrap();
+        let config = parse(&[
+            "--command-public-key",
+            key,
+            "--label",
+            "zone=eu-1",
+            "--label",
+            "version=1.2.3, team=pay,",
+            "--label",
+            "",
+            "--state-dir",
+            "/tmp/odp-state-x",
+        ])
+        .unwrap()
+        .into_config()
+        .unwrap();
+        let labels: Vec<(&str, &str)> = config
+            .labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            labels,
+            [("team", "pay"), ("version", "1.2.3"), ("zone", "eu-1")]
+        );
+        assert_eq!(config.state_dir, PathBuf::from("/tmp/odp-state-x"));
+
+        let err = |labels: &[&str]| {
+            let mut all = vec!["--command-public-key", key];
+            for label in labels {
+                all.extend_from_slice(&["--label", label]);
+            }
+            parse(&all).unwrap().into_config().unwrap_err().to_string()
+        };
+        for (labels, wanted) in [
+            (&["zone"][..], "not KEY=VALUE"),
+            (&["Zone=a"], "label key \"Zone\""),
+            (&["zone="], "empty value"),
+            (&["zone=a", "zone=b"], "given twice"),
+            (&["kernel=5.1"], "discovered by the agent"),
+            (&["cpu_model=x"], "discovered by the agent"),
+        ] {
+            let message = err(labels);
+            assert!(
+                message.starts_with("invalid configuration: --label: ") && message.contains(wanted),
+                "{labels:?}: {message}"
+            );
+        }
         fs::remove_file(path).unwrap();
     }
 

@@ -22,6 +22,8 @@
 //!   `native` (perf_event), `python` (py-spy) and `jvm` (JFR) plugins;
 //! - [`window`], [`targets`], [`publish`]: window bookkeeping, `/proc`
 //!   discovery and the Kafka producer;
+//! - [`services`]: what heartbeats say of the host: its labels, and which
+//!   defined services (kept in the state directory) have live processes;
 //! - [`spool`]: the bounded on-disk FIFO of snapshots the broker did not
 //!   take, resent in order once it is back.
 
@@ -37,6 +39,7 @@ pub mod plugin;
 pub mod profile_task;
 pub mod publish;
 pub mod sampling_thread;
+pub mod services;
 pub mod spool;
 pub mod targets;
 pub mod window;

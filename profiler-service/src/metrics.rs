@@ -2,7 +2,9 @@
 //! commands it took or refused, and how many profiles run. Its own CPU and
 //! memory come with the process gauges of `odp_metrics`.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -27,6 +29,8 @@ pub struct AgentMetrics {
     pub(crate) spool_dropped: Counter,
     pub(crate) spool_snapshots: Gauge,
     pub(crate) spool_bytes: Gauge,
+    service_scans: Counter,
+    service_scan_seconds: Counter<f64, AtomicU64>,
 }
 
 impl AgentMetrics {
@@ -83,7 +87,22 @@ impl AgentMetrics {
             "Bytes waiting in the spool",
             metrics.spool_bytes.clone(),
         );
+        r.register(
+            "odp_agent_service_scans",
+            "Scans of the host's processes for the defined services (one per heartbeat at most)",
+            metrics.service_scans.clone(),
+        );
+        r.register(
+            "odp_agent_service_scan_seconds",
+            "Wall-clock seconds spent scanning the host's processes for the defined services",
+            metrics.service_scan_seconds.clone(),
+        );
         Arc::new(metrics)
+    }
+
+    pub(crate) fn service_scanned(&self, took: Duration) {
+        self.service_scans.inc();
+        self.service_scan_seconds.inc_by(took.as_secs_f64());
     }
 
     pub(crate) fn command(&self, outcome: &'static str) {

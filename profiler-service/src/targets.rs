@@ -12,6 +12,7 @@
 
 mod matching;
 
+use std::cell::OnceCell;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -65,37 +66,70 @@ impl ProcFs {
     /// The live processes a target designates, sorted. Empty when none
     /// matches (the caller reports "no such process").
     pub fn resolve(&self, target: &Target) -> io::Result<Vec<u32>> {
-        match target {
-            Target::Pid(pid) => Ok(if self.is_alive(*pid) {
-                vec![*pid]
+        // Compiled per scan (once a second at most): validated by the API
+        // and the agent's command check, so an error here only comes from
+        // a command that skipped both.
+        match Selector::new(target)? {
+            Selector::Pid(pid) => Ok(if self.is_alive(pid) {
+                vec![pid]
             } else {
                 Vec::new()
             }),
-            Target::ProcessName(name) => {
-                self.scan(|pid| self.comm(pid).is_some_and(|comm| comm_matches(&comm, name)))
+            Selector::Nothing => Ok(Vec::new()),
+            selector => self.scan(|pid| self.selects(&selector, &ProcessFacts::new(pid))),
+        }
+    }
+
+    /// For each selector, whether it designates at least one live process
+    /// now: one pass over the process list whatever the number of
+    /// selectors, reading each process's files at most once, and ending
+    /// early once every selector has matched. The rules are those of
+    /// [`resolve`](Self::resolve).
+    pub fn any_live(&self, selectors: &[Selector]) -> io::Result<Vec<bool>> {
+        let mut found = vec![false; selectors.len()];
+        let mut left = selectors.len();
+        if left == 0 {
+            return Ok(found);
+        }
+        for pid in numeric_entries(&self.root)? {
+            let facts = ProcessFacts::new(pid);
+            let mut alive = None;
+            for (selector, found) in selectors.iter().zip(found.iter_mut()) {
+                if *found || !self.selects(selector, &facts) {
+                    continue;
+                }
+                if *alive.get_or_insert_with(|| self.is_alive(pid)) {
+                    *found = true;
+                    left -= 1;
+                }
             }
-            Target::CommandLine(pattern) => {
-                // Compiled per scan (once a second at most): validated by
-                // the API and the agent's command check, so an error here
-                // only comes from a command that skipped both.
-                let selector = CmdlineSelector::new(pattern)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                self.scan(|pid| {
-                    self.cmdline(pid)
-                        .is_some_and(|line| selector.matches(&line))
-                        && !self.is_agent_or_descendant(pid)
-                })
+            if left == 0 {
+                break;
             }
-            Target::Cgroup(wanted) => {
-                let selector = CgroupTarget::parse(wanted)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                self.scan(|pid| {
-                    self.cgroup_paths(pid)
-                        .is_some_and(|paths| paths.iter().any(|p| selector.matches(p)))
-                        && !self.is_agent_or_descendant(pid)
-                })
+        }
+        Ok(found)
+    }
+
+    /// Whether a process is one a selector designates (liveness aside).
+    fn selects(&self, selector: &Selector, facts: &ProcessFacts) -> bool {
+        match selector {
+            Selector::Pid(pid) => facts.pid == *pid,
+            Selector::Name(name) => facts
+                .comm(self)
+                .is_some_and(|comm| comm_matches(comm, name)),
+            Selector::Cmdline(cmdline) => {
+                facts
+                    .cmdline(self)
+                    .is_some_and(|line| cmdline.matches(line))
+                    && !facts.agent_side(self)
             }
-            Target::Imported(_) => Ok(Vec::new()),
+            Selector::Cgroup(cgroup) => {
+                facts
+                    .cgroups(self)
+                    .is_some_and(|paths| paths.iter().any(|p| cgroup.matches(p)))
+                    && !facts.agent_side(self)
+            }
+            Selector::Nothing => false,
         }
     }
 
@@ -202,6 +236,88 @@ impl ProcFs {
     pub fn maps(&self, pid: u32) -> io::Result<Vec<Mapping>> {
         let text = fs::read_to_string(self.pid_dir(pid).join("maps"))?;
         Ok(parse_maps(&text))
+    }
+}
+
+/// A [`Target`] compiled once to match many processes: the selection
+/// rules of [`ProcFs::resolve`], shared by profiles and by the service scan
+/// of heartbeats ([`ProcFs::any_live`]).
+#[derive(Debug, Clone)]
+pub enum Selector {
+    /// One process by id.
+    Pid(u32),
+    /// Processes by `comm` ([`comm_matches`]).
+    Name(String),
+    /// Processes whose command line matches, not the agent's own.
+    Cmdline(CmdlineSelector),
+    /// Processes in a cgroup or container, not the agent's own.
+    Cgroup(CgroupTarget),
+    /// No process (an imported profile's target).
+    Nothing,
+}
+
+impl Selector {
+    /// Compiles a target; a command-line regex or cgroup that does not
+    /// parse is an `InvalidInput` error.
+    pub fn new(target: &Target) -> io::Result<Selector> {
+        Ok(match target {
+            Target::Pid(pid) => Selector::Pid(*pid),
+            Target::ProcessName(name) => Selector::Name(name.clone()),
+            Target::CommandLine(pattern) => Selector::Cmdline(
+                CmdlineSelector::new(pattern)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            ),
+            Target::Cgroup(wanted) => Selector::Cgroup(
+                CgroupTarget::parse(wanted)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            ),
+            Target::Imported(_) => Selector::Nothing,
+        })
+    }
+}
+
+/// What a scan learned of one process, each file read at most once
+/// however many selectors ask.
+struct ProcessFacts {
+    pid: u32,
+    comm: OnceCell<Option<String>>,
+    cmdline: OnceCell<Option<String>>,
+    cgroups: OnceCell<Option<Vec<String>>>,
+    agent_side: OnceCell<bool>,
+}
+
+impl ProcessFacts {
+    fn new(pid: u32) -> Self {
+        ProcessFacts {
+            pid,
+            comm: OnceCell::new(),
+            cmdline: OnceCell::new(),
+            cgroups: OnceCell::new(),
+            agent_side: OnceCell::new(),
+        }
+    }
+
+    fn comm(&self, procfs: &ProcFs) -> Option<&str> {
+        self.comm.get_or_init(|| procfs.comm(self.pid)).as_deref()
+    }
+
+    fn cmdline(&self, procfs: &ProcFs) -> Option<&str> {
+        self.cmdline
+            .get_or_init(|| procfs.cmdline(self.pid))
+            .as_deref()
+    }
+
+    fn cgroups(&self, procfs: &ProcFs) -> Option<&[String]> {
+        self.cgroups
+            .get_or_init(|| procfs.cgroup_paths(self.pid))
+            .as_deref()
+    }
+
+    /// The agent itself or one of its descendants.
+    fn agent_side(&self, procfs: &ProcFs) -> bool {
+        *self
+            .agent_side
+            .get_or_init(|| procfs.is_agent_or_descendant(self.pid))
     }
 }
 

@@ -78,7 +78,8 @@ read_as_text!(
     odp_api_types::RequestStatus,
     odp_api_types::DeliveryStatus,
     odp_api_types::ReanalysisStatus,
-    odp_api_types::RunOutcome
+    odp_api_types::RunOutcome,
+    crate::runs::RunState
 );
 
 impl<T> From<OptionalText<T>> for Option<T> {

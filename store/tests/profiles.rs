@@ -30,6 +30,7 @@ fn request(host: &str, target: Target, event: Option<EventKind>, key: Option<&st
             event,
             ..StartOptions::default()
         },
+        run_id: None,
     }
 }
 

@@ -166,6 +166,7 @@ async fn requests_end_from_heartbeats_profiles_and_deadlines(db: Database) {
         labels: Labels::new(),
         mode: ProfileMode::Cpu,
         options: StartOptions::default(),
+        run_id: None,
     };
     profiles.insert(&profile).await.unwrap();
     let stop = requests

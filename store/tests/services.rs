@@ -2,8 +2,12 @@
 //! MariaDB: defined once by name, changed and deleted; and the live hosts
 //! that run one, from what the agents' heartbeats reported.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::Target;
-use odp_store::{Database, NewService, ServicePatch, Services, StoreError};
+use odp_store::{record_agent_event, Database, NewService, ServicePatch, Services, StoreError};
 
 mod support;
 use support::on_both_backends;
@@ -75,4 +79,66 @@ async fn a_service_is_defined_once_then_changed_and_deleted(db: Database) {
     assert!(services.get("checkout").await.unwrap().is_none());
 }
 
-on_both_backends!(a_service_is_defined_once_then_changed_and_deleted);
+fn heartbeat(host: &str, ago_secs: i64, zone: &str, services: &[&str]) -> AgentEvent {
+    AgentEvent {
+        host: host.into(),
+        agent_id: format!("agent-{host}"),
+        at_ms: chrono::Utc::now().timestamp_millis() - ago_secs * 1000,
+        kind: AgentEventKind::Heartbeat {
+            version: "0.1.0".into(),
+            running_profiles: vec![],
+            plugins: vec!["native".into()],
+            machine_id: None,
+            started_at_ms: None,
+            labels: BTreeMap::from([
+                ("zone".to_owned(), zone.to_owned()),
+                ("kernel".to_owned(), "6.1.0".to_owned()),
+            ]),
+            services: services.iter().map(|s| s.to_string()).collect(),
+            services_digest: Some("d1".into()),
+        },
+    }
+}
+
+async fn the_hosts_of_a_service_are_the_live_ones_reporting_it(db: Database) {
+    let beats = [
+        heartbeat("h1", 1, "a", &["cart", "checkout"]),
+        heartbeat("h2", 1, "b", &["cart"]),
+        heartbeat("h3", 1, "b", &["checkout"]),
+        // Stopped heartbeating ten minutes ago: not live.
+        heartbeat("h4", 600, "a", &["checkout"]),
+        // An older heartbeat of h3 redelivered late does not take its
+        // service away.
+        heartbeat("h3", 30, "b", &[]),
+    ];
+    for beat in &beats {
+        record_agent_event(&db, beat).await.unwrap();
+    }
+    let services = Services::new(db);
+    let hosts = services
+        .hosts_running("checkout", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let seen: Vec<(&str, &str)> = hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.labels["zone"].as_str()))
+        .collect();
+    assert_eq!(seen, [("h1", "a"), ("h3", "b")]);
+    assert_eq!(hosts[0].labels["kernel"], "6.1.0");
+    assert_eq!(hosts[0].agent_id, "agent-h1");
+    let cart = services
+        .hosts_running("cart", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(cart.len(), 2);
+    assert!(services
+        .hosts_running("nope", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+on_both_backends!(
+    a_service_is_defined_once_then_changed_and_deleted,
+    the_hosts_of_a_service_are_the_live_ones_reporting_it
+);

@@ -25,6 +25,8 @@ mod openapi;
 mod options;
 mod profile;
 mod rules;
+mod runs;
 mod schedules;
+mod services;
 mod waits;
 mod web;

@@ -407,6 +407,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs, newest first. */
+        get: operations["list_runs"];
+        put?: never;
+        /**
+         * Start a run: one profile per chosen host of a service (profiler of
+         *     that service).
+         */
+        post: operations["create_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run, its members and how far it got. */
+        get: operations["describe_run"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/precision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's top shares now, each with its standard error, and whether
+         *     its stop rule holds.
+         */
+        get: operations["run_precision"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a run: every member still profiling stops (profiler of its
+         *     service).
+         */
+        post: operations["stop_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/schedules": {
         parameters: {
             query?: never;
@@ -442,6 +520,60 @@ export interface paths {
         head?: never;
         /** Change a schedule (admin); absent fields stay as they are. */
         patch: operations["update_schedule"];
+        trace?: never;
+    };
+    "/api/v1/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every service, by name. */
+        get: operations["list_services"];
+        put?: never;
+        /** Define a service (admin). */
+        post: operations["create_service"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/services/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service. */
+        get: operations["describe_service"];
+        put?: never;
+        post?: never;
+        /** Delete a service (admin). */
+        delete: operations["delete_service"];
+        options?: never;
+        head?: never;
+        /** Change a service (admin); absent fields stay as they are. */
+        patch: operations["update_service"];
+        trace?: never;
+    };
+    "/api/v1/services/{name}/hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The live hosts running a service, with their labels. */
+        get: operations["service_hosts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/healthz": {
@@ -584,6 +716,40 @@ export interface components {
             /** @description The recipients' addresses, `local@domain`. */
             to: string[];
         };
+        /** @description `POST /api/v1/runs`. */
+        CreateRunRequest: {
+            /**
+             * Format: int64
+             * @description The longest each member profiles.
+             */
+            duration_secs: number;
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            /**
+             * @description Which of the live hosts running the service: `"all"` (default),
+             *     `{"count": K}` or `{"percent": P}`, uniformly without replacement.
+             */
+            hosts?: components["schemas"]["HostSelection"];
+            options?: null | components["schemas"]["ProfileOptions"];
+            /**
+             * Format: int64
+             * @description The same seed and hosts choose the same hosts; random when absent
+             *     (the run records the one it used).
+             */
+            seed?: number | null;
+            /** @description A defined service (`POST /api/v1/services`). */
+            service: string;
+            stop_when?: null | components["schemas"]["StopRule"];
+            /**
+             * @description Host labels to stratify by (`["zone"]`): hosts are allocated to
+             *     each combination in proportion, at least one each when K allows.
+             */
+            stratify_by?: string[];
+            /** @description Refuse (422) rather than take every host when K exceeds them. */
+            strict?: boolean;
+            /** Format: int64 */
+            window_secs?: number | null;
+        };
         /**
          * @description `POST /api/v1/schedules`: the target as for a start (one of `pid`,
          *     `process_name`, `cmdline` or `cgroup`), and when to profile it.
@@ -614,6 +780,21 @@ export interface components {
             timezone?: string;
             /** Format: int64 */
             window_secs?: number | null;
+        };
+        /**
+         * @description `POST /api/v1/services`: a name and exactly one of `process_name`,
+         *     `cmdline` or `cgroup` (a pid names a process on one host, not a
+         *     service).
+         */
+        CreateServiceRequest: {
+            /** @description A cgroup path or container id (see the start request). */
+            cgroup?: string | null;
+            /** @description A regex over the full command line (see the start request). */
+            cmdline?: string | null;
+            description?: string | null;
+            name: string;
+            owner_team?: string | null;
+            process_name?: string | null;
         };
         /** @description A webhook: alerts POSTed as JSON, signed with `secret`. */
         CreateWebhookRequest: {
@@ -956,6 +1137,23 @@ export interface components {
             /** Format: double */
             total_share: number;
         };
+        /**
+         * @description How many of the live hosts a run takes. In JSON: `"all"`,
+         *     `{"count": K}` or `{"percent": P}`.
+         */
+        HostSelection: "all" | {
+            /**
+             * Format: int32
+             * @description `K` hosts, at least 1.
+             */
+            count: number;
+        } | {
+            /**
+             * Format: double
+             * @description `ceil(P% of the live hosts)`, with `P` in (0, 100].
+             */
+            percent: number;
+        };
         /** @description One host's part of an aggregate. */
         HostSummary: {
             host: string;
@@ -1286,11 +1484,76 @@ export interface components {
         RulesResponse: {
             rules: components["schemas"]["Rule"][];
         };
+        /** @description A run. */
+        Run: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            duration_secs: number;
+            /** Format: date-time */
+            ended_at?: string | null;
+            hosts: components["schemas"]["HostSelection"];
+            /** Format: uuid */
+            id: string;
+            members: components["schemas"]["RunMember"][];
+            /**
+             * Format: double
+             * @description The largest standard error among the top shares when last checked.
+             */
+            reached_epsilon?: number | null;
+            requested_by: string;
+            /** Format: int64 */
+            samples_used?: number | null;
+            /**
+             * Format: double
+             * @description What ending at the stop rule saved of the maximum duration.
+             */
+            saved_secs?: number | null;
+            /** Format: int64 */
+            seed: number;
+            /** @description The hosts chosen, from how many, and per stratum. */
+            selection: components["schemas"]["Selection"];
+            service: string;
+            status: components["schemas"]["RunStatus"];
+            status_reason?: string | null;
+            stop_when?: null | components["schemas"]["StopRule"];
+            stratify_by: string[];
+        };
+        /** @description One chosen host's member profile. */
+        RunMember: {
+            host: string;
+            /**
+             * Format: uuid
+             * @description Absent when the host's profile could not be started.
+             */
+            profile_id?: string | null;
+            /** @description Why a member failed, expired or was not started. */
+            reason?: string | null;
+            status: components["schemas"]["ProfileStatus"];
+        };
         /**
          * @description What happened to one occurrence of a schedule.
          * @enum {string}
          */
         RunOutcome: "started" | "missed" | "skipped_busy" | "failed";
+        /**
+         * @description `GET /api/v1/runs/{id}/precision`: the run's aggregate's top shares
+         *     with their standard errors now, and whether its stop rule is met.
+         */
+        RunPrecision: {
+            decision: components["schemas"]["StopDecision"];
+            /** Format: uuid */
+            run: string;
+            /** @description The rule evaluated (the run's own, or top 5 to ±1% without one). */
+            stop_when: components["schemas"]["StopRule"];
+        };
+        /**
+         * @description Where a run is: `dispatching` until a member runs, `running`, then
+         *     `finished`, `stopped` (on request), `precise` (its stop rule was met)
+         *     or `partial` (it ended with some hosts failed or expired).
+         * @enum {string}
+         */
+        RunStatus: "dispatching" | "running" | "finished" | "stopped" | "precise" | "partial";
         /** @description One firing of a schedule. */
         RunView: {
             detail?: string | null;
@@ -1301,6 +1564,10 @@ export interface components {
             profile_id?: string | null;
             /** Format: date-time */
             scheduled_for: string;
+        };
+        /** @description `GET /api/v1/runs`. */
+        RunsResponse: {
+            runs: components["schemas"]["Run"][];
         };
         RuntimeInfo: {
             executable?: null | components["schemas"]["Executable"];
@@ -1369,6 +1636,85 @@ export interface components {
         };
         SchedulesResponse: {
             schedules: components["schemas"]["Schedule"][];
+        };
+        /** @description The hosts chosen, and what a run records about how. */
+        Selection: {
+            /** @description True when `K` was above the live hosts and all of them were taken. */
+            capped: boolean;
+            /** @description Live hosts the choice was made from. */
+            eligible: number;
+            /** @description Chosen host ids, sorted. */
+            hosts: string[];
+            /** @description Hosts the selection asked for: `K`, `ceil(P%)` or all. */
+            requested: number;
+            /** @description Per stratum, in label-value order; empty without `stratify_by`. */
+            strata: components["schemas"]["Stratum"][];
+        };
+        /** @description A defined service. */
+        Service: {
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            description?: string | null;
+            name: string;
+            owner_team?: string | null;
+            /** @description The processes that are the service on each host. */
+            target: components["schemas"]["Target"];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description A live host running a service: its agent heartbeated within the
+         *     liveness window and reported a process matching the service's target.
+         */
+        ServiceHost: {
+            agent_id: string;
+            host: string;
+            /**
+             * @description The host's labels as its agent reports them: discovered (`kernel`,
+             *     `cpu_model`, `cores`) and set by the operator (`zone`, `version`, …).
+             */
+            labels: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            last_seen: string;
+        };
+        /** @description `GET /api/v1/services/{name}/hosts`. */
+        ServiceHostsResponse: {
+            hosts: components["schemas"]["ServiceHost"][];
+            /**
+             * Format: int64
+             * @description A host counts as live while its last heartbeat is this recent.
+             */
+            live_within_secs: number;
+            service: string;
+            target: components["schemas"]["Target"];
+        };
+        /** @description `GET /api/v1/services`. */
+        ServicesResponse: {
+            services: components["schemas"]["Service"][];
+        };
+        /** @description One function's aggregate self share and its errors. */
+        ShareEstimate: {
+            /**
+             * Format: double
+             * @description `sqrt(m/(m-1) Σ_i (y_i - p n_i)²) / Σ_i n_i`; none with one host.
+             */
+            between_host_stderr?: number | null;
+            function: string;
+            /** Format: double */
+            pooled_stderr: number;
+            /**
+             * Format: double
+             * @description `Σ_i y_i / Σ_i n_i` over hosts `i`.
+             */
+            share: number;
+            /**
+             * Format: double
+             * @description The standard error the stop rule uses (see [`StderrMethod`]).
+             */
+            stderr: number;
         };
         /** @description One side of a diff. */
         SideSummary: components["schemas"]["SampleUnit"] & {
@@ -1486,6 +1832,58 @@ export interface components {
              */
             window_secs?: number | null;
         };
+        /**
+         * @description How a share's standard error was estimated.
+         * @enum {string}
+         */
+        StderrMethod: "pooled" | "larger" | "between_host";
+        /** @description A stop rule's verdict on the aggregate so far. */
+        StopDecision: {
+            hosts: number;
+            /** @description Every top share's error is within the rule's ε. */
+            met: boolean;
+            method: components["schemas"]["StderrMethod"];
+            /**
+             * Format: int64
+             * @description Samples the rule would need at the current error's rate
+             *     (`N (stderr / ε)²` for the worst top share), for a progress view.
+             */
+            projected_samples?: number | null;
+            /**
+             * Format: double
+             * @description The largest error among the top shares: the ε reached. None
+             *     before any sample.
+             */
+            reached_epsilon?: number | null;
+            /** Format: int64 */
+            samples_used: number;
+            top: components["schemas"]["ShareEstimate"][];
+        };
+        /**
+         * @description `stop_when`: stop once each of the `top` largest self shares has a
+         *     standard error of at most `max_stderr`.
+         */
+        StopRule: {
+            /**
+             * Format: double
+             * @description ε, a share in (0, 1): 0.005 is half a percentage point.
+             */
+            max_stderr: number;
+            /**
+             * Format: int32
+             * @description K, at least 1.
+             */
+            top: number;
+        };
+        /** @description One combination of the `stratify_by` labels' values. */
+        Stratum: {
+            chosen: number;
+            eligible: number;
+            /** @description The stratifying labels' values; a label a host lacks is absent. */
+            labels: {
+                [key: string]: string;
+            };
+        };
         /** @description Which process(es) on a host a profile samples. */
         Target: {
             /** @enum {string} */
@@ -1595,6 +1993,18 @@ export interface components {
             /** Format: int32 */
             frequency_hz?: number | null;
             timezone?: string | null;
+        };
+        /**
+         * @description `PATCH /api/v1/services/{name}`: what is given is replaced; a new
+         *     target is one of `process_name`, `cmdline` or `cgroup`. An empty
+         *     `owner_team` or `description` clears it.
+         */
+        UpdateServiceRequest: {
+            cgroup?: string | null;
+            cmdline?: string | null;
+            description?: string | null;
+            owner_team?: string | null;
+            process_name?: string | null;
         };
         /**
          * @description The `kind` of a webhook's create request.
@@ -4217,6 +4627,441 @@ export interface operations {
             };
         };
     };
+    list_runs: {
+        parameters: {
+            query?: {
+                /** @description Only runs of this service. */
+                service?: string;
+                /** @description At most this many, newest first (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunsResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    run_precision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The precision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPrecision"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    stop_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stopping */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The run has ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     list_schedules: {
         parameters: {
             query?: never;
@@ -4579,6 +5424,527 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_services: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The services */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServicesResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_service: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateServiceRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description A service of that name exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_service: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    delete_service: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    update_service: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateServiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The changed service */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    service_hosts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The hosts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceHostsResponse"];
                 };
             };
             /** @description Malformed input: a query, path or body that does not parse. */

@@ -107,6 +107,7 @@ impl Dispatcher {
             CommandAction::Start(_) => "start",
             CommandAction::Stop { .. } => "stop",
             CommandAction::Undeploy { .. } => "undeploy",
+            CommandAction::SyncServices(_) => "sync_services",
         };
         let now = chrono::Utc::now().timestamp();
         let command = Command {

@@ -27,6 +27,9 @@ const RETRY: Duration = Duration::from_secs(5);
 #[derive(Debug, Default)]
 pub struct HeartbeatTracker {
     last_heard_ms: Mutex<HashMap<String, i64>>,
+    /// Each host's latest heartbeat's digest of the service definitions
+    /// its agent holds (`None` from agents that predate them).
+    services_digests: Mutex<HashMap<String, Option<String>>>,
 }
 
 impl HeartbeatTracker {
@@ -46,17 +49,45 @@ impl HeartbeatTracker {
             .is_some_and(|&at| now_ms - at <= within.as_millis() as i64)
     }
 
-    fn note(&self, payload: &[u8], timestamp_ms: Option<i64>) {
+    /// The hosts heard within `within` whose agents hold service
+    /// definitions of another digest than `digest`, by host. Agents that
+    /// report no digest predate the definitions and are left alone.
+    pub fn hosts_holding_other_services(&self, digest: &str, within: Duration) -> Vec<String> {
+        let stale: Vec<String> = {
+            let digests = self.services_digests.lock().expect("tracker lock");
+            digests
+                .iter()
+                .filter(|(_, held)| held.as_deref().is_some_and(|held| held != digest))
+                .map(|(host, _)| host.clone())
+                .collect()
+        };
+        let mut hosts: Vec<String> = stale
+            .into_iter()
+            .filter(|host| self.heard_within(host, within))
+            .collect();
+        hosts.sort();
+        hosts
+    }
+
+    pub(crate) fn note(&self, payload: &[u8], timestamp_ms: Option<i64>) {
         let Ok(event) = AgentEvent::from_json(payload) else {
             return;
         };
-        if !matches!(event.kind, AgentEventKind::Heartbeat { .. }) {
+        let AgentEventKind::Heartbeat {
+            services_digest, ..
+        } = event.kind
+        else {
             return;
-        }
+        };
         let at = timestamp_ms.unwrap_or(event.at_ms);
         let mut heard = self.last_heard_ms.lock().expect("tracker lock");
-        let last = heard.entry(event.host).or_insert(at);
-        *last = (*last).max(at);
+        let last = heard.entry(event.host.clone()).or_insert(at);
+        if at >= *last {
+            *last = at;
+            drop(heard);
+            let mut digests = self.services_digests.lock().expect("tracker lock");
+            digests.insert(event.host, services_digest);
+        }
     }
 }
 
@@ -135,6 +166,10 @@ mod tests {
     use super::*;
 
     fn beat(host: &str, at_ms: i64) -> Vec<u8> {
+        beat_holding(host, at_ms, None)
+    }
+
+    fn beat_holding(host: &str, at_ms: i64, digest: Option<&str>) -> Vec<u8> {
         serde_json::to_vec(&AgentEvent {
             host: host.into(),
             agent_id: "a".into(),
@@ -145,9 +180,32 @@ mod tests {
                 plugins: vec![],
                 machine_id: None,
                 started_at_ms: None,
+                labels: Default::default(),
+                services: Vec::new(),
+                services_digest: digest.map(str::to_owned),
             },
         })
         .unwrap()
+    }
+
+    #[test]
+    fn hosts_holding_other_definitions_are_the_live_ones_with_another_digest() {
+        let tracker = HeartbeatTracker::default();
+        let now = chrono::Utc::now().timestamp_millis();
+        tracker.note(&beat_holding("current", 0, Some("d2")), Some(now));
+        tracker.note(&beat_holding("stale", 0, Some("d1")), Some(now));
+        tracker.note(&beat_holding("empty", 0, Some("e")), Some(now));
+        // An agent that predates service definitions reports no digest.
+        tracker.note(&beat_holding("old-agent", 0, None), Some(now));
+        tracker.note(&beat_holding("gone", 0, Some("d1")), Some(now - 600_000));
+        // A late, older heartbeat does not undo a newer one.
+        tracker.note(&beat_holding("synced", 0, Some("d2")), Some(now));
+        tracker.note(&beat_holding("synced", 0, Some("d1")), Some(now - 5_000));
+        let within = Duration::from_secs(30);
+        assert_eq!(
+            tracker.hosts_holding_other_services("d2", within),
+            ["empty", "stale"]
+        );
     }
 
     #[test]

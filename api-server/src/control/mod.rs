@@ -13,6 +13,7 @@
 pub(crate) mod deploy;
 pub(crate) mod dispatch;
 pub(crate) mod heartbeats;
+pub(crate) mod services_sync;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -68,6 +69,11 @@ impl Control {
             },
             heartbeats: None,
         })
+    }
+
+    /// The heartbeats heard straight from Kafka, if followed.
+    pub(crate) fn heartbeats(&self) -> Option<Arc<HeartbeatTracker>> {
+        self.heartbeats.clone()
     }
 
     /// Also counts heartbeats `tracker` heard as liveness.

@@ -37,6 +37,8 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "queries", description = "Flame graphs, tables, aggregates and diffs"),
         (name = "control", description = "Hosts, agent deploys and control requests"),
         (name = "schedules", description = "Cron schedules of profiles"),
+        (name = "services", description = "Services defined once, and the live hosts that run them"),
+        (name = "runs", description = "A service profiled on hosts chosen from those that run it, stopped when precise"),
         (name = "rules", description = "Common-issue detection rules and their re-analysis of past profiles"),
         (name = "channels", description = "Alert channels (webhooks, email) and the log of their deliveries"),
         (name = "platform", description = "Health, metrics and this document"),

@@ -9,5 +9,7 @@ pub(crate) mod list;
 pub(crate) mod profiles;
 pub(crate) mod requests;
 pub(crate) mod rules;
+pub(crate) mod runs;
 pub(crate) mod schedules;
+pub(crate) mod services;
 pub(crate) mod timeline;

@@ -6,7 +6,10 @@ pub(crate) mod channels;
 pub(crate) mod profiles;
 pub(crate) mod queries;
 pub(crate) mod rules;
+pub(crate) mod run_precision;
+pub(crate) mod runs;
 pub(crate) mod schedules;
+pub(crate) mod services;
 pub(crate) mod start_options;
 
 /// Most items one page of a list returns.

@@ -22,7 +22,7 @@ pub(crate) use odp_core::cost::MAX_FREQUENCY_HZ;
 pub(crate) const DEFAULT_FREQUENCY_HZ: u32 = 99;
 
 /// A start request that passed validation.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ValidStart {
     pub host: String,
     pub service: String,
@@ -32,6 +32,8 @@ pub(crate) struct ValidStart {
     pub window_secs: Option<u64>,
     pub labels: Labels,
     pub options: StartOptions,
+    /// The run the profile is a member of (runs start their members here).
+    pub run_id: Option<Uuid>,
 }
 
 impl TryFrom<StartRequest> for ValidStart {
@@ -85,24 +87,32 @@ impl TryFrom<StartRequest> for ValidStart {
             duration_secs: request.duration_secs,
             frequency_hz,
             window_secs: request.window_secs,
+            run_id: None,
         })
     }
 }
 
 /// The one target field given, checked.
 fn target_of(request: &StartRequest) -> Result<Target, ApiError> {
-    let invalid = |m: String| Err(ApiError::Unprocessable(m));
     let given = [
         request.pid.map(Target::Pid),
         request.process_name.clone().map(Target::ProcessName),
         request.cmdline.clone().map(Target::CommandLine),
         request.cgroup.clone().map(Target::Cgroup),
     ];
-    let mut given = given.into_iter().flatten();
+    let fields = "`pid`, `process_name`, `cmdline` or `cgroup`";
+    one_target(given.into_iter().flatten(), fields)
+}
+
+/// The one target of `given`, checked; `fields` names the fields it came
+/// from, for the error.
+pub(crate) fn one_target(
+    mut given: impl Iterator<Item = Target>,
+    fields: &str,
+) -> Result<Target, ApiError> {
+    let invalid = |m: String| Err(ApiError::Unprocessable(m));
     let (Some(target), None) = (given.next(), given.next()) else {
-        return invalid(
-            "give exactly one target: `pid`, `process_name`, `cmdline` or `cgroup`".into(),
-        );
+        return invalid(format!("give exactly one target: {fields}"));
     };
     match &target {
         Target::Pid(0) => return invalid("`pid` must be positive".into()),
@@ -142,6 +152,7 @@ pub(crate) async fn start(
             requested_by: requested_by.to_owned(),
             labels: valid.labels.clone(),
             mode: ProfileMode::of(valid.options.event),
+            run_id: valid.run_id,
             options: valid.options.clone(),
         })
         .await?;

@@ -237,3 +237,96 @@ fn validates_start_parameters() {
     assert!(with(&|s| s.target = Target::Cgroup("/system.slice".into())).is_ok());
     assert!(with(&|s| s.target = Target::Cgroup("system.slice".into())).is_err());
 }
+
+fn services() -> SyncServices {
+    SyncServices::new(vec![odp_core::service::ServiceDefinition {
+        name: "sleeper".into(),
+        target: Target::ProcessName("sleep".into()),
+    }])
+}
+
+#[test]
+fn a_signed_sync_is_verified_then_decided() {
+    let (signer, mut verifier) = keys();
+    let key = Some(HOST.as_bytes());
+    let sync = services();
+    let token = signer
+        .sign(&command(HOST, CommandAction::SyncServices(sync.clone())))
+        .unwrap();
+    let Verdict::Accepted(cmd, _) = check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW)
+    else {
+        panic!("a signed sync for this host is accepted")
+    };
+    assert_eq!(decide(cmd, &idle()), Decision::SyncServices(sync.clone()));
+    // Replayed, expired, forged: refused by the same checks as a start.
+    let r = rejection(check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW));
+    assert!(
+        r.reason.contains("replay") && !r.dead_letter,
+        "{}",
+        r.reason
+    );
+    let late = signer
+        .sign(&command(HOST, CommandAction::SyncServices(sync.clone())))
+        .unwrap();
+    let r = rejection(check(
+        &mut verifier,
+        HOST,
+        key,
+        Some(late.as_bytes()),
+        NOW + 3600,
+    ));
+    assert!(r.reason.contains("expired"), "{}", r.reason);
+    let (forger, _) = keys();
+    let forged = forger
+        .sign(&command(HOST, CommandAction::SyncServices(sync.clone())))
+        .unwrap();
+    let r = rejection(check(
+        &mut verifier,
+        HOST,
+        key,
+        Some(forged.as_bytes()),
+        NOW,
+    ));
+    assert!(r.dead_letter, "a forged command is dead-lettered");
+
+    // Draining agents still take definitions.
+    let draining = State {
+        running: HashSet::new(),
+        draining: true,
+    };
+    assert_eq!(
+        decide(
+            command(HOST, CommandAction::SyncServices(sync.clone())),
+            &draining
+        ),
+        Decision::SyncServices(sync.clone())
+    );
+}
+
+#[test]
+fn a_sync_whose_digest_or_definitions_are_wrong_is_rejected() {
+    let mut stale = services();
+    stale.digest = odp_core::service::services_digest(&[]);
+    let id = Uuid::new_v4();
+    let mut cmd = command(HOST, CommandAction::SyncServices(stale));
+    cmd.id = id;
+    let Decision::Reject(r) = decide(cmd, &idle()) else {
+        panic!("a wrong digest is rejected")
+    };
+    assert_eq!(r.command_id, Some(id));
+    assert!(
+        r.reason.starts_with("sync_services refused: digest"),
+        "{}",
+        r.reason
+    );
+    assert!(!r.dead_letter);
+
+    let by_pid = SyncServices::new(vec![odp_core::service::ServiceDefinition {
+        name: "one".into(),
+        target: Target::Pid(1),
+    }]);
+    assert!(matches!(
+        decide(command(HOST, CommandAction::SyncServices(by_pid)), &idle()),
+        Decision::Reject(r) if r.reason.contains("designates no service")
+    ));
+}

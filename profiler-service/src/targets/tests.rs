@@ -277,3 +277,49 @@ fn parent_pid_comes_after_the_state() {
     assert_eq!(parse_stat_ppid("42 (a) b) S 7 42 42"), Some(7));
     assert_eq!(parse_stat_ppid("42 (x) R"), None);
 }
+
+#[test]
+fn any_live_answers_every_selector_in_one_pass_as_resolve_would() {
+    let proc = FakeProc::new();
+    proc.process(10, "checkout", 'S', &[10]);
+    proc.file(10, "cmdline", b"checkout\0--port=80\0");
+    proc.file(10, "cgroup", CGROUP_V2.as_bytes());
+    proc.process(11, "cart", 'Z', &[]);
+    proc.file(11, "cmdline", b"cart\0");
+    // 20 is the agent, 21 its helper: out of broad targets, not of names.
+    proc.process(20, "odp-agent", 'S', &[20]);
+    proc.process(21, "helper", 'S', &[21]);
+    proc.file(21, "cmdline", b"helper\0--for=search\0");
+    proc.file(21, "cgroup", CGROUP_V1.as_bytes());
+    proc.parent(21, 20);
+    let procfs = proc.procfs().excluding(Some(20));
+
+    let targets = [
+        Target::ProcessName("checkout".into()),
+        Target::ProcessName("cart".into()),
+        Target::CommandLine("--port=80".into()),
+        Target::CommandLine("search".into()),
+        Target::Cgroup("4f1d2c3b4a5e".into()),
+        Target::Cgroup("/kubepods".into()),
+        Target::ProcessName("x".into()),
+        Target::Pid(21),
+        Target::Pid(11),
+        Target::Imported("pprof".into()),
+    ];
+    let selectors: Vec<Selector> = targets.iter().map(|t| Selector::new(t).unwrap()).collect();
+    let live = procfs.any_live(&selectors).unwrap();
+    assert_eq!(
+        live,
+        [true, false, true, false, true, false, false, true, false, false]
+    );
+    for (target, live) in targets.iter().zip(&live) {
+        assert_eq!(
+            !procfs.resolve(target).unwrap().is_empty(),
+            *live,
+            "{target}"
+        );
+    }
+    assert!(procfs.any_live(&[]).unwrap().is_empty());
+    assert!(Selector::new(&Target::CommandLine("(".into())).is_err());
+    assert!(Selector::new(&Target::Cgroup("nope".into())).is_err());
+}

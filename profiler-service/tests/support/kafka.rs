@@ -168,6 +168,11 @@ impl Harness {
     }
 
     pub fn spawn_agent(&self) -> Killed {
+        self.spawn_agent_with(&[])
+    }
+
+    /// [`spawn_agent`](Self::spawn_agent) with more flags.
+    pub fn spawn_agent_with(&self, extra: &[&std::ffi::OsStr]) -> Killed {
         let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}.log", self.host));
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -192,6 +197,7 @@ impl Harness {
             .arg("--command-public-key")
             .arg(&self.key_path)
             .args(["--window-secs", "10", "--heartbeat-secs", "1"])
+            .args(extra)
             .env("RUST_LOG", "info,odp_profiler_service=debug")
             .stdout(Stdio::null())
             .stderr(log)
@@ -227,6 +233,11 @@ impl Harness {
             action,
         };
         self.signer.sign_with_options(&command, options).unwrap()
+    }
+
+    /// Signs any command with the api-server's key (an expired one, say).
+    pub fn sign(&self, command: &OdpCommand) -> String {
+        self.signer.sign(command).unwrap()
     }
 
     pub fn command(&self, action: CommandAction) -> String {

@@ -3,6 +3,8 @@
 mod mysql;
 mod postgres;
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use serde::Serialize;
@@ -53,6 +55,9 @@ pub async fn record_agent_event(db: impl Into<Database>, event: &AgentEvent) -> 
             version,
             running_profiles,
             plugins,
+            labels,
+            services,
+            services_digest,
             ..
         } => {
             let beat = Heartbeat {
@@ -62,6 +67,9 @@ pub async fn record_agent_event(db: impl Into<Database>, event: &AgentEvent) -> 
                 plugins,
                 running_profiles,
                 at,
+                labels,
+                services,
+                services_digest: services_digest.as_deref(),
             };
             on_backend!(db, record_heartbeat(&beat))
         }
@@ -123,6 +131,10 @@ struct Heartbeat<'a> {
     plugins: &'a [String],
     running_profiles: &'a [Uuid],
     at: DateTime<Utc>,
+    /// The host's labels, and the defined services it runs, as of `at`.
+    labels: &'a BTreeMap<String, String>,
+    services: &'a [String],
+    services_digest: Option<&'a str>,
 }
 
 /// A lifecycle event, kept in `profile_events`, and the move of its

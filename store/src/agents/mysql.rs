@@ -45,13 +45,19 @@ impl From<MySqlAgentRow> for AgentRow {
 
 pub(super) async fn record_heartbeat(pool: &MySqlPool, beat: &Heartbeat<'_>) -> Result<()> {
     // Assignments run left to right and see earlier ones, so `last_seen`
-    // must not be read after it is set: it is set last.
+    // must not be read after it is set: it is set last. A heartbeat older
+    // than the row's (redelivered late) keeps the row's labels and services.
     sqlx::query(
-        "insert into agents (host, agent_id, version, plugins, running_profiles, last_seen)
-         values (?, ?, ?, ?, ?, ?)
+        "insert into agents (host, agent_id, version, plugins, running_profiles, last_seen,
+                             labels, services, services_digest)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?)
          on duplicate key update
              version = values(version), plugins = values(plugins),
              running_profiles = values(running_profiles),
+             labels = if(values(last_seen) >= last_seen, values(labels), labels),
+             services = if(values(last_seen) >= last_seen, values(services), services),
+             services_digest = if(values(last_seen) >= last_seen,
+                                  values(services_digest), services_digest),
              last_seen = greatest(last_seen, values(last_seen))",
     )
     .bind(beat.host)
@@ -60,6 +66,9 @@ pub(super) async fn record_heartbeat(pool: &MySqlPool, beat: &Heartbeat<'_>) -> 
     .bind(Json(beat.plugins))
     .bind(Json(beat.running_profiles))
     .bind(beat.at)
+    .bind(Json(beat.labels))
+    .bind(Json(beat.services))
+    .bind(beat.services_digest)
     .execute(pool)
     .await?;
     Ok(())

@@ -31,6 +31,8 @@ pub struct NewProfile {
     /// One live profile per (host, mode, target).
     pub mode: ProfileMode,
     pub options: StartOptions,
+    /// The run this profile is the member of on its host, if any.
+    pub run_id: Option<Uuid>,
 }
 
 /// A profile's labels: sorted, so they print and compare the same way.
@@ -88,6 +90,8 @@ pub struct ProfileRow {
     /// The plugin, event and cost control the start asked for.
     #[sqlx(json)]
     pub options: StartOptions,
+    /// The run this profile is a member of.
+    pub run_id: Option<Uuid>,
 }
 
 /// The profile as the API shows it, without the agent's runtime report
@@ -135,8 +139,8 @@ impl Profiles {
     pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {
         let inserted = Sql::new(
             "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
-                                   requested_by, idempotency_key, labels, mode, options)
-             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8, $9, $10, $11)",
+                                   requested_by, idempotency_key, labels, mode, options, run_id)
+             values ($1, $2, $3, $4, $5, $6, 'requested', $7, $8, $9, $10, $11, $12)",
         )
         .bind(p.id)
         .bind(&p.host)
@@ -149,6 +153,7 @@ impl Profiles {
         .bind(Arg::json(&p.labels)?)
         .bind(p.mode.as_str())
         .bind(Arg::json(&p.options)?)
+        .bind(p.run_id)
         .execute(&self.db)
         .await;
         let conflict = match inserted {

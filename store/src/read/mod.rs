@@ -41,6 +41,8 @@ pub enum ReadScope {
         service: String,
         hosts: Vec<String>,
     },
+    /// The member profiles of a run.
+    Run(Uuid),
 }
 
 /// What to read.
@@ -456,6 +458,11 @@ where
     match &read.scope {
         ReadScope::Profile(id) => {
             qb.push(" n.profile_id = ").push_bind(*id);
+        }
+        ReadScope::Run(id) => {
+            qb.push(" n.profile_id in (select id from profiles where run_id = ")
+                .push_bind(*id)
+                .push(")");
         }
         ReadScope::Service { service, hosts } => {
             qb.push(" n.profile_id in (select id from profiles where service = ")

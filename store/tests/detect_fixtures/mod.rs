@@ -34,6 +34,7 @@ pub(crate) async fn profile(db: &Database, host: &str, service: &str, process: &
         labels: Labels::new(),
         mode: ProfileMode::of(None),
         options: StartOptions::default(),
+        run_id: None,
     };
     match Profiles::new(db).insert(&new).await.unwrap() {
         Inserted::Created(row) => row.id,

@@ -92,6 +92,7 @@ pub(crate) async fn requested_profile(db: &Database) -> uuid::Uuid {
         labels: Labels::new(),
         mode: ProfileMode::of(None),
         options: Default::default(),
+        run_id: None,
     };
     let Inserted::Created(_) = Profiles::new(db).insert(&new).await.unwrap() else {
         panic!("a new target creates")

@@ -1,0 +1,341 @@
+//! What heartbeats say about the host besides its profiles: its labels, and
+//! which defined services have live processes on it.
+//!
+//! Service definitions arrive in a signed `sync_services` command and
+//! replace the held set wholesale. The set is kept in the agent's state
+//! directory ([`ServiceStore`]), so a restarted agent reports the same
+//! services (and the same digest) before any new sync. Each heartbeat scans
+//! `/proc` once for all definitions with the profiles' own matching rules
+//! ([`ProcFs::any_live`]), off the async threads.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use odp_core::service::{
+    clean_label_value, services_digest, ServiceDefinition, SyncServices, LABEL_ARCH, LABEL_CORES,
+    LABEL_CPU_MODEL, LABEL_KERNEL,
+};
+
+use crate::targets::{ProcFs, Selector};
+
+/// The service definitions an agent holds, compiled for scanning.
+#[derive(Debug, Clone)]
+pub struct ServiceBook {
+    services: Vec<ServiceDefinition>,
+    selectors: Vec<Selector>,
+    digest: String,
+}
+
+impl Default for ServiceBook {
+    /// No definitions (never synced, or synced to none).
+    fn default() -> Self {
+        ServiceBook {
+            services: Vec::new(),
+            selectors: Vec::new(),
+            digest: services_digest(&[]),
+        }
+    }
+}
+
+impl ServiceBook {
+    /// The definitions of a sync, after checking them and their digest
+    /// ([`SyncServices::check`]) and compiling their targets.
+    pub fn new(sync: &SyncServices) -> Result<ServiceBook, String> {
+        sync.check().map_err(|e| e.to_string())?;
+        let selectors = sync
+            .services
+            .iter()
+            .map(|s| Selector::new(&s.target).map_err(|e| format!("service {:?}: {e}", s.name)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ServiceBook {
+            services: sync.services.clone(),
+            selectors,
+            digest: sync.digest.clone(),
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty()
+    }
+
+    pub fn definitions(&self) -> &[ServiceDefinition] {
+        &self.services
+    }
+
+    /// [`services_digest`] of the definitions held.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The names of the services with at least one live process now,
+    /// sorted: one pass over `/proc` for all of them.
+    pub fn live(&self, procfs: &ProcFs) -> io::Result<Vec<String>> {
+        let found = procfs.any_live(&self.selectors)?;
+        let mut names: Vec<String> = self
+            .services
+            .iter()
+            .zip(found)
+            .filter(|(_, live)| *live)
+            .map(|(service, _)| service.name.clone())
+            .collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+}
+
+/// The held definitions on disk: `services.json` in the state directory,
+/// the last sync's action as JSON (`{"services": [...], "digest": ...}`).
+#[derive(Debug, Clone)]
+pub struct ServiceStore {
+    path: PathBuf,
+}
+
+const FILE: &str = "services.json";
+
+impl ServiceStore {
+    pub fn new(state_dir: &Path) -> ServiceStore {
+        ServiceStore {
+            path: state_dir.join(FILE),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The definitions an earlier run kept; `None` when it kept none. A
+    /// file that does not parse or whose definitions this agent refuses is
+    /// an `InvalidData` error (the caller starts with none: the api-server
+    /// sees the empty set's digest and syncs again).
+    pub fn load(&self) -> io::Result<Option<ServiceBook>> {
+        let bytes = match fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
+        let sync: SyncServices =
+            serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+        ServiceBook::new(&sync).map(Some).map_err(invalid)
+    }
+
+    /// Replaces the kept definitions: written to a temporary file, synced
+    /// and renamed over the old one, so a crash leaves the old set or the
+    /// new one, never a torn file.
+    pub fn save(&self, sync: &SyncServices) -> io::Result<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir)?;
+        let tmp = self.path.with_extension("json.tmp");
+        let json = serde_json::to_vec_pretty(sync).map_err(io::Error::other)?;
+        {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(&json)?;
+            file.sync_all()?;
+        }
+        fs::rename(&tmp, &self.path)?;
+        // The rename itself is durable once the directory is.
+        fs::File::open(dir).and_then(|d| d.sync_all())
+    }
+}
+
+/// The host's labels: the discovered ones ([`discover_labels`]) and the
+/// operator's (already checked not to use a discovered name).
+pub fn host_labels(operator: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut labels = discover_labels(Path::new("/"));
+    for (key, value) in operator {
+        labels.insert(key.clone(), value.clone());
+    }
+    labels
+}
+
+/// What the agent finds out about the host under `root` (`/` but in
+/// tests): `kernel` (`/proc/sys/kernel/osrelease`, as `uname -r`),
+/// `cpu_model` (`/proc/cpuinfo`), `cores` (online CPUs of
+/// `/sys/devices/system/cpu/online`, else `/proc/cpuinfo`'s processors)
+/// and `arch` (the agent's build). A value it cannot read is left out.
+pub fn discover_labels(root: &Path) -> BTreeMap<String, String> {
+    let read = |path: &str| fs::read_to_string(root.join(path)).ok();
+    let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
+    let mut labels = BTreeMap::new();
+    let mut put = |key: &str, value: Option<String>| {
+        if let Some(value) = value.as_deref().and_then(clean_label_value) {
+            labels.insert(key.to_owned(), value);
+        }
+    };
+    put(LABEL_KERNEL, read("proc/sys/kernel/osrelease"));
+    put(LABEL_CPU_MODEL, parse_cpu_model(&cpuinfo));
+    let cores = read("sys/devices/system/cpu/online")
+        .and_then(|list| parse_cpu_list(&list))
+        .or_else(|| count_processors(&cpuinfo));
+    put(LABEL_CORES, cores.map(|n| n.to_string()));
+    put(LABEL_ARCH, Some(std::env::consts::ARCH.to_owned()));
+    labels
+}
+
+/// The CPU's model in `/proc/cpuinfo`: `model name` (x86, and arm64 on
+/// recent kernels), else what other architectures call it.
+pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+    ["model name", "Hardware", "cpu model", "Processor", "cpu"]
+        .iter()
+        .find_map(|wanted| {
+            cpuinfo.lines().find_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                let value = value.trim();
+                (key.trim() == *wanted && !value.is_empty()).then(|| value.to_owned())
+            })
+        })
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,6,8-9` → 7).
+pub fn parse_cpu_list(list: &str) -> Option<usize> {
+    let mut count = 0usize;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (low, high) = match part.split_once('-') {
+            Some((low, high)) => (low.parse::<usize>().ok()?, high.parse::<usize>().ok()?),
+            None => {
+                let cpu = part.parse::<usize>().ok()?;
+                (cpu, cpu)
+            }
+        };
+        count += high.checked_sub(low)? + 1;
+    }
+    (count > 0).then_some(count)
+}
+
+fn count_processors(cpuinfo: &str) -> Option<usize> {
+    let n = cpuinfo
+        .lines()
+        .filter(|line| {
+            line.split_once(':')
+                .is_some_and(|(k, _)| k.trim() == "processor")
+        })
+        .count();
+    (n > 0).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use odp_core::Target;
+
+    use super::*;
+
+    fn sync(services: &[(&str, Target)]) -> SyncServices {
+        SyncServices::new(
+            services
+                .iter()
+                .map(|(name, target)| ServiceDefinition {
+                    name: (*name).to_owned(),
+                    target: target.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn cpu_lists_and_models_parse() {
+        assert_eq!(parse_cpu_list("0-3,6,8-9\n"), Some(7));
+        assert_eq!(parse_cpu_list("0"), Some(1));
+        assert_eq!(parse_cpu_list(""), None);
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+        let x86 = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n";
+        assert_eq!(
+            parse_cpu_model(x86).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+        assert_eq!(count_processors(x86), Some(2));
+        let arm =
+            "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nHardware\t: BCM2835\n";
+        assert_eq!(parse_cpu_model(arm).as_deref(), Some("BCM2835"));
+        assert_eq!(parse_cpu_model("processor : 0\n"), None);
+    }
+
+    #[test]
+    fn this_hosts_labels_are_discovered() {
+        let labels = discover_labels(Path::new("/"));
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert_eq!(labels[LABEL_KERNEL], release.trim());
+        let cores: usize = labels[LABEL_CORES].parse().unwrap();
+        assert!(cores >= 1);
+        assert_eq!(labels[LABEL_ARCH], std::env::consts::ARCH);
+        if cfg!(target_arch = "x86_64") {
+            assert!(!labels[LABEL_CPU_MODEL].is_empty());
+        }
+        for (key, value) in &labels {
+            odp_core::service::check_label_key(key).unwrap();
+            odp_core::service::check_label_value(key, value).unwrap();
+        }
+        // Operator labels join them.
+        let operator = BTreeMap::from([("zone".to_owned(), "eu-1".to_owned())]);
+        let all = host_labels(&operator);
+        assert_eq!(all["zone"], "eu-1");
+        assert_eq!(all[LABEL_KERNEL], labels[LABEL_KERNEL]);
+        // A root without the files gives only what the build knows.
+        let empty = tempfile::tempdir().unwrap();
+        let none = discover_labels(empty.path());
+        assert_eq!(none.keys().collect::<Vec<_>>(), [LABEL_ARCH]);
+    }
+
+    #[test]
+    fn the_store_keeps_the_last_sync_and_refuses_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ServiceStore::new(&dir.path().join("state"));
+        assert!(store.load().unwrap().is_none(), "nothing kept yet");
+
+        let first = sync(&[("sleeper", Target::ProcessName("sleep".into()))]);
+        store.save(&first).unwrap();
+        let book = store.load().unwrap().unwrap();
+        assert_eq!(book.digest(), first.digest);
+        assert_eq!(book.definitions(), first.services.as_slice());
+
+        // Replaced wholesale, by an empty set too.
+        let empty = sync(&[]);
+        store.save(&empty).unwrap();
+        let book = store.load().unwrap().unwrap();
+        assert!(book.is_empty());
+        assert_eq!(book.digest(), ServiceBook::default().digest());
+        assert!(!dir.path().join("state/services.json.tmp").exists());
+
+        // A file edited by hand: the digest no longer matches.
+        let mut edited = first.clone();
+        edited.services[0].name = "other".into();
+        fs::write(store.path(), serde_json::to_vec(&edited).unwrap()).unwrap();
+        let err = store.load().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("digest"), "{err}");
+        fs::write(store.path(), b"{").unwrap();
+        assert_eq!(store.load().unwrap_err().kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn a_book_lists_the_services_with_live_processes() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let book = ServiceBook::new(&sync(&[
+            ("sleeper", Target::ProcessName("sleep".into())),
+            ("nobody", Target::ProcessName("no-such-process-x".into())),
+            ("everything", Target::Cgroup("/".into())),
+        ]))
+        .unwrap();
+        // The test process is the agent here: its own child is left out of
+        // broad targets, by name it counts.
+        let procfs = ProcFs::default();
+        let live = book.live(&procfs).unwrap();
+        assert!(live.contains(&"sleeper".to_owned()), "{live:?}");
+        assert!(!live.contains(&"nobody".to_owned()), "{live:?}");
+        assert!(live.contains(&"everything".to_owned()), "{live:?}");
+        assert!(ServiceBook::default().live(&procfs).unwrap().is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let bad = SyncServices {
+            services: Vec::new(),
+            digest: "0".repeat(64),
+        };
+        assert!(ServiceBook::new(&bad).unwrap_err().contains("digest"));
+    }
+}

@@ -1,0 +1,198 @@
+//! Runs through the real stack: a service found on the host running it,
+//! a run choosing from the live hosts, bad requests refused before
+//! anything is created, and a stop rule ending the run early.
+
+use std::time::{Duration, Instant};
+
+use odp_devstack::{mint_scoped_token, ApiClient};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common;
+
+async fn status(
+    client: &ApiClient,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let answer = client
+        .request(method.clone(), path, body.as_ref())
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    (answer.status, answer.body)
+}
+
+/// Polls `path` until `done` holds of its body, for at most `within`.
+async fn wait_for(
+    client: &ApiClient,
+    path: &str,
+    within: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let start = Instant::now();
+    loop {
+        let body = client.call(Method::GET, path, None, 200).await.unwrap();
+        if done(&body) || start.elapsed() > within {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
+    let h = common::start_configured("runs", |o| {
+        o.agent_env.push(("ODP_LABELS".into(), "zone=eu-1".into()));
+    })
+    .await;
+    let admin = h.platform.client();
+    let secret = &h.platform.jwt_secret;
+    let _demo = h.spawn_demo_for(120);
+    admin
+        .call(
+            Method::POST,
+            "/api/v1/services",
+            Some(&json!({"name": "demo", "process_name": "cpu-split"})),
+            201,
+        )
+        .await
+        .expect("define the service");
+    let found = wait_for(
+        &admin,
+        "/api/v1/services/demo/hosts",
+        Duration::from_secs(60),
+        |b| b["hosts"].as_array().is_some_and(|hosts| !hosts.is_empty()),
+    )
+    .await;
+    assert_eq!(
+        found["hosts"].as_array().unwrap().len(),
+        1,
+        "{}",
+        h.platform.logs()
+    );
+
+    // Refused before anything is created.
+    let runs = "/api/v1/runs";
+    let base = json!({"service": "demo", "duration_secs": 60, "window_secs": 2});
+    let with = |field: &str, value: Value| {
+        let mut body = base.clone();
+        body[field] = value;
+        body
+    };
+    let mut strict_two = with("hosts", json!({"count": 2}));
+    strict_two["strict"] = json!(true);
+    let viewer = h
+        .platform
+        .client_for(&mint_scoped_token(secret, "v", "viewer", &[]).unwrap());
+    let other = h
+        .platform
+        .client_for(&mint_scoped_token(secret, "p", "profiler", &["checkout"]).unwrap());
+    for (client, body, expected, why) in [
+        (&viewer, base.clone(), 403, "a viewer"),
+        (&other, base.clone(), 403, "a token for another service"),
+        (
+            &admin,
+            with("service", json!("nope")),
+            422,
+            "an undefined service",
+        ),
+        (
+            &admin,
+            with("hosts", json!({"percent": 0})),
+            422,
+            "0 percent",
+        ),
+        (
+            &admin,
+            with("hosts", json!({"percent": 101})),
+            422,
+            "101 percent",
+        ),
+        (&admin, with("hosts", json!({"count": 0})), 422, "no host"),
+        (&admin, strict_two, 422, "more hosts than live, strict"),
+        (
+            &admin,
+            with("stratify_by", json!(["rack"])),
+            422,
+            "an unknown label",
+        ),
+        (
+            &admin,
+            with("stop_when", json!({"top": 0, "max_stderr": 0.01})),
+            422,
+            "top 0",
+        ),
+        (
+            &admin,
+            with("stop_when", json!({"top": 3, "max_stderr": 0})),
+            422,
+            "epsilon 0",
+        ),
+        (&admin, with("duration_secs", json!(0)), 422, "no duration"),
+    ] {
+        let (code, answer) = status(client, Method::POST, runs, Some(body)).await;
+        assert_eq!(code, expected, "{why}: {answer}");
+        assert!(answer["error"]["message"].is_string(), "{why}: {answer}");
+    }
+    let listed = admin.call(Method::GET, runs, None, 200).await.unwrap();
+    assert_eq!(listed["runs"], json!([]), "nothing half-created");
+
+    // K above the live hosts takes them all and says so; the stop rule
+    // ends the run long before its 60 s.
+    let mut request = with("hosts", json!({"count": 3}));
+    request["stratify_by"] = json!(["zone"]);
+    request["seed"] = json!(7);
+    request["stop_when"] = json!({"top": 3, "max_stderr": 0.02});
+    let started = admin
+        .call(Method::POST, runs, Some(&request), 202)
+        .await
+        .unwrap();
+    let id = started["id"].as_str().unwrap().to_owned();
+    assert_eq!(started["selection"]["capped"], true);
+    assert_eq!(started["selection"]["eligible"], 1);
+    assert_eq!(started["selection"]["hosts"], json!([h.platform.host_id]));
+    assert_eq!(started["selection"]["strata"][0]["labels"]["zone"], "eu-1");
+    assert_eq!(started["seed"], 7);
+    assert_eq!(started["members"].as_array().unwrap().len(), 1);
+
+    let path = format!("{runs}/{id}");
+    let ended = wait_for(&admin, &path, Duration::from_secs(50), |b| {
+        b["status"] == "precise"
+    })
+    .await;
+    assert_eq!(ended["status"], "precise", "{ended}\n{}", h.platform.logs());
+    let epsilon = ended["reached_epsilon"].as_f64().unwrap();
+    assert!(epsilon <= 0.02, "{ended}");
+    assert!(ended["saved_secs"].as_f64().unwrap() > 20.0, "{ended}");
+    let samples = ended["samples_used"].as_i64().unwrap();
+    // The pooled binomial's N for the widest of 60/30/10% shares at ±2%:
+    // 0.6·0.4/0.02² = 600 samples; a window more at most (2 s at 99 Hz).
+    assert!((600..=600 + 2 * 99 + 99).contains(&samples), "{ended}");
+    let member = ended["members"][0]["profile_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let profile = wait_for(
+        &admin,
+        &format!("/api/v1/profiles/{member}"),
+        Duration::from_secs(30),
+        |p| p["status"] == "stopped",
+    )
+    .await;
+    assert_eq!(profile["status"], "stopped", "{profile}");
+    let precision = admin
+        .call(Method::GET, &format!("{path}/precision"), None, 200)
+        .await
+        .unwrap();
+    let top = precision["decision"]["top"].as_array().unwrap();
+    assert_eq!(top[0]["function"], "demo_hot", "{precision}");
+    assert!(
+        (top[0]["share"].as_f64().unwrap() - 0.6).abs() < 0.06,
+        "{precision}"
+    );
+
+    // An ended run cannot be stopped.
+    let (code, _) = status(&admin, Method::POST, &format!("{path}/stop"), None).await;
+    assert_eq!(code, 409);
+}
