@@ -182,3 +182,24 @@ pub(crate) fn odpctl(h: &Harness, token: &str, args: &[&str]) -> std::process::O
         .output()
         .expect("run odpctl")
 }
+
+/// Polls `GET path` until `done` holds of its body, for at most `within`;
+/// the last body either way.
+pub(crate) async fn wait_for_body(
+    client: &odp_devstack::ApiClient,
+    path: &str,
+    within: std::time::Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let body = client
+            .call(reqwest::Method::GET, path, None, 200)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        if done(&body) || start.elapsed() > within {
+            return body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}

@@ -2,7 +2,7 @@
 //! a run choosing from the live hosts, bad requests refused before
 //! anything is created, and a stop rule ending the run early.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use odp_devstack::{mint_scoped_token, ApiClient};
 use reqwest::Method;
@@ -23,23 +23,6 @@ async fn status(
     (answer.status, answer.body)
 }
 
-/// Polls `path` until `done` holds of its body, for at most `within`.
-async fn wait_for(
-    client: &ApiClient,
-    path: &str,
-    within: Duration,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let start = Instant::now();
-    loop {
-        let body = client.call(Method::GET, path, None, 200).await.unwrap();
-        if done(&body) || start.elapsed() > within {
-            return body;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
     let h = common::start_configured("runs", |o| {
@@ -58,7 +41,7 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
         )
         .await
         .expect("define the service");
-    let found = wait_for(
+    let found = common::wait_for_body(
         &admin,
         "/api/v1/services/demo/hosts",
         Duration::from_secs(60),
@@ -157,7 +140,7 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
     assert_eq!(started["members"].as_array().unwrap().len(), 1);
 
     let path = format!("{runs}/{id}");
-    let ended = wait_for(&admin, &path, Duration::from_secs(50), |b| {
+    let ended = common::wait_for_body(&admin, &path, Duration::from_secs(50), |b| {
         b["status"] == "precise"
     })
     .await;
@@ -173,7 +156,7 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
         .as_str()
         .unwrap()
         .to_owned();
-    let profile = wait_for(
+    let profile = common::wait_for_body(
         &admin,
         &format!("/api/v1/profiles/{member}"),
         Duration::from_secs(30),

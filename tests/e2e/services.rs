@@ -3,7 +3,7 @@
 //! reach it as a signed `sync_services`, its heartbeats report the
 //! service and the host's labels, the pipeline stores them).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use odp_devstack::{mint_scoped_token, ApiClient};
 use reqwest::Method;
@@ -124,23 +124,6 @@ async fn services_crud_with_roles_and_validation() {
     );
 }
 
-/// Polls `path` until `done` holds of its body, for at most `within`.
-async fn wait_for(
-    client: &ApiClient,
-    path: &str,
-    within: Duration,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let start = Instant::now();
-    loop {
-        let body = client.call(Method::GET, path, None, 200).await.unwrap();
-        if done(&body) || start.elapsed() > within {
-            return body;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_is_found_on_the_host_that_runs_it_with_its_labels() {
     let h = common::start_configured("svc-hosts", |o| {
@@ -160,7 +143,7 @@ async fn a_service_is_found_on_the_host_that_runs_it_with_its_labels() {
             .expect("define a service");
     }
     let path = "/api/v1/services/demo/hosts";
-    let found = wait_for(&admin, path, Duration::from_secs(60), |b| {
+    let found = common::wait_for_body(&admin, path, Duration::from_secs(60), |b| {
         b["hosts"].as_array().is_some_and(|hosts| !hosts.is_empty())
     })
     .await;
@@ -192,7 +175,7 @@ async fn a_service_is_found_on_the_host_that_runs_it_with_its_labels() {
         )
         .await
         .unwrap();
-    let gone = wait_for(&admin, path, Duration::from_secs(60), |b| {
+    let gone = common::wait_for_body(&admin, path, Duration::from_secs(60), |b| {
         b["hosts"].as_array().is_some_and(|hosts| hosts.is_empty())
     })
     .await;
