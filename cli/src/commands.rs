@@ -146,6 +146,19 @@ enum Command {
         #[command(subcommand)]
         action: crate::channels::ChannelAction,
     },
+    /// Services, defined once and found on every host running them:
+    /// create, list, show, hosts, update, delete.
+    Services {
+        #[command(subcommand)]
+        action: crate::services::ServiceAction,
+    },
+    /// Runs: a service profiled at once on hosts chosen from those running
+    /// it, ended early once its top shares are precise: start, show, wait,
+    /// stop, list.
+    Run {
+        #[command(subcommand)]
+        action: crate::runs::RunAction,
+    },
     #[command(flatten)]
     Files(crate::files::FileCommand),
     #[command(flatten)]
@@ -214,6 +227,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Schedules { action } => crate::schedules::run(&client, action).await?,
         Command::Rules { action } => crate::rules::run(&client, action).await?,
         Command::Channels { action } => crate::channels::run(&client, action).await?,
+        Command::Services { action } => crate::services::run(&client, action).await?,
+        Command::Run { action } => crate::runs::run(&client, action).await?,
         Command::Files(command) => crate::files::run(&client, command).await?,
         Command::Compare(command) => crate::compare::run(&client, command).await?,
     }
@@ -325,9 +340,9 @@ fn print_top(top: &TopResponse) {
     }
 }
 
-/// The profile ran but did not end well.
+/// The profile (or a run's member) ran but did not end well.
 #[derive(Debug)]
-struct ProfileEnded(String);
+pub(crate) struct ProfileEnded(pub(crate) String);
 
 impl std::fmt::Display for ProfileEnded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -372,6 +387,12 @@ mod tests {
             .filter(|key| !request[key].is_null())
             .map(|key| (key.to_owned(), request[key].clone()));
         Ok(Value::Object(given.collect()))
+    }
+
+    #[test]
+    fn every_command_is_well_formed() {
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Exit codes scripts can rely on: 0 success; 1 other errors; 2 bad usage;
 //! 3 the API refused the token (401/403); 4 not found; 5 conflict (a live
-//! profile of the target exists); 6 the profile ended failed or expired.
+//! profile of the target exists, a run has ended); 6 the profile ended
+//! failed or expired, or a run ended partial (some of its hosts failed).
 
 mod admin;
 mod channels;
@@ -11,7 +12,9 @@ mod compare;
 mod files;
 mod options;
 mod rules;
+mod runs;
 mod schedules;
+mod services;
 mod units;
 
 use clap::Parser;

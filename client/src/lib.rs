@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::time::Duration;
 
 pub use odp_api_types as types;
-use odp_api_types::{Profile, ProfileStatus, ProfilesPage, TopResponse};
+use odp_api_types::{Profile, ProfileStatus, ProfilesPage, Run, RunPrecision, TopResponse};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -293,6 +293,32 @@ impl ApiClient {
     /// The profile's `limit` hottest functions.
     pub async fn top(&self, id: impl Display, limit: usize) -> Result<TopResponse> {
         let path = format!("/api/v1/profiles/{id}/top?limit={limit}");
+        self.typed(reqwest::Method::GET, &path, None, 200).await
+    }
+
+    /// Starts a run of a service (a [`CreateRunRequest`](types::CreateRunRequest),
+    /// or any JSON of its shape); returns it with the hosts chosen and its
+    /// members as dispatched.
+    pub async fn start_run(&self, request: &impl Serialize) -> Result<Run> {
+        self.send(reqwest::Method::POST, "/api/v1/runs", Some(request), 202)
+            .await
+    }
+
+    pub async fn run(&self, id: impl Display) -> Result<Run> {
+        let path = format!("/api/v1/runs/{id}");
+        self.typed(reqwest::Method::GET, &path, None, 200).await
+    }
+
+    /// Stops every member of the run still profiling; 409 when it ended.
+    pub async fn stop_run(&self, id: impl Display) -> Result<Run> {
+        let path = format!("/api/v1/runs/{id}/stop");
+        self.typed(reqwest::Method::POST, &path, None, 202).await
+    }
+
+    /// The run's top shares now, with their standard errors, and whether
+    /// its stop rule holds.
+    pub async fn run_precision(&self, id: impl Display) -> Result<RunPrecision> {
+        let path = format!("/api/v1/runs/{id}/precision");
         self.typed(reqwest::Method::GET, &path, None, 200).await
     }
 

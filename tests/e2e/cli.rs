@@ -147,3 +147,144 @@ async fn odpctl_mints_tokens_and_manages_hosts() {
         .unwrap();
     assert_eq!(bad_role.status.code(), Some(2), "{}", text(&bad_role));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odpctl_defines_a_service_and_runs_it_until_precise() {
+    let h = common::start_configured("cli-runs", |o| {
+        o.agent_env.push(("ODP_LABELS".into(), "zone=eu-1".into()));
+    })
+    .await;
+    let _demo = h.spawn_demo_for(120);
+    let host = h.platform.host_id.clone();
+    let token = h.platform.token.clone();
+    let ctl = |args: &[&str]| tokio::task::block_in_place(|| odpctl(&h, &token, args));
+
+    let created = ctl(&[
+        "services",
+        "create",
+        "demo",
+        "--process-name",
+        "cpu-split",
+        "--owner-team",
+        "perf",
+    ]);
+    assert_eq!(created.status.code(), Some(0), "{}", text(&created));
+    assert_eq!(String::from_utf8_lossy(&created.stdout).trim(), "demo");
+    let again = ctl(&["services", "create", "demo", "--cmdline", "x"]);
+    assert_eq!(
+        again.status.code(),
+        Some(5),
+        "a taken name: {}",
+        text(&again)
+    );
+    let list = ctl(&["services", "list"]);
+    assert_eq!(list.status.code(), Some(0), "{}", text(&list));
+    let stdout = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("demo ") && l.contains("perf") && l.contains("cpu-split")),
+        "{}",
+        text(&list)
+    );
+
+    // The agent reports the service's process in a heartbeat or two.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let hosts = ctl(&["services", "hosts", "demo"]);
+        assert_eq!(hosts.status.code(), Some(0), "{}", text(&hosts));
+        let table = String::from_utf8_lossy(&hosts.stdout).into_owned();
+        let row = table.lines().find(|l| l.starts_with(&format!("{host} ")));
+        if let Some(row) = row {
+            let words: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(words[1], "eu-1", "the zone column: {table}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the host never ran the service: {table}\n{}",
+            h.platform.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+
+    let run = ctl(&[
+        "run",
+        "start",
+        "demo",
+        "--count",
+        "1",
+        "--stop-top",
+        "3",
+        "--stop-stderr",
+        "0.02",
+        "--duration",
+        "60",
+        "--window",
+        "2",
+        "--wait",
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&run),
+        h.platform.logs()
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let id = stdout.lines().next().unwrap().trim().to_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(&format!("run {id}: 1 of 1 live host(s) chosen (count 1)")),
+        "{}",
+        text(&run)
+    );
+    assert!(
+        stderr.contains(&format!("run {id} precise: stop rule met")),
+        "{}",
+        text(&run)
+    );
+    // The top shares, with their errors: demo_hot has 60% of the samples.
+    assert!(
+        stdout
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .contains("samples of 1 host(s)"),
+        "{}",
+        text(&run)
+    );
+    let hot = stdout.lines().nth(3).unwrap_or_default();
+    assert!(
+        hot.starts_with("demo_hot") && hot.contains("% ± "),
+        "{}",
+        text(&run)
+    );
+
+    let show = ctl(&["run", "show", &id]);
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show));
+    let summary = String::from_utf8_lossy(&show.stdout);
+    assert!(summary.contains("status     precise"), "{summary}");
+    assert!(
+        summary.contains("(target ±2.00% for the top 3)"),
+        "{summary}"
+    );
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.starts_with(&format!("{host} ")) && l.contains("stopped")),
+        "{summary}"
+    );
+    let listed = ctl(&["run", "list", "--service", "demo"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
+    let stopped = ctl(&["run", "stop", &id]);
+    assert_eq!(
+        stopped.status.code(),
+        Some(5),
+        "an ended run: {}",
+        text(&stopped)
+    );
+    let unknown = ctl(&["run", "show", "00000000-0000-0000-0000-000000000000"]);
+    assert_eq!(unknown.status.code(), Some(4), "{}", text(&unknown));
+}

@@ -1,0 +1,205 @@
+//! `odpctl run`: a service profiled at once on hosts chosen from the live
+//! ones running it (all, K or P%, stratified by host labels, seeded), one
+//! member profile per host, ended early by a stop rule once its top self
+//! shares are known to ±ε. `wait` follows a run to its end and prints the
+//! top shares with their errors.
+
+use anyhow::bail;
+use odp_client::types::{CreateRunRequest, RunsResponse};
+use odp_client::ApiClient;
+use odp_core::run::{HostSelection, StopRule};
+use uuid::Uuid;
+
+mod render;
+#[cfg(test)]
+mod tests;
+mod wait;
+
+use render::{runs_table, selection, summary};
+use wait::{follow, status_name};
+
+/// How many of the live hosts running the service: at most one of these
+/// (every host when none is given).
+#[derive(Debug, clap::Args)]
+#[group(multiple = false)]
+pub(crate) struct HostArgs {
+    /// Every live host running the service (the default).
+    #[arg(long)]
+    all: bool,
+    /// K hosts, chosen uniformly without replacement; every live host when
+    /// fewer run the service (unless `--strict`).
+    #[arg(long, value_name = "K")]
+    count: Option<u32>,
+    /// P percent of the live hosts, rounded up; P in (0, 100].
+    #[arg(long, value_name = "P")]
+    percent: Option<f64>,
+}
+
+impl HostArgs {
+    fn selection(&self) -> HostSelection {
+        if self.all {
+            return HostSelection::All;
+        }
+        match (self.count, self.percent) {
+            (Some(k), _) => HostSelection::Count(k),
+            (None, Some(p)) => HostSelection::Percent(p),
+            (None, None) => HostSelection::All,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct StartArgs {
+    /// A defined service (`odpctl services create`).
+    service: String,
+    #[command(flatten)]
+    hosts: HostArgs,
+    /// Allocate the hosts in proportion to each combination of this host
+    /// label's values, at least one each when K allows (repeatable).
+    #[arg(long = "stratify-by", value_name = "LABEL")]
+    stratify_by: Vec<String>,
+    /// The same seed and live hosts choose the same hosts (random, and
+    /// recorded with the run, when absent).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Refuse the run rather than take every live host when `--count`
+    /// exceeds them.
+    #[arg(long)]
+    strict: bool,
+    /// The longest each member profiles, in seconds.
+    #[arg(long = "duration", value_name = "SECS")]
+    duration_secs: u64,
+    #[arg(long = "frequency", value_name = "HZ")]
+    frequency_hz: Option<u32>,
+    /// Seconds of samples in each window a member sends.
+    #[arg(long = "window", value_name = "SECS")]
+    window_secs: Option<u64>,
+    /// Stop rule: end the run once the K largest self shares of its
+    /// aggregate each have a standard error of at most `--stop-stderr`.
+    #[arg(long, value_name = "K", requires = "stop_stderr")]
+    stop_top: Option<u32>,
+    /// The stop rule's ε, a share in (0, 1): 0.01 is one percentage point.
+    #[arg(long, value_name = "EPS", requires = "stop_top")]
+    stop_stderr: Option<f64>,
+    /// Follow the run until it ends, then print its top shares.
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    options: crate::options::StartOptionArgs,
+}
+
+impl StartArgs {
+    fn request(self) -> CreateRunRequest {
+        let stop_when = match (self.stop_top, self.stop_stderr) {
+            (Some(top), Some(max_stderr)) => Some(StopRule { top, max_stderr }),
+            _ => None,
+        };
+        CreateRunRequest {
+            service: self.service,
+            hosts: self.hosts.selection(),
+            stratify_by: self.stratify_by,
+            seed: self.seed,
+            strict: self.strict,
+            duration_secs: self.duration_secs,
+            frequency_hz: self.frequency_hz,
+            window_secs: self.window_secs,
+            stop_when,
+            options: self.options.into_options(),
+        }
+    }
+}
+
+// Parsed once per run: the size of the biggest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum RunAction {
+    /// Start a run (profiler of the service); prints its id.
+    Start(StartArgs),
+    /// Show a run: its hosts, strata, members and precision.
+    Show {
+        id: String,
+        /// Print the API's JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a run until it ends, then print its top shares.
+    Wait { id: String },
+    /// Stop a run: every member still profiling stops.
+    Stop { id: String },
+    /// List runs, newest first.
+    List {
+        #[arg(long)]
+        service: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result<()> {
+    match action {
+        RunAction::Start(args) => {
+            let wait = args.wait;
+            let run = client.start_run(&args.request()).await?;
+            println!("{}", run.id);
+            eprintln!("run {}: {}", run.id, selection(&run));
+            for m in run.members.iter().filter(|m| m.profile_id.is_none()) {
+                eprintln!(
+                    "  {}: {}",
+                    m.host,
+                    m.reason.as_deref().unwrap_or("not started")
+                );
+            }
+            if wait {
+                follow(client, run.id).await?;
+            }
+        }
+        RunAction::Show { id, json } => {
+            let run = client.run(run_id(&id)?).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&run)?);
+            } else {
+                print!("{}", summary(&run));
+            }
+        }
+        RunAction::Wait { id } => follow(client, run_id(&id)?).await?,
+        RunAction::Stop { id } => {
+            let run = client.stop_run(run_id(&id)?).await?;
+            eprintln!(
+                "stop requested for run {}: {}",
+                run.id,
+                status_name(run.status)
+            );
+        }
+        RunAction::List {
+            service,
+            limit,
+            json,
+        } => {
+            let mut path = format!("/api/v1/runs?limit={limit}");
+            if let Some(service) = service {
+                if service.is_empty()
+                    || !service
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+                {
+                    bail!("--service may hold only letters, digits, `.`, `-` and `_`");
+                }
+                path.push_str(&format!("&service={service}"));
+            }
+            let page: RunsResponse = client.get(&path).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page)?);
+            } else {
+                print!("{}", runs_table(&page));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_id(text: &str) -> anyhow::Result<Uuid> {
+    Uuid::parse_str(text).map_err(|_| anyhow::anyhow!("{text:?} is not a run id (a UUID)"))
+}
