@@ -116,12 +116,15 @@ async fn check(state: &AppState, row: RunRow) -> Result<(), ApiError> {
             .await?;
         return Ok(());
     }
+    let hosts = match decision.hosts {
+        1 => "1 host".to_owned(),
+        n => format!("{n} hosts"),
+    };
     let reason = format!(
-        "stop rule met: the top {} shares known to ±{:.4} from {} samples of {} hosts",
+        "stop rule met: the top {} shares known to ±{:.4} from {} samples of {hosts}",
         decision.top.len(),
         decision.reached_epsilon.unwrap_or(0.0),
         decision.samples_used,
-        decision.hosts
     );
     let ended = runs
         .end(
