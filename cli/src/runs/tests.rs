@@ -145,7 +145,7 @@ fn precise_run() -> Run {
         service: "demo".into(),
         status: RunStatus::Precise,
         status_reason: Some(
-            "stop rule met: the top 3 shares known to ±0.0187 from 612 samples of 1 hosts".into(),
+            "stop rule met: the top 3 shares known to ±0.0187 from 612 samples of 1 host".into(),
         ),
         hosts: HostSelection::Count(3),
         stratify_by: vec!["zone".into()],
@@ -259,7 +259,7 @@ fn the_summary_says_how_the_hosts_were_chosen_and_how_precise_it_got() {
     };
     has(&format!("run        {RUN}"));
     has("service    demo");
-    has("status     precise (stop rule met: the top 3 shares known to ±0.0187 from 612 samples of 1 hosts)");
+    has("status     precise (stop rule met: the top 3 shares known to ±0.0187 from 612 samples of 1 host)");
     has("hosts      1 of 1 live host(s) chosen (count 3, capped: fewer live hosts); seed 7");
     has("strata     by zone: zone=eu-1 1 of 1");
     has("precision  ε ±1.87% (target ±2.00% for the top 3), 612 samples used");
