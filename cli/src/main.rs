@@ -10,6 +10,7 @@ mod channels;
 mod commands;
 mod compare;
 mod files;
+mod names;
 mod options;
 mod rules;
 mod runs;

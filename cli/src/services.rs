@@ -3,12 +3,13 @@
 //! labels. Runs (`odpctl run`) profile a service on hosts chosen from
 //! these.
 
-use anyhow::bail;
 use clap::ArgGroup;
 use odp_client::types::{
     CreateServiceRequest, Service, ServiceHostsResponse, ServicesResponse, UpdateServiceRequest,
 };
 use odp_client::{ApiClient, Method};
+
+use crate::names::checked_name;
 
 /// Which processes are the service on each host: exactly one of these (a
 /// pid names one process on one host, not a service).
@@ -105,6 +106,7 @@ pub(crate) async fn run(client: &ApiClient, action: ServiceAction) -> anyhow::Re
                 owner_team,
                 description,
             };
+
             let created: Service = client
                 .send(Method::POST, "/api/v1/services", Some(&body), 201)
                 .await?;
@@ -170,17 +172,10 @@ pub(crate) async fn run(client: &ApiClient, action: ServiceAction) -> anyhow::Re
 /// The service's URL path; names are letters, digits, `.`, `-` and `_`,
 /// which need no escaping.
 fn path(name: &str) -> anyhow::Result<String> {
-    // `.` and `..` would be taken as the path's dot segments.
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name.chars().any(|c| c != '.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-    if !valid {
-        bail!("{name:?} is not a service name (letters, digits, `.`, `-`, `_`)");
-    }
-    Ok(format!("/api/v1/services/{name}"))
+    Ok(format!(
+        "/api/v1/services/{}",
+        checked_name("service", name)?
+    ))
 }
 
 fn time(at: &chrono::DateTime<chrono::Utc>) -> String {

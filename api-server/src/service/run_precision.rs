@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use odp_api_types::RunStatus;
 use odp_core::run::{Aggregate, StopDecision, StopRule};
 use odp_profile::top::top_functions;
 use odp_store::{read, Read, ReadScope, RunEnd, RunRow, RunState, Runs};
@@ -87,31 +88,38 @@ pub(crate) async fn watch_forever(state: AppState) {
     }
 }
 
-/// Ends `row` if its members all ended or its stop rule holds; otherwise
-/// records the precision it reached.
+/// Ends `row` if its members all ended or its stop rule holds. A run
+/// without a stop rule is read only when it ends (its precision is read on
+/// request): reading a large run's aggregate every tick would cost what a
+/// user's read does.
 async fn check(state: &AppState, row: RunRow) -> Result<(), ApiError> {
     let runs = Runs::new(&state.pool);
-    let members = runs.members(row.id).await?;
-    let view = runs::view(row.clone(), &members)?;
+    let view = runs::view(row.clone(), &runs.members(row.id).await?)?;
+    let all_ended = view.members.iter().all(|m| m.status.is_terminal());
+    if !all_ended && row.stop_rule.is_none() {
+        return Ok(());
+    }
     let (_, decision) = decide(state, &row).await?;
     let samples = i64::try_from(decision.samples_used).unwrap_or(i64::MAX);
-    if view.members.iter().all(|m| m.status.is_terminal()) {
-        let ended = status_of(RunState::Finished, &view.members);
-        let reason = format!("every member ended ({ended:?})").to_lowercase();
+    if all_ended {
+        let reason = match status_of(RunState::Finished, &view.members) {
+            RunStatus::Partial => "every member ended; some hosts failed or expired",
+            _ => "every member ended",
+        };
         runs.end(
             row.id,
             &RunEnd {
                 state: RunState::Finished,
-                reason: &reason,
+                reason,
                 reached_epsilon: decision.reached_epsilon,
                 samples_used: Some(samples),
             },
         )
         .await?;
-        tracing::info!(run = %row.id, "run finished");
+        tracing::info!(run = %row.id, %reason, "run finished");
         return Ok(());
     }
-    if row.stop_rule.is_none() || !decision.met {
+    if !decision.met {
         runs.progress(row.id, decision.reached_epsilon, samples)
             .await?;
         return Ok(());

@@ -6,24 +6,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, StartRequest};
-use odp_core::run::{select_hosts, Host, HostSelection, Selection, SelectionRequest, StopRule};
+use odp_core::run::{select_hosts, Host, Selection, SelectionRequest, StopRule};
 use odp_core::{ProfileStatus, Target};
 use odp_store::{Inserted, NewRun, ProfileRow, RunRow, RunState, Runs, Services};
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::service::profiles::{self, ValidStart};
 use crate::AppState;
-
-/// What a run was asked to choose, as the run records it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Asked {
-    hosts: HostSelection,
-    stratify_by: Vec<String>,
-    seed: u64,
-    strict: bool,
-}
 
 fn unprocessable(message: String) -> ApiError {
     ApiError::Unprocessable(message)
@@ -96,24 +86,15 @@ pub(crate) async fn create(
             service.name, service.target
         )));
     }
-    let asked = Asked {
-        hosts: request.hosts,
+    let asked = SelectionRequest {
+        selection: request.hosts,
         stratify_by: request.stratify_by.clone(),
         seed: request
             .seed
             .unwrap_or_else(|| Uuid::new_v4().as_u64_pair().0),
         strict: request.strict,
     };
-    let selection = select_hosts(
-        &live,
-        &SelectionRequest {
-            selection: asked.hosts,
-            stratify_by: asked.stratify_by.clone(),
-            seed: asked.seed,
-            strict: asked.strict,
-        },
-    )
-    .map_err(|e| unprocessable(e.to_string()))?;
+    let selection = select_hosts(&live, &asked).map_err(|e| unprocessable(e.to_string()))?;
     let runs = Runs::new(&state.pool);
     runs.create(&NewRun {
         id,
@@ -166,35 +147,44 @@ pub(crate) async fn list(
     limit: i64,
 ) -> Result<Vec<Run>, ApiError> {
     let runs = Runs::new(&state.pool);
-    let mut out = Vec::new();
-    for row in runs.list(service, limit).await? {
-        let members = runs.members(row.id).await?;
-        out.push(view(row, &members)?);
-    }
-    Ok(out)
+    let rows = runs.list(service, limit).await?;
+    let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
+    let members = runs.members_of(&ids).await?;
+    rows.into_iter()
+        .map(|row| {
+            let mine: Vec<ProfileRow> = members
+                .iter()
+                .filter(|m| m.run_id == Some(row.id))
+                .cloned()
+                .collect();
+            view(row, &mine)
+        })
+        .collect()
 }
 
 /// Stops every live member of the run and ends it as stopped.
 pub(crate) async fn stop(state: &AppState, id: Uuid, requested_by: &str) -> Result<Run, ApiError> {
-    let runs = Runs::new(&state.pool);
-    let row = row(state, id).await?;
-    if row.status != RunState::Running {
+    let current = row(state, id).await?;
+    let reason = format!("stopped by {requested_by}");
+    let stopped = Runs::new(&state.pool)
+        .end(
+            id,
+            &odp_store::RunEnd {
+                state: RunState::Stopped,
+                reason: &reason,
+                reached_epsilon: None,
+                samples_used: None,
+            },
+        )
+        .await?;
+    if !stopped {
+        // Ended before, or just now by its stop rule or its last member.
+        let ended = row(state, id).await.map_or(current.status, |r| r.status);
         return Err(ApiError::Conflict(format!(
             "run {id} has ended ({})",
-            row.status.as_str()
+            ended.as_str()
         )));
     }
-    let reason = format!("stopped by {requested_by}");
-    runs.end(
-        id,
-        &odp_store::RunEnd {
-            state: RunState::Stopped,
-            reason: &reason,
-            reached_epsilon: None,
-            samples_used: None,
-        },
-    )
-    .await?;
     stop_members(state, id, requested_by).await?;
     describe(state, id).await
 }
@@ -218,7 +208,7 @@ pub(crate) async fn stop_members(
 
 /// The run as the API shows it.
 pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ApiError> {
-    let asked: Asked = RunRow::decode(&row.selection.0, "selection")?;
+    let asked: SelectionRequest = RunRow::decode(&row.selection.0, "selection")?;
     let selection: Selection = RunRow::decode(&row.chosen.0, "chosen")?;
     let stop_when: Option<StopRule> = row
         .stop_rule
@@ -240,7 +230,7 @@ pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ApiError>
         service: row.service,
         status,
         status_reason: row.status_reason,
-        hosts: asked.hosts,
+        hosts: asked.selection,
         stratify_by: asked.stratify_by,
         seed: asked.seed,
         selection,
@@ -272,7 +262,12 @@ fn run_members(selection: &Selection, members: &[ProfileRow]) -> Vec<RunMember> 
                 host: host.clone(),
                 profile_id: None,
                 status: ProfileStatus::Failed,
-                reason: Some("not started: the target already had a live profile".into()),
+                // Its start found the target already profiled, or failed
+                // before recording a profile (the api-server logged which).
+                reason: Some(
+                    "not started: the target already had a live profile, or the start failed"
+                        .into(),
+                ),
             },
         })
         .collect()

@@ -4,11 +4,12 @@
 //! shares are known to ±ε. `wait` follows a run to its end and prints the
 //! top shares with their errors.
 
-use anyhow::bail;
 use odp_client::types::{CreateRunRequest, RunsResponse};
 use odp_client::ApiClient;
 use odp_core::run::{HostSelection, StopRule};
 use uuid::Uuid;
+
+use crate::names::checked_name;
 
 mod render;
 #[cfg(test)]
@@ -180,14 +181,10 @@ pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result
         } => {
             let mut path = format!("/api/v1/runs?limit={limit}");
             if let Some(service) = service {
-                if service.is_empty()
-                    || !service
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-                {
-                    bail!("--service may hold only letters, digits, `.`, `-` and `_`");
-                }
-                path.push_str(&format!("&service={service}"));
+                path.push_str(&format!(
+                    "&service={}",
+                    checked_name("--service", &service)?
+                ));
             }
             let page: RunsResponse = client.get(&path).await?;
             if json {

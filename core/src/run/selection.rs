@@ -39,8 +39,8 @@ pub enum HostSelection {
     Percent(f64),
 }
 
-/// What a run asks of the selection.
-#[derive(Debug, Clone, PartialEq)]
+/// What a run asks of the selection (and records, to be reproduced).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SelectionRequest {
     pub selection: HostSelection,
     /// Label names whose value combinations are the strata; empty for a

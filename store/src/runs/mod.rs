@@ -180,6 +180,15 @@ impl Runs {
             .await
     }
 
+    /// The member profiles of each of `ids` (a page of runs), by run and
+    /// host.
+    pub async fn members_of(&self, ids: &[Uuid]) -> Result<Vec<ProfileRow>> {
+        Sql::new("select * from profiles where run_id in $1 order by run_id, host, created_at")
+            .bind_list(ids.iter().copied())
+            .fetch_all(&self.db)
+            .await
+    }
+
     /// Records how a running run ended; `false` if it had ended already
     /// (the first end wins: a stop and the stop rule may race).
     pub async fn end(&self, id: Uuid, end: &RunEnd<'_>) -> Result<bool> {

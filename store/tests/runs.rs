@@ -1,0 +1,136 @@
+//! Runs, one behaviour suite run on a real Postgres and a real MariaDB:
+//! recorded with what they asked and chose, their members found by run,
+//! ended once (the first end wins), their progress kept while running.
+
+use odp_core::Target;
+use odp_store::{
+    Database, Inserted, Labels, NewProfile, NewRun, ProfileMode, Profiles, RunEnd, RunState, Runs,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+mod support;
+use support::on_both_backends;
+
+fn run(service: &str) -> NewRun<serde_json::Value, serde_json::Value, serde_json::Value> {
+    NewRun {
+        id: Uuid::new_v4(),
+        service: service.into(),
+        selection: json!({"selection": {"count": 2}, "stratify_by": ["zone"], "seed": 7, "strict": false}),
+        chosen: json!({"hosts": ["h1", "h2"], "eligible": 3}),
+        stop_rule: Some(json!({"top": 3, "max_stderr": 0.01})),
+        max_duration_ms: 60_000,
+        requested_by: "alice".into(),
+    }
+}
+
+async fn member(db: &Database, run: Uuid, host: &str) -> Uuid {
+    let id = Uuid::new_v4();
+    let new = NewProfile {
+        id,
+        host: host.into(),
+        service: "checkout".into(),
+        idempotency_key: None,
+        // One live profile per host and target: each run profiles its own.
+        target: Target::ProcessName(format!("checkout-{run}")),
+        duration_ms: 60_000,
+        frequency_hz: 99,
+        requested_by: "alice".into(),
+        labels: Labels::from([("run".to_owned(), run.to_string())]),
+        mode: ProfileMode::of(None),
+        options: Default::default(),
+        run_id: Some(run),
+    };
+    let Inserted::Created(row) = Profiles::new(db).insert(&new).await.unwrap() else {
+        panic!("a new target creates")
+    };
+    assert_eq!(row.run_id, Some(run));
+    id
+}
+
+async fn a_run_is_recorded_with_its_members_and_ends_once(db: Database) {
+    let runs = Runs::new(&db);
+    let first = run("checkout");
+    let created = runs.create(&first).await.unwrap();
+    assert_eq!(created.status, RunState::Running);
+    assert_eq!(created.selection.0["seed"], 7);
+    assert_eq!(created.chosen.0["hosts"], json!(["h1", "h2"]));
+    assert_eq!(created.stop_rule.as_ref().unwrap().0["top"], 3);
+    let second = run("cart");
+    runs.create(&NewRun {
+        stop_rule: None,
+        ..second.clone()
+    })
+    .await
+    .unwrap();
+
+    let (a, b) = (
+        member(&db, first.id, "h2").await,
+        member(&db, first.id, "h1").await,
+    );
+    let c = member(&db, second.id, "h1").await;
+    let hosts: Vec<(String, Uuid)> = runs
+        .members(first.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.host, m.id))
+        .collect();
+    assert_eq!(hosts, [("h1".to_owned(), b), ("h2".to_owned(), a)]);
+    let both = runs.members_of(&[first.id, second.id]).await.unwrap();
+    assert_eq!(both.len(), 3);
+    assert!(both
+        .iter()
+        .any(|m| m.id == c && m.run_id == Some(second.id)));
+    assert!(runs.members_of(&[]).await.unwrap().is_empty());
+
+    runs.progress(first.id, Some(0.02), 900).await.unwrap();
+    let read = runs.get(first.id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.reached_epsilon, read.samples_used),
+        (Some(0.02), Some(900))
+    );
+
+    let precise = RunEnd {
+        state: RunState::Precise,
+        reason: "stop rule met",
+        reached_epsilon: Some(0.009),
+        samples_used: Some(2441),
+    };
+    assert!(runs.end(first.id, &precise).await.unwrap());
+    let stopped = RunEnd {
+        state: RunState::Stopped,
+        reason: "stopped by bob",
+        reached_epsilon: None,
+        samples_used: None,
+    };
+    assert!(
+        !runs.end(first.id, &stopped).await.unwrap(),
+        "the first end wins"
+    );
+    let ended = runs.get(first.id).await.unwrap().unwrap();
+    assert_eq!(ended.status, RunState::Precise);
+    assert_eq!(ended.status_reason.as_deref(), Some("stop rule met"));
+    assert_eq!(ended.samples_used, Some(2441));
+    assert!(ended.ended_at.is_some());
+
+    let running: Vec<Uuid> = runs
+        .running()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(running, [second.id]);
+    let listed: Vec<String> = runs
+        .list(Some("checkout"), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.service)
+        .collect();
+    assert_eq!(listed, ["checkout"]);
+    assert_eq!(runs.list(None, 10).await.unwrap().len(), 2);
+}
+
+on_both_backends!(a_run_is_recorded_with_its_members_and_ends_once);
