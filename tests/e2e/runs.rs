@@ -171,7 +171,8 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
     let top = precision["decision"]["top"].as_array().unwrap();
     assert_eq!(top[0]["function"], "demo_hot", "{precision}");
     assert!(
-        (top[0]["share"].as_f64().unwrap() - 0.6).abs() < 0.06,
+        // The demo's 60% moves a few points when the machine is busy.
+        (0.5..0.75).contains(&top[0]["share"].as_f64().unwrap()),
         "{precision}"
     );
 
