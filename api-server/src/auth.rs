@@ -2,7 +2,9 @@
 //!
 //! Tokens are JWTs signed with the configured HS256 secret or by a key of
 //! the configured JWKS (see `odp_core::token`); `exp`, `nbf`, `iss` and
-//! `aud` are validated. Claims carry a role — `viewer` reads,
+//! `aud` are validated (`aud` may be an array naming ODP's audience among
+//! others), and a token whose header marks any extension critical (`crit`)
+//! is refused, since ODP understands none. Claims carry a role — `viewer` reads,
 //! `profiler` also starts and stops profiles of the services its
 //! `services` glob patterns match, `admin` may do everything — so CI jobs
 //! and performance tests get narrowly scoped service tokens the same way
@@ -161,6 +163,107 @@ mod tests {
             auth.verify(&other.unwrap()),
             Err(ApiError::Unauthorized(_))
         ));
+    }
+
+    /// Unpadded base64url (RFC 4648 §5), as JWTs encode their parts.
+    fn base64url(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+            for i in 0..=chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            }
+        }
+        out
+    }
+
+    /// An HS256 token signed with `secret` whose header and claims are
+    /// exactly the given JSON, so it may carry what `mint_hs256` never
+    /// writes.
+    fn sign_raw(secret: &[u8], header: serde_json::Value, claims: serde_json::Value) -> String {
+        let input = format!(
+            "{}.{}",
+            base64url(header.to_string().as_bytes()),
+            base64url(claims.to_string().as_bytes())
+        );
+        let key = jsonwebtoken::EncodingKey::from_secret(secret);
+        let signature =
+            jsonwebtoken::crypto::sign(input.as_bytes(), &key, jsonwebtoken::Algorithm::HS256)
+                .unwrap();
+        format!("{input}.{signature}")
+    }
+
+    /// The claims of a valid viewer token, as JSON to tamper with.
+    fn viewer_claims() -> serde_json::Value {
+        let now = chrono::Utc::now().timestamp();
+        serde_json::to_value(grant(Role::Viewer, &[]).claims(now, 60)).unwrap()
+    }
+
+    #[test]
+    fn the_raw_signer_makes_tokens_the_authenticator_accepts() {
+        let auth = Authenticator::from_secret(b"secret");
+        let header = serde_json::json!({"alg": "HS256", "typ": "JWT"});
+        let token = sign_raw(b"secret", header, viewer_claims());
+        assert_eq!(auth.verify(&token).unwrap().subject, "alice");
+    }
+
+    #[test]
+    fn tokens_with_critical_header_extensions_are_refused() {
+        let auth = Authenticator::from_secret(b"secret");
+        for crit in [
+            serde_json::json!(["exp"]),
+            serde_json::json!(["x"]),
+            serde_json::json!([]),
+            serde_json::json!("x"),
+        ] {
+            let header = serde_json::json!({"alg": "HS256", "typ": "JWT", "crit": crit, "x": 1});
+            let token = sign_raw(b"secret", header, viewer_claims());
+            match auth.verify(&token) {
+                Err(ApiError::Unauthorized(message)) => {
+                    assert!(message.contains("critical"), "{crit}: {message}")
+                }
+                other => panic!("crit {crit}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_audience_array_must_name_odp() {
+        let auth = Authenticator::from_secret(b"secret");
+        let header = serde_json::json!({"alg": "HS256", "typ": "JWT"});
+        let with_audience = |aud: serde_json::Value| {
+            let mut claims = viewer_claims();
+            claims["aud"] = aud;
+            sign_raw(b"secret", header.clone(), claims)
+        };
+        let audience = odp_core::token::AUDIENCE;
+        for accepted in [
+            serde_json::json!([audience]),
+            serde_json::json!(["other-api", audience]),
+        ] {
+            let caller = auth.verify(&with_audience(accepted.clone()));
+            assert_eq!(caller.unwrap().role, Role::Viewer, "{accepted}");
+        }
+        for refused in [
+            serde_json::json!(["other-api"]),
+            serde_json::json!([]),
+            serde_json::json!("other-api"),
+            serde_json::json!([format!("{audience}-x"), "x"]),
+            serde_json::json!(7),
+        ] {
+            assert!(
+                matches!(
+                    auth.verify(&with_audience(refused.clone())),
+                    Err(ApiError::Unauthorized(_))
+                ),
+                "{refused}"
+            );
+        }
     }
 
     #[test]

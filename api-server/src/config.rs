@@ -129,6 +129,13 @@ pub struct ServeConfig {
     pub db_acquire_timeout_secs: u64,
     #[command(flatten)]
     pub deploy: crate::control::deploy::DeployOptions,
+    /// Destinations of alert channels allowed although not public
+    /// (`ODP_ALERT_ALLOWED_DESTINATIONS`).
+    #[command(flatten)]
+    pub alert_destinations: odp_plumbing::egress::AlertDestinations,
+    /// Heavy reads' concurrency, read and import budgets (issue 27).
+    #[command(flatten)]
+    pub limits: crate::read_budget::LimitOptions,
 }
 
 impl ServeConfig {

@@ -17,11 +17,13 @@ mod error;
 mod extract;
 mod metrics;
 mod openapi;
+mod read_budget;
 mod render;
 #[cfg(test)]
 mod router_tests;
 mod routes;
 pub mod scheduler;
+mod security_headers;
 mod service;
 mod tls;
 mod validate;
@@ -44,6 +46,7 @@ use utoipa_axum::routes;
 
 pub use auth::Grant;
 pub use config::{Cli, CliCommand, ConfigError, ServeConfig};
+pub use read_budget::{LimitOptions, ReadLimits};
 pub use tls::generate_dev_cert;
 
 use crate::auth::Authenticator;
@@ -67,6 +70,11 @@ pub struct AppState {
     /// How long a request may take (uploads twice as long); Postgres
     /// cancels statements running longer.
     pub request_timeout: Duration,
+    /// Where alert channels may point: public addresses and the
+    /// operator's allow-list.
+    pub egress: Arc<odp_plumbing::egress::EgressPolicy>,
+    /// Heavy reads' concurrency limit, read and import budgets.
+    pub read_limits: Arc<ReadLimits>,
 }
 
 /// Largest request body outside uploads.
@@ -198,6 +206,8 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         metrics,
         exposition: Arc::new(odp_metrics::Metrics::new(registry)),
         request_timeout: config.request_timeout(),
+        egress: Arc::new(config.alert_destinations.policy()),
+        read_limits: Arc::new(ReadLimits::new(config.limits.clone())),
     })
 }
 
@@ -255,6 +265,9 @@ pub async fn serve(
         tokio::spawn(scheduler::run(state.clone(), options));
     }
     let router = web::with_web_ui(app(state), config.web_dir.as_deref());
+    let tls = config.tls_cert.is_some() && config.tls_key.is_some();
+    // Last, so the web UI's fallback gets the headers too.
+    let router = security_headers::with_security_headers(router, tls);
     if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
         tls::serve_https(router, config.listen, cert, key, shutdown).await?;
         return Ok(());

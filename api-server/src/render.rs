@@ -12,6 +12,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
+use crate::read_budget::ReadLimits;
 
 /// The response's format: a JSON document of the endpoint's own shape,
 /// folded stacks, an SVG flame graph, gzip pprof or speedscope JSON.
@@ -47,19 +48,21 @@ pub(crate) struct Rendering {
 }
 
 /// Renders `data` as `format`; [`Format::Json`] is `json`'s response, as
-/// each endpoint has its own JSON shape.
+/// each endpoint has its own JSON shape (bounded by its node budget). The
+/// other formats are refused (422) past `limits`' output bytes.
 pub(crate) async fn render(
     format: Format,
     data: Rendering,
+    limits: &ReadLimits,
     json: impl FnOnce(Rendering) -> Response,
 ) -> Result<Response, ApiError> {
     match format {
         Format::Json => Ok(json(data)),
-        Format::Folded => Ok((
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            folded::to_folded(&data.stacks),
-        )
-            .into_response()),
+        Format::Folded => {
+            let text = folded::to_folded(&data.stacks);
+            limits.check_output(text.len())?;
+            Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+        }
         Format::Svg => {
             if data.samples == 0 {
                 return Err(ApiError::NotFound(format!(
@@ -68,12 +71,15 @@ pub(crate) async fn render(
                 )));
             }
             let text = folded::to_folded(&data.stacks);
+            // The SVG draws at least every line of its input.
+            limits.check_output(text.len())?;
             let title = format!(
                 "{} ({})",
                 data.title,
                 data.event.map_or("samples", EventKind::as_str)
             );
             let svg = blocking(move || render_svg(&text, title)).await??;
+            limits.check_output(svg.len())?;
             Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
         }
         Format::Pprof => {
@@ -88,6 +94,7 @@ pub(crate) async fn render(
                 pprof::encode(&data.stacks, &meta)
             })
             .await?;
+            limits.check_output(bytes.len())?;
             Ok((
                 [
                     (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
@@ -100,7 +107,9 @@ pub(crate) async fn render(
         Format::Speedscope => {
             let period = data.period_nanos.and_then(|p| u64::try_from(p).ok());
             let file = speedscope::to_speedscope(&data.stacks, &data.title, period);
-            Ok(axum::Json(file).into_response())
+            let bytes = serde_json::to_vec(&file).map_err(|e| ApiError::Internal(e.to_string()))?;
+            limits.check_output(bytes.len())?;
+            Ok(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
         }
     }
 }
@@ -192,9 +201,14 @@ mod tests {
 
     #[tokio::test]
     async fn pprof_is_a_download_that_decodes_to_the_stacks() {
-        let response = render(Format::Pprof, data(), |_| unreachable!())
-            .await
-            .unwrap();
+        let response = render(
+            Format::Pprof,
+            data(),
+            &ReadLimits::default(),
+            |_| unreachable!(),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             response.headers()[header::CONTENT_DISPOSITION],
             "attachment; filename=\"profile-x.pb.gz\""
@@ -207,17 +221,24 @@ mod tests {
 
     #[tokio::test]
     async fn speedscope_and_json_and_empty_svg() {
-        let response = render(Format::Speedscope, data(), |_| unreachable!())
-            .await
-            .unwrap();
+        let response = render(
+            Format::Speedscope,
+            data(),
+            &ReadLimits::default(),
+            |_| unreachable!(),
+        )
+        .await
+        .unwrap();
         let file: serde_json::Value = serde_json::from_slice(&body(response).await).unwrap();
         assert_eq!(
             file["profiles"][0]["weights"],
             serde_json::json!([60_000_000, 30_000_000])
         );
-        let response = render(Format::Json, data(), |d| d.title.into_response())
-            .await
-            .unwrap();
+        let response = render(Format::Json, data(), &ReadLimits::default(), |d| {
+            d.title.into_response()
+        })
+        .await
+        .unwrap();
         assert_eq!(body(response).await, b"profile x");
         let empty = Rendering {
             samples: 0,
@@ -225,9 +246,37 @@ mod tests {
             ..data()
         };
         assert!(matches!(
-            render(Format::Svg, empty, |_| unreachable!()).await,
+            render(
+                Format::Svg,
+                empty,
+                &ReadLimits::default(),
+                |_| unreachable!()
+            )
+            .await,
             Err(ApiError::NotFound(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn outputs_past_the_byte_budget_are_refused() {
+        let tight = ReadLimits::new(crate::read_budget::LimitOptions {
+            read_max_output_bytes: 10,
+            ..Default::default()
+        });
+        for format in [
+            Format::Folded,
+            Format::Svg,
+            Format::Pprof,
+            Format::Speedscope,
+        ] {
+            match render(format, data(), &tight, |_| unreachable!()).await {
+                Err(ApiError::Unprocessable(m)) => assert!(m.contains("narrow"), "{m}"),
+                other => panic!(
+                    "{format:?}: expected 422, got {:?}",
+                    other.map(|r| r.status())
+                ),
+            }
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::cron_schedule::{plan_tick, CronSchedule};
 use crate::error::ApiError;
 use crate::service::profiles::{self, ValidStart};
+use crate::service::scope::StartedBy;
 use crate::AppState;
 
 /// At most this many schedules fire per tick; the rest stay due for the
@@ -203,8 +204,12 @@ async fn start_profile(
         options: schedule.options.clone(),
         run_id: None,
     };
-    let requested_by = format!("schedule:{}", schedule.id);
-    match profiles::start(state, start, &requested_by, None).await {
+    // Schedules are an admin's to make, so they may deploy as one.
+    let by = StartedBy {
+        subject: format!("schedule:{}", schedule.id),
+        may_deploy: true,
+    };
+    match profiles::start(state, start, &by, None).await {
         Ok(Inserted::Created(row) | Inserted::Replayed(row)) => {
             tracing::info!(schedule = %schedule.id, profile_id = %row.id, "scheduled profile started");
             (RunOutcome::Started, Some(row.id), None)

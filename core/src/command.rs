@@ -4,8 +4,10 @@
 //! claims carry a unique id (`jti`, also the replay nonce), the target host
 //! (`sub`), issue and expiry times, and the action. An agent acts on a
 //! command only if the signature verifies against the api-server's public
-//! key, the command is addressed to its own host, it has not expired and it
-//! has not been seen before.
+//! key, the command is addressed to its own host, it has not expired, its
+//! expiry is at most [`MAX_COMMAND_LIFETIME_SECS`] away, and it has not been
+//! seen before. What the verifier has seen ([`SeenCommands`]) can be taken
+//! out and put back, so an agent keeps it across restarts.
 
 use std::collections::HashMap;
 
@@ -24,6 +26,30 @@ pub const AUDIENCE: &str = "odp-agent";
 /// Clock skew tolerated between api-server and agents.
 const LEEWAY_SECS: u64 = 5;
 
+/// Longest a command may be valid: its expiry (`exp`) at most this long
+/// after its issue time (`iat`), and after the agent's clock (plus
+/// [`MAX_CLOCK_AHEAD_SECS`]).
+///
+/// The expiry is a delivery deadline, not the profile's length: the
+/// api-server signs every command with `exp = iat + --command-ttl-secs`,
+/// a flag it bounds to 5..=3600 s (default 60), whatever the duration a
+/// start carries (a profile of a week still travels in a command valid for
+/// a minute). One hour admits every command the api-server issues, and
+/// bounds both how long a captured command can be replayed and how long an
+/// agent must remember the ids it has seen. A command valid for years is a
+/// signing mistake or an attack, and is refused.
+pub const MAX_COMMAND_LIFETIME_SECS: i64 = 3600;
+
+/// How far the api-server's clock may run ahead of an agent's before a
+/// command's expiry counts as too far in the future: modest skew, minutes.
+pub const MAX_CLOCK_AHEAD_SECS: i64 = 300;
+
+/// Most command ids a verifier remembers at once. Far more than the
+/// commands one host gets within [`MAX_COMMAND_LIFETIME_SECS`]; past it the
+/// soonest-expiring ids are forgotten and commands expiring no later than
+/// them are refused as possible replays ([`SeenCommands::forgotten_until`]).
+pub const MAX_REMEMBERED_COMMANDS: usize = 10_000;
+
 #[derive(Debug, Error)]
 pub enum CommandError {
     #[error("invalid key: {0}")]
@@ -36,6 +62,35 @@ pub enum CommandError {
     WrongHost { expected: String, got: String },
     #[error("command {0} was already received (replay)")]
     Replayed(Uuid),
+    #[error(
+        "command expires at {expires_at}, more than the {max} s any command may live after \
+         its issue time {issued_at} or this agent's time {now} (plus {ahead} s of clock skew)",
+        max = MAX_COMMAND_LIFETIME_SECS,
+        ahead = MAX_CLOCK_AHEAD_SECS
+    )]
+    ExpiryTooFar {
+        issued_at: i64,
+        expires_at: i64,
+        now: i64,
+    },
+    #[error(
+        "command {id} expires at {expires_at}, no later than commands this agent no longer \
+         remembers (until {forgotten_until}): refused as a possible replay"
+    )]
+    Forgotten {
+        id: Uuid,
+        expires_at: i64,
+        forgotten_until: i64,
+    },
+    #[error(
+        "command {id} was issued at {issued_at}, before this agent started at {started_at}, \
+         and the agent cannot tell whether an earlier run took it: refused as a possible replay"
+    )]
+    IssuedBeforeStart {
+        id: Uuid,
+        issued_at: i64,
+        started_at: i64,
+    },
     #[error("signing failed: {0}")]
     Signing(String),
 }
@@ -172,12 +227,34 @@ impl CommandSigner {
     }
 }
 
+/// The ids of the commands a verifier took, with their expiry (unix s),
+/// as kept across an agent's restarts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenCommands {
+    /// Commands expiring at or before this were forgotten to keep the
+    /// memory bounded ([`MAX_REMEMBERED_COMMANDS`]), so they are refused.
+    #[serde(default)]
+    pub forgotten_until: i64,
+    pub commands: Vec<SeenCommand>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenCommand {
+    pub id: Uuid,
+    pub expires_at: i64,
+}
+
 /// Verifies commands on an agent and remembers their ids until they expire,
 /// so a captured command cannot be replayed.
 pub struct CommandVerifier {
     key: DecodingKey,
     host: String,
     seen: HashMap<Uuid, i64>,
+    /// See [`SeenCommands::forgotten_until`].
+    forgotten_until: i64,
+    /// When set, commands issued before this time (unix s) are refused:
+    /// for an agent that could not keep what an earlier run saw.
+    issued_not_before: Option<i64>,
 }
 
 impl CommandVerifier {
@@ -189,7 +266,63 @@ impl CommandVerifier {
             key,
             host: expected_host.to_owned(),
             seen: HashMap::new(),
+            forgotten_until: i64::MIN,
+            issued_not_before: None,
         })
+    }
+
+    /// Adds what an earlier run saw (expired ids dropped, the count capped).
+    pub fn remember(&mut self, seen: &SeenCommands, now_unix_s: i64) {
+        self.forgotten_until = self.forgotten_until.max(seen.forgotten_until);
+        for command in &seen.commands {
+            let exp = self.seen.entry(command.id).or_insert(command.expires_at);
+            *exp = (*exp).max(command.expires_at);
+        }
+        self.prune(now_unix_s);
+    }
+
+    /// The ids still worth remembering at `now_unix_s`, soonest expiring
+    /// first, for keeping across a restart.
+    pub fn seen(&self, now_unix_s: i64) -> SeenCommands {
+        let mut commands: Vec<SeenCommand> = self
+            .seen
+            .iter()
+            .filter(|(_, exp)| !expired(**exp, now_unix_s))
+            .map(|(id, exp)| SeenCommand {
+                id: *id,
+                expires_at: *exp,
+            })
+            .collect();
+        commands.sort_unstable_by_key(|c| (c.expires_at, c.id));
+        let forgotten_until = if expired(self.forgotten_until, now_unix_s) {
+            0
+        } else {
+            self.forgotten_until
+        };
+        SeenCommands {
+            forgotten_until,
+            commands,
+        }
+    }
+
+    /// Refuses, from now on, every command issued before `started_at` (unix
+    /// s): for an agent that cannot know which commands an earlier run took.
+    pub fn refuse_issued_before(&mut self, started_at: i64) {
+        self.issued_not_before = Some(started_at);
+    }
+
+    /// Drops expired ids, then the soonest expiring ones past
+    /// [`MAX_REMEMBERED_COMMANDS`] (raising `forgotten_until` to them).
+    fn prune(&mut self, now_unix_s: i64) {
+        self.seen.retain(|_, exp| !expired(*exp, now_unix_s));
+        if self.seen.len() > MAX_REMEMBERED_COMMANDS {
+            let mut expiries: Vec<i64> = self.seen.values().copied().collect();
+            let excess = self.seen.len() - MAX_REMEMBERED_COMMANDS;
+            let (_, cut, _) = expiries.select_nth_unstable(excess - 1);
+            let cut = *cut;
+            self.seen.retain(|_, exp| *exp > cut);
+            self.forgotten_until = self.forgotten_until.max(cut);
+        }
     }
 
     /// Reads a token's id without trusting it, to name the command in a
@@ -231,9 +364,19 @@ impl CommandVerifier {
             CommandAction::Start(_) => serde_json::from_value(claims.cmd).map_err(invalid)?,
             _ => StartOptions::default(),
         };
-        if claims.exp + (LEEWAY_SECS as i64) < now_unix_s {
+        if expired(claims.exp, now_unix_s) {
             return Err(CommandError::Expired {
                 expires_at: claims.exp,
+            });
+        }
+        if claims.exp.saturating_sub(claims.iat) > MAX_COMMAND_LIFETIME_SECS
+            || claims.exp.saturating_sub(now_unix_s)
+                > MAX_COMMAND_LIFETIME_SECS + MAX_CLOCK_AHEAD_SECS
+        {
+            return Err(CommandError::ExpiryTooFar {
+                issued_at: claims.iat,
+                expires_at: claims.exp,
+                now: now_unix_s,
             });
         }
         if claims.sub != self.host {
@@ -242,11 +385,26 @@ impl CommandVerifier {
                 got: claims.sub,
             });
         }
-        self.seen
-            .retain(|_, exp| *exp + (LEEWAY_SECS as i64) >= now_unix_s);
-        if self.seen.insert(claims.jti, claims.exp).is_some() {
+        self.prune(now_unix_s);
+        if self.seen.contains_key(&claims.jti) {
             return Err(CommandError::Replayed(claims.jti));
         }
+        if claims.exp <= self.forgotten_until {
+            return Err(CommandError::Forgotten {
+                id: claims.jti,
+                expires_at: claims.exp,
+                forgotten_until: self.forgotten_until,
+            });
+        }
+        if let Some(started_at) = self.issued_not_before.filter(|s| claims.iat < *s) {
+            return Err(CommandError::IssuedBeforeStart {
+                id: claims.jti,
+                issued_at: claims.iat,
+                started_at,
+            });
+        }
+        self.seen.insert(claims.jti, claims.exp);
+        self.prune(now_unix_s);
         let command = Command {
             id: claims.jti,
             host: claims.sub,
@@ -256,6 +414,12 @@ impl CommandVerifier {
         };
         Ok((command, options))
     }
+}
+
+/// Whether a command expiring at `exp` is past its expiry (and the
+/// tolerated skew) at `now_unix_s`.
+fn expired(exp: i64, now_unix_s: i64) -> bool {
+    exp.saturating_add(LEEWAY_SECS as i64) < now_unix_s
 }
 
 /// A new Ed25519 key pair as (PKCS#8 private PEM, SPKI public PEM).
@@ -286,190 +450,4 @@ fn pem(label: &str, der: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const NOW: i64 = 1_800_000_000;
-
-    #[test]
-    fn undeploy_modes_parse_the_names_they_travel_as() {
-        for mode in [UndeployMode::Now, UndeployMode::Drain] {
-            let json = serde_json::to_value(mode).unwrap();
-            assert_eq!(json, mode.as_str());
-            assert_eq!(mode.as_str().parse::<UndeployMode>().unwrap(), mode);
-        }
-        assert!("later".parse::<UndeployMode>().is_err());
-    }
-
-    fn start_command(host: &str) -> Command {
-        Command {
-            id: Uuid::new_v4(),
-            host: host.into(),
-            issued_at: NOW,
-            expires_at: NOW + 60,
-            action: CommandAction::Start(StartProfile {
-                profile_id: Uuid::new_v4(),
-                target: Target::ProcessName("demo".into()),
-                duration_ms: 10_000,
-                frequency_hz: 99,
-                window_ms: None,
-            }),
-        }
-    }
-
-    fn pair() -> (CommandSigner, String) {
-        let (private, public) = generate_keypair().unwrap();
-        (CommandSigner::from_private_pem(&private).unwrap(), public)
-    }
-
-    #[test]
-    fn signed_command_verifies_once() {
-        let (signer, public) = pair();
-        let command = start_command("host-a");
-        let token = signer.sign(&command).unwrap();
-        let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-        assert_eq!(verifier.verify(&token, NOW + 1).unwrap(), command);
-        assert!(
-            matches!(verifier.verify(&token, NOW + 2), Err(CommandError::Replayed(id)) if id == command.id)
-        );
-        assert_eq!(CommandVerifier::unverified_id(&token), Some(command.id));
-    }
-
-    #[test]
-    fn rejects_other_hosts_expired_and_forged_commands() {
-        let (signer, public) = pair();
-        let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-        let token = signer.sign(&start_command("host-b")).unwrap();
-        assert!(matches!(
-            verifier.verify(&token, NOW),
-            Err(CommandError::WrongHost { .. })
-        ));
-        let token = signer.sign(&start_command("host-a")).unwrap();
-        assert!(matches!(
-            verifier.verify(&token, NOW + 3600),
-            Err(CommandError::Expired { .. })
-        ));
-
-        let (forger, _) = pair();
-        let forged = forger.sign(&start_command("host-a")).unwrap();
-        assert!(matches!(
-            verifier.verify(&forged, NOW),
-            Err(CommandError::Invalid(_))
-        ));
-        assert!(matches!(
-            verifier.verify("garbage", NOW),
-            Err(CommandError::Invalid(_))
-        ));
-        assert_eq!(CommandVerifier::unverified_id("garbage"), None);
-    }
-
-    #[test]
-    fn tampered_payload_fails_signature() {
-        let (signer, public) = pair();
-        let token = signer.sign(&start_command("host-a")).unwrap();
-        let parts: Vec<&str> = token.split('.').collect();
-        let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let payload = String::from_utf8(engine.decode(parts[1]).unwrap()).unwrap();
-        let tampered = engine.encode(payload.replace("\"demo\"", "\"sshd\""));
-        let token = format!("{}.{}.{}", parts[0], tampered, parts[2]);
-        let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-        assert!(matches!(
-            verifier.verify(&token, NOW),
-            Err(CommandError::Invalid(_))
-        ));
-    }
-
-    fn sync_command(host: &str) -> Command {
-        use crate::service::ServiceDefinition;
-        Command {
-            id: Uuid::new_v4(),
-            host: host.into(),
-            issued_at: NOW,
-            expires_at: NOW + 60,
-            action: CommandAction::SyncServices(SyncServices::new(vec![
-                ServiceDefinition {
-                    name: "checkout".into(),
-                    target: Target::ProcessName("checkout".into()),
-                },
-                ServiceDefinition {
-                    name: "cart".into(),
-                    target: Target::Cgroup("/system.slice/cart.service".into()),
-                },
-            ])),
-        }
-    }
-
-    #[test]
-    fn sync_services_round_trips_and_is_checked_like_any_command() {
-        let (signer, public) = pair();
-        let command = sync_command("host-a");
-        let token = signer.sign(&command).unwrap();
-
-        // The action as it travels in the `cmd` claim.
-        let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let payload = engine.decode(token.split('.').nth(1).unwrap()).unwrap();
-        let claims: serde_json::Value = serde_json::from_slice(&payload).unwrap();
-        let CommandAction::SyncServices(sync) = &command.action else {
-            unreachable!()
-        };
-        assert_eq!(
-            claims["cmd"],
-            serde_json::json!({
-                "kind": "sync_services",
-                "services": [
-                    {"name": "cart", "target": {"by": "cgroup", "value": "/system.slice/cart.service"}},
-                    {"name": "checkout", "target": {"by": "process_name", "value": "checkout"}},
-                ],
-                "digest": sync.digest,
-            })
-        );
-
-        let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-        let (verified, options) = verifier.verify_with_options(&token, NOW + 1).unwrap();
-        assert_eq!(verified, command);
-        assert_eq!(options, StartOptions::default());
-        let CommandAction::SyncServices(got) = verified.action else {
-            panic!("expected a sync")
-        };
-        got.check().unwrap();
-        assert!(matches!(
-            verifier.verify(&token, NOW + 2),
-            Err(CommandError::Replayed(_))
-        ));
-
-        // Expired, forged, another host's: refused before the action.
-        let late = signer.sign(&sync_command("host-a")).unwrap();
-        assert!(matches!(
-            verifier.verify(&late, NOW + 3600),
-            Err(CommandError::Expired { .. })
-        ));
-        let (forger, _) = pair();
-        let forged = forger.sign(&sync_command("host-a")).unwrap();
-        assert!(matches!(
-            verifier.verify(&forged, NOW),
-            Err(CommandError::Invalid(_))
-        ));
-        let other = signer.sign(&sync_command("host-b")).unwrap();
-        assert!(matches!(
-            verifier.verify(&other, NOW),
-            Err(CommandError::WrongHost { .. })
-        ));
-        // A definition swapped in transit breaks the signature.
-        let parts: Vec<&str> = token.split('.').collect();
-        let text = String::from_utf8(engine.decode(parts[1]).unwrap()).unwrap();
-        let tampered = engine.encode(text.replace("\"checkout\"}", "\"sshd\"}"));
-        assert_ne!(tampered, parts[1]);
-        let tampered = format!("{}.{}.{}", parts[0], tampered, parts[2]);
-        let mut fresh = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-        assert!(matches!(
-            fresh.verify(&tampered, NOW),
-            Err(CommandError::Invalid(_))
-        ));
-    }
-
-    #[test]
-    fn bad_keys_are_errors() {
-        assert!(CommandSigner::from_private_pem("nope").is_err());
-        assert!(CommandVerifier::from_public_pem("nope", "h").is_err());
-    }
-}
+mod tests;

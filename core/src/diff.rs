@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::flamegraph::{self, FlameNode};
 use crate::folded::to_folded;
 use crate::model::WeightedStack;
-use crate::stats::top_functions;
+use crate::stats::{top_functions, FunctionShare};
 
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,13 +69,43 @@ fn share(count: u64, total: u64) -> f64 {
 pub fn diff(baseline: &[WeightedStack], target: &[WeightedStack], limit: usize) -> StackDiff {
     let before = flamegraph::build(baseline);
     let after = flamegraph::build(target);
-    let totals = (before.total, after.total);
-    let root = join(Some(&before), Some(&after), totals);
     StackDiff {
-        baseline_samples: totals.0,
-        target_samples: totals.1,
-        root,
-        changes: changes(baseline, target, limit),
+        baseline_samples: before.total,
+        target_samples: after.total,
+        root: join_trees(&before, &after),
+        changes: changes_between(
+            top_functions(baseline, usize::MAX),
+            top_functions(target, usize::MAX),
+            limit,
+        ),
+    }
+}
+
+/// Two whole flame graphs joined path by path, each side's counts
+/// normalized by its own total.
+pub fn join_trees(before: &FlameNode, after: &FlameNode) -> DiffNode {
+    join(Some(before), Some(after), (before.total, after.total))
+}
+
+impl DiffNode {
+    /// A node without children from each side's (total, self) counts and
+    /// the sides' totals.
+    pub fn new(
+        name: String,
+        (baseline_total, baseline_self): (u64, u64),
+        (target_total, target_self): (u64, u64),
+        totals: (u64, u64),
+    ) -> DiffNode {
+        DiffNode {
+            name,
+            baseline_total,
+            baseline_self,
+            target_total,
+            target_self,
+            baseline_share: share(baseline_total, totals.0),
+            target_share: share(target_total, totals.1),
+            children: Vec::new(),
+        }
     }
 }
 
@@ -106,26 +136,22 @@ fn join(before: Option<&FlameNode>, after: Option<&FlameNode>, totals: (u64, u64
         children.push(join(pair.0, pair.1, totals));
     }
     DiffNode {
-        name,
-        baseline_total: bt,
-        baseline_self: bs,
-        target_total: tt,
-        target_self: ts,
-        baseline_share: share(bt, totals.0),
-        target_share: share(tt, totals.1),
         children,
+        ..DiffNode::new(name, (bt, bs), (tt, ts), totals)
     }
 }
 
-fn changes(
-    baseline: &[WeightedStack],
-    target: &[WeightedStack],
+/// The `limit` functions whose total share moved most (then self share,
+/// then name), from each side's function table (as `top_functions` gives).
+pub fn changes_between(
+    baseline: Vec<FunctionShare>,
+    target: Vec<FunctionShare>,
     limit: usize,
 ) -> Vec<FunctionChange> {
     // (self share, total share) per function and side.
     let mut by_function: HashMap<String, [(f64, f64); 2]> = HashMap::new();
-    for (side, stacks) in [baseline, target].into_iter().enumerate() {
-        for f in top_functions(stacks, usize::MAX) {
+    for (side, table) in [baseline, target].into_iter().enumerate() {
+        for f in table {
             by_function.entry(f.function).or_insert([(0.0, 0.0); 2])[side] =
                 (f.self_share, f.total_share);
         }

@@ -36,6 +36,11 @@ pub const MAX_BODY_BYTES: usize = 64 << 20;
 /// Deeper stacks are refused; kernels cap call chains at 127 frames and
 /// interpreters far below this.
 pub const MAX_STACK_DEPTH: usize = 4096;
+/// Most samples one window may carry: 2^40, far above what any window can
+/// earn (10 kHz for 300 s on 300,000 threads), and low enough that the
+/// sums of 2^23 such windows still fit a `u64`. A claim above it is a
+/// forgery or corruption, and reads must never wrap on it.
+pub const MAX_WINDOW_SAMPLES: u64 = 1 << 40;
 
 #[derive(Debug, Error)]
 pub enum SnapshotError {
@@ -67,6 +72,8 @@ pub enum SnapshotError {
     InvertedWindow { start: i64, end: i64 },
     #[error("{0} trailing bytes after the snapshot body")]
     TrailingBytes(usize),
+    #[error("the window's counts add up to more than {MAX_WINDOW_SAMPLES} samples")]
+    TooManySamples,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,7 +116,9 @@ pub struct Snapshot {
 
 impl Snapshot {
     pub fn total_samples(&self) -> u64 {
-        self.stacks.iter().map(|s| s.count).sum()
+        self.stacks
+            .iter()
+            .fold(0u64, |total, s| total.saturating_add(s.count))
     }
 
     /// The frames of one stack, root first.
@@ -264,9 +273,14 @@ fn decode_body(body: &[u8]) -> Result<Snapshot, SnapshotError> {
 
     let stack_count = r.count("stack count", 4)?;
     let mut stacks = Vec::with_capacity(stack_count);
+    let mut samples = 0u64;
     for stack in 0..stack_count {
         let tid = r.u32_varint("tid")?;
         let count = r.varint()?;
+        samples = samples.saturating_add(count);
+        if samples > MAX_WINDOW_SAMPLES {
+            return Err(SnapshotError::TooManySamples);
+        }
         let depth = r.count("stack depth", 1)?;
         if depth == 0 {
             return Err(SnapshotError::EmptyStack(stack));
@@ -414,5 +428,8 @@ pub struct SnapshotHeader {
     pub frequency_hz: u32,
 }
 
+mod split;
 #[cfg(test)]
 mod tests;
+
+pub use split::MAX_MESSAGE_BYTES;

@@ -55,6 +55,10 @@ impl FromStr for Role {
 pub struct Claims {
     pub sub: String,
     pub iss: String,
+    /// The audience. A token may name several (`aud` as an array, RFC 7519
+    /// §4.1.3); then this is [`AUDIENCE`] when it is among them (which
+    /// [`TokenVerifier::verify`] requires), else the first one named.
+    #[serde(deserialize_with = "one_or_more_audiences")]
     pub aud: String,
     pub iat: i64,
     pub nbf: i64,
@@ -63,6 +67,25 @@ pub struct Claims {
     /// Glob patterns (`*`, `?`) of the services a profiler may profile.
     #[serde(default)]
     pub services: Vec<String>,
+}
+
+/// `aud` as one string or an array of them (RFC 7519 §4.1.3).
+fn one_or_more_audiences<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Audience {
+        One(String),
+        Several(Vec<String>),
+    }
+    Ok(match Audience::deserialize(deserializer)? {
+        Audience::One(audience) => audience,
+        Audience::Several(audiences) if audiences.iter().any(|a| a == AUDIENCE) => {
+            AUDIENCE.to_owned()
+        }
+        Audience::Several(audiences) => audiences.into_iter().next().unwrap_or_default(),
+    })
 }
 
 /// What a token grants, for minting one.
@@ -147,11 +170,13 @@ impl TokenVerifier {
         })
     }
 
-    /// Checks signature, `exp`, `nbf`, `iss` and `aud`, and returns the
-    /// claims.
+    /// Checks signature, `exp`, `nbf`, `iss` and `aud` (one string, or an
+    /// array that must name [`AUDIENCE`]), refuses critical header
+    /// extensions, and returns the claims.
     pub fn verify(&self, token: &str) -> Result<Claims, TokenError> {
         let header =
             jsonwebtoken::decode_header(token).map_err(|e| TokenError::Invalid(e.to_string()))?;
+        refuse_critical_extensions(token)?;
         let (algorithm, key) = self.key_for(&header)?;
         let mut validation = Validation::new(algorithm);
         validation.set_issuer(&[ISSUER]);
@@ -194,6 +219,26 @@ impl TokenVerifier {
                 header.alg
             ))),
         }
+    }
+}
+
+/// Refuses a token whose header has a `crit` parameter: it names
+/// extensions the recipient must understand or else reject the token
+/// (RFC 7515 §4.1.11), and ODP understands none. `jsonwebtoken`'s
+/// [`Header`] drops unknown parameters, so this reads the header itself.
+fn refuse_critical_extensions(token: &str) -> Result<(), TokenError> {
+    use base64::Engine as _;
+    let encoded = token.split('.').next().unwrap_or_default();
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .map_err(|e| TokenError::Invalid(format!("token header: {e}")))?;
+    let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&json)
+        .map_err(|e| TokenError::Invalid(format!("token header: {e}")))?;
+    match header.get("crit") {
+        Some(crit) => Err(TokenError::Invalid(format!(
+            "the token header marks extensions critical ({crit}); none is supported"
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -32,6 +32,9 @@ pub struct PlatformOptions {
     /// More environment for the api-server (`ODP_*` settings such as
     /// `ODP_JWKS_FILE`), for tests of its configuration.
     pub api_env: Vec<(String, String)>,
+    /// More environment for the pipeline (`ODP_ALERT_*` settings such as
+    /// `ODP_ALERT_ALLOWED_DESTINATIONS`).
+    pub pipeline_env: Vec<(String, String)>,
     /// More environment for the agent (`ODP_LABELS=zone=a`, …).
     pub agent_env: Vec<(String, String)>,
     /// Let the api-server deploy agents on this machine for hosts without
@@ -49,6 +52,7 @@ impl PlatformOptions {
             with_agent: true,
             start_ack_timeout_secs: None,
             api_env: Vec::new(),
+            pipeline_env: Vec::new(),
             agent_env: Vec::new(),
             local_deployer: false,
         }
@@ -140,7 +144,11 @@ impl Platform {
             .own_process_group(options.detached)
             .spawn()?;
         let pipeline_metrics = format!("127.0.0.1:{}", ports[1]);
-        let pipeline = ServiceProcess::builder("pipeline", workspace_binary("odp-pipeline")?)
+        let mut pipeline = ServiceProcess::builder("pipeline", workspace_binary("odp-pipeline")?);
+        for (name, value) in &options.pipeline_env {
+            pipeline = pipeline.env(name, value);
+        }
+        let pipeline = pipeline
             .args(["--metrics-listen", &pipeline_metrics])
             .env("ODP_KAFKA_OPTIONS", TANSU_KAFKA_OPTIONS)
             .args(["--database-url", &stack.database_url])

@@ -97,9 +97,12 @@ impl Sender {
         let sent = match self.notifiers.get(&d.kind) {
             Some(notifier) => notifier.send(d).await,
             // A kind added to the schema before this sender knows it.
-            None => Err((None, format!("unknown channel kind {:?}", d.kind))),
+            None => {
+                let unknown = format!("unknown channel kind {:?}", d.kind);
+                Err(crate::notify::Failure::new(unknown.clone(), unknown))
+            }
         };
-        let (status_code, error) = match sent {
+        let failure = match sent {
             Ok(status_code) => {
                 tracing::info!(delivery_id = %d.id, profile_id = %d.profile_id, rule_id = %d.rule_id, channel_id = %d.channel_id, kind = %d.kind, attempt = d.attempt, "alert delivered");
                 return AttemptOutcome {
@@ -111,7 +114,9 @@ impl Sender {
             }
             Err(failure) => failure,
         };
-        let retry_in = retry_in(&self.options, d.attempt);
+        // A refused destination is not tried again.
+        let retry_in = retry_in(&self.options, d.attempt).filter(|_| failure.retry);
+        let error = &failure.detail;
         match retry_in {
             Some(wait) => {
                 tracing::warn!(delivery_id = %d.id, kind = %d.kind, attempt = d.attempt, error = %error, retry_in_ms = wait.as_millis() as u64, "alert delivery failed, will retry")
@@ -120,9 +125,11 @@ impl Sender {
                 tracing::error!(delivery_id = %d.id, kind = %d.kind, attempt = d.attempt, error = %error, "alert delivery failed, giving up")
             }
         }
+        // What the delivery log shows: our reason, not the remote's
+        // status or words.
         AttemptOutcome {
-            status_code,
-            error: Some(error),
+            status_code: None,
+            error: Some(failure.reason),
             success: false,
             retry_in,
         }

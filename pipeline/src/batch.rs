@@ -28,11 +28,25 @@ pub(crate) struct Decoded {
 }
 
 /// Decodes each message by its topic; anything undecodable is rejected with
-/// the decoder's reason.
-pub(crate) fn decode(messages: Vec<RawMessage>, stacks_topic: &str, events_topic: &str) -> Decoded {
+/// the decoder's reason, and anything over `max_bytes` unread.
+pub(crate) fn decode(
+    messages: Vec<RawMessage>,
+    stacks_topic: &str,
+    events_topic: &str,
+    max_bytes: usize,
+) -> Decoded {
     let mut out = Decoded::default();
-    for message in messages {
-        if message.topic == stacks_topic {
+    for mut message in messages {
+        if message.payload.len() > max_bytes {
+            let reason = format!(
+                "message of {} bytes is over the {max_bytes} byte limit \
+                 (--max-message-bytes); its bytes are not kept",
+                message.payload.len()
+            );
+            // The dead-letter producer could not take it either.
+            message.payload = Vec::new();
+            out.rejected.push(Rejected { message, reason });
+        } else if message.topic == stacks_topic {
             match Snapshot::decode(&message.payload) {
                 Ok(snapshot) => out.snapshots.push((message, snapshot)),
                 Err(e) => out.rejected.push(Rejected {
@@ -106,6 +120,7 @@ pub(crate) fn prepare(
     messages: Vec<RawMessage>,
     stacks_topic: &str,
     events_topic: &str,
+    max_bytes: usize,
 ) -> Prepared {
     let positions: Vec<(String, i32, i64)> = messages
         .iter()
@@ -115,7 +130,7 @@ pub(crate) fn prepare(
         .iter()
         .map(|(topic, partition, _)| (topic.clone(), *partition))
         .collect();
-    let decoded = decode(messages, stacks_topic, events_topic);
+    let decoded = decode(messages, stacks_topic, events_topic, max_bytes);
     let touched = profiles_to_evaluate(&decoded);
     Prepared {
         partitions,
@@ -209,6 +224,7 @@ mod tests {
             ],
             "s",
             "e",
+            usize::MAX,
         );
         assert_eq!(decoded.snapshots.len(), 1);
         assert_eq!(decoded.rejected.len(), 3);
@@ -227,6 +243,30 @@ mod tests {
                 finished: vec![]
             }
         );
+    }
+
+    #[test]
+    fn a_message_over_the_limit_is_rejected_without_its_bytes() {
+        let decoded = decode(
+            vec![raw("s", 0, vec![7; 2048]), raw("e", 1, b"{}".to_vec())],
+            "s",
+            "e",
+            1024,
+        );
+        assert!(decoded.snapshots.is_empty());
+        assert_eq!(decoded.rejected.len(), 2);
+        let oversize = &decoded.rejected[0];
+        assert!(oversize.message.payload.is_empty());
+        assert!(
+            oversize
+                .reason
+                .contains("2048 bytes is over the 1024 byte limit"),
+            "{}",
+            oversize.reason
+        );
+        assert!(decoded.rejected[1]
+            .reason
+            .starts_with("undecodable agent event"));
     }
 
     #[test]
@@ -255,6 +295,7 @@ mod tests {
             ],
             "s",
             "e",
+            usize::MAX,
         );
         let refused = odp_store::ForeignSnapshot {
             agent_id: "intruder".into(),

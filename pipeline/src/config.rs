@@ -25,6 +25,11 @@ pub struct AlertOptions {
     /// then link the profile at `<url>/#/profiles/<id>`.
     #[arg(long = "alert-profile-base-url", env = "ODP_ALERT_PROFILE_BASE_URL")]
     pub profile_base_url: Option<String>,
+    /// Destinations allowed although not public
+    /// (`ODP_ALERT_ALLOWED_DESTINATIONS`); every other loopback, private,
+    /// link-local, … address is refused when a delivery connects.
+    #[command(flatten)]
+    pub destinations: odp_plumbing::egress::AlertDestinations,
 }
 
 impl Default for AlertOptions {
@@ -35,6 +40,7 @@ impl Default for AlertOptions {
             max_attempts: 8,
             ca_file: None,
             profile_base_url: None,
+            destinations: Default::default(),
         }
     }
 }
@@ -69,6 +75,11 @@ pub struct Config {
     pub session_timeout_ms: u64,
     #[command(flatten)]
     pub topics: Topics,
+    /// Largest message taken off Kafka; a larger one is dead-lettered,
+    /// never retried. Matches the agent's `--max-message-bytes` (the
+    /// broker's `message.max.bytes` must be above both).
+    #[arg(long, env = "ODP_PIPELINE_MAX_MESSAGE_BYTES", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(65_536..=67_108_864))]
+    pub max_message_bytes: u64,
     /// Most messages stored in one transaction.
     #[arg(long, env = "ODP_PIPELINE_BATCH_MAX", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub batch_max: u32,

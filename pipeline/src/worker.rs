@@ -83,6 +83,9 @@ pub async fn run(
         .topics
         .validate()
         .map_err(|e| PipelineError::Config(e.to_string()))?;
+    // A whole message of the largest size, and the record's framing: what
+    // is fetched must not stop short of what the agents may send.
+    let fetch_bytes = config.max_message_bytes + (64 << 10);
     let consumer: Arc<KafkaConsumer> = Arc::new(
         kafka
             .client(&[])
@@ -91,6 +94,7 @@ pub async fn run(
             .set("auto.offset.reset", "earliest")
             .set("session.timeout.ms", config.session_timeout_ms.to_string())
             .set("statistics.interval.ms", "5000")
+            .set("max.partition.fetch.bytes", fetch_bytes.to_string())
             .create_with_context(WorkerContext {
                 metrics: metrics.clone(),
                 in_flight: in_flight.clone(),
@@ -113,6 +117,7 @@ pub async fn run(
     let producer: FutureProducer = kafka
         .client(&[("enable.idempotence", "true")])
         .set("compression.type", "lz4")
+        .set("message.max.bytes", fetch_bytes.to_string())
         .create()?;
     tracing::info!(group = %config.group_id, stacks = %config.topics.stacks, events = %config.topics.events, "pipeline started");
 
@@ -226,7 +231,10 @@ async fn process_queued(
 /// Decodes `messages` on a blocking thread.
 fn decode_apart(config: &Config, messages: Vec<RawMessage>) -> tokio::task::JoinHandle<Prepared> {
     let topics = config.topics.clone();
-    tokio::task::spawn_blocking(move || batch::prepare(messages, &topics.stacks, &topics.events))
+    let max_bytes = usize::try_from(config.max_message_bytes).unwrap_or(usize::MAX);
+    tokio::task::spawn_blocking(move || {
+        batch::prepare(messages, &topics.stacks, &topics.events, max_bytes)
+    })
 }
 
 /// Where a batch's work goes.

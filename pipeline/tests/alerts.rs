@@ -2,7 +2,8 @@
 //! a new detection queues one delivery per matching channel, the sender
 //! retries through failures with backoff, signs what it sends, logs every
 //! attempt, and nothing is sent twice when the profile is re-evaluated or
-//! its snapshot redelivered.
+//! its snapshot redelivered. Destinations inside (loopback, …) are
+//! called only when the operator allow-listed them.
 
 mod support;
 
@@ -17,6 +18,7 @@ use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::alerts::{self, Sender};
 use odp_pipeline::detect::Detector;
 use odp_pipeline::AlertOptions;
+use odp_plumbing::egress::AlertDestinations;
 use odp_store::{ChannelKind, NewChannel, StoreError};
 use sha2::Sha256;
 use uuid::Uuid;
@@ -57,6 +59,35 @@ async fn dead_url() -> String {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     drop(listener);
     url
+}
+
+/// The receivers listen on loopback: allow-listed, as an operator would
+/// allow an in-cluster relay.
+fn loopback_allowed() -> AlertDestinations {
+    AlertDestinations {
+        allowed: vec!["127.0.0.1".parse().unwrap()],
+    }
+}
+
+/// A running profile of `checkout` with a StringBuffer-heavy window,
+/// evaluated: one delivery queued per matching channel.
+async fn detect_string_buffer(pool: &sqlx::PgPool, detector: &Detector) -> Uuid {
+    let id = Uuid::new_v4();
+    sqlx::query(
+        "insert into profiles (id, host, target, duration_ms, frequency_hz, status, requested_by,
+                               service)
+         values ($1, 'h-1', '{\"by\": \"pid\", \"value\": 7}', 60000, 99, 'running', 'test',
+                 'checkout')",
+    )
+    .bind(id)
+    .execute(pool)
+    .await
+    .unwrap();
+    let s = support::string_buffer_window(id, 30);
+    odp_store::store_snapshots(pool, &[&s]).await.unwrap();
+    let db = odp_store::Database::from(pool);
+    assert_eq!(detector.evaluate_profile(&db, id).await.unwrap(), 1);
+    id
 }
 
 fn channel(name: &str, url: &str, pattern: &str, enabled: bool) -> NewChannel {
@@ -134,6 +165,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
         poll_ms: 20,
         backoff_base_ms: 20,
         max_attempts: 3,
+        destinations: loopback_allowed(),
         ..AlertOptions::default()
     };
     let sender = Sender::new(db.clone(), options).unwrap();
@@ -155,13 +187,22 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     assert_eq!(
         attempts,
         [
-            (1, Some(500), false),
-            (2, Some(500), false),
+            // The remote's error status is not recorded.
+            (1, None, false),
+            (2, None, false),
             (3, Some(204), true)
         ]
     );
     let dead_errors = support::failures_with_reasons(&pool).await;
     assert_eq!(dead_errors, 3);
+    assert_eq!(
+        attempt_errors(&pool, all.id).await,
+        ["delivery failed: remote answered with an error"; 2]
+    );
+    assert_eq!(
+        attempt_errors(&pool, dead.id).await,
+        ["delivery failed: could not connect"; 3]
+    );
 
     // Re-evaluation and redelivery of the snapshot queue nothing new.
     detector.evaluate_profile(&db, id).await.unwrap();
@@ -208,6 +249,88 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     );
     assert_eq!(body["stacks"][0]["count"], 300);
     assert!(body["detected_at"].is_string());
+
+    pool.close().await;
+    stack.stop().unwrap();
+}
+
+/// The errors the failed attempts to `channel_id` recorded, first first.
+async fn attempt_errors(pool: &sqlx::PgPool, channel_id: Uuid) -> Vec<String> {
+    sqlx::query_scalar(
+        "select a.error from alert_attempts a join alert_deliveries d on d.id = a.delivery_id
+         where d.channel_id = $1 and not a.success order by a.attempt",
+    )
+    .bind(channel_id)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// Without the allow-list a receiver on loopback is never called, whether
+/// the URL names it as an IP literal, in another IPv4 form the URL parser
+/// normalises, or by a name resolving to it: each delivery fails at its
+/// first attempt (a refusal is not retried) with our reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destinations_inside_are_refused_at_delivery() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
+    let (url, received) = start_receiver().await;
+    let port = url.split(':').nth(2).unwrap().trim_end_matches("/hook");
+    let mut refused = Vec::new();
+    for (name, url, why) in [
+        ("literal", url.clone(), "destination is a loopback address"),
+        (
+            "decimal",
+            format!("http://2130706433:{port}/hook"),
+            "destination is a loopback address",
+        ),
+        (
+            "named",
+            format!("http://localhost:{port}/hook"),
+            "destination resolves to a loopback address",
+        ),
+    ] {
+        let row = odp_store::create_channel(&pool, &channel(name, &url, "*", true))
+            .await
+            .unwrap();
+        refused.push((row.id, why));
+    }
+    detect_string_buffer(&pool, &detector).await;
+
+    let options = AlertOptions {
+        poll_ms: 20,
+        backoff_base_ms: 20,
+        max_attempts: 3,
+        ..AlertOptions::default()
+    };
+    let sender = Sender::new(db.clone(), options).unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(alerts::run(sender, stopped));
+    support::deliveries_settled(&pool).await;
+    let _ = stop.send(true);
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("sender stops")
+        .unwrap();
+
+    for (channel_id, why) in refused {
+        assert_eq!(
+            support::attempts_to(&pool, channel_id).await,
+            [(1, None, false)]
+        );
+        assert_eq!(attempt_errors(&pool, channel_id).await, [why]);
+    }
+    assert!(support::delivery_statuses(&pool)
+        .await
+        .iter()
+        .all(|(_, status, attempts)| status == "failed" && *attempts == 1));
+    assert_eq!(
+        received.lock().unwrap().len(),
+        0,
+        "the receiver was never called"
+    );
 
     pool.close().await;
     stack.stop().unwrap();

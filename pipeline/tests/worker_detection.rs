@@ -72,6 +72,7 @@ impl Harness {
             group_id: "odp-pipeline-test".into(),
             session_timeout_ms: 10_000,
             topics: topics.clone(),
+            max_message_bytes: 1 << 20,
             batch_max: 100,
             batch_wait_ms: 50,
             queued_batches: 4,

@@ -4,8 +4,10 @@
 //! - [`KafkaArgs`]: `--kafka-bootstrap` and `--kafka-option`, validated
 //!   into [`Kafka`], which makes every librdkafka client configuration;
 //! - [`Topics`]: the four topic names and their `--topic-*` flags;
-//! - [`shutdown_signal`]: SIGTERM or Ctrl-C.
+//! - [`shutdown_signal`]: SIGTERM or Ctrl-C;
+//! - [`egress`]: which addresses alerts may be sent to.
 
+pub mod egress;
 pub mod kafka;
 pub mod shutdown;
 pub mod topics;

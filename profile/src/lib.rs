@@ -24,6 +24,7 @@
 //! Decoding never panics on bad input.
 
 pub mod codec;
+pub mod diff_trim;
 pub mod flame;
 pub mod frames;
 pub mod many;

@@ -29,6 +29,7 @@ use crate::peers::PeerWatch;
 use crate::plugin::Plugins;
 use crate::profile_task::{self, Outcome, StopHandle};
 use crate::publish::{Origin, Publisher};
+use crate::replay::{ReplayGuard, ReplayStore};
 use crate::sampling_thread::ProfileSpec;
 use crate::services::{self as host_services, ServiceBook, ServiceStore};
 use crate::targets::ProcFs;
@@ -50,6 +51,8 @@ struct Agent {
     config: Config,
     publisher: Publisher,
     verifier: CommandVerifier,
+    /// Keeps the verifier's ids across restarts.
+    replay: ReplayGuard,
     plugins: Plugins,
     procfs: ProcFs,
     running: HashMap<Uuid, StopHandle>,
@@ -98,9 +101,15 @@ pub async fn run_until(
             .map_err(|e| Error::Config(format!("--metrics-listen {listen}: {e}")))?;
     }
     let publisher = Publisher::new(&config, metrics.clone())?;
-    let verifier =
+    let mut verifier =
         CommandVerifier::from_public_pem(&config.command_public_key_pem, &config.host_id)
             .map_err(Error::PublicKey)?;
+    // Before any command is read: what an earlier run took stays refused.
+    let replay = ReplayGuard::open(
+        ReplayStore::new(&config.state_dir),
+        &mut verifier,
+        started_at_ms / 1000,
+    );
     info!(host = %config.host_id, agent_id = %config.agent_id, plugins = ?plugins.names(), "agent starting");
     tokio::pin!(shutdown);
 
@@ -140,6 +149,7 @@ pub async fn run_until(
         config,
         publisher,
         verifier,
+        replay,
         plugins,
         procfs: ProcFs::default(),
         running: HashMap::new(),
@@ -273,7 +283,12 @@ impl Agent {
                 self.reject(rejection, intake, received).await;
                 return Flow::Continue;
             }
-            Verdict::Accepted(command, options) => (command, options),
+            Verdict::Accepted(command, options) => {
+                // On disk before it is acted on: a restart right after
+                // must not take it again.
+                self.replay.keep(&mut self.verifier, now_s);
+                (command, options)
+            }
         };
         self.metrics.command("accepted");
         let (command, options) = command;
@@ -365,6 +380,7 @@ impl Agent {
             plugin: options.plugin,
             event: options.event,
             min_wait: options.min_wait_us.map(Duration::from_micros),
+            max_message_bytes: self.config.max_message_bytes,
         };
         info!(profile_id = %spec.profile_id, target = %spec.target, frequency_hz = spec.frequency_hz,
             duration_ms = start.duration_ms, plugin = ?spec.plugin, "starting profile");

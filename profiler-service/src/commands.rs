@@ -84,7 +84,12 @@ pub fn check(
     match verifier.verify_with_options(token, now_unix_s) {
         Ok((command, options)) => Verdict::Accepted(command, options),
         Err(e) => {
-            let dead_letter = matches!(e, CommandError::Invalid(_) | CommandError::Key(_));
+            // Unusable messages, and commands no api-server issues (valid
+            // for longer than any command may be), go to the dead letters.
+            let dead_letter = matches!(
+                e,
+                CommandError::Invalid(_) | CommandError::Key(_) | CommandError::ExpiryTooFar { .. }
+            );
             reject(
                 CommandVerifier::unverified_id(token),
                 e.to_string(),

@@ -10,6 +10,7 @@ use clap::Parser;
 use odp_core::command::CommandVerifier;
 use odp_core::cost::{DutyCycle, FdaSettings};
 use odp_core::service::parse_operator_labels;
+use odp_core::snapshot::MAX_MESSAGE_BYTES;
 use odp_plumbing::{Kafka, KafkaArgs, Topics};
 
 use crate::cost::CostDefaults;
@@ -18,6 +19,10 @@ use crate::plugin::PluginSettings;
 
 /// Longest aggregation window accepted, from flags or commands.
 pub const MAX_WINDOW: Duration = Duration::from_secs(3600);
+/// What `--max-message-bytes` may be: one deep stack must fit (4096
+/// frames), and no snapshot may pass what the pipeline decodes.
+const MESSAGE_BYTES: std::ops::RangeInclusive<usize> =
+    (64 << 10)..=odp_core::snapshot::MAX_BODY_BYTES;
 /// Shortest aggregation window accepted from a command.
 pub const MIN_WINDOW: Duration = Duration::from_millis(100);
 
@@ -108,6 +113,11 @@ pub struct Args {
     /// (default: `odp-spool/<host id>` in the temporary directory).
     #[arg(long, env = "ODP_SPOOL_DIR")]
     pub spool_dir: Option<PathBuf>,
+    /// Largest snapshot message in bytes: a window encoding to more is sent
+    /// as several, each of whole stacks. The broker's `message.max.bytes`
+    /// (about 1 MB on Kafka by default) must be above it.
+    #[arg(long, env = "ODP_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
     /// Most bytes the spool holds; when full the oldest snapshots are
     /// dropped (and counted). 0 turns the spool off.
     #[arg(long, env = "ODP_SPOOL_MAX_BYTES", default_value_t = 256 << 20)]
@@ -194,6 +204,8 @@ pub struct Config {
     /// The external tools of the language plugins.
     pub plugins: PluginSettings,
     pub spool: SpoolSettings,
+    /// Largest snapshot message ([`Args::max_message_bytes`]).
+    pub max_message_bytes: usize,
     /// Where the per-host lock file lives ([`crate::host_lock`]).
     pub lock_dir: PathBuf,
     pub machine_id: String,
@@ -265,6 +277,7 @@ impl Args {
                 dir: spool_dir,
                 max_bytes: self.spool_max_bytes,
             },
+            max_message_bytes: self.max_message_bytes,
             lock_dir: self
                 .lock_dir
                 .unwrap_or_else(crate::host_lock::default_lock_dir),
@@ -307,6 +320,13 @@ impl Config {
         }
         if self.heartbeat.is_zero() {
             return bad("--heartbeat-secs must be at least 1".to_owned());
+        }
+        if !MESSAGE_BYTES.contains(&self.max_message_bytes) {
+            return bad(format!(
+                "--max-message-bytes must be between {} and {}",
+                MESSAGE_BYTES.start(),
+                MESSAGE_BYTES.end()
+            ));
         }
         if let Err(e) = self.cost.validate() {
             return bad(format!("cost control flags: {e}"));

@@ -10,6 +10,8 @@
 //! Layout:
 //! - [`config`]: flags and the validated [`Config`];
 //! - [`commands`]: intake from Kafka, verification and the decision taken;
+//! - [`replay`]: the ids of the commands taken, kept in the state directory
+//!   so a restarted agent refuses them as replays;
 //! - [`agent`]: the main loop tying commands, profiles and heartbeats;
 //! - [`host_lock`] and [`peers`]: one agent per host id, on this machine
 //!   by a lock file, across machines by the host's heartbeats;
@@ -38,6 +40,7 @@ pub mod peers;
 pub mod plugin;
 pub mod profile_task;
 pub mod publish;
+pub mod replay;
 pub mod sampling_thread;
 pub mod services;
 pub mod spool;

@@ -1,20 +1,24 @@
 //! One running profile as seen from the async side: a dedicated sampling
 //! thread ([`crate::sampling_thread`]) feeding a task that publishes what it reports.
 //!
-//! The channel between them is small on purpose: if Kafka is slow the
-//! sampling thread waits, its ring buffers fill and the kernel counts lost
-//! samples, instead of the agent buffering windows without bound.
+//! The task never waits for the broker while the thread samples: a window
+//! is handed to a delivery task of its own, and once
+//! [`WINDOWS_IN_FLIGHT`] wait for acknowledgement the next goes to the
+//! on-disk spool at once, so the small channel between thread and task
+//! drains however slow, frozen or gone Kafka is. Events are queued in
+//! order and delivered apart.
 
 use std::sync::mpsc as std_mpsc;
 
 use odp_core::event::{AgentEventKind, FinishReason};
 use tokio::sync::mpsc;
+use tokio::task::{JoinError, JoinSet};
 use tracing::{debug, error, warn};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::plugin::Plugins;
-use crate::publish::{Publisher, Sent};
+use crate::publish::{Publisher, Sent, SnapshotError};
 use crate::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use crate::targets::ProcFs;
 
@@ -77,12 +81,18 @@ async fn publish(
     cost_events: bool,
 ) -> (Uuid, Outcome) {
     let profile_id = spec.profile_id;
-    let mut snapshots = 0;
-    let mut samples = 0;
-    let mut spooled = 0u64;
-    let mut spooled_samples = 0u64;
+    let mut tally = Tally::default();
+    let mut deliveries: JoinSet<Delivered> = JoinSet::new();
     let mut outcome = None;
-    while let Some(event) = rx.recv().await {
+    loop {
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            Some(done) = deliveries.join_next(), if !deliveries.is_empty() => {
+                tally.joined(profile_id, done);
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         match event {
             RunnerEvent::Started {
                 event,
@@ -90,59 +100,78 @@ async fn publish(
                 pids,
                 runtime,
                 runtime_info,
-            } => {
-                publisher
-                    .event_or_warn(AgentEventKind::ProfileStarted {
+            } => publisher.event_detached(AgentEventKind::ProfileStarted {
+                profile_id,
+                event,
+                frequency_hz,
+                pids,
+                language: Some(runtime.language),
+                runtime_version: runtime.version,
+                runtime: runtime_info,
+            }),
+            RunnerEvent::Window(snapshot) => {
+                let samples = snapshot.total_samples();
+                let sequence = snapshot.sequence;
+                if deliveries.len() >= WINDOWS_IN_FLIGHT && publisher.has_spool() {
+                    // The broker is slow: the window goes to disk now rather
+                    // than after the delivery timeout, so the sampling
+                    // thread never waits for the transport.
+                    let sent = publisher.spool_now(&snapshot).await;
+                    tally.count(
                         profile_id,
-                        event,
-                        frequency_hz,
-                        pids,
-                        language: Some(runtime.language),
-                        runtime_version: runtime.version,
-                        runtime: runtime_info,
-                    })
-                    .await;
+                        Delivered {
+                            sequence,
+                            samples,
+                            sent,
+                        },
+                    );
+                } else {
+                    let publisher = publisher.clone();
+                    deliveries.spawn(async move {
+                        let sent = publisher.snapshot(&snapshot).await;
+                        Delivered {
+                            sequence,
+                            samples,
+                            sent,
+                        }
+                    });
+                }
             }
-            RunnerEvent::Window(snapshot) => match publisher.snapshot(&snapshot).await {
-                // The counts in `profile_finished` are what the broker had
-                // acknowledged when the profile ended; spooled windows are
-                // sent later (or dropped and counted if the spool fills).
-                Ok(Sent::Acknowledged) => {
-                    snapshots += 1;
-                    samples += snapshot.total_samples();
-                }
-                Ok(Sent::Spooled) => {
-                    spooled += 1;
-                    spooled_samples += snapshot.total_samples();
-                }
-                Err(e) => warn!(profile_id = %profile_id, sequence = snapshot.sequence,
-                    error = %e, "snapshot not delivered"),
-            },
             RunnerEvent::Cost(kind) => {
                 debug!(profile_id = %profile_id, report = ?kind, "cost control");
                 if cost_events {
-                    if let Err(e) = publisher.cost_event(kind).await {
-                        warn!(profile_id = %profile_id, error = %e, "cannot publish cost report");
-                    }
+                    publisher.event_detached(AgentEventKind::Cost(kind));
                 }
             }
-            RunnerEvent::Finished(reason) => {
-                outcome = Some(Outcome::Finished {
-                    reason,
-                    snapshots,
-                    samples,
-                });
+            RunnerEvent::Finished(reason) => outcome = Some(reason),
+            RunnerEvent::Failed(error) => {
+                outcome = None;
+                tally.failed = Some(error);
             }
-            RunnerEvent::Failed(error) => outcome = Some(Outcome::Failed(error)),
         }
     }
-    // The thread dropped its sender without a last word: it panicked.
-    let outcome = outcome.unwrap_or_else(|| {
-        error!(profile_id = %profile_id, "sampling thread ended without a result");
-        Outcome::Failed("sampling thread ended unexpectedly".to_owned())
-    });
-    if spooled > 0 {
-        warn!(profile_id = %profile_id, spooled, "profile ended with spooled snapshots not yet delivered");
+    // The counts in `profile_finished` are what the broker had acknowledged
+    // when the profile ended; spooled windows are sent later (or dropped
+    // and counted if the spool fills).
+    while let Some(done) = deliveries.join_next().await {
+        tally.joined(profile_id, done);
+    }
+    let outcome = match (outcome, tally.failed.take()) {
+        (_, Some(error)) => Outcome::Failed(error),
+        (Some(reason), None) => Outcome::Finished {
+            reason,
+            snapshots: tally.snapshots,
+            samples: tally.samples,
+        },
+        // The thread dropped its sender without a last word: it panicked.
+        (None, None) => {
+            error!(profile_id = %profile_id, "sampling thread ended without a result");
+            Outcome::Failed("sampling thread ended unexpectedly".to_owned())
+        }
+    };
+    if tally.spooled > 0 {
+        warn!(profile_id = %profile_id, spooled = tally.spooled,
+            "profile ended with spooled snapshots not yet delivered");
     }
     let kind = match &outcome {
         Outcome::Finished {
@@ -154,8 +183,8 @@ async fn publish(
             reason: *reason,
             snapshots: *snapshots,
             samples: *samples,
-            spooled_snapshots: spooled,
-            spooled_samples,
+            spooled_snapshots: tally.spooled,
+            spooled_samples: tally.spooled_samples,
         },
         Outcome::Failed(error) => AgentEventKind::ProfileFailed {
             profile_id,
@@ -164,4 +193,50 @@ async fn publish(
     };
     publisher.event_or_warn(kind).await;
     (profile_id, outcome)
+}
+
+/// Windows awaiting the broker's acknowledgement before the next one is
+/// spooled instead: enough for a healthy broker never to spool, few enough
+/// that a frozen one costs no sampling.
+const WINDOWS_IN_FLIGHT: usize = 2;
+
+/// One window's delivery, as it ended.
+struct Delivered {
+    sequence: u64,
+    samples: u64,
+    sent: std::result::Result<Sent, SnapshotError>,
+}
+
+/// What became of a profile's windows, for its `profile_finished`.
+#[derive(Default)]
+struct Tally {
+    snapshots: u64,
+    samples: u64,
+    spooled: u64,
+    spooled_samples: u64,
+    failed: Option<String>,
+}
+
+impl Tally {
+    fn joined(&mut self, profile_id: Uuid, done: std::result::Result<Delivered, JoinError>) {
+        match done {
+            Ok(done) => self.count(profile_id, done),
+            Err(e) => error!(profile_id = %profile_id, error = %e, "snapshot delivery task failed"),
+        }
+    }
+
+    fn count(&mut self, profile_id: Uuid, done: Delivered) {
+        match done.sent {
+            Ok(Sent::Acknowledged) => {
+                self.snapshots += 1;
+                self.samples += done.samples;
+            }
+            Ok(Sent::Spooled) => {
+                self.spooled += 1;
+                self.spooled_samples += done.samples;
+            }
+            Err(e) => warn!(profile_id = %profile_id, sequence = done.sequence,
+                error = %e, "snapshot not delivered"),
+        }
+    }
 }

@@ -95,6 +95,9 @@ impl Publisher {
     /// Creates the producer and opens the spool (indexing the files an
     /// earlier run left, which [`Self::spawn_resender`] sends first).
     pub fn new(config: &Config, metrics: Arc<AgentMetrics>) -> Result<Self, Error> {
+        // Windows are cut to --max-message-bytes; the rest is the record's
+        // key, headers and batch framing.
+        let message_max = (config.max_message_bytes + (64 << 10)).to_string();
         // Defaults an operator may override with --kafka-option (a shorter
         // message.timeout.ms spools sooner when the broker is gone).
         let defaults = [
@@ -103,9 +106,7 @@ impl Publisher {
             // five: a profile's end (and shutdown) must not hang on a broker
             // that is gone; its snapshots go to the spool instead.
             ("message.timeout.ms", "60000"),
-            // A busy 10 s window of a large process can pass the 1 MB
-            // default; the broker's own limit still applies.
-            ("message.max.bytes", "16777216"),
+            ("message.max.bytes", message_max.as_str()),
             // No duplicate or reordered batch on a retry. The pipeline
             // drops duplicates by (agent, profile, sequence) anyway, so a
             // broker that cannot take librdkafka's epoch bump may turn it
@@ -319,15 +320,57 @@ impl Publisher {
         }
     }
 
-    /// Publishes an event about this agent, keyed by host id.
-    pub async fn event(&self, kind: AgentEventKind) -> Result<(), KafkaError> {
-        let event = AgentEvent {
+    /// Whether undelivered snapshots go to disk (else they are lost).
+    pub fn has_spool(&self) -> bool {
+        self.spool.is_some()
+    }
+
+    /// Spools a window without trying the broker first: for when deliveries
+    /// are already waiting on a slow broker and the window must not wait
+    /// behind them. Without a spool it is sent as [`Self::snapshot`] does.
+    pub async fn spool_now(&self, snapshot: &Snapshot) -> Result<Sent, SnapshotError> {
+        if self.spool.is_none() {
+            return self.snapshot(snapshot).await;
+        }
+        self.spool(snapshot, snapshot.encode()).await
+    }
+
+    fn event_json(&self, kind: AgentEventKind) -> Vec<u8> {
+        AgentEvent {
             host: self.host.clone(),
             agent_id: self.agent_id.clone(),
             at_ms: unix_ms(),
             kind,
-        };
-        let payload = event.to_json();
+        }
+        .to_json()
+    }
+
+    /// Queues an event now, in order with the others, and leaves its
+    /// delivery to a task of its own that logs a failure: for the sampling
+    /// side's events, which must not wait for a slow broker.
+    pub fn event_detached(&self, kind: AgentEventKind) {
+        let name = event_name(&kind);
+        let payload = self.event_json(kind);
+        let record = FutureRecord::to(&self.topics.events)
+            .key(&self.host)
+            .payload(&payload);
+        match self.producer.send_result(record) {
+            Ok(delivery) => {
+                tokio::spawn(async move {
+                    match delivery.await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err((e, _))) => warn!(event = name, error = %e, "event not delivered"),
+                        Err(_) => warn!(event = name, "event dropped with the producer"),
+                    }
+                });
+            }
+            Err((e, _)) => warn!(event = name, error = %e, "cannot queue event"),
+        }
+    }
+
+    /// Publishes an event about this agent, keyed by host id.
+    pub async fn event(&self, kind: AgentEventKind) -> Result<(), KafkaError> {
+        let payload = self.event_json(kind);
         let record = FutureRecord::to(&self.topics.events)
             .key(&self.host)
             .payload(&payload);
@@ -345,11 +388,6 @@ impl Publisher {
         if let Err(e) = self.event(kind).await {
             warn!(event = name, error = %e, "cannot publish event");
         }
-    }
-
-    /// Publishes a cost-control report on the events topic.
-    pub async fn cost_event(&self, kind: CostEventKind) -> Result<(), KafkaError> {
-        self.event(AgentEventKind::Cost(kind)).await
     }
 
     /// Copies an unusable command to the dead-letter topic with the reason

@@ -54,6 +54,8 @@ pub struct ProfileSpec {
     pub event: Option<EventKind>,
     /// Waits shorter than this are not recorded (wait events only).
     pub min_wait: Option<Duration>,
+    /// A window encoding to more is sent as several snapshots.
+    pub max_message_bytes: usize,
 }
 
 /// What the loop reports, in this order: `Started`, any number of
@@ -263,6 +265,26 @@ pub fn run(
     emit(RunnerEvent::Finished(reason));
 }
 
+/// The window cut to fit `max_bytes` per message, its parts numbered from
+/// the window's sequence on; the clock skips the numbers the extra parts
+/// took, so every message of the profile has its own.
+fn numbered_parts(window: Snapshot, max_bytes: usize, clock: &mut WindowClock) -> Vec<Snapshot> {
+    let first = window.sequence;
+    let mut parts = window.split_to_fit(max_bytes);
+    for (offset, part) in (0u64..).zip(parts.iter_mut()) {
+        part.sequence = first + offset;
+    }
+    if parts.len() > 1 {
+        debug!(
+            sequence = first,
+            parts = parts.len(),
+            "window cut to fit messages"
+        );
+        clock.skip(parts.len() as u64 - 1);
+    }
+    parts
+}
+
 fn poll(
     session: &mut dyn Session,
     sink: &mut WindowSink,
@@ -276,14 +298,18 @@ fn poll(
 /// A closed window: its (pruned) snapshot, what cost control reports about
 /// it, and the next window's frequency when it changes.
 struct Closed {
-    snapshot: Snapshot,
+    /// The window, in parts that fit a message (usually one).
+    snapshots: Vec<Snapshot>,
     reports: Vec<CostEventKind>,
     next_hz: Option<u32>,
 }
 
 /// Emits a window and its cost reports; false when nobody listens.
 fn emit_window(emit: &mut impl FnMut(RunnerEvent) -> bool, closed: Closed) -> bool {
-    emit(RunnerEvent::Window(Box::new(closed.snapshot)))
+    closed
+        .snapshots
+        .into_iter()
+        .all(|part| emit(RunnerEvent::Window(Box::new(part))))
         && closed
             .reports
             .into_iter()
@@ -328,7 +354,7 @@ fn close_window(
         });
     }
     Closed {
-        snapshot,
+        snapshots: numbered_parts(snapshot, spec.max_message_bytes, clock),
         reports,
         next_hz: outcome.next_hz,
     }

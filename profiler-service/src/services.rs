@@ -315,6 +315,14 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
+        // The kernel wakes a vfork parent before it renames the child, so
+        // the new name can lag `spawn` returning on a loaded machine.
+        let comm = format!("/proc/{}/comm", child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while fs::read_to_string(&comm).unwrap_or_default().trim() != "sleep" {
+            assert!(std::time::Instant::now() < deadline, "sleep never named");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let book = ServiceBook::new(&sync(&[
             ("sleeper", Target::ProcessName("sleep".into())),
             ("nobody", Target::ProcessName("no-such-process-x".into())),

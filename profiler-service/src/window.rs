@@ -67,6 +67,12 @@ impl WindowClock {
         self.sequence
     }
 
+    /// Gives up `count` sequence numbers: the extra messages of a window
+    /// sent in parts took them.
+    pub fn skip(&mut self, count: u64) {
+        self.sequence += count;
+    }
+
     /// Closes the current window and opens the next one.
     pub fn close(&mut self, now: Instant, now_ms: i64) -> WindowBounds {
         let end_ms = now_ms.max(self.opened_ms);

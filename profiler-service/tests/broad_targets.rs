@@ -51,6 +51,7 @@ fn profile(target: Target, duration: Duration) -> (Vec<u32>, Vec<u32>, FinishRea
         plugin: Some(Language::Native),
         event: None,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut started, mut sampled, mut finished) = (None, Vec::new(), None);

@@ -37,6 +37,7 @@ fn profile(
         plugin: None,
         event: None,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut snapshots, mut reports) = (Vec::new(), Vec::new());

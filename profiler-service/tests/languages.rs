@@ -59,6 +59,7 @@ fn profile(
         plugin,
         event,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     run_spec(plugins, &spec)
 }
@@ -184,6 +185,7 @@ fn py_spy_cpu_counts_in_the_overhead_budget() {
         plugin: None,
         event: None,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     let out = run_spec(&Plugins::default(), &spec);
     assert_eq!(out.result, Ok(FinishReason::DurationElapsed));

@@ -452,6 +452,7 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
         plugin: None,
         event: workload.event,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut header = None;

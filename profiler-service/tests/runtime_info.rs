@@ -75,6 +75,7 @@ fn profile_spec(pid: u32, event: Option<EventKind>, duration: Duration) -> Profi
         plugin: None,
         event,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     }
 }
 

@@ -42,6 +42,7 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
         plugin: None,
         event: None,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     let (_stop_tx, stop_rx) = mpsc::channel();
     let mut events = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use odp_devstack::{mint_scoped_token, ApiClient, DatabaseKind, Reply};
+use odp_devstack::{mint_scoped_token, ApiClient, DatabaseKind, PlatformOptions, Reply};
 use odp_store::Database;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -38,6 +38,19 @@ async fn next_call(
         .unwrap();
     assert_eq!(signed, signature(secret, &body));
     serde_json::from_slice(&body).unwrap()
+}
+
+/// The receivers and relays here listen on loopback, which alert channels
+/// may not point at by default: allow-listed in the api-server and the
+/// pipeline, as an operator allows an in-cluster relay.
+fn loopback_allowed(options: &mut PlatformOptions) {
+    options.with_agent = false;
+    let allow = (
+        "ODP_ALERT_ALLOWED_DESTINATIONS".to_owned(),
+        "127.0.0.1,::1".to_owned(),
+    );
+    options.api_env.push(allow.clone());
+    options.pipeline_env.push(allow);
 }
 
 fn webhook(name: &str, url: &str) -> Value {
@@ -154,7 +167,7 @@ async fn deliveries_until(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admins_manage_channels_and_bad_input_is_refused() {
-    let h = common::start_without_agent("channels").await;
+    let h = common::start_configured("channels", loopback_allowed).await;
     let admin = h.platform.client();
     let token = |role: &str| {
         h.platform.client_for(
@@ -395,7 +408,7 @@ async fn the_delivery_log_on_mysql_shows_what_the_pipeline_sent() {
 }
 
 async fn delivery_log_on(database: DatabaseKind) {
-    let h = common::start_without_agent_on(database, "channel-deliveries").await;
+    let h = common::start_configured_on(database, "channel-deliveries", loopback_allowed).await;
     let admin = h.platform.client();
     let pool = h.store().await;
     let (url, mut received) = receiver().await;

@@ -26,11 +26,6 @@ pub(crate) async fn start_without_agent(name: &str) -> Harness {
     start_configured(name, |options| options.with_agent = false).await
 }
 
-/// [`start_without_agent`] on the `database` server.
-pub(crate) async fn start_without_agent_on(database: DatabaseKind, name: &str) -> Harness {
-    start_configured_on(database, name, |options| options.with_agent = false).await
-}
-
 /// Without an agent, and starts expire after `ack_timeout_secs`.
 pub(crate) async fn start_without_agent_expiring(name: &str, ack_timeout_secs: u64) -> Harness {
     start_configured(name, |options| {

@@ -3,8 +3,10 @@
 //! 30 s, the broker is restarted, and Postgres is stopped for 30 s.
 //! Afterwards the samples stored for the profile equal, exactly, those the
 //! agent reports the broker acknowledged; no window is stored twice or
-//! missing; the profile ends `finished`; and after every fault ingestion
-//! resumed within the consumer session timeout plus 10 s.
+//! missing; the profile ends `finished`; after every fault ingestion
+//! resumed within the consumer session timeout plus 10 s; and the samples
+//! stored are what the target earned, its CPU time × the rate: sampling
+//! never waited for the frozen broker.
 
 use odp_client::types::ProfileStatus;
 use std::time::{Duration, Instant};
@@ -44,6 +46,7 @@ async fn through_faults_on(database: DatabaseKind) {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     let started = Instant::now();
+    let cpu_at_start = cpu_seconds(demo.pid());
     let pool = h.store().await;
     let mut recoveries: Vec<(&str, Duration)> = Vec::new();
 
@@ -87,8 +90,24 @@ async fn through_faults_on(database: DatabaseKind) {
         "{ended:?}\n{}",
         h.platform.logs()
     );
+    let cpu_share = (cpu_seconds(demo.pid()) - cpu_at_start) / started.elapsed().as_secs_f64();
     let acknowledged = acknowledged_by_agent(&h, &pool, id).await;
     let stored = stored_when_settled(&pool, id, acknowledged.0.clone(), acknowledged.1).await;
+    let earned = cpu_share * PROFILE_SECS as f64 * 49.0;
+    let captured = stored.2 as f64 / earned;
+    println!(
+        "captured/expected: {} of {earned:.0} samples ({:.1}%), the demo on CPU {:.1}% of the time",
+        stored.2,
+        captured * 100.0,
+        cpu_share * 100.0
+    );
+    assert!(
+        captured >= 0.97,
+        "stored {} samples of the {earned:.0} the demo earned ({:.1}%)\n{}",
+        stored.2,
+        captured * 100.0,
+        h.platform.logs()
+    );
     assert_eq!(
         stored,
         acknowledged,
@@ -211,4 +230,15 @@ fn broker_complaints(h: &Harness) -> String {
         .take(40)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The CPU time `pid` has used, in seconds (`utime + stime` of
+/// `/proc/PID/stat`, in USER_HZ ticks: 100 a second on Linux).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the demo runs");
+    let after_name = &stat[stat.rfind(')').expect("a stat line") + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    // utime and stime are fields 14 and 15; `after_name` starts at field 3.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
 }

@@ -2714,6 +2714,12 @@ export interface operations {
                 /** @description How many function changes; 50 when absent. */
                 limit?: number;
                 /**
+                 * @description JSON: at most this many nodes below the root, `other` nodes
+                 *     included (default 8192); lighter subtrees merge into one `other`
+                 *     node per parent, so every total stays exact.
+                 */
+                max_nodes?: number;
+                /**
                  * @description Aggregate sides: only profiles of this event. Two sides of
                  *     different events are never compared (422).
                  */
@@ -3312,7 +3318,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The file exceeds 32 MiB */
+            /** @description The file exceeds 32 MiB, or holds more distinct stacks or frames than the server's import limits */
             413: {
                 headers: {
                     [name: string]: unknown;

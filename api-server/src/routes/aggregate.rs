@@ -251,7 +251,10 @@ async fn aggregate(
         format,
         tree,
     } = AggregateParams::from_pairs(pairs)?.validate()?;
+    let limits = state.read_limits.clone();
+    let _turn = limits.heavy_read().await?;
     let result = odp_store::read(&state.pool, &query.read).await?;
+    limits.check_read(&result)?;
     let hosts: Vec<HostSummary> = result
         .hosts
         .iter()
@@ -284,7 +287,7 @@ async fn aggregate(
         stacks,
     };
     let (profiles, snapshots) = (result.profiles, result.snapshots);
-    render(format, rendering, |r| {
+    render(format, rendering, &limits, |r| {
         Json(AggregateJson {
             service: query.service,
             since: query.since,

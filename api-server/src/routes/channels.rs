@@ -73,6 +73,7 @@ async fn create(
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
     let new = channels::new_channel(body)?;
+    channels::check_destination(&state.egress, new.kind, &new.url).await?;
     let row = odp_store::create_channel(&state.pool, &new).await?;
     tracing::info!(channel = %row.id, name = %row.name, kind = %row.kind, by = %caller.subject, "alert channel created");
     Ok((StatusCode::CREATED, Json(channel(row)?)))
@@ -148,6 +149,9 @@ async fn update(
     caller.require(Role::Admin)?;
     let kind = channel(load(&state, id).await?)?.kind;
     let patch = channels::patch(kind, request)?;
+    if let Some(url) = &patch.url {
+        channels::check_destination(&state.egress, kind, url).await?;
+    }
     let row = odp_store::update_channel(&state.pool, id, &patch)
         .await?
         .ok_or_else(|| no_channel(id))?;
@@ -223,7 +227,10 @@ async fn deliveries(
         .then(|| deliveries.last().map(|d| d.id))
         .flatten();
     Ok(Json(DeliveriesPage {
-        deliveries: deliveries.into_iter().map(Delivery::from).collect(),
+        deliveries: deliveries
+            .into_iter()
+            .map(|row| without_remote_answers(Delivery::from(row)))
+            .collect(),
         next_before,
     }))
 }
@@ -237,6 +244,18 @@ async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ApiError> {
 /// The channel as the API shows it.
 fn channel(row: ChannelRow) -> Result<Channel, ApiError> {
     Ok(Channel::try_from(row)?)
+}
+
+/// A failed attempt shows no status code: what a remote answered is not
+/// for the reader to see (the log would be a port scanner). The pipeline
+/// no longer records one; attempts recorded before may hold one.
+fn without_remote_answers(mut delivery: Delivery) -> Delivery {
+    for attempt in &mut delivery.attempt_log {
+        if !attempt.success {
+            attempt.status_code = None;
+        }
+    }
+    delivery
 }
 
 fn no_channel(id: Uuid) -> ApiError {

@@ -2,18 +2,24 @@
 //! normalized by its own total samples.
 //!
 //! `GET /api/v1/diff?baseline=ID&target=ID[&format=json|svg][&include=RE]
-//! [&exclude=RE][&limit=N]`; either side may instead be an aggregate,
-//! `baseline_service=S&baseline_since=T&baseline_until=T` (same for
-//! `target_`).
+//! [&exclude=RE][&limit=N][&max_nodes=N]`; either side may instead be an
+//! aggregate, `baseline_service=S&baseline_since=T&baseline_until=T` (same
+//! for `target_`).
+//!
+//! Both sides are read within one heavy read's turn and node budget (see
+//! [`crate::read_budget`]). The JSON tree is cut to `max_nodes` like a
+//! flame graph: the heaviest nodes (by the larger of their two shares) are
+//! kept, each with its path, and each kept node's other children become one
+//! `other` child carrying their counts, so every total stays exact.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_api_types::{DiffJson, SideSummary};
-use odp_core::diff::{diff, render_svg};
+use odp_core::diff::{changes_between, join_trees, render_svg};
 use odp_core::filter::StackFilter;
-use odp_core::WeightedStack;
-use odp_store::{Read, ReadScope};
+use odp_profile::diff_trim::trim_diff;
+use odp_store::{Read, ReadResult, ReadScope};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -24,9 +30,10 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{CommonErrors, NotFound};
+use crate::read_budget::decoded_nodes;
 use crate::render::sample_unit;
 use crate::service::profiles;
-use crate::service::queries::{filter_error, parse_range};
+use crate::service::queries::{filter_error, parse_range, DEFAULT_MAX_NODES, MAX_MAX_NODES};
 use crate::service::start_options::parse_event;
 use crate::validate::validate_name;
 use crate::AppState;
@@ -77,6 +84,11 @@ pub(crate) struct DiffQuery {
     /// How many function changes; 50 when absent.
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
+    /// JSON: at most this many nodes below the root, `other` nodes
+    /// included (default 8192); lighter subtrees merge into one `other`
+    /// node per parent, so every total stays exact.
+    #[param(minimum = 1, maximum = 200000)]
+    max_nodes: Option<usize>,
     /// Aggregate sides: only profiles of this event. Two sides of
     /// different events are never compared (422).
     event: Option<String>,
@@ -130,6 +142,7 @@ struct ValidDiff {
     filter: StackFilter,
     format: DiffFormat,
     limit: usize,
+    max_nodes: usize,
     event: Option<odp_core::EventKind>,
 }
 
@@ -157,6 +170,12 @@ impl DiffQuery {
                 "`limit` must be between 1 and 1000".into(),
             ));
         }
+        let max_nodes = self.max_nodes.unwrap_or(DEFAULT_MAX_NODES);
+        if !(1..=MAX_MAX_NODES).contains(&max_nodes) {
+            return Err(ApiError::Unprocessable(format!(
+                "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
+            )));
+        }
         let event = self.event.as_deref().map(parse_event).transpose()?;
         Ok(ValidDiff {
             baseline,
@@ -164,6 +183,7 @@ impl DiffQuery {
             filter,
             format: self.format,
             limit,
+            max_nodes,
             event,
         })
     }
@@ -171,7 +191,7 @@ impl DiffQuery {
 
 struct LoadedSide {
     summary: SideSummary,
-    stacks: Vec<WeightedStack>,
+    result: ReadResult,
 }
 
 async fn load_side(
@@ -216,7 +236,7 @@ async fn load_side(
             samples: result.samples(),
             profiles: result.profiles,
         },
-        stacks: result.stacks(),
+        result,
     })
 }
 
@@ -243,8 +263,13 @@ async fn diff_handler(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
     let valid = query.validate()?;
+    let limits = state.read_limits.clone();
+    let _turn = limits.heavy_read().await?;
     let baseline = load_side(&state, &valid.baseline, &valid.filter, valid.event).await?;
+    let baseline_nodes = decoded_nodes(&baseline.result);
+    limits.check_nodes(baseline_nodes)?;
     let target = load_side(&state, &valid.target, &valid.filter, valid.event).await?;
+    limits.check_nodes(baseline_nodes + decoded_nodes(&target.result))?;
     if let (Some(b), Some(t)) = (&baseline.summary.event, &target.summary.event) {
         if b != t {
             return Err(ApiError::Unprocessable(format!(
@@ -254,12 +279,28 @@ async fn diff_handler(
     }
     match valid.format {
         DiffFormat::Json => {
-            let result = diff(&baseline.stacks, &target.stacks, valid.limit);
+            let (limit, max_nodes) = (valid.limit, valid.max_nodes);
+            let (before, after) = (baseline.result, target.result);
+            let (root, changes) = tokio::task::spawn_blocking(move || {
+                let whole = |r: &ReadResult| {
+                    r.flame_graph(usize::MAX, None)
+                        .unwrap_or_else(|| odp_core::flamegraph::build(&[]))
+                };
+                let root = trim_diff(join_trees(&whole(&before), &whole(&after)), max_nodes);
+                let changes = changes_between(
+                    before.top_functions(usize::MAX),
+                    after.top_functions(usize::MAX),
+                    limit,
+                );
+                (root, changes)
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
             Ok(Json(DiffJson {
                 baseline: baseline.summary,
                 target: target.summary,
-                root: result.root,
-                changes: result.changes,
+                root,
+                changes,
             })
             .into_response())
         }
@@ -278,15 +319,24 @@ async fn diff_handler(
                 target.summary.label,
                 target.summary.event.map_or("samples", |e| e.as_str())
             );
+            let (before, after) = (baseline.result, target.result);
             let svg = tokio::task::spawn_blocking(move || {
-                render_svg(&baseline.stacks, &target.stacks, title)
+                render_svg(&drawn_stacks(&before), &drawn_stacks(&after), title)
             })
             .await
             .map_err(|e| ApiError::Internal(e.to_string()))?
             .map_err(|e| ApiError::Internal(format!("diff rendering failed: {e}")))?;
+            limits.check_output(svg.len())?;
             Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
         }
     }
+}
+
+/// The stacks of a side an SVG draws: subtrees narrower than inferno
+/// draws (under 1/12,000 of the side's samples) fold into their parents,
+/// as for a profile's SVG.
+fn drawn_stacks(result: &ReadResult) -> Vec<odp_core::WeightedStack> {
+    odp_profile::stacks::pruned_stacks(&result.merged(), result.samples() / 12_000)
 }
 
 #[cfg(test)]
@@ -298,6 +348,26 @@ mod tests {
             Err(ApiError::Unprocessable(m)) => m,
             other => panic!("expected 422, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn node_budgets_are_checked() {
+        let (a, b) = (Some(Uuid::new_v4()), Some(Uuid::new_v4()));
+        for bad in [0, MAX_MAX_NODES + 1] {
+            let query = DiffQuery {
+                baseline: a,
+                target: b,
+                max_nodes: Some(bad),
+                ..Default::default()
+            };
+            assert!(unprocessable(query).contains("max_nodes"));
+        }
+        let valid = DiffQuery {
+            baseline: a,
+            target: b,
+            ..Default::default()
+        };
+        assert_eq!(valid.validate().unwrap().max_nodes, DEFAULT_MAX_NODES);
     }
 
     #[test]

@@ -91,7 +91,10 @@ async fn flame_graph(
         window_until: query.window_until.as_deref(),
     };
     let tree = TreeParams::new(query.max_nodes, query.focus.clone())?;
+    let limits = state.read_limits.clone();
+    let _turn = limits.heavy_read().await?;
     let data = read_profile(&state.pool, id, slice).await?;
+    limits.check_read(&data)?;
     let data = std::sync::Arc::new(data);
     let (root, stacks) = shape(data.clone(), query.format, tree).await?;
     let nanos = |t: Option<chrono::DateTime<chrono::Utc>>| t.and_then(|t| t.timestamp_nanos_opt());
@@ -110,7 +113,7 @@ async fn flame_graph(
         stacks,
     };
     let snapshots = data.snapshots;
-    render(query.format, rendering, |r| {
+    render(query.format, rendering, &limits, |r| {
         Json(FlameGraphJson {
             profile_id: id,
             event: r.event,
@@ -175,6 +178,7 @@ async fn top(
         ));
     }
     profiles::get(&state, id).await?;
+    let _turn = state.read_limits.heavy_read().await?;
     let slice = SliceParams {
         thread: query.thread.as_deref(),
         include: query.include.as_deref(),
@@ -183,6 +187,7 @@ async fn top(
         window_until: query.window_until.as_deref(),
     };
     let data = read_profile(&state.pool, id, slice).await?;
+    state.read_limits.check_read(&data)?;
     let response = TopResponse {
         profile_id: id,
         event: data.event,

@@ -110,7 +110,7 @@ pub(crate) struct ImportQuery {
                 ("timeline" = (operation_id = "timeline", parameters(("id" = "$response.body#/id")))),
             ),
         ),
-        (status = 413, description = "The file exceeds 32 MiB", body = ErrorBody),
+        (status = 413, description = "The file exceeds 32 MiB, or holds more distinct stacks or frames than the server's import limits", body = ErrorBody),
         CommonErrors,
     ),
 )]
@@ -181,6 +181,9 @@ async fn import(
         frequency_hz: 0,
     };
     let snapshot = to_snapshot(parsed, header, chrono::Utc::now().timestamp_millis())?;
+    state
+        .read_limits
+        .check_import(snapshot.stacks.len(), snapshot.frames.len())?;
     let samples = snapshot.total_samples();
     let row = odp_store::import_profile(
         &state.pool,

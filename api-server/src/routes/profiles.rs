@@ -14,6 +14,7 @@ use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, ErrorBody, NotFound};
 use crate::service::profiles::{self, ValidStart};
+use crate::service::scope::{self, StartedBy};
 use crate::AppState;
 
 /// `start` and `list` share their path, so `routes::router` mounts them
@@ -72,9 +73,10 @@ pub(crate) async fn start(
     AppJson(request): AppJson<StartRequest>,
 ) -> Result<Response, ApiError> {
     let valid = ValidStart::try_from(request)?;
-    caller.require_profiling(&valid.service)?;
+    scope::authorize_start(&state, &caller, &valid).await?;
     let idempotency_key = idempotency_key(&headers)?;
-    match profiles::start(&state, valid, &caller.subject, idempotency_key).await? {
+    let by = StartedBy::caller(&caller);
+    match profiles::start(&state, valid, &by, idempotency_key).await? {
         Inserted::Created(row) | Inserted::Replayed(row) => {
             Ok((StatusCode::ACCEPTED, Json(Profile::from(row))).into_response())
         }

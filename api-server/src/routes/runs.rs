@@ -15,6 +15,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
+use crate::service::scope::StartedBy;
 use crate::service::{run_precision, runs};
 use crate::validate::validate_name;
 use crate::AppState;
@@ -52,7 +53,7 @@ async fn create(
 ) -> Result<impl IntoResponse, ApiError> {
     validate_name("service", &request.service)?;
     caller.require_profiling(&request.service)?;
-    let run = runs::create(&state, request, &caller.subject).await?;
+    let run = runs::create(&state, request, &StartedBy::caller(&caller)).await?;
     Ok((StatusCode::ACCEPTED, Json(run)))
 }
 

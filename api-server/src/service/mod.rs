@@ -9,6 +9,7 @@ pub(crate) mod rules;
 pub(crate) mod run_precision;
 pub(crate) mod runs;
 pub(crate) mod schedules;
+pub(crate) mod scope;
 pub(crate) mod services;
 pub(crate) mod start_options;
 

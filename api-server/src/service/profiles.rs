@@ -13,6 +13,7 @@ use odp_store::{
 use uuid::Uuid;
 
 use crate::error::ApiError;
+use crate::service::scope::StartedBy;
 use crate::service::start_options::start_options;
 use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
@@ -135,9 +136,10 @@ pub(crate) fn one_target(
 pub(crate) async fn start(
     state: &AppState,
     valid: ValidStart,
-    requested_by: &str,
+    by: &StartedBy,
     idempotency_key: Option<String>,
 ) -> Result<Inserted, ApiError> {
+    let requested_by = by.subject.as_str();
     let id = Uuid::new_v4();
     let inserted = state
         .profiles
@@ -160,7 +162,9 @@ pub(crate) async fn start(
         Inserted::Created(_) => {}
         other => return Ok(other),
     }
-    deploy_if_absent(state, &valid.host, requested_by).await;
+    if by.may_deploy {
+        deploy_if_absent(state, &valid.host, requested_by).await;
+    }
     let action = CommandAction::Start(StartProfile {
         profile_id: id,
         target: valid.target,
@@ -191,7 +195,8 @@ pub(crate) async fn start(
     Ok(Inserted::Created(get(state, id).await?))
 }
 
-/// `start` implies `deploy`: with a deployer configured and no live agent
+/// For a caller who may deploy, `start` implies `deploy`: with a deployer
+/// configured and no live agent
 /// on the host, one is deployed while the start command waits in Kafka
 /// for it (until the command expires). The deploy is a request of its
 /// own; its failure shows there, and the start then expires.

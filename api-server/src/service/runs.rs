@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::service::profiles::{self, ValidStart};
+use crate::service::scope::StartedBy;
 use crate::AppState;
 
 fn unprocessable(message: String) -> ApiError {
@@ -54,8 +55,9 @@ fn member_start(
 pub(crate) async fn create(
     state: &AppState,
     request: CreateRunRequest,
-    requested_by: &str,
+    by: &StartedBy,
 ) -> Result<Run, ApiError> {
+    let requested_by = by.subject.as_str();
     if let Some(rule) = &request.stop_when {
         rule.validate().map_err(|e| unprocessable(e.to_string()))?;
     }
@@ -111,7 +113,7 @@ pub(crate) async fn create(
             host: host.clone(),
             ..template.clone()
         };
-        match profiles::start(state, start, requested_by, None).await {
+        match profiles::start(state, start, by, None).await {
             Ok(Inserted::Created(_)) => {}
             Ok(Inserted::Duplicate(live)) | Ok(Inserted::Replayed(live)) => tracing::info!(
                 run = %id, %host, live = %live.id,

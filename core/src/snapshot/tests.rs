@@ -101,6 +101,26 @@ fn rejects_frame_index_out_of_range() {
 }
 
 #[test]
+fn rejects_counts_no_window_can_earn_and_never_wraps_a_total() {
+    let mut s = sample_snapshot();
+    let others = s.total_samples() - s.stacks[0].count;
+    s.stacks[0].count = MAX_WINDOW_SAMPLES - others + 1;
+    assert_eq!(s.total_samples(), MAX_WINDOW_SAMPLES + 1);
+    assert!(matches!(
+        Snapshot::decode(&s.encode()),
+        Err(SnapshotError::TooManySamples)
+    ));
+    s.stacks[0].count -= 1;
+    let decoded = Snapshot::decode(&s.encode()).unwrap();
+    assert_eq!(decoded.total_samples(), MAX_WINDOW_SAMPLES);
+    // Two stacks of u64::MAX - 1 (what a forger sent) neither wrap nor pass.
+    s.stacks[0].count = u64::MAX - 1;
+    s.stacks[1].count = u64::MAX - 1;
+    assert_eq!(s.total_samples(), u64::MAX);
+    assert!(Snapshot::decode(&s.encode()).is_err());
+}
+
+#[test]
 fn rejects_trailing_bytes_and_inverted_windows() {
     let s = sample_snapshot();
     let mut plain = s.encode_uncompressed();

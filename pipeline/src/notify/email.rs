@@ -5,17 +5,22 @@
 //! relay is expected to be a local MTA or a sidecar that forwards it on,
 //! which keeps a TLS stack and credentials out of the worker. Each alert is
 //! one message whose `Message-ID` is derived from the delivery id, so a
-//! mailbox can drop the copy a retried send may produce.
+//! mailbox can drop the copy a retried send may produce. The relay is
+//! checked against the address policy, and the connection made to the
+//! address checked.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use odp_plumbing::egress::{EgressError, EgressPolicy, Host};
 use odp_store::DueDelivery;
 
-use super::{Notifier, Sending};
+use super::{Failure, Notifier, Sending, Sent};
+use super::{CONNECT_FAILED, REMOTE_ERROR, SEND_FAILED, TIMED_OUT};
 use crate::alerts::SEND_TIMEOUT;
 use crate::AlertOptions;
 
@@ -23,14 +28,6 @@ use crate::AlertOptions;
 pub const DEFAULT_SMTP_PORT: u16 = 25;
 /// Heaviest matching stacks listed in a message.
 const STACKS_SHOWN: usize = 5;
-
-/// Why an email attempt failed: the relay's reply code when it answered,
-/// and a description.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmailFailure {
-    pub reply_code: Option<u16>,
-    pub error: String,
-}
 
 /// The relay's host and port from `smtp://host[:port]` (a bare
 /// `host[:port]` too; IPv6 hosts in brackets).
@@ -170,28 +167,51 @@ pub fn compose(d: &DueDelivery, profile_base_url: Option<&str>) -> Result<Messag
     Ok(builder.body(body(d, profile_base_url))?)
 }
 
-/// Sends one alert email; returns the relay's reply code on success.
+/// Where to connect for the relay `host`: an IP literal the policy
+/// allows, an allow-listed name as it is, or else the first address of
+/// the name once every address it resolves to is allowed.
+pub async fn relay_destination(policy: &EgressPolicy, host: &str) -> Result<String, EgressError> {
+    let host = Host::parse(host);
+    if policy.check_host(&host)? {
+        return Ok(host.to_string());
+    }
+    let name = host.to_string();
+    let addresses = policy.resolve(&name).await?;
+    Ok(addresses.first().map_or(name, std::net::IpAddr::to_string))
+}
+
+/// Sends one alert email; returns the relay's reply code on success, and
+/// why not in our words on failure (the relay's reply is not recorded).
 pub async fn send(
     d: &DueDelivery,
     profile_base_url: Option<&str>,
+    policy: &EgressPolicy,
     timeout: Duration,
-) -> Result<u16, EmailFailure> {
-    let failure = |error: String| EmailFailure {
-        reply_code: None,
-        error,
-    };
-    let (host, port) = relay_address(&d.url).map_err(failure)?;
-    let message = compose(d, profile_base_url).map_err(|e| failure(e.to_string()))?;
-    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+) -> Sent {
+    let ours = |error: String| Failure::new(error.clone(), error);
+    let (host, port) = relay_address(&d.url).map_err(ours)?;
+    let message = compose(d, profile_base_url).map_err(|e| ours(e.to_string()))?;
+    let connect_to = relay_destination(policy, &host)
+        .await
+        .map_err(Failure::destination)?;
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(connect_to)
         .port(port)
         .timeout(Some(timeout))
         .build();
     match transport.send(message).await {
         Ok(response) => Ok(u16::from(response.code())),
-        Err(e) => Err(EmailFailure {
-            reply_code: e.status().map(u16::from),
-            error: crate::alerts::error_chain(&e),
-        }),
+        Err(e) => {
+            let reason = if e.is_transient() || e.is_permanent() || e.is_response() {
+                REMOTE_ERROR
+            } else if e.is_timeout() {
+                TIMED_OUT
+            } else if e.is_client() {
+                SEND_FAILED
+            } else {
+                CONNECT_FAILED
+            };
+            Err(Failure::new(reason, crate::alerts::error_chain(&e)))
+        }
     }
 }
 
@@ -199,12 +219,14 @@ pub async fn send(
 pub struct EmailNotifier {
     /// Where a message links to its profile, when the UI's URL is known.
     profile_base_url: Option<String>,
+    policy: Arc<EgressPolicy>,
 }
 
 impl EmailNotifier {
-    pub fn new(options: &AlertOptions) -> Self {
+    pub fn new(options: &AlertOptions, policy: Arc<EgressPolicy>) -> Self {
         EmailNotifier {
             profile_base_url: options.profile_base_url.clone(),
+            policy,
         }
     }
 }
@@ -215,11 +237,12 @@ impl Notifier for EmailNotifier {
     }
 
     fn send<'a>(&'a self, delivery: &'a DueDelivery) -> Sending<'a> {
-        Box::pin(async move {
-            send(delivery, self.profile_base_url.as_deref(), SEND_TIMEOUT)
-                .await
-                .map_err(|f| (f.reply_code, f.error))
-        })
+        Box::pin(send(
+            delivery,
+            self.profile_base_url.as_deref(),
+            &self.policy,
+            SEND_TIMEOUT,
+        ))
     }
 }
 
@@ -275,6 +298,36 @@ mod tests {
         assert!(relay_address("smtp://:25").is_err());
         assert!(relay_address("smtp://mail.local:port").is_err());
         assert!(relay_address("smtp://[::1").is_err());
+    }
+
+    #[tokio::test]
+    async fn relays_inside_are_refused_unless_allowed() {
+        use odp_plumbing::egress::Refusal;
+        let strict = EgressPolicy::default();
+        for (host, refusal) in [
+            ("127.0.0.1", EgressError::Refused(Refusal::Loopback)),
+            ("::1", EgressError::Refused(Refusal::Loopback)),
+            ("10.0.0.2", EgressError::Refused(Refusal::Private)),
+            ("localhost", EgressError::ResolvesTo(Refusal::Loopback)),
+            // Not an IP literal in an smtp:// URL: resolved, to 127.0.0.1.
+            ("127.1", EgressError::ResolvesTo(Refusal::Loopback)),
+        ] {
+            assert_eq!(
+                relay_destination(&strict, host).await,
+                Err(refusal),
+                "{host}"
+            );
+        }
+        let allowed = EgressPolicy::new(vec!["127.0.0.0/8".parse().unwrap()]);
+        assert_eq!(
+            relay_destination(&allowed, "127.0.0.1").await.as_deref(),
+            Ok("127.0.0.1")
+        );
+        let by_name = EgressPolicy::new(vec!["localhost".parse().unwrap()]);
+        assert_eq!(
+            relay_destination(&by_name, "localhost").await.as_deref(),
+            Ok("localhost")
+        );
     }
 
     #[test]

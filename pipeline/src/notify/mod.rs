@@ -9,15 +9,74 @@ pub mod webhook;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
+use odp_plumbing::egress::EgressError;
 use odp_store::DueDelivery;
 
 use crate::alerts::AlertError;
 use crate::AlertOptions;
 
 /// One attempt's result: the receiver's status (HTTP status, SMTP reply
-/// code) when it took the alert, else that status if any and why not.
-pub type Sent = Result<u16, (Option<u16>, String)>;
+/// code) when it took the alert, else why not.
+pub type Sent = Result<u16, Failure>;
+
+/// Why an attempt failed. `reason` is what the delivery log shows, in
+/// ODP's words: never what the remote answered (its status, its text),
+/// which would make the log a port scanner. `detail` is for the
+/// pipeline's own log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    pub detail: String,
+    /// Whether another attempt may go better; a refused destination is
+    /// not tried again.
+    pub retry: bool,
+}
+
+/// The remote took the request and answered with an error.
+pub const REMOTE_ERROR: &str = "delivery failed: remote answered with an error";
+/// No connection could be made.
+pub const CONNECT_FAILED: &str = "delivery failed: could not connect";
+/// The remote did not answer in time.
+pub const TIMED_OUT: &str = "delivery failed: timed out";
+/// Anything else between connecting and the answer.
+pub const SEND_FAILED: &str = "delivery failed: the request could not be completed";
+
+impl Failure {
+    /// A failure worth retrying.
+    pub fn new(reason: impl Into<String>, detail: impl Into<String>) -> Failure {
+        Failure {
+            reason: reason.into(),
+            detail: detail.into(),
+            retry: true,
+        }
+    }
+
+    /// A destination the address policy refuses ("destination resolves
+    /// to a loopback address"): final. One that does not resolve may
+    /// later.
+    pub fn destination(error: EgressError) -> Failure {
+        Failure {
+            reason: error.to_string(),
+            detail: error.to_string(),
+            retry: matches!(error, EgressError::Unresolved),
+        }
+    }
+}
+
+/// The policy's refusal somewhere in `error`'s sources (a DNS resolver's
+/// error reaches the caller wrapped by the HTTP client).
+pub(crate) fn egress_error(error: &(dyn std::error::Error + 'static)) -> Option<EgressError> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(found) = e.downcast_ref::<EgressError>() {
+            return Some(found.clone());
+        }
+        next = e.source();
+    }
+    None
+}
 
 /// An attempt under way (trait objects cannot have async methods).
 pub type Sending<'a> = Pin<Box<dyn Future<Output = Sent> + Send + 'a>>;
@@ -38,10 +97,13 @@ pub struct Notifiers(Vec<Box<dyn Notifier>>);
 impl Notifiers {
     /// Every kind of channel ODP knows, configured from the sender's
     /// options (the CAs webhooks trust, the link emails carry).
+    /// Both check every destination against the address policy of
+    /// `options.destinations`.
     pub fn standard(options: &AlertOptions) -> Result<Self, AlertError> {
+        let policy = Arc::new(options.destinations.policy());
         Ok(Notifiers(vec![
-            Box::new(webhook::WebhookNotifier::new(options)?),
-            Box::new(email::EmailNotifier::new(options)),
+            Box::new(webhook::WebhookNotifier::new(options, policy.clone())?),
+            Box::new(email::EmailNotifier::new(options, policy)),
         ]))
     }
 
@@ -62,5 +124,33 @@ mod tests {
             assert_eq!(notifiers.get(kind).map(Notifier::kind), Some(kind));
         }
         assert!(notifiers.get("pager").is_none());
+    }
+
+    #[test]
+    fn a_refused_destination_is_final_and_said_in_our_words() {
+        use odp_plumbing::egress::Refusal;
+        let refused = Failure::destination(EgressError::ResolvesTo(Refusal::Loopback));
+        assert_eq!(refused.reason, "destination resolves to a loopback address");
+        assert!(!refused.retry);
+        assert!(Failure::destination(EgressError::Unresolved).retry);
+        // As a client wraps its resolver's error.
+        #[derive(Debug)]
+        struct Wrapped(Box<dyn std::error::Error + Send + Sync>);
+        impl std::fmt::Display for Wrapped {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("dns error")
+            }
+        }
+        impl std::error::Error for Wrapped {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&*self.0)
+            }
+        }
+        let wrapped = Wrapped(Box::new(EgressError::Refused(Refusal::LinkLocal)));
+        assert_eq!(
+            egress_error(&wrapped),
+            Some(EgressError::Refused(Refusal::LinkLocal))
+        );
+        assert_eq!(egress_error(&std::io::Error::other("no")), None);
     }
 }

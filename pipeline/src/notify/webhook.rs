@@ -2,15 +2,26 @@
 //! signed with its secret (`X-ODP-Signature: sha256=<hex HMAC-SHA256 of
 //! the body>`), with the delivery id in `X-ODP-Delivery` so receivers can
 //! drop repeats.
+//!
+//! The destination is checked against the address policy when the request
+//! connects: an IP literal before sending, a name by every address it
+//! resolves to, in the resolver the connection uses (so a name cannot
+//! resolve to a public address for the check and to an inside one for the
+//! connection). No proxy is used and no redirect followed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
+use odp_plumbing::egress::{url_host, EgressPolicy};
 use odp_store::DueDelivery;
 use serde::Serialize;
 use sha2::Sha256;
 use uuid::Uuid;
 
-use super::{Notifier, Sending, Sent};
+use super::{egress_error, Failure, Notifier, Sending, Sent};
+use super::{CONNECT_FAILED, REMOTE_ERROR, SEND_FAILED, TIMED_OUT};
 use crate::alerts::{error_chain, AlertError, SEND_TIMEOUT};
 use crate::AlertOptions;
 
@@ -87,18 +98,39 @@ impl AlertPayload {
     }
 }
 
+/// Resolves names for the HTTP client, handing it only addresses the
+/// policy allows; a name with any refused address fails to resolve.
+struct CheckedResolver(Arc<EgressPolicy>);
+
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.0.clone();
+        let name = name.as_str().to_owned();
+        Box::pin(async move {
+            let addresses = policy.resolve(&name).await?;
+            let addrs: reqwest::dns::Addrs =
+                Box::new(addresses.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
 /// Posts alerts to webhook channels.
 pub struct WebhookNotifier {
     http: reqwest::Client,
+    policy: Arc<EgressPolicy>,
 }
 
 impl WebhookNotifier {
     /// A client that trusts the system's CAs and the options' `ca_file`,
+    /// connects only to addresses `policy` allows, directly (no proxy),
     /// follows no redirect and gives up after [`SEND_TIMEOUT`].
-    pub fn new(options: &AlertOptions) -> Result<Self, AlertError> {
+    pub fn new(options: &AlertOptions, policy: Arc<EgressPolicy>) -> Result<Self, AlertError> {
         let mut builder = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none());
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(CheckedResolver(policy.clone())));
         if let Some(path) = &options.ca_file {
             for cert in reqwest::Certificate::from_pem_bundle(&std::fs::read(path)?)? {
                 builder = builder.add_root_certificate(cert);
@@ -106,12 +138,18 @@ impl WebhookNotifier {
         }
         Ok(WebhookNotifier {
             http: builder.build()?,
+            policy,
         })
     }
 
     /// POSTs the signed JSON body; the HTTP status when it was a success,
-    /// else the status (if any) and why.
+    /// else why not in our words (the remote's status and body are not
+    /// recorded).
     async fn post(&self, d: &DueDelivery) -> Sent {
+        // An IP literal never reaches the resolver: checked here.
+        url_host(&d.url)
+            .and_then(|host| self.policy.check_host(&host))
+            .map_err(Failure::destination)?;
         let body = serde_json::to_vec(&AlertPayload::of(d)).expect("alert payload serializes");
         let signature = signature(d.secret.as_bytes(), &body);
         let response = self
@@ -125,11 +163,16 @@ impl WebhookNotifier {
             .await;
         match response {
             Ok(r) if r.status().is_success() => Ok(r.status().as_u16()),
-            Ok(r) => Err((
-                Some(r.status().as_u16()),
+            Ok(r) => Err(Failure::new(
+                REMOTE_ERROR,
                 format!("webhook answered {}", r.status()),
             )),
-            Err(e) => Err((None, error_chain(&e))),
+            Err(e) => Err(match egress_error(&e) {
+                Some(refused) => Failure::destination(refused),
+                None if e.is_timeout() => Failure::new(TIMED_OUT, error_chain(&e)),
+                None if e.is_connect() => Failure::new(CONNECT_FAILED, error_chain(&e)),
+                None => Failure::new(SEND_FAILED, error_chain(&e)),
+            }),
         }
     }
 }

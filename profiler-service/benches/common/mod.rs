@@ -167,6 +167,7 @@ fn run_profile(
         plugin: None,
         event,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     };
     sampling_thread::run(&Plugins::default(), &ProcFs::default(), &spec, stop, |e| {
         if let RunnerEvent::Failed(e) = e {

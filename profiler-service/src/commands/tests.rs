@@ -145,6 +145,30 @@ fn rejects_wrong_host_expired_forged_and_garbage() {
 }
 
 #[test]
+fn a_command_valid_for_years_is_refused_and_dead_lettered() {
+    let (signer, mut verifier) = keys();
+    let key = Some(HOST.as_bytes());
+    let mut cmd = command(HOST, CommandAction::Start(start()));
+    cmd.expires_at = NOW + 10 * 365 * 24 * 3600;
+    let token = signer.sign(&cmd).unwrap();
+    let r = rejection(check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW));
+    assert_eq!(r.command_id, Some(cmd.id));
+    assert!(r.reason.contains("more than the 3600 s"), "{}", r.reason);
+    assert!(
+        r.dead_letter,
+        "a command no api-server issues is dead-lettered"
+    );
+    // The longest the api-server issues is taken.
+    cmd.id = Uuid::new_v4();
+    cmd.expires_at = NOW + odp_core::command::MAX_COMMAND_LIFETIME_SECS;
+    let token = signer.sign(&cmd).unwrap();
+    assert!(matches!(
+        check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW),
+        Verdict::Accepted(..)
+    ));
+}
+
+#[test]
 fn decides_starts_stops_and_undeploys() {
     let s = start();
     let id = s.profile_id;

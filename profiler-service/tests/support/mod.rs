@@ -281,6 +281,7 @@ pub fn profile_spec(pid: u32, duration: Duration, frequency_hz: u32) -> ProfileS
         plugin: None,
         event: None,
         min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     }
 }
 

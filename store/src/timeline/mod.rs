@@ -1,5 +1,6 @@
 //! A profile's timeline: its windows' headers, of the profile's first
-//! event, in time order.
+//! event, in time order. A window the agent sent in several messages (see
+//! `Snapshot::split_to_fit`) is one entry, its parts' samples summed.
 
 use chrono::{DateTime, Utc};
 pub use odp_api_types::TimelineWindow;
@@ -21,12 +22,29 @@ pub async fn profile_timeline(
          from snapshots
          where profile_id = $1
            and event = (select event from snapshots where profile_id = $1 order by id limit 1)
-         order by window_start, id",
+         order by window_start, host, id",
     )
     .bind(profile_id)
     .fetch_all(&db.into())
     .await?;
-    Ok(rows.into_iter().map(TimelineWindow::from).collect())
+    Ok(whole_windows(rows.into_iter().map(TimelineWindow::from)))
+}
+
+/// Consecutive rows of one window (same host and bounds) as one.
+fn whole_windows(rows: impl Iterator<Item = TimelineWindow>) -> Vec<TimelineWindow> {
+    let mut windows: Vec<TimelineWindow> = Vec::new();
+    for row in rows {
+        match windows.last_mut() {
+            Some(last)
+                if (&last.host, last.window_start, last.window_end)
+                    == (&row.host, row.window_start, row.window_end) =>
+            {
+                last.samples = last.samples.saturating_add(row.samples);
+            }
+            _ => windows.push(row),
+        }
+    }
+    windows
 }
 
 /// One window's header.
@@ -51,5 +69,41 @@ impl From<TimelineRow> for TimelineWindow {
             samples: row.samples,
             frequency_hz: row.frequency_hz,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn window(host: &str, start_s: i64, samples: i64) -> TimelineWindow {
+        TimelineWindow {
+            host: host.into(),
+            window_start: Utc.timestamp_opt(start_s, 0).unwrap(),
+            window_end: Utc.timestamp_opt(start_s + 10, 0).unwrap(),
+            event: EventKind::CpuClock,
+            samples,
+            frequency_hz: 999,
+        }
+    }
+
+    #[test]
+    fn the_parts_of_a_window_are_one_entry() {
+        let rows = [
+            window("a", 0, 5),
+            window("a", 0, 7),
+            window("b", 0, 1),
+            window("a", 10, 2),
+            window("a", 10, 3),
+            window("a", 10, 4),
+        ];
+        let merged = whole_windows(rows.into_iter());
+        let got: Vec<(&str, i64)> = merged
+            .iter()
+            .map(|w| (w.host.as_str(), w.samples))
+            .collect();
+        assert_eq!(got, [("a", 12), ("b", 1), ("a", 9)]);
     }
 }

@@ -6,6 +6,7 @@
 mod checks;
 
 use odp_api_types::{ChannelKind, CreateEmailRequest, CreateWebhookRequest, UpdateChannelRequest};
+use odp_plumbing::egress::{url_host, EgressError, EgressPolicy};
 use odp_store::{ChannelPatch, NewChannel};
 
 use crate::error::ApiError;
@@ -118,6 +119,41 @@ pub(crate) fn patch(
     })
 }
 
+/// A channel's destination (`url` of a webhook, `smtp_url` of an email
+/// channel) must be a public address, or one the operator allow-listed: an
+/// IP literal is checked as written (after the URL parser's normalising:
+/// `http://2130706433/` is `127.0.0.1`), a name by every address it
+/// resolves to now. A name that does not resolve is accepted; the pipeline
+/// checks what it resolves to at each delivery anyway.
+pub(crate) async fn check_destination(
+    policy: &EgressPolicy,
+    kind: ChannelKind,
+    url: &str,
+) -> Result<(), ApiError> {
+    let field = match kind {
+        ChannelKind::Webhook => "url",
+        ChannelKind::Email => "smtp_url",
+    };
+    let refused = |what: String| {
+        invalid(format!(
+            "`{field}` is refused: {what}; alerts go to public addresses only, unless the \
+             destination is in the operator's ODP_ALERT_ALLOWED_DESTINATIONS"
+        ))
+    };
+    match policy.check_url(url).await {
+        Ok(_) | Err(EgressError::Unresolved) => Ok(()),
+        Err(EgressError::Refused(why)) => Err(refused(format!(
+            "{} is {why}",
+            url_host(url).map_or_else(|_| "its host".to_owned(), |h| h.to_string())
+        ))),
+        Err(EgressError::ResolvesTo(why)) => Err(refused(format!(
+            "{} resolves to {why}",
+            url_host(url).map_or_else(|_| "its host".to_owned(), |h| h.to_string())
+        ))),
+        Err(EgressError::BadUrl(e)) => Err(invalid(format!("`{field}` is not a URL: {e}"))),
+    }
+}
+
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::Unprocessable(message.into())
 }
@@ -169,6 +205,66 @@ mod tests {
         email_fields["to"] = json!(["a@example.com"]);
         assert!(refusal(new_channel(email_fields)).contains("unknown field `to`"));
         assert!(refusal(new_channel(json!({"kind": "pager"}))).contains("`kind`"));
+    }
+
+    #[tokio::test]
+    async fn destinations_inside_are_refused_unless_allowed() {
+        let strict = EgressPolicy::default();
+        for url in [
+            "http://127.0.0.1:8080/hook",
+            "http://localhost:8080/hook",
+            "http://[::1]/hook",
+            "http://0.0.0.0/",
+            "http://2130706433/",
+            "http://127.1/",
+            "http://169.254.169.254/latest/meta-data/",
+            "https://10.0.0.1/",
+            "http://[::ffff:127.0.0.1]/",
+        ] {
+            let message = refusal(check_destination(&strict, ChannelKind::Webhook, url).await);
+            assert!(
+                message.starts_with("`url` is refused: ")
+                    && message.contains("ODP_ALERT_ALLOWED_DESTINATIONS"),
+                "{url}: {message}"
+            );
+        }
+        let message =
+            refusal(check_destination(&strict, ChannelKind::Webhook, "http://2130706433:9/").await);
+        assert!(
+            message.contains("127.0.0.1 is a loopback address"),
+            "{message}"
+        );
+        let message =
+            refusal(check_destination(&strict, ChannelKind::Webhook, "http://localhost:9/").await);
+        assert!(
+            message.contains("localhost resolves to a loopback address"),
+            "{message}"
+        );
+        let message =
+            refusal(check_destination(&strict, ChannelKind::Email, "smtp://192.168.0.1:25").await);
+        assert!(
+            message.contains("`smtp_url` is refused: 192.168.0.1 is a private address"),
+            "{message}"
+        );
+        for url in ["https://8.8.8.8/hook", "https://[2606:4700:4700::1111]/"] {
+            assert!(check_destination(&strict, ChannelKind::Webhook, url)
+                .await
+                .is_ok());
+        }
+        let allowed =
+            EgressPolicy::new(vec!["127.0.0.0/8".parse().unwrap(), "::1".parse().unwrap()]);
+        for url in [
+            "http://127.0.0.1:8080/hook",
+            "http://localhost:8080/",
+            "http://127.1/",
+        ] {
+            assert!(
+                check_destination(&allowed, ChannelKind::Webhook, url)
+                    .await
+                    .is_ok(),
+                "{url}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,71 @@
+//! What a service-scoped token may start. A token's `services` patterns
+//! name services, and a name alone binds nothing: the request's target
+//! and host are the caller's to choose. So a non-admin start must profile
+//! the defined target of a defined service, on a host whose agent reports
+//! running it; an admin may profile anything anywhere.
+
+use std::time::Duration;
+
+use odp_store::Services;
+
+use crate::auth::{Caller, Role};
+use crate::error::ApiError;
+use crate::service::profiles::ValidStart;
+use crate::AppState;
+
+/// Who a start is for, and whether it may deploy an agent to a host that
+/// has none (only callers who could deploy: admins and their schedules).
+#[derive(Debug, Clone)]
+pub(crate) struct StartedBy {
+    pub subject: String,
+    pub may_deploy: bool,
+}
+
+impl StartedBy {
+    pub(crate) fn caller(caller: &Caller) -> StartedBy {
+        StartedBy {
+            subject: caller.subject.clone(),
+            may_deploy: caller.role >= Role::Admin,
+        }
+    }
+}
+
+/// Fails with 403 unless `caller` may start `start`.
+pub(crate) async fn authorize_start(
+    state: &AppState,
+    caller: &Caller,
+    start: &ValidStart,
+) -> Result<(), ApiError> {
+    caller.require_profiling(&start.service)?;
+    if caller.role >= Role::Admin {
+        return Ok(());
+    }
+    let services = Services::new(&state.pool);
+    let Some(service) = services.get(&start.service).await? else {
+        return Err(ApiError::Forbidden(format!(
+            "service {:?} is not defined: a {} token profiles only the defined \
+             target of a defined service (an admin defines it: POST /api/v1/services)",
+            start.service, caller.role
+        )));
+    };
+    if service.target != start.target {
+        return Err(ApiError::Forbidden(format!(
+            "service {:?} is {}; a {} token may profile only that target, not {}",
+            service.name, service.target, caller.role, start.target
+        )));
+    }
+    let live_within = Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
+    let runs_it = services
+        .hosts_running(&service.name, live_within)
+        .await?
+        .iter()
+        .any(|h| h.host == start.host);
+    if !runs_it {
+        return Err(ApiError::Forbidden(format!(
+            "host {:?} has no live agent reporting service {:?} (GET /api/v1/services/{}/hosts \
+             lists the hosts that run it)",
+            start.host, service.name, service.name
+        )));
+    }
+    Ok(())
+}
