@@ -136,6 +136,11 @@ pub struct ServeConfig {
     /// Heavy reads' concurrency, read and import budgets (issue 27).
     #[command(flatten)]
     pub limits: crate::read_budget::LimitOptions,
+    /// Hosts the running runs of one user (a token's subject, or a
+    /// schedule) may profile at once: a run that would take them past it
+    /// is refused (422) before anything is created.
+    #[arg(long, env = "ODP_MAX_RUN_HOSTS_PER_USER", default_value_t = 2000)]
+    pub max_run_hosts_per_user: u64,
 }
 
 impl ServeConfig {

@@ -75,6 +75,9 @@ pub struct AppState {
     pub egress: Arc<odp_plumbing::egress::EgressPolicy>,
     /// Heavy reads' concurrency limit, read and import budgets.
     pub read_limits: Arc<ReadLimits>,
+    /// Hosts one user's running runs may profile at once
+    /// (`--max-run-hosts-per-user`).
+    pub max_run_hosts_per_user: u64,
 }
 
 /// Largest request body outside uploads.
@@ -208,6 +211,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         request_timeout: config.request_timeout(),
         egress: Arc::new(config.alert_destinations.policy()),
         read_limits: Arc::new(ReadLimits::new(config.limits.clone())),
+        max_run_hosts_per_user: config.max_run_hosts_per_user,
     })
 }
 

@@ -76,6 +76,7 @@ impl InProcess {
             request_timeout: Duration::from_secs(30),
             egress: Default::default(),
             read_limits: Default::default(),
+            max_run_hosts_per_user: 2000,
         };
         InProcess {
             state,

@@ -13,12 +13,14 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use odp_store::{Database, Inserted, RunOutcome, ScheduleRow, SchedulerTick};
+use odp_api_types::ScheduleRun;
+use odp_store::{Database, Inserted, RunOutcome, Runs, ScheduleRow, SchedulerTick};
 use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
 use crate::error::ApiError;
 use crate::service::profiles::{self, ValidStart};
+use crate::service::runs;
 use crate::service::scope::StartedBy;
 use crate::AppState;
 
@@ -173,18 +175,80 @@ async fn fire_schedule(
             .claim_run(schedule.id, occurrence, RunOutcome::Started, None)
             .await?
         {
-            let (outcome, profile_id, detail) = start_profile(state, schedule).await;
+            let outcome = match &schedule.run_spec {
+                Some(spec) => {
+                    let (outcome, run, detail) = start_run(state, schedule, &spec.0).await;
+                    tx.finish_run_with_run(run_id, outcome, run, detail.as_deref())
+                        .await?;
+                    outcome
+                }
+                None => {
+                    let (outcome, profile_id, detail) = start_profile(state, schedule).await;
+                    tx.finish_run(run_id, outcome, profile_id, detail.as_deref())
+                        .await?;
+                    outcome
+                }
+            };
             match outcome {
                 RunOutcome::Started => report.started += 1,
                 RunOutcome::SkippedBusy => report.skipped_busy += 1,
                 RunOutcome::Failed | RunOutcome::Missed => report.failed += 1,
             }
-            tx.finish_run(run_id, outcome, profile_id, detail.as_deref())
-                .await?;
             fired_at = Some(now);
         }
     }
     tx.advance(schedule.id, plan.next_run_at, fired_at).await
+}
+
+/// Who a schedule's profiles and runs are started by: schedules are an
+/// admin's to make, so they may deploy as one.
+fn started_by(schedule: &ScheduleRow) -> StartedBy {
+    StartedBy {
+        subject: format!("schedule:{}", schedule.id),
+        may_deploy: true,
+    }
+}
+
+/// What a failed start records: its message, or for an internal error a
+/// pointer to the log.
+fn failure(schedule: &ScheduleRow, e: ApiError) -> String {
+    match e {
+        ApiError::Internal(e) => {
+            tracing::error!(schedule = %schedule.id, error = %e, "scheduled start failed");
+            "internal error; see the api-server log".into()
+        }
+        e => e.to_string(),
+    }
+}
+
+/// Starts a run schedule's run through the same path as
+/// `POST /api/v1/runs`, as `schedule:<id>`; skipped while its previous
+/// run is still running.
+async fn start_run(
+    state: &AppState,
+    schedule: &ScheduleRow,
+    spec: &ScheduleRun,
+) -> (RunOutcome, Option<Uuid>, Option<String>) {
+    let by = started_by(schedule);
+    match Runs::new(&state.pool).running_for(&by.subject).await {
+        Ok(running) => {
+            if let Some(previous) = running.first() {
+                return (
+                    RunOutcome::SkippedBusy,
+                    None,
+                    Some(format!("its previous run {} is still running", previous.id)),
+                );
+            }
+        }
+        Err(e) => return (RunOutcome::Failed, None, Some(failure(schedule, e.into()))),
+    }
+    match runs::create_for_schedule(state, schedule, spec, &by).await {
+        Ok(run) => {
+            tracing::info!(schedule = %schedule.id, run = %run.id, "scheduled run started");
+            (RunOutcome::Started, Some(run.id), None)
+        }
+        Err(e) => (RunOutcome::Failed, None, Some(failure(schedule, e))),
+    }
 }
 
 /// Starts the schedule's profile through the same path as
@@ -204,11 +268,7 @@ async fn start_profile(
         options: schedule.options.clone(),
         run_id: None,
     };
-    // Schedules are an admin's to make, so they may deploy as one.
-    let by = StartedBy {
-        subject: format!("schedule:{}", schedule.id),
-        may_deploy: true,
-    };
+    let by = started_by(schedule);
     match profiles::start(state, start, &by, None).await {
         Ok(Inserted::Created(row) | Inserted::Replayed(row)) => {
             tracing::info!(schedule = %schedule.id, profile_id = %row.id, "scheduled profile started");
@@ -222,14 +282,6 @@ async fn start_profile(
                 live.id
             )),
         ),
-        Err(ApiError::Internal(e)) => {
-            tracing::error!(schedule = %schedule.id, error = %e, "scheduled start failed");
-            (
-                RunOutcome::Failed,
-                None,
-                Some("internal error; see the api-server log".into()),
-            )
-        }
-        Err(e) => (RunOutcome::Failed, None, Some(e.to_string())),
+        Err(e) => (RunOutcome::Failed, None, Some(failure(schedule, e))),
     }
 }

@@ -60,7 +60,9 @@ fn all_hosts() -> HostSelection {
 
 /// Where a run is: `dispatching` until a member runs, `running`, then
 /// `finished`, `stopped` (on request), `precise` (its stop rule was met)
-/// or `partial` (it ended with some hosts failed or expired).
+/// or `partial` (every member ended, and some chosen hosts have no
+/// profile to show: not started, failed or expired; each member's `reason`
+/// says why, and the rest of the run is kept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -73,15 +75,20 @@ pub enum RunStatus {
     Partial,
 }
 
-/// One chosen host's member profile.
+/// One chosen host's member profile, or why it has none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct RunMember {
     pub host: String,
-    /// Absent when the host's profile could not be started.
+    /// Absent when no profile was recorded for the host (its target
+    /// already had a live profile, or the start failed before recording
+    /// one); a start the broker refused links its failed profile.
     pub profile_id: Option<Uuid>,
+    /// `failed` for a member that was not started.
     pub status: ProfileStatus,
-    /// Why a member failed, expired or was not started.
+    /// Why a member failed, expired or was not started: a member not
+    /// started says `not started: ...` (`the target already has a live
+    /// profile <id>`, `the broker refused the start command: ...`).
     pub reason: Option<String>,
 }
 

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
+use odp_core::run::{HostSelection, StopRule};
 use odp_core::Target;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -70,6 +71,80 @@ fn utc() -> String {
     "UTC".into()
 }
 
+/// The run a run schedule starts each time it fires, as `POST
+/// /api/v1/runs` would (the service, duration, frequency, window and
+/// options are the schedule's own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleRun {
+    /// Which of the live hosts running the service: `"all"` (default),
+    /// `{"count": K}` or `{"percent": P}`, chosen anew at each firing.
+    #[serde(default = "all_hosts")]
+    pub hosts: HostSelection,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(max_items = 4))]
+    pub stratify_by: Vec<String>,
+    /// The same seed at every firing (random each time when absent).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub strict: bool,
+    #[serde(default)]
+    pub stop_when: Option<StopRule>,
+}
+
+fn all_hosts() -> HostSelection {
+    HostSelection::All
+}
+
+/// `POST /api/v1/schedules` with `run`: a schedule that starts a run of a
+/// defined service each time it fires, on the hosts chosen then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateRunScheduleRequest {
+    #[cfg_attr(
+        feature = "schema",
+        schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")
+    )]
+    pub name: String,
+    /// A defined service (`POST /api/v1/services`).
+    #[cfg_attr(
+        feature = "schema",
+        schema(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")
+    )]
+    pub service: String,
+    pub run: ScheduleRun,
+    /// The longest each member profiles.
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 3600))]
+    pub duration_secs: u64,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 10000))]
+    pub frequency_hz: Option<u32>,
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 300))]
+    pub window_secs: Option<u64>,
+    /// As for a host schedule.
+    pub cron: String,
+    #[serde(default = "utc")]
+    pub timezone: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub options: Option<ProfileOptions>,
+}
+
+/// `POST /api/v1/schedules`: a schedule of one host's target, or, with
+/// `run`, of a run of a service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum NewScheduleRequest {
+    Run(CreateRunScheduleRequest),
+    Host(CreateScheduleRequest),
+}
+
 /// `PATCH /api/v1/schedules/{id}`: absent fields stay as they are.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
@@ -111,6 +186,12 @@ pub struct Schedule {
     pub last_run_at: Option<DateTime<Utc>>,
     /// Plugin, event and cost control of every run (see `Profile`).
     pub options: StartOptions,
+    /// A run schedule's run: each firing starts a run of `service` on the
+    /// hosts chosen then (`host` is then `*`, and `target` the service's
+    /// when the schedule was made; the run profiles the service's target
+    /// at the time). Absent for a schedule of one host's target.
+    #[serde(default)]
+    pub run: Option<ScheduleRun>,
 }
 
 /// A schedule with its latest runs, newest first.
@@ -125,11 +206,13 @@ pub struct ScheduleWithRuns {
 wire_enum! {
     /// What happened to one occurrence of a schedule.
     pub enum RunOutcome {
-        /// A profile was started; `profile_id` links it.
+        /// A profile was started; `profile_id` links it (a run schedule's
+        /// run: `run_id`).
         Started => "started",
         /// Not fired: it fell due while no scheduler ran, or too long ago.
         Missed => "missed",
-        /// Not fired: the target already had a live profile.
+        /// Not fired: the target already had a live profile (a run
+        /// schedule: its previous run is still running).
         SkippedBusy => "skipped_busy",
         /// Firing failed; `detail` says why.
         Failed => "failed",
@@ -144,6 +227,9 @@ pub struct RunView {
     pub fired_at: DateTime<Utc>,
     pub outcome: RunOutcome,
     pub profile_id: Option<Uuid>,
+    /// The run a run schedule's firing started.
+    #[serde(default)]
+    pub run_id: Option<Uuid>,
     pub detail: Option<String>,
 }
 

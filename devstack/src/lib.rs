@@ -18,6 +18,7 @@ mod demo;
 mod dev;
 mod error;
 pub mod fixtures;
+pub mod fleet;
 mod kafka;
 mod mariadb;
 mod platform;

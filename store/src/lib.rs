@@ -78,7 +78,7 @@ pub use rules::{
     create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,
     RuleRow,
 };
-pub use runs::{NewRun, RunEnd, RunRow, RunState, Runs};
+pub use runs::{NewRun, RunEnd, RunHost, RunHostRow, RunRow, RunState, Runs};
 pub use schedules::{
     claim_run, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow, SchedulerTick,
     Schedules, SCHEDULER_LOCK_KEY,

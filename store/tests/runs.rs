@@ -2,9 +2,11 @@
 //! recorded with what they asked and chose, their members found by run,
 //! ended once (the first end wins), their progress kept while running.
 
+use odp_core::ProfileStatus;
 use odp_core::Target;
 use odp_store::{
-    Database, Inserted, Labels, NewProfile, NewRun, ProfileMode, Profiles, RunEnd, RunState, Runs,
+    Database, Inserted, Labels, NewProfile, NewRun, ProfileMode, Profiles, RunEnd, RunHost,
+    RunState, Runs,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -133,4 +135,102 @@ async fn a_run_is_recorded_with_its_members_and_ends_once(db: Database) {
     assert_eq!(runs.list(None, 10).await.unwrap().len(), 2);
 }
 
-on_both_backends!(a_run_is_recorded_with_its_members_and_ends_once);
+/// Each chosen host's start is recorded once, with why a member was not
+/// started; a user's live members are counted across their running runs;
+/// a run with hosts lacking a profile ends partial.
+async fn host_starts_are_recorded_and_live_members_counted(db: Database) {
+    let runs = Runs::new(&db);
+    let first = run("checkout");
+    runs.create(&first).await.unwrap();
+    let h1 = member(&db, first.id, "h1").await;
+    let blocker = Uuid::new_v4();
+    let started = RunHost {
+        host: "h1".into(),
+        profile_id: Some(h1),
+        started: true,
+        reason: None,
+        blocked_by: None,
+    };
+    let busy = RunHost {
+        host: "h2".into(),
+        profile_id: None,
+        started: false,
+        reason: Some(format!("the target already has a live profile {blocker}")),
+        blocked_by: Some(blocker),
+    };
+    runs.record_host(first.id, &started).await.unwrap();
+    runs.record_host(first.id, &busy).await.unwrap();
+    // A host recorded again keeps its first record.
+    runs.record_host(
+        first.id,
+        &RunHost {
+            reason: Some("later".into()),
+            ..busy.clone()
+        },
+    )
+    .await
+    .unwrap();
+    let recorded = runs.hosts_of(&[first.id]).await.unwrap();
+    let seen: Vec<RunHost> = recorded
+        .iter()
+        .map(|r| RunHost {
+            host: r.host.clone(),
+            profile_id: r.profile_id,
+            started: r.started,
+            reason: r.reason.clone(),
+            blocked_by: r.blocked_by,
+        })
+        .collect();
+    assert_eq!(seen, [started, busy]);
+    assert!(recorded.iter().all(|r| r.run_id == first.id));
+    assert!(runs.hosts_of(&[]).await.unwrap().is_empty());
+
+    // alice: one live member in a running run; a second run's member and
+    // bob's run do not change her count until they are hers and live.
+    assert_eq!(runs.live_members_for("alice").await.unwrap(), 1);
+    let second = run("cart");
+    runs.create(&second).await.unwrap();
+    let cart = member(&db, second.id, "h1").await;
+    assert_eq!(runs.live_members_for("alice").await.unwrap(), 2);
+    let bobs = NewRun {
+        requested_by: "bob".into(),
+        ..run("search")
+    };
+    runs.create(&bobs).await.unwrap();
+    member(&db, bobs.id, "h3").await;
+    assert_eq!(runs.live_members_for("alice").await.unwrap(), 2);
+    assert_eq!(runs.live_members_for("bob").await.unwrap(), 1);
+    assert_eq!(runs.live_members_for("carol").await.unwrap(), 0);
+    // An ended member no longer counts, nor do an ended run's members.
+    Profiles::new(&db)
+        .transition(cart, ProfileStatus::Failed, Some("the agent lost it"))
+        .await
+        .unwrap();
+    assert_eq!(runs.live_members_for("alice").await.unwrap(), 1);
+    let running: Vec<Uuid> = runs
+        .running_for("alice")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(running, [first.id, second.id]);
+
+    let partial = RunEnd {
+        state: RunState::Partial,
+        reason: "every member ended; 1 of 2 host(s) have no profile to show",
+        reached_epsilon: None,
+        samples_used: Some(0),
+    };
+    assert!(runs.end(first.id, &partial).await.unwrap());
+    let ended = runs.get(first.id).await.unwrap().unwrap();
+    assert_eq!(ended.status, RunState::Partial);
+    assert_eq!(ended.status_reason.as_deref(), Some(partial.reason));
+    assert_eq!(runs.live_members_for("alice").await.unwrap(), 0);
+    assert_eq!(runs.running_for("alice").await.unwrap().len(), 1);
+}
+
+on_both_backends!(
+    a_run_is_recorded_with_its_members_and_ends_once,
+    host_starts_are_recorded_and_live_members_counted,
+);

@@ -7,11 +7,13 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use odp_api_types::ScheduleRun;
 use odp_core::cost::StartOptions;
+use odp_core::run::{HostSelection, StopRule};
 use odp_core::{EventKind, Target};
 use odp_store::{
-    Database, NewSchedule, ProfileMode, RunOutcome, SchedulePatch, SchedulerTick, Schedules,
-    StoreError,
+    Database, NewRun, NewSchedule, ProfileMode, RunOutcome, Runs, SchedulePatch, SchedulerTick,
+    Schedules, StoreError,
 };
 use uuid::Uuid;
 
@@ -45,6 +47,7 @@ fn nightly(name: &str, next_run_at: Option<&str>) -> NewSchedule {
             overhead_budget: Some(0.02),
             ..StartOptions::default()
         },
+        run_spec: None,
     }
 }
 
@@ -549,7 +552,87 @@ async fn one_tick_holds_the_lock_and_every_end_frees_it(db: Database) {
     assert!(lock_is_free(&db).await);
 }
 
+/// A run schedule keeps its run's spec, and each started occurrence links
+/// the run it started.
+async fn a_run_schedule_keeps_its_spec_and_links_its_runs(db: Database) {
+    let schedules = Schedules::new(&db);
+    let spec = ScheduleRun {
+        hosts: HostSelection::Percent(25.0),
+        stratify_by: vec!["zone".into()],
+        seed: Some(7),
+        strict: true,
+        stop_when: Some(StopRule {
+            top: 3,
+            max_stderr: 0.02,
+        }),
+    };
+    let new = NewSchedule {
+        host: "*".into(),
+        run_spec: Some(spec.clone()),
+        ..nightly("hourly-checkout-run", Some("2030-01-01T10:00:00Z"))
+    };
+    let created = schedules.create(&new).await.unwrap();
+    assert_eq!(created.run_spec.as_ref().map(|s| &s.0), Some(&spec));
+    let shown = odp_api_types::Schedule::from(created);
+    assert_eq!((shown.host.as_str(), shown.run), ("*", Some(spec)));
+    let plain = schedules.create(&nightly("plain", None)).await.unwrap();
+    assert!(plain.run_spec.is_none());
+
+    let run = Uuid::new_v4();
+    Runs::new(&db)
+        .create(&NewRun {
+            id: run,
+            service: "checkout".into(),
+            selection: serde_json::json!({}),
+            chosen: serde_json::json!({}),
+            stop_rule: None::<serde_json::Value>,
+            max_duration_ms: 30_000,
+            requested_by: format!("schedule:{}", new.id),
+        })
+        .await
+        .unwrap();
+    let mut tick = SchedulerTick::begin(&db).await.unwrap();
+    let ten = at("2030-01-01T10:00:00Z");
+    let started = tick
+        .claim_run(new.id, ten, RunOutcome::Started, None)
+        .await
+        .unwrap()
+        .unwrap();
+    tick.finish_run_with_run(started, RunOutcome::Started, Some(run), None)
+        .await
+        .unwrap();
+    let eleven = at("2030-01-01T11:00:00Z");
+    let busy = tick
+        .claim_run(new.id, eleven, RunOutcome::Started, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let why = format!("its previous run {run} is still running");
+    tick.finish_run_with_run(busy, RunOutcome::SkippedBusy, None, Some(&why))
+        .await
+        .unwrap();
+    tick.commit().await.unwrap();
+    let recorded: Vec<_> = schedules
+        .runs(new.id, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.outcome, r.profile_id, r.run_id, r.detail))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (RunOutcome::SkippedBusy, None, None, Some(why)),
+            (RunOutcome::Started, None, Some(run), None),
+        ]
+    );
+    let view = odp_api_types::RunView::from(schedules.runs(new.id, 1).await.unwrap().remove(0));
+    assert_eq!(view.run_id, None);
+    assert!(schedules.delete(new.id).await.unwrap());
+}
+
 on_both_backends!(
+    a_run_schedule_keeps_its_spec_and_links_its_runs,
     crud_with_name_conflicts_and_patches,
     due_schedules_are_enabled_at_or_before_now_oldest_first,
     a_run_is_claimed_once_when_two_ticks_race,

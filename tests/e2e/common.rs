@@ -198,3 +198,32 @@ pub(crate) async fn wait_for_body(
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }
+
+/// Defines the service `demo` (the demo program, `cpu-split`) and waits
+/// until the platform's agent reports running it; the hosts found.
+pub(crate) async fn define_demo_service(h: &Harness) -> serde_json::Value {
+    let admin = h.platform.client();
+    admin
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/services",
+            Some(&serde_json::json!({"name": "demo", "process_name": "cpu-split"})),
+            201,
+        )
+        .await
+        .expect("define the service");
+    let found = wait_for_body(
+        &admin,
+        "/api/v1/services/demo/hosts",
+        Duration::from_secs(60),
+        |b| b["hosts"].as_array().is_some_and(|hosts| !hosts.is_empty()),
+    )
+    .await;
+    assert_eq!(
+        found["hosts"].as_array().map(Vec::len),
+        Some(1),
+        "{found}\n{}",
+        h.platform.logs()
+    );
+    found
+}

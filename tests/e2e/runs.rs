@@ -32,28 +32,7 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
     let admin = h.platform.client();
     let secret = &h.platform.jwt_secret;
     let _demo = h.spawn_demo_for(120);
-    admin
-        .call(
-            Method::POST,
-            "/api/v1/services",
-            Some(&json!({"name": "demo", "process_name": "cpu-split"})),
-            201,
-        )
-        .await
-        .expect("define the service");
-    let found = common::wait_for_body(
-        &admin,
-        "/api/v1/services/demo/hosts",
-        Duration::from_secs(60),
-        |b| b["hosts"].as_array().is_some_and(|hosts| !hosts.is_empty()),
-    )
-    .await;
-    assert_eq!(
-        found["hosts"].as_array().unwrap().len(),
-        1,
-        "{}",
-        h.platform.logs()
-    );
+    common::define_demo_service(&h).await;
 
     // Refused before anything is created.
     let runs = "/api/v1/runs";
@@ -148,10 +127,7 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
     let epsilon = ended["reached_epsilon"].as_f64().unwrap();
     assert!(epsilon <= 0.02, "{ended}");
     assert!(ended["saved_secs"].as_f64().unwrap() > 20.0, "{ended}");
-    let samples = ended["samples_used"].as_i64().unwrap();
-    // The pooled binomial's N for the widest of 60/30/10% shares at ±2%:
-    // 0.6·0.4/0.02² = 600 samples; a window more at most (2 s at 99 Hz).
-    assert!((600..=600 + 2 * 99 + 99).contains(&samples), "{ended}");
+    let samples = ended["samples_used"].as_f64().unwrap();
     let member = ended["members"][0]["profile_id"]
         .as_str()
         .unwrap()
@@ -170,6 +146,20 @@ async fn a_run_chooses_live_hosts_and_its_stop_rule_ends_it_early() {
         .unwrap();
     let top = precision["decision"]["top"].as_array().unwrap();
     assert_eq!(top[0]["function"], "demo_hot", "{precision}");
+    // The pooled binomial's N for the widest top share at ±2%, p(1−p)/ε²:
+    // 600 samples for the demo's 60%, fewer when a busy machine moves the
+    // split (587 at 64%); the rule may take up to a window more (2 s at
+    // 99 Hz), and the shares move a little as the last samples land.
+    let widest = top
+        .iter()
+        .map(|t| t["share"].as_f64().unwrap())
+        .map(|p| p * (1.0 - p))
+        .fold(0.0, f64::max);
+    let analytic = widest / (0.02 * 0.02);
+    assert!(
+        (0.9 * analytic..=analytic + 3.0 * 198.0).contains(&samples),
+        "{samples} samples against {analytic:.0}: {ended}\n{precision}"
+    );
     assert!(
         // The demo's 60% moves a few points when the machine is busy.
         (0.5..0.75).contains(&top[0]["share"].as_f64().unwrap()),

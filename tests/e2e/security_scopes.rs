@@ -25,22 +25,7 @@ async fn a_scoped_token_profiles_only_its_services_target_on_its_hosts() {
     let admin = h.platform.client();
     let host = h.platform.host_id.clone();
     let _demo = h.spawn_demo_for(120);
-    admin
-        .call(
-            Method::POST,
-            "/api/v1/services",
-            Some(&json!({"name": "demo", "process_name": "cpu-split"})),
-            201,
-        )
-        .await
-        .expect("define the service");
-    common::wait_for_body(
-        &admin,
-        "/api/v1/services/demo/hosts",
-        Duration::from_secs(60),
-        |b| b["hosts"].as_array().is_some_and(|hosts| !hosts.is_empty()),
-    )
-    .await;
+    common::define_demo_service(&h).await;
     let secret = &h.platform.jwt_secret;
     let scoped = h
         .platform

@@ -105,7 +105,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Compare two profiles or aggregates, each normalized by its own total. */
+        /**
+         * Compare two profiles, aggregates or runs (or strata of runs), each
+         *     normalized by its own total.
+         */
         get: operations["diff"];
         put?: never;
         post?: never;
@@ -445,6 +448,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{id}/flamegraph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's aggregate (every member, merged per host, then across
+         *     hosts) as a flame graph.
+         */
+        get: operations["run_flame_graph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every chosen host of the run: its labels, samples and hottest
+         *     functions, and how far its function mix is from the other hosts' (a
+         *     chi-square test against the others pooled, over the run's top
+         *     functions); outliers are the hosts below `alpha / hosts`.
+         */
+        get: operations["run_hosts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{id}/precision": {
         parameters: {
             query?: never;
@@ -485,6 +530,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The windows of every member of the run in time order: host, bounds,
+         *     event and samples.
+         */
+        get: operations["run_timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/top": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's hottest functions over every member: self and total shares
+         *     with error bounds.
+         */
+        get: operations["run_top_functions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/schedules": {
         parameters: {
             query?: never;
@@ -495,7 +580,10 @@ export interface paths {
         /** Every schedule. */
         get: operations["list_schedules"];
         put?: never;
-        /** Create a schedule (admin). */
+        /**
+         * Create a schedule (admin): of one host's target, or, with `run`, of a
+         *     run of a defined service on the hosts chosen each time it fires.
+         */
         post: operations["create_schedule"];
         delete?: never;
         options?: never;
@@ -747,6 +835,30 @@ export interface components {
             stratify_by?: string[];
             /** @description Refuse (422) rather than take every host when K exceeds them. */
             strict?: boolean;
+            /** Format: int64 */
+            window_secs?: number | null;
+        };
+        /**
+         * @description `POST /api/v1/schedules` with `run`: a schedule that starts a run of a
+         *     defined service each time it fires, on the hosts chosen then.
+         */
+        CreateRunScheduleRequest: {
+            /** @description As for a host schedule. */
+            cron: string;
+            /**
+             * Format: int64
+             * @description The longest each member profiles.
+             */
+            duration_secs: number;
+            enabled?: boolean;
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            name: string;
+            options?: null | components["schemas"]["ProfileOptions"];
+            run: components["schemas"]["ScheduleRun"];
+            /** @description A defined service (`POST /api/v1/services`). */
+            service: string;
+            timezone?: string;
             /** Format: int64 */
             window_secs?: number | null;
         };
@@ -1114,6 +1226,23 @@ export interface components {
             /** Format: double */
             target_total_share: number;
         };
+        /**
+         * @description The function whose self share differs most between a host and the
+         *     others.
+         */
+        FunctionMove: {
+            function: string;
+            /**
+             * Format: double
+             * @description Its self share on the host.
+             */
+            host_share: number;
+            /**
+             * Format: double
+             * @description Its self share on the other hosts pooled.
+             */
+            others_share: number;
+        };
         FunctionShare: {
             function: string;
             /**
@@ -1136,6 +1265,17 @@ export interface components {
             total_samples: number;
             /** Format: double */
             total_share: number;
+        };
+        /** @description One of a host's hottest functions. */
+        HostFunction: {
+            function: string;
+            /** Format: int64 */
+            self_samples: number;
+            /**
+             * Format: double
+             * @description Of the host's samples.
+             */
+            self_share: number;
         };
         /**
          * @description How many of the live hosts a run takes. In JSON: `"all"`,
@@ -1230,6 +1370,25 @@ export interface components {
         };
         /** @enum {string} */
         LibraryKind: "jar" | "python" | "shared";
+        /**
+         * @description `POST /api/v1/schedules`: a schedule of one host's target, or, with
+         *     `run`, of a run of a service.
+         */
+        NewScheduleRequest: components["schemas"]["CreateRunScheduleRequest"] | components["schemas"]["CreateScheduleRequest"];
+        /** @description How hosts are compared. */
+        OutlierOptions: {
+            /**
+             * Format: double
+             * @description Family-wise false-positive rate: a host is flagged when its p-value
+             *     is below `alpha / hosts`.
+             */
+            alpha: number;
+            /**
+             * @description The run's top functions (by self samples) compared one by one; the
+             *     others are one category.
+             */
+            top_k: number;
+        };
         /** @description A profile as the API shows it. */
         Profile: {
             agent_id?: string | null;
@@ -1519,16 +1678,115 @@ export interface components {
             stop_when?: null | components["schemas"]["StopRule"];
             stratify_by: string[];
         };
-        /** @description One chosen host's member profile. */
+        /** @description A run's flame graph JSON answers: the tree or a speedscope file. */
+        RunFlameGraphBody: components["schemas"]["RunFlameGraphJson"] | components["schemas"]["SpeedscopeFile"];
+        /**
+         * @description A run's aggregate (all its members) as a flame graph tree
+         *     (`format=json`).
+         */
+        RunFlameGraphJson: components["schemas"]["SampleUnit"] & {
+            event?: null | components["schemas"]["EventKind"];
+            hosts: components["schemas"]["HostSummary"][];
+            /** Format: int64 */
+            profiles: number;
+            root: components["schemas"]["FlameNode"];
+            /** Format: uuid */
+            run_id: string;
+            /**
+             * Format: int64
+             * @description Every sample of every member (the root's count).
+             */
+            samples: number;
+            service: string;
+            /** Format: int64 */
+            snapshots: number;
+        };
+        /**
+         * @description One chosen host of a run: its member, its samples, its hottest
+         *     functions and how far it is from the other hosts.
+         */
+        RunHost: {
+            /** @description Degrees of freedom (0 when not tested: no samples or no peers). */
+            df: number;
+            /**
+             * Format: double
+             * @description Total variation distance of its shares from the others', 0 to 1.
+             */
+            distance: number;
+            host: string;
+            /**
+             * @description The labels its agent reports (empty when it no longer reports the
+             *     service).
+             */
+            labels: {
+                [key: string]: string;
+            };
+            moved?: null | components["schemas"]["FunctionMove"];
+            /** @description `p_value` is below `alpha / hosts`. */
+            outlier: boolean;
+            /** Format: double */
+            p_value: number;
+            /**
+             * Format: uuid
+             * @description Absent when the host's member could not be started.
+             */
+            profile_id?: string | null;
+            /** Format: int64 */
+            samples: number;
+            /** Format: int64 */
+            snapshots: number;
+            /**
+             * Format: double
+             * @description Chi-square statistic of its function counts against the other
+             *     hosts pooled (0 when not tested).
+             */
+            statistic: number;
+            status: components["schemas"]["ProfileStatus"];
+            /** @description Its largest self shares, hottest first. */
+            top: components["schemas"]["HostFunction"][];
+        };
+        /**
+         * @description `GET /api/v1/runs/{id}/hosts`: the per-host breakdown and the hosts
+         *     whose function mix differs most from the rest of the run.
+         */
+        RunHostsResponse: components["schemas"]["SampleUnit"] & {
+            event?: null | components["schemas"]["EventKind"];
+            /** @description The run's top functions the test compares one by one. */
+            functions: string[];
+            /** @description Every chosen host, most different first (by statistic). */
+            hosts: components["schemas"]["RunHost"][];
+            /** @description How hosts were compared. */
+            options: components["schemas"]["OutlierOptions"];
+            /** @description The flagged hosts, most different first. */
+            outliers: string[];
+            /** Format: uuid */
+            run_id: string;
+            /** Format: int64 */
+            samples: number;
+            service: string;
+            /**
+             * Format: double
+             * @description `alpha / hosts`: p-values below it are flagged.
+             */
+            threshold: number;
+        };
+        /** @description One chosen host's member profile, or why it has none. */
         RunMember: {
             host: string;
             /**
              * Format: uuid
-             * @description Absent when the host's profile could not be started.
+             * @description Absent when no profile was recorded for the host (its target
+             *     already had a live profile, or the start failed before recording
+             *     one); a start the broker refused links its failed profile.
              */
             profile_id?: string | null;
-            /** @description Why a member failed, expired or was not started. */
+            /**
+             * @description Why a member failed, expired or was not started: a member not
+             *     started says `not started: ...` (`the target already has a live
+             *     profile <id>`, `the broker refused the start command: ...`).
+             */
             reason?: string | null;
+            /** @description `failed` for a member that was not started. */
             status: components["schemas"]["ProfileStatus"];
         };
         /**
@@ -1550,10 +1808,31 @@ export interface components {
         /**
          * @description Where a run is: `dispatching` until a member runs, `running`, then
          *     `finished`, `stopped` (on request), `precise` (its stop rule was met)
-         *     or `partial` (it ended with some hosts failed or expired).
+         *     or `partial` (every member ended, and some chosen hosts have no
+         *     profile to show: not started, failed or expired; each member's `reason`
+         *     says why, and the rest of the run is kept).
          * @enum {string}
          */
         RunStatus: "dispatching" | "running" | "finished" | "stopped" | "precise" | "partial";
+        /** @description A run's members' windows, in time order. */
+        RunTimelineJson: {
+            /** Format: uuid */
+            run_id: string;
+            windows: components["schemas"]["TimelineWindow"][];
+        };
+        /** @description A run's hottest functions over all its members. */
+        RunTopResponse: components["schemas"]["SampleUnit"] & {
+            event?: null | components["schemas"]["EventKind"];
+            /** @description Hottest first by self samples. */
+            functions: components["schemas"]["FunctionShare"][];
+            /** @description Hosts with samples. */
+            hosts: number;
+            /** Format: uuid */
+            run_id: string;
+            /** Format: int64 */
+            samples: number;
+            service: string;
+        };
         /** @description One firing of a schedule. */
         RunView: {
             detail?: string | null;
@@ -1562,6 +1841,11 @@ export interface components {
             outcome: components["schemas"]["RunOutcome"];
             /** Format: uuid */
             profile_id?: string | null;
+            /**
+             * Format: uuid
+             * @description The run a run schedule's firing started.
+             */
+            run_id?: string | null;
             /** Format: date-time */
             scheduled_for: string;
         };
@@ -1622,6 +1906,7 @@ export interface components {
             next_run_at?: string | null;
             /** @description Plugin, event and cost control of every run (see `Profile`). */
             options: components["schemas"]["StartOptions"];
+            run?: null | components["schemas"]["ScheduleRun"];
             service: string;
             target: components["schemas"]["Target"];
             timezone: string;
@@ -1629,6 +1914,26 @@ export interface components {
             updated_at: string;
             /** Format: int32 */
             window_secs?: number | null;
+        };
+        /**
+         * @description The run a run schedule starts each time it fires, as `POST
+         *     /api/v1/runs` would (the service, duration, frequency, window and
+         *     options are the schedule's own).
+         */
+        ScheduleRun: {
+            /**
+             * @description Which of the live hosts running the service: `"all"` (default),
+             *     `{"count": K}` or `{"percent": P}`, chosen anew at each firing.
+             */
+            hosts?: components["schemas"]["HostSelection"];
+            /**
+             * Format: int64
+             * @description The same seed at every firing (random each time when absent).
+             */
+            seed?: number | null;
+            stop_when?: null | components["schemas"]["StopRule"];
+            stratify_by?: string[];
+            strict?: boolean;
         };
         /** @description A schedule with its latest runs, newest first. */
         ScheduleWithRuns: components["schemas"]["Schedule"] & {
@@ -2699,6 +3004,13 @@ export interface operations {
                 baseline_since?: string;
                 /** @description RFC 3339 time, at most 31 days after `baseline_since`. */
                 baseline_until?: string;
+                /** @description The baseline run's id: every member's samples. */
+                baseline_run?: string;
+                /**
+                 * @description With `baseline_run`: only its hosts whose agent labels hold every
+                 *     `key:value` of this comma-separated list (`version:v1,zone:a`).
+                 */
+                baseline_labels?: string;
                 /** @description The target profile's id. */
                 target?: string;
                 target_service?: string;
@@ -2706,6 +3018,13 @@ export interface operations {
                 target_since?: string;
                 /** @description RFC 3339 time, at most 31 days after `target_since`. */
                 target_until?: string;
+                /** @description The target run's id (may be the baseline's, with other labels). */
+                target_run?: string;
+                /**
+                 * @description With `target_run`: only its hosts whose agent labels hold every
+                 *     `key:value` of this comma-separated list.
+                 */
+                target_labels?: string;
                 format?: "json" | "svg";
                 /** @description Only stacks with a frame matching this regex. */
                 include?: string;
@@ -4881,6 +5200,217 @@ export interface operations {
             };
         };
     };
+    run_flame_graph: {
+        parameters: {
+            query?: {
+                format?: "json" | "folded" | "svg" | "pprof" | "speedscope";
+                /** @description Only threads with this name, or matching it as a regex. */
+                thread?: string;
+                /** @description Only stacks with a frame matching this regex. */
+                include?: string;
+                /** @description Without stacks with a frame matching this regex. */
+                exclude?: string;
+                /**
+                 * @description JSON: at most about this many nodes (default 8192); lighter
+                 *     subtrees merge into one `other` node per parent, so every total
+                 *     stays exact.
+                 */
+                max_nodes?: number;
+                /**
+                 * @description JSON: open only the subtree at this path of frame names,
+                 *     `;`-separated from the root.
+                 */
+                focus?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run's flame graph in the requested format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunFlameGraphBody"];
+                    "application/octet-stream": number[];
+                    "image/svg+xml": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    run_hosts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The run's top functions compared one by one (the rest are one
+                 *     category); 10 when absent.
+                 */
+                top_k?: number;
+                /**
+                 * @description Family-wise false-positive rate; a host is flagged when its
+                 *     p-value is below `alpha / hosts`. 0.01 when absent.
+                 */
+                alpha?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The hosts, most different first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunHostsResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     run_precision: {
         parameters: {
             query?: never;
@@ -5068,6 +5598,193 @@ export interface operations {
             };
         };
     };
+    run_timeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members' windows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunTimelineJson"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    run_top_functions: {
+        parameters: {
+            query?: {
+                /** @description How many functions; 20 when absent. */
+                limit?: number;
+                /** @description Only threads with this name, or matching it as a regex. */
+                thread?: string;
+                /** @description Only stacks with a frame matching this regex. */
+                include?: string;
+                /** @description Without stacks with a frame matching this regex. */
+                exclude?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The functions table */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunTopResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     list_schedules: {
         parameters: {
             query?: never;
@@ -5152,7 +5869,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateScheduleRequest"];
+                "application/json": components["schemas"]["NewScheduleRequest"];
             };
         };
         responses: {

@@ -8,7 +8,7 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use odp_api_types::{AggregateBody, AggregateJson, HostSummary};
+use odp_api_types::{AggregateBody, AggregateJson};
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_store::{Read, ReadScope};
 use utoipa::IntoParams;
@@ -19,8 +19,10 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::CommonErrors;
-use crate::render::{nanos_per_sample, render, sample_unit, Format, Rendering};
-use crate::service::queries::{filter_error, parse_range, shape, TreeParams, MAX_MAX_NODES};
+use crate::render::Format;
+use crate::service::queries::{
+    filter_error, parse_range, render_merged, MergedTitle, TreeParams, MAX_MAX_NODES,
+};
 use crate::service::start_options::parse_event;
 use crate::validate::validate_name;
 use crate::AppState;
@@ -251,54 +253,33 @@ async fn aggregate(
         format,
         tree,
     } = AggregateParams::from_pairs(pairs)?.validate()?;
-    let limits = state.read_limits.clone();
-    let _turn = limits.heavy_read().await?;
-    let result = odp_store::read(&state.pool, &query.read).await?;
-    limits.check_read(&result)?;
-    let hosts: Vec<HostSummary> = result
-        .hosts
-        .iter()
-        .map(|h| HostSummary {
-            host: h.host.clone(),
-            samples: h.samples(),
-            profiles: h.profiles,
-            snapshots: h.snapshots,
-        })
-        .collect();
-    let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
-    let result = std::sync::Arc::new(result);
-    let (root, stacks) = shape(result.clone(), format, tree).await?;
-    let units = sample_unit(result.event, result.period);
-    let rendering = Rendering {
+    let ServiceQuery {
+        service,
+        since,
+        until,
+        read,
+    } = query;
+    let title = |sampled_hosts: usize| MergedTitle {
         title: format!(
-            "{} on {} hosts, {} .. {}",
-            query.service,
-            sampled_hosts,
-            query.since.to_rfc3339(),
-            query.until.to_rfc3339()
+            "{service} on {sampled_hosts} hosts, {} .. {}",
+            since.to_rfc3339(),
+            until.to_rfc3339()
         ),
-        file_stem: format!("aggregate-{}", query.service),
-        event: result.event,
-        // Profiles sampled at different rates are weighted to one period.
-        period_nanos: nanos_per_sample(&units),
-        duration_nanos: None,
-        time_nanos: query.since.timestamp_nanos_opt(),
-        samples: result.samples(),
-        stacks,
+        file_stem: format!("aggregate-{service}"),
+        time_nanos: since.timestamp_nanos_opt(),
     };
-    let (profiles, snapshots) = (result.profiles, result.snapshots);
-    render(format, rendering, &limits, |r| {
+    render_merged(&state, &read, format, tree, title, |parts| {
         Json(AggregateJson {
-            service: query.service,
-            since: query.since,
-            until: query.until,
-            event: r.event,
-            units,
-            profiles,
-            snapshots,
-            samples: r.samples,
-            hosts,
-            root: root.unwrap_or_else(|| odp_core::flamegraph::build(&[])),
+            service: service.clone(),
+            since,
+            until,
+            event: parts.event,
+            units: parts.units,
+            profiles: parts.profiles,
+            snapshots: parts.snapshots,
+            samples: parts.samples,
+            hosts: parts.hosts,
+            root: parts.root,
         })
         .into_response()
     })

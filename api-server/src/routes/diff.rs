@@ -4,7 +4,9 @@
 //! `GET /api/v1/diff?baseline=ID&target=ID[&format=json|svg][&include=RE]
 //! [&exclude=RE][&limit=N][&max_nodes=N]`; either side may instead be an
 //! aggregate, `baseline_service=S&baseline_since=T&baseline_until=T` (same
-//! for `target_`).
+//! for `target_`), or a run's members, `baseline_run=ID`, optionally only
+//! the hosts whose labels hold `baseline_labels=key:value,...` (a stratum):
+//! run against run, or one stratum of a run against another.
 //!
 //! Both sides are read within one heavy read's turn and node budget (see
 //! [`crate::read_budget`]). The JSON tree is cut to `max_nodes` like a
@@ -34,6 +36,7 @@ use crate::read_budget::decoded_nodes;
 use crate::render::sample_unit;
 use crate::service::profiles;
 use crate::service::queries::{filter_error, parse_range, DEFAULT_MAX_NODES, MAX_MAX_NODES};
+use crate::service::runs::{self, reads};
 use crate::service::start_options::parse_event;
 use crate::validate::validate_name;
 use crate::AppState;
@@ -52,8 +55,9 @@ pub(crate) enum DiffFormat {
     Svg,
 }
 
-/// Each side is a profile (`baseline`, `target`) or an aggregate
-/// (`{side}_service`, `{side}_since`, `{side}_until`), not both.
+/// Each side is a profile (`baseline`, `target`), an aggregate
+/// (`{side}_service`, `{side}_since`, `{side}_until`) or a run
+/// (`{side}_run`, optionally `{side}_labels`): exactly one of them.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -66,6 +70,11 @@ pub(crate) struct DiffQuery {
     baseline_since: Option<String>,
     /// RFC 3339 time, at most 31 days after `baseline_since`.
     baseline_until: Option<String>,
+    /// The baseline run's id: every member's samples.
+    baseline_run: Option<Uuid>,
+    /// With `baseline_run`: only its hosts whose agent labels hold every
+    /// `key:value` of this comma-separated list (`version:v1,zone:a`).
+    baseline_labels: Option<String>,
     /// The target profile's id.
     target: Option<Uuid>,
     #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
@@ -74,6 +83,11 @@ pub(crate) struct DiffQuery {
     target_since: Option<String>,
     /// RFC 3339 time, at most 31 days after `target_since`.
     target_until: Option<String>,
+    /// The target run's id (may be the baseline's, with other labels).
+    target_run: Option<Uuid>,
+    /// With `target_run`: only its hosts whose agent labels hold every
+    /// `key:value` of this comma-separated list.
+    target_labels: Option<String>,
     #[serde(default)]
     #[param(inline)]
     format: DiffFormat,
@@ -103,16 +117,54 @@ enum Side {
         since: chrono::DateTime<chrono::Utc>,
         until: chrono::DateTime<chrono::Utc>,
     },
+    /// A run's members, only those of the hosts in the stratum when it
+    /// names labels.
+    Run {
+        id: Uuid,
+        stratum: Vec<(String, String)>,
+    },
 }
 
-/// Exactly one form per side: a profile id, or service + since + until.
-fn side(
-    name: &str,
+/// One side's parameters as given.
+#[derive(Debug, Default, Clone, Copy)]
+struct SideParams<'a> {
     profile: Option<Uuid>,
-    service: Option<&str>,
-    since: Option<&str>,
-    until: Option<&str>,
-) -> Result<Side, ApiError> {
+    service: Option<&'a str>,
+    since: Option<&'a str>,
+    until: Option<&'a str>,
+    run: Option<Uuid>,
+    labels: Option<&'a str>,
+}
+
+/// Exactly one form per side: a profile id, service + since + until, or
+/// a run (with or without labels).
+fn side(name: &str, given: SideParams<'_>) -> Result<Side, ApiError> {
+    let SideParams {
+        profile,
+        service,
+        since,
+        until,
+        run,
+        labels,
+    } = given;
+    if labels.is_some() && run.is_none() {
+        return Err(ApiError::Unprocessable(format!(
+            "`{name}_labels` chooses hosts of a run: give `{name}_run` with it"
+        )));
+    }
+    if let Some(id) = run {
+        if profile.is_some() || service.is_some() || since.is_some() || until.is_some() {
+            return Err(ApiError::Unprocessable(format!(
+                "give `{name}` (a profile id), all of `{name}_service`, `{name}_since` and \
+                 `{name}_until` (an aggregate), or `{name}_run` (a run): only one"
+            )));
+        }
+        let stratum = labels
+            .map(|text| reads::parse_labels(&format!("{name}_labels"), text))
+            .transpose()?
+            .unwrap_or_default();
+        return Ok(Side::Run { id, stratum });
+    }
     match (profile, service, since, until) {
         (Some(id), None, None, None) => Ok(Side::Profile(id)),
         (None, Some(service), Some(since), Some(until)) => {
@@ -129,8 +181,8 @@ fn side(
             })
         }
         _ => Err(ApiError::Unprocessable(format!(
-            "give `{name}` (a profile id) or all of `{name}_service`, `{name}_since` and \
-             `{name}_until` (an aggregate), not both"
+            "give `{name}` (a profile id), all of `{name}_service`, `{name}_since` and \
+             `{name}_until` (an aggregate), or `{name}_run` (a run): only one"
         ))),
     }
 }
@@ -150,17 +202,25 @@ impl DiffQuery {
     fn validate(self) -> Result<ValidDiff, ApiError> {
         let baseline = side(
             "baseline",
-            self.baseline,
-            self.baseline_service.as_deref(),
-            self.baseline_since.as_deref(),
-            self.baseline_until.as_deref(),
+            SideParams {
+                profile: self.baseline,
+                service: self.baseline_service.as_deref(),
+                since: self.baseline_since.as_deref(),
+                until: self.baseline_until.as_deref(),
+                run: self.baseline_run,
+                labels: self.baseline_labels.as_deref(),
+            },
         )?;
         let target = side(
             "target",
-            self.target,
-            self.target_service.as_deref(),
-            self.target_since.as_deref(),
-            self.target_until.as_deref(),
+            SideParams {
+                profile: self.target,
+                service: self.target_service.as_deref(),
+                since: self.target_since.as_deref(),
+                until: self.target_until.as_deref(),
+                run: self.target_run,
+                labels: self.target_labels.as_deref(),
+            },
         )?;
         let filter = StackFilter::new(self.include.as_deref(), self.exclude.as_deref())
             .map_err(filter_error)?;
@@ -200,7 +260,24 @@ async fn load_side(
     filter: &StackFilter,
     event: Option<odp_core::EventKind>,
 ) -> Result<LoadedSide, ApiError> {
+    if let Side::Run { id, stratum } = side {
+        let row = runs::row(state, *id).await?;
+        let read = Read {
+            event,
+            ..reads::run_read(*id, None, filter.clone())
+        };
+        let result = reads::read_stratum(state, &row, &read, stratum).await?;
+        let label = match stratum.is_empty() {
+            true => format!("run {id}"),
+            false => {
+                let pairs: Vec<String> = stratum.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                format!("run {id} [{}]", pairs.join(","))
+            }
+        };
+        return Ok(loaded(label, result));
+    }
     let (label, read) = match side {
+        Side::Run { .. } => unreachable!("read above"),
         Side::Profile(id) => {
             profiles::get(state, *id).await?;
             (format!("profile {id}"), Read::profile(*id))
@@ -228,7 +305,11 @@ async fn load_side(
         ..read
     };
     let result = odp_store::read(&state.pool, &read).await?;
-    Ok(LoadedSide {
+    Ok(loaded(label, result))
+}
+
+fn loaded(label: String, result: ReadResult) -> LoadedSide {
+    LoadedSide {
         summary: SideSummary {
             label,
             event: result.event,
@@ -237,10 +318,11 @@ async fn load_side(
             profiles: result.profiles,
         },
         result,
-    })
+    }
 }
 
-/// Compare two profiles or aggregates, each normalized by its own total.
+/// Compare two profiles, aggregates or runs (or strata of runs), each
+/// normalized by its own total.
 #[utoipa::path(
     get,
     path = "/api/v1/diff",
@@ -405,6 +487,60 @@ mod tests {
             ..Default::default()
         };
         assert!(unprocessable(partial).contains("target_until"));
+    }
+
+    #[test]
+    fn a_side_may_be_a_run_or_a_stratum_of_one() {
+        let run = Uuid::new_v4();
+        let valid = DiffQuery {
+            baseline_run: Some(run),
+            baseline_labels: Some("version:v1".into()),
+            target_run: Some(run),
+            target_labels: Some("version:v2, zone:a".into()),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        assert!(matches!(&valid.baseline, Side::Run { id, stratum }
+            if *id == run && stratum == &[("version".to_owned(), "v1".to_owned())]));
+        assert!(matches!(&valid.target, Side::Run { stratum, .. } if stratum.len() == 2));
+        let whole = DiffQuery {
+            baseline_run: Some(run),
+            target: Some(Uuid::new_v4()),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        assert!(matches!(&whole.baseline, Side::Run { stratum, .. } if stratum.is_empty()));
+
+        let labels_alone = DiffQuery {
+            baseline: Some(run),
+            baseline_labels: Some("version:v1".into()),
+            target_run: Some(run),
+            ..Default::default()
+        };
+        assert!(unprocessable(labels_alone).contains("baseline_run"));
+        let run_and_profile = DiffQuery {
+            baseline: Some(run),
+            baseline_run: Some(run),
+            target_run: Some(run),
+            ..Default::default()
+        };
+        assert!(unprocessable(run_and_profile).contains("only one"));
+        let run_and_service = DiffQuery {
+            baseline_run: Some(run),
+            target_run: Some(run),
+            target_service: Some("checkout".into()),
+            ..Default::default()
+        };
+        assert!(unprocessable(run_and_service).contains("target_run"));
+        let bad_labels = DiffQuery {
+            baseline_run: Some(run),
+            target_run: Some(run),
+            target_labels: Some("version".into()),
+            ..Default::default()
+        };
+        assert!(unprocessable(bad_labels).contains("target_labels"));
     }
 
     #[test]

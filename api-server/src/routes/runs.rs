@@ -20,12 +20,15 @@ use crate::service::{run_precision, runs};
 use crate::validate::validate_name;
 use crate::AppState;
 
+mod reads;
+
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(describe))
         .routes(routes!(stop))
         .routes(routes!(precision))
+        .merge(reads::router())
 }
 
 /// Start a run: one profile per chosen host of a service (profiler of

@@ -6,7 +6,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use chrono::Utc;
 use odp_api_types::{
-    CreateScheduleRequest, RunView, Schedule, ScheduleWithRuns, SchedulesResponse,
+    NewScheduleRequest, RunView, Schedule, ScheduleWithRuns, SchedulesResponse,
     UpdateScheduleRequest,
 };
 use odp_store::Schedules;
@@ -18,7 +18,8 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::service::schedules::{new_schedule, schedule_patch};
+use crate::service::runs::defined_service;
+use crate::service::schedules::{new_run_schedule, new_schedule, parse_create, schedule_patch};
 use crate::AppState;
 
 /// How many runs `GET /api/v1/schedules/{id}` shows, newest first.
@@ -30,13 +31,14 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(describe, update, remove))
 }
 
-/// Create a schedule (admin).
+/// Create a schedule (admin): of one host's target, or, with `run`, of a
+/// run of a defined service on the hosts chosen each time it fires.
 #[utoipa::path(
     post,
     path = "/api/v1/schedules",
     operation_id = "create_schedule",
     tag = "schedules",
-    request_body = CreateScheduleRequest,
+    request_body = NewScheduleRequest,
     responses(
         (status = 201, description = "Created", body = Schedule,
             links(
@@ -52,10 +54,17 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
 async fn create(
     state: axum::extract::State<AppState>,
     caller: Caller,
-    AppJson(request): AppJson<CreateScheduleRequest>,
+    AppJson(body): AppJson<serde_json::Value>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let new = new_schedule(request, &caller.subject, Utc::now())?;
+    let new = match parse_create(body)? {
+        NewScheduleRequest::Host(request) => new_schedule(request, &caller.subject, Utc::now())?,
+        NewScheduleRequest::Run(request) => {
+            crate::validate::validate_name("service", &request.service)?;
+            let service = defined_service(&state, &request.service).await?;
+            new_run_schedule(request, &service.target, &caller.subject, Utc::now())?
+        }
+    };
     let row = Schedules::new(state.pool.clone()).create(&new).await?;
     tracing::info!(schedule = %row.id, name = %row.name, by = %caller.subject, "schedule created");
     Ok((StatusCode::CREATED, Json(Schedule::from(row))))

@@ -178,6 +178,88 @@ pub(crate) async fn read_profile(
     Ok(odp_store::read(pool, &read).await?)
 }
 
+/// What a merged read (a service's aggregate, a run) answers besides
+/// its tree: per host, units and counts.
+pub(crate) struct MergedParts {
+    pub(crate) hosts: Vec<odp_api_types::HostSummary>,
+    pub(crate) units: odp_api_types::SampleUnit,
+    pub(crate) profiles: u64,
+    pub(crate) snapshots: i64,
+    pub(crate) event: Option<odp_core::EventKind>,
+    pub(crate) samples: u64,
+    /// The JSON flame graph (empty when nothing was read).
+    pub(crate) root: FlameNode,
+}
+
+/// How a merged read is titled in rendered files: the title from the
+/// hosts with samples, the download's file stem, when it started.
+pub(crate) struct MergedTitle {
+    pub(crate) title: String,
+    pub(crate) file_stem: String,
+    pub(crate) time_nanos: Option<i64>,
+}
+
+/// Reads `read` across hosts within a heavy read's turn and answers it as
+/// `format`: `json` builds the endpoint's own JSON from the parts, the
+/// other formats render the merged stacks (profiles sampled at different
+/// rates weighted to one period). Shared by `/aggregate` and a run's
+/// `/flamegraph`.
+pub(crate) async fn render_merged(
+    state: &crate::AppState,
+    read: &Read,
+    format: Format,
+    tree: TreeParams,
+    title: impl FnOnce(usize) -> MergedTitle,
+    json: impl FnOnce(MergedParts) -> axum::response::Response,
+) -> Result<axum::response::Response, ApiError> {
+    let limits = state.read_limits.clone();
+    let _turn = limits.heavy_read().await?;
+    let result = odp_store::read(&state.pool, read).await?;
+    limits.check_read(&result)?;
+    let hosts: Vec<odp_api_types::HostSummary> = result
+        .hosts
+        .iter()
+        .map(|h| odp_api_types::HostSummary {
+            host: h.host.clone(),
+            samples: h.samples(),
+            profiles: h.profiles,
+            snapshots: h.snapshots,
+        })
+        .collect();
+    let sampled_hosts = hosts.iter().filter(|h| h.samples > 0).count();
+    let result = std::sync::Arc::new(result);
+    let (root, stacks) = shape(result.clone(), format, tree).await?;
+    let units = crate::render::sample_unit(result.event, result.period);
+    let MergedTitle {
+        title,
+        file_stem,
+        time_nanos,
+    } = title(sampled_hosts);
+    let rendering = crate::render::Rendering {
+        title,
+        file_stem,
+        event: result.event,
+        period_nanos: crate::render::nanos_per_sample(&units),
+        duration_nanos: None,
+        time_nanos,
+        samples: result.samples(),
+        stacks,
+    };
+    let (profiles, snapshots) = (result.profiles, result.snapshots);
+    crate::render::render(format, rendering, &limits, |r| {
+        json(MergedParts {
+            hosts,
+            units,
+            profiles,
+            snapshots,
+            event: r.event,
+            samples: r.samples,
+            root: root.unwrap_or_else(|| odp_core::flamegraph::build(&[])),
+        })
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,14 +5,13 @@
 
 use std::time::Duration;
 
-use odp_api_types::RunStatus;
 use odp_core::run::{Aggregate, StopDecision, StopRule};
 use odp_profile::top::top_functions;
 use odp_store::{read, Read, ReadScope, RunEnd, RunRow, RunState, Runs};
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::service::runs::{self, status_of};
+use crate::service::runs;
 use crate::AppState;
 
 /// How often running runs are checked.
@@ -94,7 +93,8 @@ pub(crate) async fn watch_forever(state: AppState) {
 /// user's read does.
 async fn check(state: &AppState, row: RunRow) -> Result<(), ApiError> {
     let runs = Runs::new(&state.pool);
-    let view = runs::view(row.clone(), &runs.members(row.id).await?)?;
+    let members = runs.members(row.id).await?;
+    let view = runs::view_with(row.clone(), &members, &runs.hosts_of(&[row.id]).await?)?;
     let all_ended = view.members.iter().all(|m| m.status.is_terminal());
     if !all_ended && row.stop_rule.is_none() {
         return Ok(());
@@ -102,15 +102,13 @@ async fn check(state: &AppState, row: RunRow) -> Result<(), ApiError> {
     let (_, decision) = decide(state, &row).await?;
     let samples = i64::try_from(decision.samples_used).unwrap_or(i64::MAX);
     if all_ended {
-        let reason = match status_of(RunState::Finished, &view.members) {
-            RunStatus::Partial => "every member ended; some hosts failed or expired",
-            _ => "every member ended",
-        };
+        // Finished, or partial with each host's reason.
+        let (ended, reason) = runs::ending_of(&view.members);
         runs.end(
             row.id,
             &RunEnd {
-                state: RunState::Finished,
-                reason,
+                state: ended,
+                reason: &reason,
                 reached_epsilon: decision.reached_epsilon,
                 samples_used: Some(samples),
             },

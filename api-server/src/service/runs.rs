@@ -5,10 +5,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, StartRequest};
+use chrono::Utc;
+use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, ScheduleRun, StartRequest};
 use odp_core::run::{select_hosts, Host, Selection, SelectionRequest, StopRule};
 use odp_core::{ProfileStatus, Target};
-use odp_store::{Inserted, NewRun, ProfileRow, RunRow, RunState, Runs, Services};
+use odp_store::{
+    Inserted, NewRun, ProfileRow, RunHost, RunHostRow, RunRow, RunState, Runs, ScheduleRow,
+    ServiceRow, Services,
+};
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -16,13 +20,15 @@ use crate::service::profiles::{self, ValidStart};
 use crate::service::scope::StartedBy;
 use crate::AppState;
 
+pub(crate) mod reads;
+
 fn unprocessable(message: String) -> ApiError {
     ApiError::Unprocessable(message)
 }
 
 /// The member profile every chosen host starts, before its host is set:
 /// checked as an ordinary start of the service's target.
-fn member_start(
+pub(crate) fn member_start(
     request: &CreateRunRequest,
     target: &Target,
     run: Uuid,
@@ -57,21 +63,71 @@ pub(crate) async fn create(
     request: CreateRunRequest,
     by: &StartedBy,
 ) -> Result<Run, ApiError> {
-    let requested_by = by.subject.as_str();
     if let Some(rule) = &request.stop_when {
         rule.validate().map_err(|e| unprocessable(e.to_string()))?;
     }
-    let service = Services::new(&state.pool)
-        .get(&request.service)
-        .await?
-        .ok_or_else(|| {
-            unprocessable(format!(
-                "no service {:?} is defined (POST /api/v1/services)",
-                request.service
-            ))
-        })?;
+    let service = defined_service(state, &request.service).await?;
     let id = Uuid::new_v4();
     let template = member_start(&request, &service.target, id)?;
+    let spec = ScheduleRun {
+        hosts: request.hosts,
+        stratify_by: request.stratify_by,
+        seed: request.seed,
+        strict: request.strict,
+        stop_when: request.stop_when,
+    };
+    launch(state, id, &service, &spec, template, by).await
+}
+
+/// The service `name`, or 422 when none is defined.
+pub(crate) async fn defined_service(state: &AppState, name: &str) -> Result<ServiceRow, ApiError> {
+    Services::new(&state.pool).get(name).await?.ok_or_else(|| {
+        unprocessable(format!(
+            "no service {name:?} is defined (POST /api/v1/services)"
+        ))
+    })
+}
+
+/// Starts the run a run schedule's `spec` asks for, as `by` (the
+/// schedule): its members profile the service's target now, with the
+/// schedule's duration, frequency, window and options.
+pub(crate) async fn create_for_schedule(
+    state: &AppState,
+    schedule: &ScheduleRow,
+    spec: &ScheduleRun,
+    by: &StartedBy,
+) -> Result<Run, ApiError> {
+    let service = defined_service(state, &schedule.service).await?;
+    let id = Uuid::new_v4();
+    let template = ValidStart {
+        host: "run-member".into(),
+        service: service.name.clone(),
+        target: service.target.clone(),
+        duration_secs: schedule.duration_secs.max(1) as u64,
+        frequency_hz: schedule.frequency_hz.max(1) as u32,
+        window_secs: schedule.window_secs.map(|s| s.max(1) as u64),
+        labels: BTreeMap::from([
+            ("run".to_owned(), id.to_string()),
+            ("schedule".to_owned(), schedule.name.clone()),
+        ]),
+        options: schedule.options.clone(),
+        run_id: Some(id),
+    };
+    launch(state, id, &service, spec, template, by).await
+}
+
+/// Chooses the run's hosts from the live ones running `service`, checks
+/// the caller's host limit, records the run and starts one member per
+/// host from `template`, recording how each start went.
+async fn launch(
+    state: &AppState,
+    id: Uuid,
+    service: &ServiceRow,
+    spec: &ScheduleRun,
+    template: ValidStart,
+    by: &StartedBy,
+) -> Result<Run, ApiError> {
+    let requested_by = by.subject.as_str();
     let live_within = Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
     let live: Vec<Host> = Services::new(&state.pool)
         .hosts_running(&service.name, live_within)
@@ -89,42 +145,126 @@ pub(crate) async fn create(
         )));
     }
     let asked = SelectionRequest {
-        selection: request.hosts,
-        stratify_by: request.stratify_by.clone(),
-        seed: request
-            .seed
-            .unwrap_or_else(|| Uuid::new_v4().as_u64_pair().0),
-        strict: request.strict,
+        selection: spec.hosts,
+        stratify_by: spec.stratify_by.clone(),
+        seed: spec.seed.unwrap_or_else(|| Uuid::new_v4().as_u64_pair().0),
+        strict: spec.strict,
     };
     let selection = select_hosts(&live, &asked).map_err(|e| unprocessable(e.to_string()))?;
     let runs = Runs::new(&state.pool);
+    let busy = runs.live_members_for(requested_by).await?;
+    check_host_limit(
+        selection.hosts.len(),
+        busy,
+        state.max_run_hosts_per_user,
+        requested_by,
+    )?;
     runs.create(&NewRun {
         id,
         service: service.name.clone(),
         selection: &asked,
         chosen: &selection,
-        stop_rule: request.stop_when,
-        max_duration_ms: (request.duration_secs * 1000) as i64,
+        stop_rule: spec.stop_when,
+        max_duration_ms: (template.duration_secs * 1000) as i64,
         requested_by: requested_by.to_owned(),
     })
     .await?;
+    let mut started = 0;
     for host in &selection.hosts {
         let start = ValidStart {
             host: host.clone(),
             ..template.clone()
         };
-        match profiles::start(state, start, by, None).await {
-            Ok(Inserted::Created(_)) => {}
-            Ok(Inserted::Duplicate(live)) | Ok(Inserted::Replayed(live)) => tracing::info!(
-                run = %id, %host, live = %live.id,
-                "run member not started: the target already has a live profile"
-            ),
-            Err(e) => tracing::warn!(run = %id, %host, error = %e, "run member not started"),
+        let outcome = start_member(state, id, host, start, by).await;
+        if outcome.started {
+            started += 1;
+        } else {
+            tracing::info!(run = %id, %host, reason = outcome.reason.as_deref().unwrap_or("-"),
+                "run member not started");
         }
+        runs.record_host(id, &outcome).await?;
     }
-    tracing::info!(run = %id, service = %service.name, hosts = selection.hosts.len(),
+    tracing::info!(run = %id, service = %service.name, hosts = selection.hosts.len(), started,
         eligible = selection.eligible, by = %requested_by, "run started");
     describe(state, id).await
+}
+
+/// 422 when `chosen` more hosts, with the `busy` ones `requested_by`'s
+/// running runs profile now, exceed `limit` (`--max-run-hosts-per-user`).
+/// 422 rather than 429: retrying the same request does not help until a
+/// run ends, and asking for fewer hosts does, as with the read budgets.
+pub(crate) fn check_host_limit(
+    chosen: usize,
+    busy: i64,
+    limit: u64,
+    requested_by: &str,
+) -> Result<(), ApiError> {
+    let busy = busy.max(0).unsigned_abs();
+    let total = busy.saturating_add(chosen as u64);
+    if total <= limit {
+        return Ok(());
+    }
+    Err(unprocessable(format!(
+        "this run would profile {chosen} host(s) while the running runs of {requested_by} \
+         profile {busy}: {total} is more than the limit of {limit} concurrent run hosts per \
+         user (ODP_MAX_RUN_HOSTS_PER_USER); ask for fewer hosts or stop a run"
+    )))
+}
+
+/// Starts one chosen host's member and says how it went.
+async fn start_member(
+    state: &AppState,
+    run: Uuid,
+    host: &str,
+    start: ValidStart,
+    by: &StartedBy,
+) -> RunHost {
+    let not_started = |reason: String, profile_id, blocked_by| RunHost {
+        host: host.to_owned(),
+        profile_id,
+        started: false,
+        reason: Some(reason),
+        blocked_by,
+    };
+    match profiles::start(state, start, by, None).await {
+        Ok(Inserted::Created(row) | Inserted::Replayed(row)) => RunHost {
+            host: host.to_owned(),
+            profile_id: Some(row.id),
+            started: true,
+            reason: None,
+            blocked_by: None,
+        },
+        Ok(Inserted::Duplicate(live)) => not_started(
+            format!(
+                "the target already has a live profile {} (requested by {}, {})",
+                live.id,
+                live.requested_by,
+                live.status.as_str()
+            ),
+            None,
+            Some(live.id),
+        ),
+        Err(e) => {
+            // A command the broker refused leaves its member recorded as
+            // failed; any other error comes before the member is recorded.
+            let failed = Runs::new(&state.pool)
+                .members(run)
+                .await
+                .ok()
+                .and_then(|members| members.into_iter().find(|m| m.host == host));
+            let reason = match (&failed, &e) {
+                (Some(_), ApiError::Unavailable(message)) => {
+                    format!("the broker refused the start command: {message}")
+                }
+                (_, ApiError::Internal(message)) => {
+                    tracing::error!(%run, %host, error = %message, "starting a run member failed");
+                    "the start failed: internal error; see the api-server log".to_owned()
+                }
+                _ => format!("the start failed: {e}"),
+            };
+            not_started(reason, failed.map(|m| m.id), None)
+        }
+    }
 }
 
 /// The run `id` as stored, or 404.
@@ -138,8 +278,51 @@ pub(crate) async fn row(state: &AppState, id: Uuid) -> Result<RunRow, ApiError> 
 /// The run `id` with its members, or 404.
 pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Run, ApiError> {
     let row = row(state, id).await?;
-    let members = Runs::new(&state.pool).members(id).await?;
-    view(row, &members)
+    let runs = Runs::new(&state.pool);
+    let members = runs.members(id).await?;
+    let hosts = runs.hosts_of(&[id]).await?;
+    view_with(row, &members, &hosts)
+}
+
+/// How many hosts' reasons a partial run's reason lists.
+const REASONS_LISTED: usize = 5;
+
+/// How a run whose members have all ended ends: `finished`, or `partial`
+/// naming each host without a profile to show and why.
+pub(crate) fn ending_of(members: &[RunMember]) -> (RunState, String) {
+    let lacking: Vec<&RunMember> = members.iter().filter(|m| lacks_profile(m)).collect();
+    if lacking.is_empty() {
+        return (RunState::Finished, "every member ended".to_owned());
+    }
+    let mut reasons: Vec<String> = lacking
+        .iter()
+        .take(REASONS_LISTED)
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m.host,
+                m.reason.as_deref().unwrap_or(m.status.as_str())
+            )
+        })
+        .collect();
+    if lacking.len() > REASONS_LISTED {
+        reasons.push(format!("and {} more", lacking.len() - REASONS_LISTED));
+    }
+    let reason = format!(
+        "every member ended; {} of {} host(s) have no profile to show: {}",
+        lacking.len(),
+        members.len(),
+        reasons.join("; ")
+    );
+    (RunState::Partial, reason)
+}
+
+/// A member that was not started, failed or expired.
+fn lacks_profile(member: &RunMember) -> bool {
+    matches!(
+        member.status,
+        ProfileStatus::Failed | ProfileStatus::Expired
+    )
 }
 
 /// The newest runs, of `service` when given.
@@ -152,6 +335,7 @@ pub(crate) async fn list(
     let rows = runs.list(service, limit).await?;
     let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
     let members = runs.members_of(&ids).await?;
+    let hosts = runs.hosts_of(&ids).await?;
     rows.into_iter()
         .map(|row| {
             let mine: Vec<ProfileRow> = members
@@ -159,7 +343,12 @@ pub(crate) async fn list(
                 .filter(|m| m.run_id == Some(row.id))
                 .cloned()
                 .collect();
-            view(row, &mine)
+            let started: Vec<RunHostRow> = hosts
+                .iter()
+                .filter(|h| h.run_id == row.id)
+                .cloned()
+                .collect();
+            view_with(row, &mine, &started)
         })
         .collect()
 }
@@ -208,8 +397,19 @@ pub(crate) async fn stop_members(
     Ok(())
 }
 
-/// The run as the API shows it.
+/// The run as the API shows it, without its hosts' start records (a host
+/// without a profile shows as not started).
 pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ApiError> {
+    view_with(row, members, &[])
+}
+
+/// The run as the API shows it: each chosen host's member, or why it has
+/// none (`hosts`, the run's start records).
+pub(crate) fn view_with(
+    row: RunRow,
+    members: &[ProfileRow],
+    hosts: &[RunHostRow],
+) -> Result<Run, ApiError> {
     let asked: SelectionRequest = RunRow::decode(&row.selection.0, "selection")?;
     let selection: Selection = RunRow::decode(&row.chosen.0, "chosen")?;
     let stop_when: Option<StopRule> = row
@@ -217,7 +417,9 @@ pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ApiError>
         .as_ref()
         .map(|rule| RunRow::decode(&rule.0, "stop_rule"))
         .transpose()?;
-    let run_members = run_members(&selection, members);
+    let starting = row.status == RunState::Running
+        && Utc::now() - row.created_at < chrono::Duration::seconds(STARTING_SECS);
+    let run_members = run_members(&selection, members, hosts, starting);
     let status = status_of(row.status, &run_members);
     let duration_ms = row.max_duration_ms.max(0) as f64;
     let saved_secs = match (row.status, row.ended_at) {
@@ -248,31 +450,75 @@ pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ApiError>
     })
 }
 
-/// One member per chosen host: its profile, or why it has none.
-fn run_members(selection: &Selection, members: &[ProfileRow]) -> Vec<RunMember> {
+/// How long after its creation a running run's host with neither a start
+/// record nor a profile counts as still being started.
+const STARTING_SECS: i64 = 60;
+
+/// One member per chosen host: its profile, or why it has none. `starting`:
+/// the run was just created, and a host not yet recorded is still being
+/// started (rather than lost).
+fn run_members(
+    selection: &Selection,
+    members: &[ProfileRow],
+    hosts: &[RunHostRow],
+    starting: bool,
+) -> Vec<RunMember> {
     selection
         .hosts
         .iter()
-        .map(|host| match members.iter().find(|m| &m.host == host) {
-            Some(profile) => RunMember {
-                host: host.clone(),
-                profile_id: Some(profile.id),
-                status: profile.status,
-                reason: profile.status_reason.clone(),
-            },
-            None => RunMember {
-                host: host.clone(),
-                profile_id: None,
-                status: ProfileStatus::Failed,
-                // Its start found the target already profiled, or failed
-                // before recording a profile (the api-server logged which).
-                reason: Some(
-                    "not started: the target already had a live profile, or the start failed"
-                        .into(),
-                ),
-            },
+        .map(|host| {
+            let profile = members.iter().find(|m| &m.host == host);
+            let record = hosts.iter().find(|h| &h.host == host);
+            member_of(host, profile, record, starting)
         })
         .collect()
+}
+
+/// One chosen host's member.
+fn member_of(
+    host: &str,
+    profile: Option<&ProfileRow>,
+    record: Option<&RunHostRow>,
+    starting: bool,
+) -> RunMember {
+    let not_started = |reason: &str| format!("not started: {reason}");
+    match (record, profile) {
+        (Some(record), profile) if !record.started => RunMember {
+            host: host.to_owned(),
+            profile_id: profile.map(|p| p.id).or(record.profile_id),
+            status: ProfileStatus::Failed,
+            reason: Some(not_started(
+                record.reason.as_deref().unwrap_or("no reason recorded"),
+            )),
+        },
+        (_, Some(profile)) => RunMember {
+            host: host.to_owned(),
+            profile_id: Some(profile.id),
+            status: profile.status,
+            reason: profile.status_reason.clone().or_else(|| {
+                matches!(
+                    profile.status,
+                    ProfileStatus::Failed | ProfileStatus::Expired
+                )
+                .then(|| profile.status.as_str().to_owned())
+            }),
+        },
+        (None, None) if starting => RunMember {
+            host: host.to_owned(),
+            profile_id: None,
+            status: ProfileStatus::Requested,
+            reason: Some("being started".into()),
+        },
+        (_, None) => RunMember {
+            host: host.to_owned(),
+            profile_id: None,
+            status: ProfileStatus::Failed,
+            // Runs from before start records: the api-server logged why.
+            reason: Some(not_started(
+                "the target already had a live profile, or the start failed",
+            )),
+        },
+    }
 }
 
 /// A run's status: how it ended, or where its members are.
@@ -284,9 +530,13 @@ pub(crate) fn status_of(state: RunState, members: &[RunMember]) -> RunStatus {
     match state {
         RunState::Stopped => RunStatus::Stopped,
         RunState::Precise => RunStatus::Precise,
+        RunState::Partial => RunStatus::Partial,
         _ if members.iter().any(|m| m.status == ProfileStatus::Running) => RunStatus::Running,
         _ if members.iter().filter(live).count() > 0 => RunStatus::Dispatching,
         _ if failed => RunStatus::Partial,
         _ => RunStatus::Finished,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,12 @@
 //! first run computed), and a change checked against the stored schedule.
 
 use chrono::{DateTime, Utc};
-use odp_api_types::{CreateScheduleRequest, StartRequest, UpdateScheduleRequest};
+use odp_api_types::{
+    CreateRunRequest, CreateRunScheduleRequest, CreateScheduleRequest, NewScheduleRequest,
+    StartRequest, UpdateScheduleRequest,
+};
+use odp_core::run::{select_hosts, SelectionError, SelectionRequest};
+use odp_core::Target;
 use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow};
 use uuid::Uuid;
 
@@ -72,6 +77,109 @@ pub(crate) fn new_schedule(
         created_by: created_by.to_owned(),
         mode: ProfileMode::of(start.options.event),
         options: start.options,
+        run_spec: None,
+    })
+}
+
+/// A create body read as a host schedule, or, with `run`, a run schedule:
+/// each with its own unknown-field errors.
+pub(crate) fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ApiError> {
+    let invalid = |e: serde_json::Error| unprocessable(format!("invalid request body: {e}"));
+    if body.get("run").is_some() {
+        serde_json::from_value(body)
+            .map(NewScheduleRequest::Run)
+            .map_err(invalid)
+    } else {
+        serde_json::from_value(body)
+            .map(NewScheduleRequest::Host)
+            .map_err(invalid)
+    }
+}
+
+/// The most labels a run stratifies by.
+const MAX_STRATIFY_BY: usize = 4;
+
+/// A run schedule's request checked into the schedule to store, its
+/// members checked as a run's of the service (whose target is
+/// `service_target` now): `host` is `*`, the run chooses its hosts each
+/// time it fires.
+pub(crate) fn new_run_schedule(
+    request: CreateRunScheduleRequest,
+    service_target: &Target,
+    created_by: &str,
+    now: DateTime<Utc>,
+) -> Result<NewSchedule, ApiError> {
+    validate_name("name", &request.name)?;
+    validate_name("service", &request.service)?;
+    let run = &request.run;
+    if let Some(rule) = &run.stop_when {
+        rule.validate()
+            .map_err(|e| unprocessable(format!("run.stop_when: {e}")))?;
+    }
+    if run.stratify_by.len() > MAX_STRATIFY_BY {
+        return Err(unprocessable(format!(
+            "`run.stratify_by` names at most {MAX_STRATIFY_BY} labels"
+        )));
+    }
+    for (i, label) in run.stratify_by.iter().enumerate() {
+        validate_name("run.stratify_by", label)?;
+        if run.stratify_by[..i].contains(label) {
+            return Err(unprocessable(format!(
+                "`run.stratify_by` names the label `{label}` more than once"
+            )));
+        }
+    }
+    // The selection's own bounds (a count of 0, a percent outside
+    // (0, 100]); which hosts are live is known only when it fires.
+    let asked = SelectionRequest {
+        selection: run.hosts,
+        stratify_by: vec![],
+        seed: 0,
+        strict: run.strict,
+    };
+    match select_hosts(&[], &asked) {
+        Err(SelectionError::NoHosts) | Ok(_) => {}
+        Err(e) => return Err(unprocessable(format!("run.hosts: {e}"))),
+    }
+    let member = crate::service::runs::member_start(
+        &CreateRunRequest {
+            service: request.service.clone(),
+            hosts: run.hosts,
+            stratify_by: run.stratify_by.clone(),
+            seed: run.seed,
+            strict: run.strict,
+            duration_secs: request.duration_secs,
+            frequency_hz: request.frequency_hz,
+            window_secs: request.window_secs,
+            stop_when: run.stop_when,
+            options: request.options,
+        },
+        service_target,
+        Uuid::nil(),
+    )?;
+    let spec = CronSchedule::parse(&request.cron, &request.timezone, false)
+        .map_err(|e| unprocessable(e.to_string()))?;
+    Ok(NewSchedule {
+        id: Uuid::new_v4(),
+        name: request.name,
+        service: member.service,
+        host: "*".into(),
+        target: member.target,
+        duration_secs: member.duration_secs as i32,
+        frequency_hz: member.frequency_hz as i32,
+        window_secs: member.window_secs.map(|s| s as i32),
+        next_run_at: next_run(&spec, request.enabled, now)?,
+        cron: request
+            .cron
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        timezone: request.timezone,
+        enabled: request.enabled,
+        created_by: created_by.to_owned(),
+        mode: ProfileMode::of(member.options.event),
+        options: member.options,
+        run_spec: Some(request.run),
     })
 }
 
@@ -124,7 +232,6 @@ pub(crate) fn schedule_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use odp_core::Target;
 
     fn create(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
         new_schedule(
@@ -191,6 +298,91 @@ mod tests {
             assert!(
                 matches!(create(body), Err(ApiError::Unprocessable(_))),
                 "{field} = {value}"
+            );
+        }
+    }
+
+    fn create_run(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+        let NewScheduleRequest::Run(request) = parse_create(json)? else {
+            panic!("a run schedule")
+        };
+        new_run_schedule(
+            request,
+            &Target::ProcessName("cpu-split".into()),
+            "admin",
+            Utc::now(),
+        )
+    }
+
+    #[test]
+    fn a_run_schedule_keeps_its_run_and_profiles_the_service() {
+        let s = create_run(serde_json::json!({
+            "name": "hourly-demo", "service": "demo", "duration_secs": 30,
+            "cron": "0 * * * *",
+            "run": {"hosts": {"count": 2}, "stratify_by": ["zone"],
+                    "stop_when": {"top": 3, "max_stderr": 0.02}}
+        }))
+        .unwrap();
+        assert_eq!((s.host.as_str(), s.service.as_str()), ("*", "demo"));
+        assert_eq!(s.target, Target::ProcessName("cpu-split".into()));
+        let run = s.run_spec.unwrap();
+        assert_eq!(run.hosts, odp_core::run::HostSelection::Count(2));
+        assert_eq!(run.stratify_by, ["zone"]);
+        assert_eq!(run.stop_when.unwrap().top, 3);
+        assert!(s.next_run_at.is_some());
+        // Without `run`, a body is a host schedule's.
+        assert!(matches!(
+            parse_create(serde_json::json!({
+                "name": "n", "host": "h1", "process_name": "demo",
+                "duration_secs": 30, "cron": "0 3 * * *"
+            })),
+            Ok(NewScheduleRequest::Host(_))
+        ));
+    }
+
+    #[test]
+    fn bad_run_schedules_are_unprocessable() {
+        let base = serde_json::json!({
+            "name": "n", "service": "demo", "duration_secs": 30, "cron": "0 * * * *",
+            "run": {"hosts": "all"}
+        });
+        assert!(create_run(base.clone()).is_ok());
+        for (path, value) in [
+            (&["run", "hosts"][..], serde_json::json!({"count": 0})),
+            (&["run", "hosts"], serde_json::json!({"percent": 0})),
+            (&["run", "hosts"], serde_json::json!({"percent": 101})),
+            (
+                &["run", "stop_when"],
+                serde_json::json!({"top": 0, "max_stderr": 0.01}),
+            ),
+            (
+                &["run", "stop_when"],
+                serde_json::json!({"top": 3, "max_stderr": 0}),
+            ),
+            (&["run", "stratify_by"], serde_json::json!(["zone", "zone"])),
+            (
+                &["run", "stratify_by"],
+                serde_json::json!(["a", "b", "c", "d", "e"]),
+            ),
+            (&["run", "surprise"], serde_json::json!(1)),
+            (&["host"], serde_json::json!("h1")),
+            (&["process_name"], serde_json::json!("demo")),
+            (&["service"], serde_json::json!("")),
+            (&["name"], serde_json::json!("two words")),
+            (&["duration_secs"], serde_json::json!(0)),
+            (&["frequency_hz"], serde_json::json!(20_000)),
+            (&["cron"], serde_json::json!("* * * * * *")),
+            (&["timezone"], serde_json::json!("Nowhere/Special")),
+        ] {
+            let mut body = base.clone();
+            match path {
+                [field] => body[*field] = value.clone(),
+                [outer, inner] => body[*outer][*inner] = value.clone(),
+                _ => unreachable!(),
+            }
+            assert!(
+                matches!(create_run(body), Err(ApiError::Unprocessable(_))),
+                "{path:?} = {value}"
             );
         }
     }

@@ -4,7 +4,7 @@
 //! shares are known to ±ε. `wait` follows a run to its end and prints the
 //! top shares with their errors.
 
-use odp_client::types::{CreateRunRequest, RunsResponse};
+use odp_client::types::{CreateRunRequest, RunHostsResponse, RunTopResponse, RunsResponse};
 use odp_client::ApiClient;
 use odp_core::run::{HostSelection, StopRule};
 use uuid::Uuid;
@@ -16,7 +16,7 @@ mod render;
 mod tests;
 mod wait;
 
-use render::{runs_table, selection, summary};
+use render::{hosts_table, runs_table, selection, summary, top_table};
 use wait::{follow, status_name};
 
 /// How many of the live hosts running the service: at most one of these
@@ -125,6 +125,30 @@ pub(crate) enum RunAction {
     },
     /// Follow a run until it ends, then print its top shares.
     Wait { id: String },
+    /// A run's hosts: samples, hottest function and how far each host's
+    /// function mix is from the others' (outliers flagged, with the
+    /// function that moved most).
+    Hosts {
+        id: String,
+        /// The run's top functions compared one by one (default 10).
+        #[arg(long = "top-k", value_name = "K")]
+        top_k: Option<u32>,
+        /// Family-wise false-positive rate (default 0.01).
+        #[arg(long)]
+        alpha: Option<f64>,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A run's hottest functions over every member.
+    Top {
+        id: String,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop a run: every member still profiling stops.
     Stop { id: String },
     /// List runs, newest first.
@@ -166,6 +190,29 @@ pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result
             }
         }
         RunAction::Wait { id } => follow(client, run_id(&id)?).await?,
+        RunAction::Hosts {
+            id,
+            top_k,
+            alpha,
+            json,
+        } => {
+            let hosts: RunHostsResponse =
+                client.get(&hosts_path(run_id(&id)?, top_k, alpha)).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&hosts)?);
+            } else {
+                print!("{}", hosts_table(&hosts));
+            }
+        }
+        RunAction::Top { id, limit, json } => {
+            let path = format!("/api/v1/runs/{}/top?limit={limit}", run_id(&id)?);
+            let top: RunTopResponse = client.get(&path).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&top)?);
+            } else {
+                print!("{}", top_table(&top));
+            }
+        }
         RunAction::Stop { id } => {
             let run = client.stop_run(run_id(&id)?).await?;
             eprintln!(
@@ -195,6 +242,21 @@ pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result
         }
     }
     Ok(())
+}
+
+/// `GET /api/v1/runs/{id}/hosts` with the options given.
+fn hosts_path(id: Uuid, top_k: Option<u32>, alpha: Option<f64>) -> String {
+    let mut query: Vec<String> = Vec::new();
+    if let Some(k) = top_k {
+        query.push(format!("top_k={k}"));
+    }
+    if let Some(alpha) = alpha {
+        query.push(format!("alpha={alpha}"));
+    }
+    match query.is_empty() {
+        true => format!("/api/v1/runs/{id}/hosts"),
+        false => format!("/api/v1/runs/{id}/hosts?{}", query.join("&")),
+    }
 }
 
 fn run_id(text: &str) -> anyhow::Result<Uuid> {

@@ -1,8 +1,12 @@
-//! `odpctl run show` and `list`: a run's summary and tables.
+//! `odpctl run show`, `list`, `hosts` and `top`: a run's summary and
+//! tables.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use odp_client::types::{Run, RunPrecision, RunsResponse};
+use odp_client::types::{
+    Run, RunHost, RunHostsResponse, RunPrecision, RunTopResponse, RunsResponse,
+};
 use odp_core::run::{HostSelection, StderrMethod};
+use odp_core::EventKind;
 
 use super::wait::{epsilon, precision_text, status_name};
 
@@ -156,6 +160,107 @@ pub(super) fn shares_table(precision: &RunPrecision) -> String {
         );
         out.push_str(row.trim_end());
         out.push('\n');
+    }
+    out
+}
+
+/// `run hosts`: every chosen host, most different from the others first,
+/// with its samples, hottest function and test; then the outliers, each
+/// with the function that moved most.
+pub(super) fn hosts_table(hosts: &RunHostsResponse) -> String {
+    let mut out = format!(
+        "run {} of {}: {} samples over {} host(s); outliers at p < {:.2e} (α {} / hosts, \
+         top {} functions + rest)\n",
+        hosts.run_id,
+        hosts.service,
+        hosts.samples,
+        hosts.hosts.len(),
+        hosts.threshold,
+        hosts.options.alpha,
+        hosts.options.top_k,
+    );
+    out.push_str(&format!(
+        "{:<24}  {:>10}  {:<32}  {:>9}  {:>9}  {:>5}  labels\n",
+        "host", "samples", "top self share", "chi²", "p", "dist"
+    ));
+    for h in &hosts.hosts {
+        let top = h.top.first().map_or_else(
+            || "-".to_owned(),
+            |f| format!("{} {:.1}%", f.function, f.self_share * 100.0),
+        );
+        let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let (statistic, p) = match h.df {
+            0 => ("-".to_owned(), "-".to_owned()),
+            _ => (format!("{:.1}", h.statistic), format!("{:.1e}", h.p_value)),
+        };
+        let row = format!(
+            "{:<24}  {:>10}  {:<32}  {:>9}  {:>9}  {:>5.3}  {}{}",
+            h.host,
+            h.samples,
+            top,
+            statistic,
+            p,
+            h.distance,
+            if labels.is_empty() {
+                "-".to_owned()
+            } else {
+                labels.join(",")
+            },
+            if h.outlier { "  OUTLIER" } else { "" },
+        );
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    let outliers: Vec<&RunHost> = hosts.hosts.iter().filter(|h| h.outlier).collect();
+    if outliers.is_empty() {
+        out.push_str("\nno outliers: every host's function mix is like the others'\n");
+        return out;
+    }
+    out.push_str(&format!("\n{} outlier(s):\n", outliers.len()));
+    for h in outliers {
+        let moved = h.moved.as_ref().map_or_else(
+            || "no function stands out".to_owned(),
+            |m| {
+                format!(
+                    "{} {:.1}% vs {:.1}% on the others",
+                    m.function,
+                    m.host_share * 100.0,
+                    m.others_share * 100.0
+                )
+            },
+        );
+        out.push_str(&format!(
+            "  {}: p {:.1e}, moved most: {moved}\n",
+            h.host, h.p_value
+        ));
+    }
+    out
+}
+
+/// `run top`: the run's hottest functions over every member, shaped like
+/// `odpctl top`'s table.
+pub(super) fn top_table(top: &RunTopResponse) -> String {
+    let mut out = format!(
+        "run {} of {}: {} {} samples of {} host(s){}\n",
+        top.run_id,
+        top.service,
+        top.samples,
+        top.event.map_or("", EventKind::as_str),
+        top.hosts,
+        crate::units::time_of(&top.units, top.event, top.samples)
+    );
+    out.push_str(&format!(
+        "{:<40} {:>16} {:>8}\n",
+        "function", "self", "total"
+    ));
+    for f in &top.functions {
+        out.push_str(&format!(
+            "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%\n",
+            f.function,
+            f.self_share * 100.0,
+            f.self_share_stderr * 100.0,
+            f.total_share * 100.0
+        ));
     }
     out
 }

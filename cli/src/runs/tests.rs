@@ -372,3 +372,159 @@ fn runs_list_as_a_table() {
     );
     assert_eq!(rows[2][2..5], ["running", "3/10", "±3.10%"]);
 }
+
+/// `GET /api/v1/runs/{id}/hosts` of a run of three hosts, one of which
+/// runs a function the others do not.
+fn run_hosts() -> odp_client::types::RunHostsResponse {
+    use odp_client::types::{HostFunction, RunHost, SampleUnit};
+    use odp_core::run::outliers::{FunctionMove, OutlierOptions};
+    let host = |name: &str, samples, hot: &str, share, outlier| RunHost {
+        host: name.into(),
+        labels: BTreeMap::from([("version".to_owned(), "v1".to_owned())]),
+        profile_id: Some(MEMBER),
+        status: ProfileStatus::Finished,
+        samples,
+        snapshots: 3,
+        top: vec![HostFunction {
+            function: hot.into(),
+            self_samples: (samples as f64 * share) as u64,
+            self_share: share,
+        }],
+        statistic: if outlier { 812.4 } else { 3.2 },
+        df: 10,
+        p_value: if outlier { 1e-160 } else { 0.97 },
+        distance: if outlier { 0.41 } else { 0.01 },
+        outlier,
+        moved: Some(FunctionMove {
+            function: hot.into(),
+            host_share: share,
+            others_share: if outlier { 0.0 } else { share },
+        }),
+    };
+    odp_client::types::RunHostsResponse {
+        run_id: RUN,
+        service: "demo".into(),
+        event: Some(odp_core::EventKind::CpuClock),
+        units: SampleUnit {
+            unit: "nanoseconds".into(),
+            period: Some(1e7),
+        },
+        samples: 3_000,
+        options: OutlierOptions::default(),
+        threshold: 0.01 / 3.0,
+        functions: vec!["demo_hot".into(), "regex_backtrack".into()],
+        hosts: vec![
+            host("web-2", 1_000, "regex_backtrack", 0.4, true),
+            host("web-1", 1_000, "demo_hot", 0.6, false),
+            RunHost {
+                labels: BTreeMap::new(),
+                top: vec![],
+                df: 0,
+                p_value: 1.0,
+                moved: None,
+                ..host("web-3", 1_000, "demo_hot", 0.6, false)
+            },
+        ],
+        outliers: vec!["web-2".into()],
+    }
+}
+
+#[test]
+fn hosts_list_as_a_table_with_their_outliers() {
+    let table = hosts_table(&run_hosts());
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].contains("3000 samples over 3 host(s)"), "{table}");
+    assert!(
+        lines[0].contains("p < 3.33e-3") && lines[0].contains("top 10"),
+        "{table}"
+    );
+    assert!(
+        lines[1].starts_with("host") && lines[1].contains("chi²"),
+        "{table}"
+    );
+    assert!(lines[2].starts_with("web-2"), "{table}");
+    assert!(lines[2].contains("regex_backtrack 40.0%"), "{table}");
+    assert!(lines[2].contains("version=v1") && lines[2].ends_with("OUTLIER"));
+    assert!(lines[3].starts_with("web-1") && !lines[3].contains("OUTLIER"));
+    // An untested host shows dashes, not a statistic.
+    assert!(
+        lines[4].starts_with("web-3") && lines[4].contains(" - "),
+        "{table}"
+    );
+    assert!(table.contains("1 outlier(s):"), "{table}");
+    assert!(
+        table
+            .contains("web-2: p 1.0e-160, moved most: regex_backtrack 40.0% vs 0.0% on the others"),
+        "{table}"
+    );
+
+    let mut calm = run_hosts();
+    for h in &mut calm.hosts {
+        h.outlier = false;
+    }
+    assert!(hosts_table(&calm).contains("no outliers"));
+}
+
+#[test]
+fn hosts_and_top_parse_and_ask_the_run() {
+    let cli =
+        Cli::try_parse_from(["run", "hosts", "x", "--top-k", "5", "--alpha", "0.05"]).unwrap();
+    let RunAction::Hosts { top_k, alpha, .. } = cli.action else {
+        panic!("not hosts")
+    };
+    assert_eq!((top_k, alpha), (Some(5), Some(0.05)));
+    assert_eq!(
+        hosts_path(RUN, top_k, alpha),
+        format!("/api/v1/runs/{RUN}/hosts?top_k=5&alpha=0.05")
+    );
+    assert_eq!(
+        hosts_path(RUN, None, None),
+        format!("/api/v1/runs/{RUN}/hosts")
+    );
+    let cli = Cli::try_parse_from(["run", "top", "x", "--limit", "3", "--json"]).unwrap();
+    assert!(matches!(
+        cli.action,
+        RunAction::Top {
+            limit: 3,
+            json: true,
+            ..
+        }
+    ));
+    assert!(Cli::try_parse_from(["run", "top", "x", "--limit", "many"]).is_err());
+}
+
+#[test]
+fn a_runs_top_is_a_top_table() {
+    use odp_client::types::{FunctionShare, RunTopResponse, SampleUnit};
+    let top = RunTopResponse {
+        run_id: RUN,
+        service: "demo".into(),
+        event: Some(odp_core::EventKind::CpuClock),
+        units: SampleUnit {
+            unit: "nanoseconds".into(),
+            period: Some(1e7),
+        },
+        samples: 200,
+        hosts: 2,
+        functions: vec![FunctionShare {
+            function: "demo_hot".into(),
+            self_samples: 120,
+            total_samples: 150,
+            self_share: 0.6,
+            total_share: 0.75,
+            self_share_stderr: 0.0346,
+        }],
+    };
+    let table = top_table(&top);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!(
+            "run {RUN} of demo: 200 cpu-clock samples of 2 host(s)"
+        )),
+        "{table}"
+    );
+    assert!(lines[0].contains("(2.00 s of CPU time)"), "{table}");
+    assert!(lines[1].starts_with("function"));
+    assert!(lines[2].starts_with("demo_hot") && lines[2].contains("60.0% ± 3.5"));
+    assert!(lines[2].trim_end().ends_with("75.0%"), "{table}");
+}

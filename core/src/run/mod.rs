@@ -12,6 +12,7 @@
 //! - [`rng`]: the seeded generator both rely on, fixed so recorded seeds
 //!   stay meaningful.
 
+pub mod outliers;
 pub mod precision;
 pub mod rng;
 pub mod selection;

@@ -21,6 +21,10 @@ pub enum RunState {
     Stopped,
     /// Its stop rule was met: every member was stopped then.
     Precise,
+    /// Every member ended, and some chosen hosts have no profile to show:
+    /// their member was not started, failed or expired (`run_hosts` and
+    /// the members say why). The rest of the run is kept.
+    Partial,
 }
 
 impl RunState {
@@ -30,6 +34,7 @@ impl RunState {
             RunState::Finished => "finished",
             RunState::Stopped => "stopped",
             RunState::Precise => "precise",
+            RunState::Partial => "partial",
         }
     }
 }
@@ -48,6 +53,7 @@ impl std::str::FromStr for RunState {
             RunState::Finished,
             RunState::Stopped,
             RunState::Precise,
+            RunState::Partial,
         ]
         .into_iter()
         .find(|state| state.as_str() == text)
@@ -92,6 +98,33 @@ impl RunRow {
         serde_json::from_value(value.clone())
             .map_err(|e| StoreError::Corrupt(format!("run {field}: {e}")))
     }
+}
+
+/// How starting one chosen host's member went: started (its profile), or
+/// not, and why (the target already had a live profile: `blocked_by`; the
+/// broker refused the command; ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunHost {
+    pub host: String,
+    /// The member profile, when one was recorded (a start the broker
+    /// refused records a failed one).
+    pub profile_id: Option<Uuid>,
+    pub started: bool,
+    pub reason: Option<String>,
+    /// The live profile of the same target that kept the member from
+    /// starting.
+    pub blocked_by: Option<Uuid>,
+}
+
+/// A recorded [`RunHost`].
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunHostRow {
+    pub run_id: Uuid,
+    pub host: String,
+    pub profile_id: Option<Uuid>,
+    pub started: bool,
+    pub reason: Option<String>,
+    pub blocked_by: Option<Uuid>,
 }
 
 /// How a run ends: its state, why, and what its stop rule reached.
@@ -187,6 +220,64 @@ impl Runs {
             .bind_list(ids.iter().copied())
             .fetch_all(&self.db)
             .await
+    }
+
+    /// Records how starting one of the run's chosen hosts went; a host
+    /// recorded before keeps its first record.
+    pub async fn record_host(&self, run: Uuid, outcome: &RunHost) -> Result<()> {
+        let inserted = Sql::new(
+            "insert into run_hosts (run_id, host, profile_id, started, reason, blocked_by)
+             values ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(run)
+        .bind(&outcome.host)
+        .bind(outcome.profile_id)
+        .bind(outcome.started)
+        .bind(outcome.reason.as_deref())
+        .bind(outcome.blocked_by)
+        .execute(&self.db)
+        .await;
+        match inserted {
+            Err(e) if e.violation() == Some(crate::Violation::Unique) => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// How each chosen host of the runs `ids` started, by run and host.
+    pub async fn hosts_of(&self, ids: &[Uuid]) -> Result<Vec<RunHostRow>> {
+        Sql::new(
+            "select run_id, host, profile_id, started, reason, blocked_by from run_hosts
+             where run_id in $1 order by run_id, host",
+        )
+        .bind_list(ids.iter().copied())
+        .fetch_all(&self.db)
+        .await
+    }
+
+    /// The runs of `requested_by` still running, oldest first: a
+    /// schedule's previous run, a user's live runs.
+    pub async fn running_for(&self, requested_by: &str) -> Result<Vec<RunRow>> {
+        Sql::new(format!(
+            "select {COLUMNS} from runs where status = 'running' and requested_by = $1
+             order by created_at, id"
+        ))
+        .bind(requested_by)
+        .fetch_all(&self.db)
+        .await
+    }
+
+    /// How many live (not ended) member profiles the running runs of
+    /// `requested_by` have: the hosts they profile now.
+    pub async fn live_members_for(&self, requested_by: &str) -> Result<i64> {
+        let count: Option<i64> = Sql::new(
+            "select count(*) from profiles p join runs r on p.run_id = r.id
+             where r.status = 'running' and r.requested_by = $1
+               and p.status not in ('finished', 'stopped', 'failed', 'expired')",
+        )
+        .bind(requested_by)
+        .fetch_value(&self.db)
+        .await?;
+        Ok(count.unwrap_or(0))
     }
 
     /// Records how a running run ended; `false` if it had ended already

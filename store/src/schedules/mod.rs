@@ -6,8 +6,10 @@
 //! occurrence twice, on Postgres and on MySQL alike.
 
 use chrono::{DateTime, Utc};
+use odp_api_types::ScheduleRun;
 use odp_core::cost::StartOptions;
 use odp_core::Target;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use crate::columns::Text;
@@ -46,6 +48,9 @@ pub struct NewSchedule {
     pub next_run_at: Option<DateTime<Utc>>,
     pub mode: ProfileMode,
     pub options: StartOptions,
+    /// A run schedule's run (`host` is then `*`): each firing starts a run
+    /// of `service`.
+    pub run_spec: Option<ScheduleRun>,
 }
 
 /// A stored schedule.
@@ -73,6 +78,8 @@ pub struct ScheduleRow {
     /// The plugin, event and cost control of every run.
     #[sqlx(json)]
     pub options: StartOptions,
+    /// A run schedule's run.
+    pub run_spec: Option<Json<ScheduleRun>>,
 }
 
 /// A change to a schedule; `None` fields stay as they are. The caller
@@ -98,6 +105,8 @@ pub struct ScheduleRunRow {
     #[sqlx(try_from = "Text<RunOutcome>")]
     pub outcome: RunOutcome,
     pub profile_id: Option<Uuid>,
+    /// The run a run schedule's occurrence started.
+    pub run_id: Option<Uuid>,
     pub detail: Option<String>,
 }
 
@@ -122,6 +131,7 @@ impl From<ScheduleRow> for odp_api_types::Schedule {
             next_run_at: row.next_run_at,
             last_run_at: row.last_run_at,
             options: row.options,
+            run: row.run_spec.map(|spec| spec.0),
         }
     }
 }
@@ -133,6 +143,7 @@ impl From<ScheduleRunRow> for odp_api_types::RunView {
             fired_at: run.fired_at,
             outcome: run.outcome,
             profile_id: run.profile_id,
+            run_id: run.run_id,
             detail: run.detail,
         }
     }
@@ -159,8 +170,8 @@ impl Schedules {
         let inserted = Sql::new(
             "insert into schedules (id, name, service, host, target, duration_secs, frequency_hz,
                                     window_secs, cron, timezone, enabled, created_by, next_run_at,
-                                    mode, options)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                                    mode, options, run_spec)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(s.id)
         .bind(&s.name)
@@ -177,6 +188,13 @@ impl Schedules {
         .bind(s.next_run_at)
         .bind(s.mode.as_str())
         .bind(Arg::json(&s.options)?)
+        .bind(
+            s.run_spec
+                .as_ref()
+                .map(Arg::json)
+                .transpose()?
+                .unwrap_or(Arg::Json(None)),
+        )
         .execute(&self.db)
         .await;
         match inserted {

@@ -135,6 +135,28 @@ impl SchedulerTick {
         Ok(())
     }
 
+    /// Sets the final outcome of a claimed run of a run schedule: the run
+    /// its occurrence started, if any.
+    pub async fn finish_run_with_run(
+        &mut self,
+        run_id: i64,
+        outcome: RunOutcome,
+        run: Option<Uuid>,
+        detail: Option<&str>,
+    ) -> Result<()> {
+        Sql::new(
+            "update schedule_runs set outcome = $2, run_id = $3, detail = $4, fired_at = {now}
+             where id = $1",
+        )
+        .bind(run_id)
+        .bind(outcome.as_str())
+        .bind(run)
+        .bind(detail)
+        .execute(self.on())
+        .await?;
+        Ok(())
+    }
+
     /// Moves a schedule on: its next occurrence, and when it last fired
     /// (unchanged when `fired_at` is `None`).
     pub async fn advance(
