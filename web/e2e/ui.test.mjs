@@ -557,22 +557,26 @@ test('admin creates a webhook channel, sees a bad URL refused, disables it, read
   assert.equal(await admin.getAttribute('#channel-url', 'aria-invalid'), 'true');
   assert.equal(await listed(), null);
   await admin.screenshot({ path: `${SHOTS}channels-bad-url.png`, fullPage: true });
+  // An address inside the network is refused too (no SSRF from alerts).
   await admin.fill('#channel-url', 'http://127.0.0.1:9/hook');
+  await admin.click('#channel-create-submit');
+  await admin.waitForFunction(() => /loopback/.test(document.querySelector('#channel-create-result .notice.error')?.textContent ?? ''));
+  await admin.fill('#channel-url', 'https://hooks.example.com/hook');
   await admin.click('#channel-create-submit');
   await admin.waitForSelector('#channel-create-result .notice.info');
   const row = admin.locator(`#channels-table tr[data-channel="${CHANNEL}"]`);
   await row.waitFor();
   assert.equal(await row.getAttribute('data-kind'), 'webhook');
   assert.equal(await row.getAttribute('data-enabled'), 'true');
-  assert.match(await row.textContent(), /http:\/\/127\.0\.0\.1:9\/hook.*e2e-no-such-service-\*/s);
+  assert.match(await row.textContent(), /https:\/\/hooks\.example\.com\/hook.*e2e-no-such-service-\*/s);
   assert.equal(await admin.getAttribute('#channel-url', 'aria-invalid'), null, 'the mark goes once accepted');
   const id = await row.getAttribute('data-id');
   const created = await apiCall(admin, 'GET', `/api/v1/channels/${id}`);
-  assert.equal(created.body.url, 'http://127.0.0.1:9/hook');
+  assert.equal(created.body.url, 'https://hooks.example.com/hook');
   assert.ok(!('secret' in created.body) && !(await admin.textContent('main')).includes('e2e-secret'), 'the secret is never shown');
   // A taken name is the server's 409, shown the same way.
   await admin.fill('#channel-name', CHANNEL);
-  await admin.fill('#channel-url', 'http://127.0.0.1:9/other');
+  await admin.fill('#channel-url', 'https://hooks.example.com/other');
   await admin.fill('#channel-secret', 'e2e-secret-0123456789');
   await admin.click('#channel-create-submit');
   await admin.waitForFunction(() => /already exists/.test(document.querySelector('#channel-create-result .notice.error')?.textContent ?? ''));
@@ -586,7 +590,7 @@ test('admin creates a webhook channel, sees a bad URL refused, disables it, read
   await row.locator('a:has-text("Deliveries")').click();
   await admin.waitForSelector('#channel-summary[data-enabled="false"]');
   assert.equal(new URL(admin.url()).hash, `#/channels/${id}`);
-  assert.match(await admin.textContent('#channel-summary'), /http:\/\/127\.0\.0\.1:9\/hook/);
+  assert.match(await admin.textContent('#channel-summary'), /https:\/\/hooks\.example\.com\/hook/);
   await admin.waitForSelector('#deliveries .notice.info');
   assert.match(await admin.textContent('#deliveries'), /No deliveries yet/);
   assert.deepEqual((await apiCall(admin, 'GET', `/api/v1/channels/${id}/deliveries`)).body.deliveries, []);
@@ -595,7 +599,7 @@ test('admin creates a webhook channel, sees a bad URL refused, disables it, read
   await admin.waitForSelector('#channel-edit-result .notice.info');
   assert.match(await admin.textContent('#channel-summary'), /e2e-none-\?/);
   assert.equal((await apiCall(admin, 'GET', `/api/v1/channels/${id}`)).body.service_pattern, 'e2e-none-?');
-  await admin.fill('#edit-url', 'http://user:pw@127.0.0.1:9/hook');
+  await admin.fill('#edit-url', 'https://user:pw@hooks.example.com/hook');
   await admin.click('#channel-edit-submit');
   await admin.waitForSelector('#channel-edit-result .notice.error');
   assert.match(await admin.textContent('#channel-edit-result'), /^Not saved: `url` must be/);
