@@ -154,7 +154,7 @@ enum Command {
     },
     /// Runs: a service profiled at once on hosts chosen from those running
     /// it, ended early once its top shares are precise: start, show, wait,
-    /// stop, list.
+    /// hosts, top, stop, list.
     Run {
         #[command(subcommand)]
         action: crate::runs::RunAction,
