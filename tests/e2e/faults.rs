@@ -37,6 +37,7 @@ async fn a_profile_on_mysql_through_crashes_freezes_and_restarts_is_stored_exact
 async fn through_faults_on(database: DatabaseKind) {
     let mut h = common::start_on(database, "faults", 1).await;
     let demo = h.spawn_demo_for(PROFILE_SECS + 120);
+    let cpu_log = CpuLog::follow(demo.pid());
     let client = h.platform.client();
     let request = json!({"host": h.platform.host_id, "pid": demo.pid(),
                          "duration_secs": PROFILE_SECS, "frequency_hz": 49});
@@ -46,7 +47,6 @@ async fn through_faults_on(database: DatabaseKind) {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", h.platform.logs()));
     let started = Instant::now();
-    let cpu_at_start = cpu_seconds(demo.pid());
     let pool = h.store().await;
     let mut recoveries: Vec<(&str, Duration)> = Vec::new();
 
@@ -90,19 +90,27 @@ async fn through_faults_on(database: DatabaseKind) {
         "{ended:?}\n{}",
         h.platform.logs()
     );
-    let cpu_share = (cpu_seconds(demo.pid()) - cpu_at_start) / started.elapsed().as_secs_f64();
     let acknowledged = acknowledged_by_agent(&h, &pool, id).await;
     let stored = stored_when_settled(&pool, id, acknowledged.0.clone(), acknowledged.1).await;
-    let earned = cpu_share * PROFILE_SECS as f64 * 49.0;
+    let timeline = client
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/v1/profiles/{id}/timeline"),
+            None,
+            200,
+        )
+        .await
+        .unwrap();
+    let (earned, on_cpu) = cpu_log.earned(&timeline["windows"]);
     let captured = stored.2 as f64 / earned;
     println!(
-        "captured/expected: {} of {earned:.0} samples ({:.1}%), the demo on CPU {:.1}% of the time",
+        "captured/expected: {} of {earned:.0} samples ({:.1}%), the demo on CPU {:.1}% of the profile",
         stored.2,
         captured * 100.0,
-        cpu_share * 100.0
+        on_cpu * 100.0
     );
     assert!(
-        captured >= 0.97,
+        (0.98..=1.03).contains(&captured),
         "stored {} samples of the {earned:.0} the demo earned ({:.1}%)\n{}",
         stored.2,
         captured * 100.0,
@@ -230,6 +238,60 @@ fn broker_complaints(h: &Harness) -> String {
         .take(40)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The demo's CPU time, read four times a second with the wall clock, so
+/// that what it earned in each window can be told exactly.
+struct CpuLog {
+    readings: std::sync::Arc<std::sync::Mutex<Vec<(f64, f64)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CpuLog {
+    fn follow(pid: u32) -> CpuLog {
+        let readings = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = readings.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+                log.lock().unwrap().push((now, cpu_seconds(pid)));
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        CpuLog { readings, task }
+    }
+
+    /// CPU seconds used by `at` (Unix seconds), between two readings.
+    fn at(readings: &[(f64, f64)], at: f64) -> f64 {
+        let after = readings.partition_point(|&(t, _)| t < at);
+        match (readings.get(after.wrapping_sub(1)), readings.get(after)) {
+            (Some(&(t0, c0)), Some(&(t1, c1))) if t1 > t0 => c0 + (c1 - c0) * (at - t0) / (t1 - t0),
+            (_, Some(&(_, c))) | (Some(&(_, c)), None) => c,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// The samples the demo earned over the timeline's windows (its CPU
+    /// time in each × that window's rate), and its share of CPU over them.
+    fn earned(&self, windows: &serde_json::Value) -> (f64, f64) {
+        self.task.abort();
+        let readings = self.readings.lock().unwrap();
+        let seconds = |w: &serde_json::Value, field: &str| {
+            chrono::DateTime::parse_from_rfc3339(w[field].as_str().unwrap())
+                .unwrap()
+                .timestamp_millis() as f64
+                / 1000.0
+        };
+        let (mut earned, mut cpu, mut wall) = (0.0, 0.0, 0.0);
+        for w in windows.as_array().expect("timeline windows") {
+            let (start, end) = (seconds(w, "window_start"), seconds(w, "window_end"));
+            let used = Self::at(&readings, end) - Self::at(&readings, start);
+            earned += used * w["frequency_hz"].as_f64().unwrap();
+            cpu += used;
+            wall += end - start;
+        }
+        (earned, cpu / wall.max(f64::EPSILON))
+    }
 }
 
 /// The CPU time `pid` has used, in seconds (`utime + stime` of
