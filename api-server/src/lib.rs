@@ -251,8 +251,7 @@ pub async fn serve(
     tokio::spawn(state.control.clone().reconcile_forever());
     tokio::spawn(service::run_precision::watch_forever(state.clone()));
     if let Some(tracker) = state.control.heartbeats() {
-        let live_within =
-            Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
+        let live_within = state.control.live_within();
         tokio::spawn(control::services_sync::sync_forever(
             state.pool.clone(),
             state.dispatcher.clone(),

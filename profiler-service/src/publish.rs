@@ -327,11 +327,8 @@ impl Publisher {
 
     /// Spools a window without trying the broker first: for when deliveries
     /// are already waiting on a slow broker and the window must not wait
-    /// behind them. Without a spool it is sent as [`Self::snapshot`] does.
+    /// behind them. Only with a spool ([`Self::has_spool`]).
     pub async fn spool_now(&self, snapshot: &Snapshot) -> Result<Sent, SnapshotError> {
-        if self.spool.is_none() {
-            return self.snapshot(snapshot).await;
-        }
         self.spool(snapshot, snapshot.encode()).await
     }
 

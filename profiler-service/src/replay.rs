@@ -17,7 +17,7 @@
 //! of them an earlier run took.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use odp_core::command::{CommandVerifier, SeenCommands};
@@ -58,17 +58,8 @@ impl ReplayStore {
     /// Replaces the kept ids: written to a temporary file, synced and
     /// renamed over the old one, so a crash leaves one or the other.
     pub fn save(&self, seen: &SeenCommands) -> io::Result<()> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
-        let tmp = self.path.with_extension("json.tmp");
         let json = serde_json::to_vec(seen).map_err(io::Error::other)?;
-        {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(&json)?;
-            file.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        fs::File::open(dir).and_then(|d| d.sync_all())
+        crate::services::replace_file(&self.path, &json)
     }
 }
 

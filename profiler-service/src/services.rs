@@ -125,19 +125,26 @@ impl ServiceStore {
     /// and renamed over the old one, so a crash leaves the old set or the
     /// new one, never a torn file.
     pub fn save(&self, sync: &SyncServices) -> io::Result<()> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
-        let tmp = self.path.with_extension("json.tmp");
         let json = serde_json::to_vec_pretty(sync).map_err(io::Error::other)?;
-        {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(&json)?;
-            file.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        // The rename itself is durable once the directory is.
-        fs::File::open(dir).and_then(|d| d.sync_all())
+        replace_file(&self.path, &json)
     }
+}
+
+/// Writes `bytes` to `path` through a synced temporary file renamed over
+/// it, so a crash leaves the old content or the new, never a torn file:
+/// how the agent keeps its state across restarts.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let tmp = path.with_extension("json.tmp");
+    {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    // The rename itself is durable once the directory is.
+    fs::File::open(dir).and_then(|d| d.sync_all())
 }
 
 /// The host's labels: the discovered ones ([`discover_labels`]) and the

@@ -89,6 +89,11 @@ impl Control {
         self.deadlines.live_within_secs
     }
 
+    /// [`Self::live_within_secs`] as a duration.
+    pub fn live_within(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.deadlines.live_within_secs.max(0).unsigned_abs())
+    }
+
     pub fn deployer_name(&self) -> Option<&'static str> {
         self.deployer.as_ref().map(|d| d.name())
     }

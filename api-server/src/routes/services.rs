@@ -1,8 +1,6 @@
 //! Services: admins define, change and delete them; viewers list them and
 //! the live hosts that run each.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
@@ -167,7 +165,7 @@ async fn hosts(
     AppPath(name): AppPath<String>,
 ) -> Result<Json<ServiceHostsResponse>, ApiError> {
     caller.require(Role::Viewer)?;
-    let live_within = Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
+    let live_within = state.control.live_within();
     Ok(Json(
         services::hosts(&state.pool, &name, live_within).await?,
     ))

@@ -3,7 +3,6 @@
 //! API shows it (its status derived from its members').
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use chrono::Utc;
 use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, ScheduleRun, StartRequest};
@@ -128,7 +127,7 @@ async fn launch(
     by: &StartedBy,
 ) -> Result<Run, ApiError> {
     let requested_by = by.subject.as_str();
-    let live_within = Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
+    let live_within = state.control.live_within();
     let live: Vec<Host> = Services::new(&state.pool)
         .hosts_running(&service.name, live_within)
         .await?

@@ -4,8 +4,6 @@
 //! the defined target of a defined service, on a host whose agent reports
 //! running it; an admin may profile anything anywhere.
 
-use std::time::Duration;
-
 use odp_store::Services;
 
 use crate::auth::{Caller, Role};
@@ -54,7 +52,7 @@ pub(crate) async fn authorize_start(
             service.name, service.target, caller.role, start.target
         )));
     }
-    let live_within = Duration::from_secs(state.control.live_within_secs().max(0).unsigned_abs());
+    let live_within = state.control.live_within();
     let runs_it = services
         .hosts_running(&service.name, live_within)
         .await?
