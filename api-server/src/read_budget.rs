@@ -20,8 +20,8 @@ use crate::error::ApiError;
 /// Defaults; see [`LimitOptions`].
 pub(crate) const DEFAULT_HEAVY_READS: u32 = 4;
 pub(crate) const DEFAULT_HEAVY_READ_WAIT_MS: u64 = 2_000;
-pub(crate) const DEFAULT_READ_MAX_NODES: u64 = 8_000_000;
-pub(crate) const DEFAULT_READ_MAX_OUTPUT_BYTES: u64 = 64 << 20;
+pub(crate) const DEFAULT_READ_MAX_NODES: u64 = 16_000_000;
+pub(crate) const DEFAULT_READ_MAX_OUTPUT_BYTES: u64 = 256 << 20;
 pub(crate) const DEFAULT_IMPORT_MAX_STACKS: u64 = 200_000;
 pub(crate) const DEFAULT_IMPORT_MAX_FRAMES: u64 = 500_000;
 
