@@ -3,12 +3,15 @@
 // API URL and tokens from the quick start's services.json.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
 const services = JSON.parse(readFileSync(process.env.ODP_SERVICES_JSON, 'utf8'));
 const BASE = services.api_url;
 const SHOTS = new URL('../test-results/', import.meta.url).pathname;
+/** Screenshots and downloads of the issue-31 views (gitignored). */
+const ARTIFACTS = new URL('./artifacts/', import.meta.url).pathname;
+mkdirSync(ARTIFACTS, { recursive: true });
 
 let browser;
 let admin; // one page signed in as admin, reused across tests in order
@@ -69,11 +72,25 @@ async function signIn(page, token) {
 
 const frames = (page) => page.$eval('canvas.flame', (c) => c.odpFlame.visibleFrames());
 
-/** Clicks the centre of the first drawn frame named `name`. */
-async function clickFrame(page, name) {
-  const frame = (await frames(page)).find((f) => f.name === name);
-  assert.ok(frame, `frame ${name} is drawn`);
-  await page.click('canvas.flame', { position: { x: frame.x + frame.w / 2, y: frame.depth * 18 + 9 } });
+/** Clicks the centre of the first drawn frame named `name` (of the first
+ *  graph, or of the canvas `canvas` selects), with `button`. */
+async function clickFrame(page, name, canvas = 'canvas.flame', button = 'left') {
+  const drawn = await page.$eval(canvas, (c) => c.odpFlame.visibleFrames());
+  const frame = drawn.find((f) => f.name === name);
+  assert.ok(frame, `frame ${name} is drawn: ${drawn.map((f) => f.name)}`);
+  await page.click(canvas, { button, position: { x: frame.x + frame.w / 2, y: frame.y + 9 } });
+}
+
+/** Opens the start form at the top of the profiles page and picks the
+ *  demo's host and process. */
+async function openStartForm(page) {
+  await page.goto(`${BASE}/#/profiles`);
+  await page.waitForSelector('#start-toggle');
+  if (await page.isHidden('#start-panel')) await page.click('#start-toggle');
+  await page.waitForSelector(`#start-host option[value="${services.host_id}"]`, { state: 'attached' });
+  await page.selectOption('#start-host', services.host_id);
+  await page.selectOption('#start-target-by', 'process_name');
+  await page.fill('#start-target', 'cpu-split');
 }
 
 test('sign-in rejects a bad token and accepts the admin token', async () => {
@@ -293,9 +310,7 @@ test('the exclude filter on a service aggregate drops matching stacks', async ()
 });
 
 test("the start form sends plugin and event, and shows the server's refusal of a bad pair", async () => {
-  await admin.goto(`${BASE}/#/profiles`);
-  await admin.fill('#start-host', services.host_id);
-  await admin.fill('#start-process_name', 'cpu-split');
+  await openStartForm(admin);
   await admin.selectOption('#start-plugin', 'python');
   await admin.selectOption('#start-event', 'heap-bytes');
   await admin.click('#start-submit');
@@ -307,9 +322,7 @@ test("the start form sends plugin and event, and shows the server's refusal of a
 });
 
 test('the start form profiles the demo workload', async () => {
-  await admin.goto(`${BASE}/#/profiles`);
-  await admin.fill('#start-host', services.host_id);
-  await admin.fill('#start-process_name', 'cpu-split');
+  await openStartForm(admin);
   await admin.fill('#start-duration_secs', '3');
   await admin.fill('#start-labels', 'env=e2e, team=web');
   await admin.click('#start-submit');
@@ -405,14 +418,19 @@ test('admin creates and disables a schedule', async () => {
   await admin.goto(`${BASE}/#/schedules`);
   await admin.waitForSelector('#schedule-create');
   await admin.fill('#schedule-name', 'e2e-web');
-  await admin.fill('#schedule-host', services.host_id);
-  await admin.fill('#schedule-process_name', 'cpu-split');
+  await admin.waitForSelector(`#schedule-host option[value="${services.host_id}"]`, { state: 'attached' });
+  await admin.selectOption('#schedule-host', services.host_id);
+  await admin.selectOption('#schedule-target-by', 'process_name');
+  await admin.fill('#schedule-target', 'cpu-split');
   await admin.fill('#schedule-cron', '0 3 * * *');
   await admin.fill('#schedule-duration_secs', '5');
   await admin.click('#schedule-create button[type=submit]');
   const row = admin.locator('#schedules-table tr[data-schedule="e2e-web"]');
   await row.waitFor();
   assert.match(await row.textContent(), /0 3 \* \* \*UTC/);
+  await admin.waitForFunction(() =>
+    /no runs yet/.test(document.querySelector('#schedules-table tr[data-schedule="e2e-web"] td.history')?.textContent ?? ''),
+  );
   assert.equal(await row.getAttribute('data-enabled'), 'true');
   await row.locator('button:has-text("Disable")').click();
   await admin.waitForSelector('#schedules-table tr[data-schedule="e2e-web"] button:has-text("Enable")');
@@ -609,6 +627,8 @@ test('admin creates a webhook channel, sees a bad URL refused, disables it, read
   await row.locator('button.channel-delete').click();
   await admin.waitForSelector('#channels-message .notice.info');
   assert.match(await admin.textContent('#channels-message'), new RegExp(`${CHANNEL} deleted`));
+  // The message comes before the list is read again.
+  await admin.waitForSelector(`#channels-table tr[data-channel="${CHANNEL}"]`, { state: 'detached' });
   assert.equal(await listed(), null);
   assert.equal((await apiCall(admin, 'GET', `/api/v1/channels/${id}`)).status, 404);
 });
@@ -629,9 +649,7 @@ test('a viewer has no channels page, and the server refuses it too', async () =>
 // Last: a wall profile beside the CPU ones would make the compare test above
 // diff a CPU profile with a wall one, which the API refuses.
 test('the start form runs a wall profile, whose page reads in wall time', async () => {
-  await admin.goto(`${BASE}/#/profiles`);
-  await admin.fill('#start-host', services.host_id);
-  await admin.fill('#start-process_name', 'cpu-split');
+  await openStartForm(admin);
   await admin.fill('#start-duration_secs', '3');
   await admin.fill('#start-labels', '');
   await admin.selectOption('#start-event', 'wall');
@@ -645,4 +663,750 @@ test('the start form runs a wall profile, whose page reads in wall time', async 
   // Samples of a wall profile are time: the header says how much.
   assert.match(await admin.textContent('body'), /\d+\.\d+ s of wall time \(\d+ samples\)/);
   await admin.screenshot({ path: `${SHOTS}profile-wall.png`, fullPage: true });
+});
+
+// ---- Issue 31: flame graph tools, sandwich, URL state, downloads, compare
+// significance, start form, schedule history, imports, dark mode. Their
+// screenshots and downloads go to web/e2e/artifacts/.
+
+/** Uploads folded stacks as a profile of `service` (an import). */
+function importFolded(page, service, text) {
+  return page.evaluate(
+    async ([service, text]) => {
+      const r = await fetch(`/api/v1/profiles/import?service=${service}&format=folded`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${sessionStorage.getItem('odp.token')}`, 'content-type': 'text/plain' },
+        body: text,
+      });
+      return { status: r.status, body: await r.json().catch(() => null) };
+    },
+    [service, text],
+  );
+}
+
+const flameReady = (page) =>
+  page.waitForFunction(() => {
+    const c = document.querySelector('canvas.flame');
+    return c && !c.dataset.stale && c.odpFlame.visibleFrames().length > 3;
+  });
+
+/** Opens `hash` and waits for its flame graph: the canvas of the page
+ *  shown before is marked, so it is not mistaken for the new one (a hash
+ *  change renders after `goto` returns). */
+async function gotoFlame(page, hash) {
+  const url = `${BASE}/${hash}`;
+  // The same address again renders nothing new: load it afresh.
+  if (page.url() === url) await page.reload();
+  else {
+    await page.evaluate(() => document.querySelectorAll('canvas.flame').forEach((c) => (c.dataset.stale = '1')));
+    await page.goto(url);
+  }
+  await flameReady(page);
+}
+const zoomIs = (page, name, canvas = 'canvas.flame') =>
+  page.waitForFunction(([c, n]) => document.querySelector(c)?.dataset.zoom === n, [canvas, name]);
+const hashQuery = (page) => new URLSearchParams(new URL(page.url()).hash.split('?')[1] ?? '');
+/** The lightness of an `hsl()` fill. */
+const lightness = (fill) => Number(/(\d+)%\)$/.exec(fill)?.[1] ?? NaN);
+
+test('the flame/icicle toggle draws the root at the bottom, is remembered, and clicks still zoom', async () => {
+  await gotoFlame(admin, `#/profiles/${startedId}`);
+  assert.equal(await admin.$eval('canvas.flame', (c) => c.dataset.orientation), 'icicle');
+  assert.equal((await frames(admin)).find((f) => f.depth === 0).y, 0, 'icicle: the root on top');
+  await admin.click('.flame-orientation');
+  await admin.waitForFunction(() => document.querySelector('canvas.flame').dataset.orientation === 'flame');
+  const drawn = await frames(admin);
+  const height = await admin.$eval('canvas.flame', (c) => c.clientHeight);
+  assert.equal(drawn.find((f) => f.depth === 0).y, height - 18, 'flame: the root at the bottom');
+  const main = drawn.find((f) => f.name === 'main');
+  const hot = drawn.find((f) => f.name === 'demo_hot');
+  assert.ok(hot.y < main.y, 'callees are drawn above their callers');
+  assert.equal(await admin.evaluate(() => localStorage.getItem('odp.flameOrientation')), 'flame');
+  // Hovering and clicking hit the box drawn there.
+  await admin.hover('canvas.flame', { position: { x: hot.x + hot.w / 2, y: hot.y + 9 } });
+  await admin.waitForSelector('.flame-tooltip:not([hidden])');
+  assert.match(await admin.textContent('.flame-tooltip'), /^demo_hot/);
+  await clickFrame(admin, 'demo_warm');
+  await zoomIs(admin, 'demo_warm');
+  await admin.screenshot({ path: `${ARTIFACTS}flame-orientation.png`, fullPage: true });
+  // A reload keeps the orientation (localStorage) and the zoom (the URL).
+  await admin.reload();
+  await admin.waitForFunction(() => document.querySelector('canvas.flame')?.dataset.orientation === 'flame');
+  await zoomIs(admin, 'demo_warm');
+  await admin.click('.flame-orientation');
+  assert.equal(await admin.evaluate(() => localStorage.getItem('odp.flameOrientation')), 'icicle');
+  assert.equal(await admin.$eval('canvas.flame', (c) => c.dataset.orientation), 'icicle');
+});
+
+test('Esc resets the zoom and / focuses the search', async () => {
+  await gotoFlame(admin, `#/profiles/${startedId}`);
+  const root = await admin.$eval('canvas.flame', (c) => c.dataset.zoom);
+  await clickFrame(admin, 'demo_warm');
+  await zoomIs(admin, 'demo_warm');
+  await admin.keyboard.press('Escape');
+  await zoomIs(admin, root);
+  assert.equal(await admin.$$eval('.breadcrumb .crumb', (c) => c.length), 1);
+  await admin.keyboard.press('/');
+  assert.equal(await admin.evaluate(() => document.activeElement?.id), 'flame-search');
+  await admin.keyboard.type('demo_c');
+  await admin.waitForFunction(() => /1 frames match|\d+ frames match/.test(document.querySelector('#search-result').textContent));
+  assert.equal(await admin.inputValue('#flame-search'), 'demo_c', 'the / itself is not typed');
+  // Keys typed in a field are the field's: Esc there leaves the zoom alone.
+  await clickFrame(admin, 'demo_warm');
+  await zoomIs(admin, 'demo_warm');
+  await admin.focus('#flame-search');
+  await admin.keyboard.press('Escape');
+  assert.equal(await admin.$eval('canvas.flame', (c) => c.dataset.zoom), 'demo_warm');
+});
+
+test('zoom, search and the highlighted function are kept in the URL, and the link reproduces the view', async () => {
+  await gotoFlame(admin, `#/profiles/${startedId}`);
+  await clickFrame(admin, 'demo_warm');
+  await zoomIs(admin, 'demo_warm');
+  await admin.fill('#flame-search', 'demo_(hot|cool)');
+  await admin.click('#hot-leaves tbody tr[data-function="demo_hot"]');
+  await admin.waitForFunction(() => location.hash.includes('select=demo_hot'));
+  // Zoomed on demo_warm, demo_hot is not drawn: the status line says so.
+  assert.match(await admin.textContent('.flame-status'), /demo_hot is not drawn here/);
+  const q = hashQuery(admin);
+  assert.equal(q.get('zoom').split(';').at(-1), 'demo_warm', q.toString());
+  assert.equal(q.get('search'), 'demo_(hot|cool)');
+  assert.equal(q.get('select'), 'demo_hot');
+  const link = admin.url();
+  const page = await newPage();
+  await signIn(page, services.token);
+  await page.goto(link);
+  await zoomIs(page, 'demo_warm');
+  assert.equal(await page.inputValue('#flame-search'), 'demo_(hot|cool)');
+  await page.waitForFunction(() => /frames match/.test(document.querySelector('#search-result').textContent));
+  assert.match(await page.getAttribute('#hot-leaves tr[data-function="demo_hot"]', 'class'), /picked/);
+  await page.screenshot({ path: `${ARTIFACTS}url-state.png`, fullPage: true });
+  // Reset: demo_hot is drawn again, highlighted; the zoom leaves the URL.
+  await page.click('.flame-reset');
+  const selected = (await frames(page)).filter((f) => f.selected).map((f) => f.name);
+  assert.deepEqual([...new Set(selected)], ['demo_hot']);
+  assert.equal(hashQuery(page).get('zoom'), null);
+  assert.equal(hashQuery(page).get('select'), 'demo_hot');
+  // Clicking the row again clears the highlight and its key.
+  await page.click('#hot-leaves tbody tr[data-function="demo_hot"]');
+  await page.waitForFunction(() => !location.hash.includes('select='));
+  await page.context().close();
+});
+
+test('the context menu copies the function name and opens the sandwich view; so does the hot-leaf table', async () => {
+  await admin.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(BASE).origin });
+  await gotoFlame(admin, `#/profiles/${startedId}`);
+  await clickFrame(admin, 'demo_hot', 'canvas.flame', 'right');
+  await admin.waitForSelector('.flame-menu:not([hidden])');
+  await admin.click('.flame-menu button:has-text("Copy function name")');
+  await admin.waitForFunction(() => /Copied the function name/.test(document.querySelector('.flame-status').textContent));
+  assert.equal(await admin.evaluate(() => navigator.clipboard.readText()), 'demo_hot');
+  await clickFrame(admin, 'demo_hot', 'canvas.flame', 'right');
+  await admin.click('.flame-menu button:has-text("Sandwich view")');
+  await admin.waitForSelector('#sandwich[data-function="demo_hot"]');
+  assert.ok(await admin.isHidden('.flame-panel > .flame-graph'), 'the sandwich takes the graph’s place');
+  assert.equal(hashQuery(admin).get('sandwich'), 'demo_hot');
+  const half = (sel) =>
+    admin.$eval(sel, (c) => ({ orientation: c.dataset.orientation, frames: c.odpFlame.visibleFrames(), height: c.clientHeight }));
+  await admin.waitForFunction(() => document.querySelector('#sandwich-callers canvas.flame')?.odpFlame.visibleFrames().length > 1);
+  const callers = await half('#sandwich-callers canvas.flame');
+  assert.equal(callers.orientation, 'flame');
+  const bottom = callers.frames.find((f) => f.depth === 0);
+  assert.equal(bottom.name, 'demo_hot');
+  assert.equal(bottom.y, callers.height - 18, 'the function at the bottom, its callers above');
+  assert.ok(callers.frames.some((f) => f.name === 'main' && f.y < bottom.y), callers.frames.map((f) => f.name).join(','));
+  const callees = await half('#sandwich-callees canvas.flame');
+  assert.equal(callees.orientation, 'icicle');
+  assert.deepEqual([callees.frames[0].name, callees.frames[0].y], ['demo_hot', 0], 'the function on top of its callees');
+  const summary = await admin.textContent('#sandwich-summary');
+  const share = Number(/^([\d.]+)% of/.exec(summary)[1]);
+  assert.ok(share > 40 && share < 80, `demo_hot takes about 60%: ${summary}`);
+  await admin.screenshot({ path: `${ARTIFACTS}sandwich.png`, fullPage: true });
+  // Each half zooms on its own; Esc resets them.
+  await clickFrame(admin, 'main', '#sandwich-callers canvas.flame');
+  await zoomIs(admin, 'main', '#sandwich-callers canvas.flame');
+  await admin.keyboard.press('Escape');
+  await zoomIs(admin, 'demo_hot', '#sandwich-callers canvas.flame');
+  // A caller's menu re-centres the sandwich on it.
+  await clickFrame(admin, 'main', '#sandwich-callers canvas.flame', 'right');
+  await admin.click('#sandwich-callers .flame-menu button:has-text("Sandwich view")');
+  await admin.waitForSelector('#sandwich[data-function="main"]');
+  await admin.waitForFunction(() => document.querySelector('#sandwich-callees canvas.flame')?.odpFlame.visibleFrames().some((f) => f.name === 'demo_hot'));
+  await admin.click('#sandwich-close');
+  await admin.waitForSelector('#sandwich', { state: 'detached' });
+  assert.equal(hashQuery(admin).get('sandwich'), null);
+  assert.ok(await admin.isVisible('.flame-panel > .flame-graph'));
+  // From the hot-leaf table: the row's button, which does not pick the row.
+  await admin.click('#hot-leaves tr[data-function="demo_warm"] button.sandwich-open');
+  await admin.waitForSelector('#sandwich[data-function="demo_warm"]');
+  assert.doesNotMatch((await admin.getAttribute('#hot-leaves tr[data-function="demo_warm"]', 'class')) ?? '', /picked/);
+  // The link reopens it.
+  await admin.reload();
+  await admin.waitForSelector('#sandwich[data-function="demo_warm"]');
+  await admin.click('#sandwich-close');
+});
+
+/** Clicks each download button under `#downloads`; returns the files. */
+async function downloadEach(page, formats = ['svg', 'pprof', 'speedscope', 'folded']) {
+  const files = {};
+  for (const format of formats) {
+    const [download] = await Promise.all([
+      page.waitForEvent('download', { timeout: 60_000 }),
+      page.click(`#downloads button[data-format="${format}"]`),
+    ]);
+    const path = `${ARTIFACTS}${download.suggestedFilename()}`;
+    await download.saveAs(path);
+    files[format] = { name: download.suggestedFilename(), bytes: readFileSync(path) };
+  }
+  return files;
+}
+
+function assertStackFiles(files, stem, fn) {
+  assert.equal(files.svg.name, `${stem}.svg`);
+  assert.match(files.svg.bytes.toString(), /^<\?xml[\s\S]*<svg/);
+  assert.ok(files.svg.bytes.toString().includes(fn), `the SVG draws ${fn}`);
+  assert.equal(files.pprof.name, `${stem}.pb.gz`);
+  assert.deepEqual([...files.pprof.bytes.subarray(0, 2)], [0x1f, 0x8b], 'gzip');
+  assert.equal(files.speedscope.name, `${stem}.speedscope.json`);
+  const speedscope = JSON.parse(files.speedscope.bytes.toString());
+  assert.ok(speedscope.shared.frames.some((f) => f.name === fn), 'speedscope names the function');
+  assert.equal(files.folded.name, `${stem}.folded.txt`);
+  assert.match(files.folded.bytes.toString(), new RegExp(`^\\S*${fn}\\S* \\d+$`, 'm'));
+}
+
+test('every profile and aggregate downloads as SVG, pprof, speedscope and folded, with its filters', async () => {
+  await gotoFlame(admin, `#/profiles/${startedId}`);
+  assertStackFiles(await downloadEach(admin), `profile-${startedId}`, 'demo_hot');
+  // The view's filters go with the download.
+  await gotoFlame(admin, `#/profiles/${startedId}?include=demo_warm`);
+  const [folded] = Object.values(await downloadEach(admin, ['folded']));
+  assert.ok(folded.bytes.toString().includes('demo_warm') && !folded.bytes.toString().includes('demo_hot'));
+  const event = (await apiCall(admin, 'GET', `/api/v1/profiles/${startedId}`)).body.event;
+  await gotoFlame(admin, `#/aggregate?service=cpu-split&event=${event}`);
+  const files = await downloadEach(admin);
+  const stem = files.svg.name.replace(/\.svg$/, '');
+  assert.match(stem, /^aggregate-cpu-split-\d{4}-\d\d-\d\dT\d\d-\d\d$/);
+  assertStackFiles(files, stem, 'demo_hot');
+  await admin.screenshot({ path: `${ARTIFACTS}downloads.png` });
+});
+
+test('the aggregate page lists its top functions and the profiles it merged, numbers aligned', async () => {
+  const event = (await apiCall(admin, 'GET', `/api/v1/profiles/${startedId}`)).body.event;
+  await admin.goto(`${BASE}/#/aggregate?service=cpu-split&event=${event}`);
+  await admin.waitForSelector('#agg-top tbody tr');
+  assert.equal(await admin.getAttribute('#agg-top tbody tr', 'data-function'), 'demo_hot');
+  const row = admin.locator(`#agg-profiles tr[data-profile="${startedId}"]`);
+  await row.waitFor();
+  assert.equal(await row.locator('a').getAttribute('href'), `#/profiles/${startedId}`);
+  const listed = await admin.$$eval('#agg-profiles tbody tr td:nth-child(5)', (c) => [...new Set(c.map((x) => x.textContent))]);
+  assert.deepEqual(listed, [event], 'only the profiles of the event merged');
+  const align = await admin.$$eval('#agg-hosts th, #agg-hosts tbody tr:first-child td', (cells) =>
+    cells.map((c) => getComputedStyle(c).textAlign),
+  );
+  assert.deepEqual(align, ['left', 'right', 'right', 'right', 'left', 'right', 'right', 'right']);
+  // A top-function row highlights its frames, and opens its sandwich.
+  await admin.click('#agg-top tbody tr[data-function="demo_warm"]');
+  const selected = (await frames(admin)).filter((f) => f.selected).map((f) => f.name);
+  assert.deepEqual([...new Set(selected)], ['demo_warm']);
+  await admin.click('#agg-top tr[data-function="demo_hot"] button.sandwich-open');
+  await admin.waitForSelector('#sandwich[data-function="demo_hot"]');
+  await admin.click('#sandwich-close');
+  await admin.screenshot({ path: `${ARTIFACTS}aggregate.png`, fullPage: true });
+  // The link to the list of profiles merged.
+  await admin.click('#agg-profiles-link');
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${startedId}"]`);
+});
+
+test('an imported profile shows its source, duration and rate, and the timeline labels its axes', async () => {
+  const imported = await importFolded(admin, 'e2e-imported', 'main;imp_hot 30\nmain;imp_cold 10\n');
+  assert.equal(imported.status, 201, JSON.stringify(imported.body));
+  const id = imported.body.id;
+  await admin.goto(`${BASE}/#/profiles/${id}`);
+  await admin.waitForSelector('#profile-source');
+  assert.match(await admin.textContent('#profile-source'), /uploaded as a folded file by /);
+  assert.equal(await admin.textContent('#profile-rate'), 'rate not in the file');
+  assert.equal(await admin.textContent('#profile-duration'), 'duration not in the file');
+  assert.match(await admin.textContent('#runtime summary'), /Runtime: none recorded \(imported from a folded file\)/);
+  const head = await admin.textContent('.profile-head');
+  assert.doesNotMatch(head, /\b0 Hz|not reported yet/, head);
+  await admin.waitForSelector('#timeline-y');
+  assert.equal(await admin.textContent('#timeline-y'), 'samples per window');
+  assert.match(await admin.textContent('#timeline-x'), /windows in time order \(UTC\)/);
+  await admin.screenshot({ path: `${ARTIFACTS}imported.png`, fullPage: true });
+  await admin.goto(`${BASE}/#/profiles?service=e2e-imported`);
+  const row = admin.locator(`#profiles-table tr[data-profile="${id}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), /imported folded file.*duration not in the file.*rate not in the file/);
+  // A sampled profile's timeline: time up, windows across.
+  await admin.goto(`${BASE}/#/profiles/${startedId}`);
+  await admin.waitForFunction(() => document.querySelector('#timeline-y')?.textContent === 'time sampled per window (s)');
+  await admin.locator('#timeline-chart').screenshot({ path: `${ARTIFACTS}timeline.png` });
+});
+
+test('compare colours changes by significance, takes time-range presets and flips the sides', async () => {
+  // Two imports with known shares: hot +10 points and warm −10 over 10,000
+  // samples each are far past noise; cool and tiny barely move.
+  const a = await importFolded(admin, 'e2e-compare', 'main;hot 6000\nmain;warm 3000\nmain;cool 1000\nmain;tiny 50\n');
+  const b = await importFolded(admin, 'e2e-compare', 'main;hot 7000\nmain;warm 2000\nmain;cool 1000\nmain;tiny 60\n');
+  assert.equal(a.status, 201);
+  assert.equal(b.status, 201);
+  await admin.goto(`${BASE}/#/compare?baseline=${a.body.id}&target=${b.body.id}`);
+  await admin.waitForSelector('#changes tbody tr');
+  const rows = await admin.$$eval('#changes tbody tr', (trs) =>
+    Object.fromEntries(trs.map((tr) => [tr.dataset.function, { cls: tr.className, change: tr.querySelector('td.change').textContent }])),
+  );
+  assert.equal(rows.hot.cls, 'grew significant');
+  assert.equal(rows.warm.cls, 'shrank significant');
+  assert.equal(rows.cool.cls, 'noise');
+  assert.equal(rows.tiny.cls, 'noise');
+  assert.match(rows.hot.change, /^\+9\.\d\d ± 0\.\d\d pts$/);
+  // Every row's class follows its own ±: under 2σ noise, 3σ or more significant.
+  for (const [fn, r] of Object.entries(rows)) {
+    const [, sign, d, se] = /^([+−])([\d.]+) ± ([\d.]+) pts$/.exec(r.change);
+    // Shown to 2 decimals: skip errors too small to read back.
+    if (Number(d) > 0 && Number(se) < 0.05) continue;
+    const z = Number(d) === 0 ? 0 : Number(d) / Number(se);
+    const want = z >= 3.05 ? 'significant' : z < 1.95 ? 'noise' : null;
+    if (want === 'noise') assert.equal(r.cls, 'noise', fn);
+    if (want === 'significant') assert.equal(r.cls, `${sign === '+' ? 'grew' : 'shrank'} significant`, fn);
+  }
+  // The graph: red and blue only past noise, grey within it.
+  await flameReady(admin);
+  const fill = Object.fromEntries((await frames(admin)).map((f) => [f.name, f.fill]));
+  assert.match(fill.hot, /^hsl\(0, /);
+  assert.match(fill.warm, /^hsl\(220, 80%/);
+  assert.equal(fill.tiny, 'hsl(220, 6%, 90%)');
+  assert.equal(fill.cool, 'hsl(220, 6%, 90%)');
+  await admin.hover('canvas.flame', { position: { x: 5, y: 9 } });
+  await admin.screenshot({ path: `${ARTIFACTS}compare-significance.png`, fullPage: true });
+  // Flip: the sides swap, hot now shrank.
+  await admin.click('#compare-flip');
+  await admin.waitForFunction((id) => location.hash.includes(`baseline=${id}`), b.body.id);
+  assert.equal(hashQuery(admin).get('target'), a.body.id);
+  await admin.waitForSelector('#changes tr[data-function="hot"].shrank.significant');
+  // Presets: the service over the last 7 days against the last hour.
+  await admin.goto(`${BASE}/#/compare`);
+  await admin.waitForSelector('#compare-result .notice.info');
+  assert.equal(await admin.inputValue('#baseline-range'), '24h', 'a preset by default');
+  assert.ok(await admin.isHidden('#baseline-side .dates'), 'no date fields for a preset');
+  await admin.selectOption('#baseline-range', '');
+  assert.ok(await admin.isVisible('#baseline-side .dates'), 'custom dates on demand');
+  await admin.fill('#baseline-service', 'e2e-compare');
+  await admin.selectOption('#baseline-range', '7d');
+  await admin.fill('#target-service', 'e2e-compare');
+  await admin.selectOption('#target-range', '1h');
+  const sent = admin.waitForRequest((r) => new URL(r.url()).pathname === '/api/v1/diff');
+  await admin.click('#compare-submit');
+  const diff = new URL((await sent).url()).searchParams;
+  const ago = (iso) => (Date.now() - Date.parse(iso)) / 3600_000;
+  assert.ok(Math.abs(ago(diff.get('baseline_since')) - 7 * 24) < 0.2, diff.toString());
+  assert.ok(Math.abs(ago(diff.get('target_since')) - 1) < 0.2, diff.toString());
+  assert.ok(Math.abs(ago(diff.get('target_until'))) < 0.2, diff.toString());
+  const q = hashQuery(admin);
+  assert.deepEqual([q.get('baseline_range'), q.get('target_range'), q.get('baseline_since')], ['7d', '1h', null]);
+  await admin.waitForSelector('#compare-result canvas.flame');
+  await admin.screenshot({ path: `${ARTIFACTS}compare-presets.png`, fullPage: true });
+});
+
+test('the start form sits at the top behind its button, lists live hosts and starts a command-line target', async () => {
+  await admin.goto(`${BASE}/#/profiles`);
+  await admin.waitForSelector('#start-toggle');
+  assert.ok(await admin.isHidden('#start-panel'), 'closed until asked for');
+  await admin.click('#start-toggle');
+  await admin.waitForSelector('#start-panel:not([hidden])');
+  assert.equal(hashQuery(admin).get('start'), '1');
+  const [form, table] = [await admin.locator('#start-panel').boundingBox(), await admin.locator('#profiles-table').boundingBox()];
+  assert.ok(form.y < table.y, 'above the list');
+  await admin.waitForSelector(`#start-host option[value="${services.host_id}"]`, { state: 'attached' });
+  assert.equal(await admin.inputValue('#start-host'), services.host_id, 'the live host is picked');
+  assert.ok((await admin.$$eval('#start-host option', (o) => o.map((x) => x.value))).includes('__other'));
+  await admin.selectOption('#start-host', '__other');
+  assert.ok(await admin.isVisible('#start-host-other'));
+  await admin.selectOption('#start-host', services.host_id);
+  // A command line names no program: the service is required.
+  await admin.selectOption('#start-target-by', 'cmdline');
+  await admin.fill('#start-target', 'cpu-split');
+  await admin.fill('#start-service', '');
+  await admin.fill('#start-duration_secs', '2');
+  await admin.fill('#start-labels', '');
+  assert.equal(await admin.$eval('#start-service', (e) => e.validity.valueMissing), true);
+  await admin.fill('#start-service', 'cpu-split-cmdline');
+  await admin.click('#start-submit');
+  await admin.waitForSelector('#start-result .notice.info');
+  const text = await admin.textContent('#start-result');
+  const id = /Started ([0-9a-f-]{36}) \(\w+\) on (\S+)\./.exec(text)[1];
+  const box = await admin.locator('#start-result').boundingBox();
+  assert.ok(box.y >= 0 && box.y + box.height <= 1000, `the answer is on screen (${box.y})`);
+  const row = admin.locator(`#profiles-table tr.just-started[data-profile="${id}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), /cmdline \/cpu-split\//);
+  await admin.screenshot({ path: `${ARTIFACTS}start-form.png`, fullPage: true });
+  await admin.waitForSelector(`#profiles-table tr[data-profile="${id}"]:not([data-status="requested"]):not([data-status="dispatched"]):not([data-status="running"])`, { timeout: 120_000 });
+  assert.equal(await admin.getAttribute(`#profiles-table tr[data-profile="${id}"]`, 'data-status'), 'finished');
+  // A cgroup target goes as `cgroup` (answered here, not started).
+  const isStart = (r) => r.method() === 'POST' && new URL(r.url()).pathname === '/api/v1/profiles';
+  const profilesRoute = (url) => url.pathname === '/api/v1/profiles';
+  await admin.route(profilesRoute, (route) =>
+    isStart(route.request())
+      ? route.fulfill({ status: 422, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unprocessable', message: 'e2e: not sent' } }) })
+      : route.continue(),
+  );
+  try {
+    await admin.selectOption('#start-target-by', 'cgroup');
+    await admin.fill('#start-target', '/system.slice/e2e.service');
+    const sent = admin.waitForRequest(isStart);
+    await admin.click('#start-submit');
+    const body = (await sent).postDataJSON();
+    assert.equal(body.cgroup, '/system.slice/e2e.service');
+    assert.equal(body.service, 'cpu-split-cmdline');
+    assert.ok(!('process_name' in body) && !('cmdline' in body), JSON.stringify(body));
+    await admin.waitForSelector('#start-result .notice.error');
+    assert.match(await admin.textContent('#start-result'), /Start refused: e2e: not sent/);
+  } finally {
+    await admin.unroute(profilesRoute);
+  }
+  // The hosts page opens the form on its host.
+  await admin.goto(`${BASE}/#/hosts`);
+  await admin.click(`#hosts-table tr[data-host="${services.host_id}"] a.profile-host`);
+  await admin.waitForSelector('#start-panel:not([hidden])');
+  await admin.waitForFunction((host) => document.querySelector('#start-host')?.value === host, services.host_id);
+});
+
+test('schedules show their run history with reasons, and a scheduled profile names its schedule', async () => {
+  if (!admin.listenerCount('dialog')) admin.on('dialog', (d) => void d.accept());
+  // A long profile keeps cpu-split busy: a schedule on it is skipped, with why.
+  const long = await apiCall(admin, 'POST', '/api/v1/profiles', { host: services.host_id, process_name: 'cpu-split', duration_secs: 170 });
+  assert.ok(long.status === 201 || long.status === 202, JSON.stringify(long.body));
+  await admin.goto(`${BASE}/#/schedules`);
+  await admin.waitForSelector('#schedule-create');
+  await admin.fill('#schedule-name', 'e2e-runs');
+  await admin.waitForSelector(`#schedule-host option[value="${services.host_id}"]`, { state: 'attached' });
+  await admin.selectOption('#schedule-host', services.host_id);
+  await admin.selectOption('#schedule-target-by', 'cmdline');
+  await admin.fill('#schedule-target', 'cpu-split');
+  await admin.fill('#schedule-service', 'cpu-split-sched');
+  await admin.fill('#schedule-cron', '* * * * *');
+  await admin.fill('#schedule-duration_secs', '2');
+  await admin.click('#schedule-create button[type=submit]');
+  const runsRow = admin.locator('#schedules-table tr[data-schedule="e2e-runs"]');
+  await runsRow.waitFor();
+  assert.match(await runsRow.textContent(), /cpu-split-sched: cmdline \/cpu-split\/ on /);
+  const busy = await apiCall(admin, 'POST', '/api/v1/schedules', {
+    name: 'e2e-busy',
+    host: services.host_id,
+    process_name: 'cpu-split',
+    cron: '* * * * *',
+    duration_secs: 2,
+  });
+  assert.equal(busy.status, 201, JSON.stringify(busy.body));
+  const runsId = await runsRow.getAttribute('data-id');
+  // Both fire at the next minute (the scheduler looks every 15 s).
+  const fired = async (id) => (await apiCall(admin, 'GET', `/api/v1/schedules/${id}`)).body.runs ?? [];
+  const deadline = Date.now() + 150_000;
+  while ((await fired(runsId)).length < 1 || (await fired(busy.body.id)).length < 1) {
+    assert.ok(Date.now() < deadline, 'both schedules fired within 150 s');
+    await new Promise((r) => setTimeout(r, 3000));
+  }
+  // No more firings; free the target.
+  for (const id of [runsId, busy.body.id]) await apiCall(admin, 'PATCH', `/api/v1/schedules/${id}`, { enabled: false });
+  await apiCall(admin, 'POST', `/api/v1/profiles/${long.body.id}/stop`);
+  const skipped = (await fired(busy.body.id)).find((r) => r.outcome === 'skipped_busy');
+  assert.ok(skipped, JSON.stringify(await fired(busy.body.id)));
+  await admin.reload();
+  const busyCell = admin.locator('#schedules-table tr[data-schedule="e2e-busy"] td.history');
+  await admin.waitForFunction(() => /\d+ runs?/.test(document.querySelector('#schedules-table tr[data-schedule="e2e-busy"] td.history')?.textContent ?? ''));
+  assert.match(await busyCell.textContent(), /\d+ missed or skipped.*last skipped .*: the target already has a live profile/s);
+  await busyCell.locator('button.history-toggle').click();
+  const detail = admin.locator('#schedules-table tr[data-history="e2e-busy"]');
+  await detail.waitFor();
+  assert.match(await detail.locator('tr[data-outcome="skipped_busy"]').first().textContent(), /skipped \(busy\).*already has a live profile/);
+  await admin.screenshot({ path: `${ARTIFACTS}schedules-history.png`, fullPage: true });
+  // The started run links its profile, which names the schedule.
+  const started = (await fired(runsId)).find((r) => r.outcome === 'started');
+  assert.ok(started?.profile_id, JSON.stringify(await fired(runsId)));
+  await admin.click('#schedules-table tr[data-schedule="e2e-runs"] button.history-toggle');
+  await admin.click(`#schedules-table tr[data-history="e2e-runs"] a[href="#/profiles/${started.profile_id}"]`);
+  await admin.waitForSelector('#profile-summary');
+  assert.match(await admin.textContent('#profile-summary'), /requested by schedule e2e-runs/);
+  await admin.goto(`${BASE}/#/profiles?service=cpu-split-sched`);
+  const listed = admin.locator(`#profiles-table tr[data-profile="${started.profile_id}"] a.requester`);
+  await listed.waitFor();
+  assert.equal(await listed.textContent(), 'schedule e2e-runs');
+  await admin.screenshot({ path: `${ARTIFACTS}profiles-scheduled.png`, fullPage: true });
+  for (const id of [runsId, busy.body.id]) assert.equal((await apiCall(admin, 'DELETE', `/api/v1/schedules/${id}`)).status, 204);
+});
+
+test('dark mode follows the system, and flame labels stay readable', async () => {
+  const page = await newPage();
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await signIn(page, services.token);
+  assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor), 'rgb(21, 23, 26)');
+  await gotoFlame(page, `#/profiles/${startedId}`);
+  const dark = (await frames(page)).filter((f) => f.merged === 0);
+  assert.ok(dark.every((f) => lightness(f.fill) <= 50), dark.map((f) => f.fill).join(' '));
+  await page.screenshot({ path: `${ARTIFACTS}dark-profile.png`, fullPage: true });
+  await page.goto(`${BASE}/#/profiles/${startedId}?sandwich=demo_hot`);
+  await page.waitForSelector('#sandwich');
+  await page.screenshot({ path: `${ARTIFACTS}dark-sandwich.png`, fullPage: true });
+  // The scheme changes under an open graph: it redraws in the light colours.
+  await gotoFlame(page, `#/profiles/${startedId}`);
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.waitForFunction(() =>
+    document.querySelector('canvas.flame').odpFlame.visibleFrames().every((f) => f.merged > 0 || Number(/(\d+)%\)$/.exec(f.fill)[1]) >= 56),
+  );
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.goto(`${BASE}/#/schedules`);
+  await page.waitForSelector('section.schedules');
+  await page.screenshot({ path: `${ARTIFACTS}dark-schedules.png`, fullPage: true });
+  await page.goto(`${BASE}/#/compare`);
+  await page.waitForSelector('#compare-submit');
+  await page.screenshot({ path: `${ARTIFACTS}dark-compare.png`, fullPage: true });
+  await page.context().close();
+});
+
+// ---- Services and runs: the demo as a service, a run from the form on
+// its one host, the run page (progress, merged graph, top functions with
+// their errors, hosts, members), Stop, and a run schedule's history
+// linking its run. Screenshots go to web/e2e/artifacts/.
+
+const SERVICE = 'demo';
+/** A run's page once it has ended (its statuses after running). */
+const RUN_ENDED = ['finished', 'stopped', 'precise', 'partial'];
+const runEnded = (page, timeout = 120_000) =>
+  page.waitForFunction((ended) => ended.includes(document.querySelector('#run-status')?.dataset.status), RUN_ENDED, { timeout });
+
+test("services: admin defines the demo, its live host shows with its labels, and Run… opens the run form on it", async () => {
+  if (!admin.listenerCount('dialog')) admin.on('dialog', (d) => void d.accept());
+  await admin.goto(`${BASE}/#/profiles`);
+  await admin.click('header a[data-nav="services"]');
+  await admin.waitForSelector('#service-create');
+  await admin.fill('#service-name', SERVICE);
+  await admin.selectOption('#service-target-by', 'process_name');
+  await admin.fill('#service-target', 'cpu-split');
+  await admin.fill('#service-owner_team', 'odp');
+  await admin.fill('#service-description', 'the quick start demo');
+  await admin.click('#service-create-submit');
+  await admin.waitForSelector('#service-create-result .notice.info');
+  const row = admin.locator(`#services-table tr[data-service="${SERVICE}"]`);
+  await row.waitFor();
+  assert.match(await row.textContent(), /cpu-split.*odp/s);
+  // The same name again is the server's refusal, shown under the form.
+  await admin.fill('#service-name', SERVICE);
+  await admin.fill('#service-target', 'cpu-split');
+  await admin.click('#service-create-submit');
+  await admin.waitForSelector('#service-create-result .notice.error');
+  assert.match(await admin.textContent('#service-create-result'), /^Not defined: /);
+  // Its agent reports running it within a heartbeat or two; the page reads the hosts again.
+  const host = row.locator(`li[data-host="${services.host_id}"]`);
+  await host.waitFor({ timeout: 90_000 });
+  const labels = await host.locator('.chip').allTextContents();
+  for (const key of ['arch', 'cores', 'cpu_model', 'kernel']) assert.ok(labels.some((l) => l.startsWith(`${key}=`)), labels.join(' '));
+  await admin.screenshot({ path: `${ARTIFACTS}services.png`, fullPage: true });
+  // Run… opens the run form on the service, offering its hosts' labels.
+  await row.locator('a.run-service').click();
+  await admin.waitForSelector('#run-panel:not([hidden])');
+  assert.equal(hashQuery(admin).get('start'), SERVICE);
+  await admin.waitForSelector('#run-stratify-arch', { state: 'attached' });
+  assert.equal(await admin.inputValue('#run-service'), SERVICE);
+  assert.match(await admin.textContent('#run-live'), /^1 live host runs it$/);
+  const offered = await admin.$$eval('#run-stratify input[name="stratify_by"]', (c) => c.map((x) => x.value));
+  for (const key of ['arch', 'cores', 'cpu_model', 'kernel']) assert.ok(offered.includes(key), offered.join(','));
+  // A viewer sees the services and hosts, but neither Run… nor the form.
+  const viewer = await newPage();
+  await signIn(viewer, services.viewer_token);
+  await viewer.goto(`${BASE}/#/services`);
+  await viewer.waitForSelector(`#services-table tr[data-service="${SERVICE}"] li[data-host="${services.host_id}"]`);
+  assert.equal(await viewer.$('a.run-service, #service-create, .service-delete'), null);
+  await viewer.context().close();
+});
+
+test("the run form shows the server's refusal beside it and marks the field", async () => {
+  await admin.goto(`${BASE}/#/runs?start=${SERVICE}`);
+  await admin.waitForSelector('#run-stratify-arch', { state: 'attached' });
+  const before = (await apiCall(admin, 'GET', `/api/v1/runs?service=${SERVICE}`)).body.runs.length;
+  await admin.fill('#run-count', '3');
+  assert.equal(await admin.isChecked('#run-hosts-count'), true, 'typing a count picks it');
+  await admin.check('#run-strict');
+  await admin.fill('#run-duration_secs', '5');
+  await admin.click('#run-submit');
+  await admin.waitForSelector('#run-result .notice.error');
+  assert.match(await admin.textContent('#run-result'), /^Run refused: count 3 is more than the 1 live hosts, and strict is set/);
+  assert.equal(await admin.getAttribute('#run-count', 'aria-invalid'), 'true');
+  await admin.screenshot({ path: `${ARTIFACTS}run-form-refused.png`, fullPage: true });
+  assert.equal((await apiCall(admin, 'GET', `/api/v1/runs?service=${SERVICE}`)).body.runs.length, before, 'nothing was started');
+});
+
+let runId; // the run the form started
+
+test('a run from the form on 1 host finishes, and its page shows progress, the merged graph, top functions, hosts and members', async () => {
+  await demoIdle(admin);
+  await admin.goto(`${BASE}/#/runs?start=${SERVICE}`);
+  await admin.waitForSelector('#run-stratify-arch', { state: 'attached' });
+  await admin.fill('#run-count', '1');
+  await admin.uncheck('#run-strict');
+  await admin.check('#run-stratify-arch');
+  await admin.fill('#run-seed', '7');
+  await admin.fill('#run-duration_secs', '5');
+  await admin.fill('#run-top', '3');
+  await admin.fill('#run-max_stderr', '0.5');
+  const sent = admin.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/api/v1/runs');
+  await admin.click('#run-submit');
+  assert.deepEqual((await sent).postDataJSON(), {
+    service: SERVICE,
+    duration_secs: 5,
+    hosts: { count: 1 },
+    stratify_by: ['arch'],
+    seed: 7,
+    frequency_hz: 99,
+    stop_when: { top: 3, max_stderr: 0.005 },
+  });
+  await admin.waitForFunction(() => /^#\/runs\/[0-9a-f-]{36}$/.test(location.hash));
+  runId = new URL(admin.url()).hash.slice('#/runs/'.length);
+  await admin.waitForSelector('#run-status');
+  // While live: time against the maximum, members, ε against the rule's.
+  const live = await admin.getAttribute('#run-progress', 'data-live');
+  if (live === 'true') {
+    assert.match(await admin.textContent('#run-elapsed'), /\d+ s of 5 s max/);
+    assert.ok(await admin.$('#run-stop'), 'a live run has a Stop button');
+    await admin.screenshot({ path: `${ARTIFACTS}run-live.png`, fullPage: true });
+  }
+  await runEnded(admin);
+  assert.match(await admin.getAttribute('#run-status', 'data-status'), /^(finished|precise)$/);
+  await flameReady(admin);
+  assert.equal(await admin.$('#run-stop'), null, 'no Stop once ended');
+  assert.match(await admin.textContent('#run-elapsed'), /^took \d+ s of 5 s max/);
+  assert.match(await admin.textContent('#run-member-counts'), /Members: 0 running, 1 finished, 0 failed of 1/);
+  assert.match(await admin.textContent('#run-precision'), /±\d+\.\d\d pts reached of ±0\.50 pts wanted \(top 3\)/);
+  assert.match(await admin.textContent('#run-chosen'), /1 of 1 eligible host · asked for 1 host, stratified by arch · seed 7 · stop rule: top 3 shares to ±0\.50 pts/);
+  const strata = await admin.$$eval('#run-strata tbody td', (cells) => cells.map((c) => c.textContent));
+  assert.ok(/^arch=\S+$/.test(strata[0]) && strata[1] === '1' && strata[2] === '1', strata.join(' | '));
+  // The merged graph: demo_hot is main's widest child.
+  const drawn = await frames(admin);
+  const main = drawn.find((f) => f.name === 'main');
+  assert.ok(main, drawn.map((f) => f.name).join(','));
+  const children = drawn.filter((f) => f.depth === main.depth + 1 && f.x >= main.x && f.x < main.x + main.w).sort((a, b) => b.w - a.w);
+  assert.equal(children[0].name, 'demo_hot');
+  assert.match(await admin.textContent('#run-graph-summary'), /merged from 1 member profile on 1 host/);
+  // Top functions with their errors: the demo's split, demo_hot about 60%.
+  const top = admin.locator('#run-top tbody tr').first();
+  assert.equal(await top.getAttribute('data-function'), 'demo_hot');
+  const [, share, err] = /([\d.]+)% ± ([\d.]+)%/.exec(await top.locator('td.num').first().textContent()).map(Number);
+  assert.ok(share > 45 && share < 75 && err > 0 && err < 5, `demo_hot ${share}% ± ${err}%`);
+  const warm = Number(/([\d.]+)%/.exec(await admin.textContent('#run-top tr[data-function="demo_warm"] td.num'))[1]);
+  assert.ok(warm > 15 && warm < 45, `demo_warm ${warm}%`);
+  // The hosts table (one host: not tested, not an outlier) and the members.
+  const hostRow = admin.locator(`#run-hosts tr[data-host="${services.host_id}"]`);
+  assert.equal(await hostRow.getAttribute('data-outlier'), 'false');
+  assert.match(await hostRow.textContent(), /arch=.*demo_hot.*not tested/s);
+  assert.match(await admin.textContent('#run-outliers'), /No outlier/);
+  const member = admin.locator(`#run-members tr[data-host="${services.host_id}"] a.member-profile`);
+  const profileId = (await member.getAttribute('href')).slice('#/profiles/'.length);
+  assert.equal(await hostRow.locator('a.host-profile').getAttribute('href'), `#/profiles/${profileId}`);
+  await admin.screenshot({ path: `${ARTIFACTS}run.png`, fullPage: true });
+  // The flame panel's downloads, as on the profile pages.
+  assertStackFiles(await downloadEach(admin), `run-${runId}`, 'demo_hot');
+  // An outlier is marked: one host cannot be one, so the answer gains an odd second host.
+  const hostsRoute = (url) => url.pathname === `/api/v1/runs/${runId}/hosts`;
+  await admin.route(hostsRoute, async (route) => {
+    const real = await (await route.fetch()).json();
+    const odd = { ...real.hosts[0], host: 'e2e-odd', outlier: true, df: 3, statistic: 41.5, p_value: 1e-6, distance: 0.3, profile_id: null };
+    odd.moved = { function: 'demo_cool', host_share: 0.4, others_share: 0.1 };
+    await route.fulfill({ json: { ...real, hosts: [odd, ...real.hosts], outliers: ['e2e-odd'] } });
+  });
+  try {
+    await admin.reload();
+    const oddRow = admin.locator('#run-hosts tr.outlier[data-host="e2e-odd"]');
+    await oddRow.waitFor();
+    assert.match(await oddRow.textContent(), /e2e-odd.*30\.0%.*< 0\.0001.*demo_cool 40\.0% vs 10\.0%/s);
+    assert.match(await admin.textContent('#run-outliers'), /^1 outlier: e2e-odd/);
+    assert.equal(await admin.getAttribute(`#run-hosts tr[data-host="${services.host_id}"]`, 'class'), '');
+    await admin.locator('#run-hosts').screenshot({ path: `${ARTIFACTS}run-outlier.png` });
+  } finally {
+    await admin.unroute(hostsRoute);
+  }
+  await flameReady(admin);
+  // A top-function row highlights its frames.
+  await top.click();
+  assert.deepEqual([...new Set((await frames(admin)).filter((f) => f.selected).map((f) => f.name))], ['demo_hot']);
+  await top.click();
+  // The member profile links back to its run.
+  await member.click();
+  await admin.waitForSelector('#profile-run');
+  assert.equal(await admin.getAttribute('#profile-run', 'href'), `#/runs/${runId}`);
+  await admin.goto(`${BASE}/#/profiles?service=${SERVICE}`);
+  const inList = admin.locator(`#profiles-table tr[data-profile="${profileId}"] a.run-link`);
+  await inList.waitFor();
+  assert.equal(await inList.getAttribute('href'), `#/runs/${runId}`);
+  // The runs list.
+  await admin.click('header a[data-nav="runs"]');
+  const listed = admin.locator(`#runs-table tr[data-run="${runId}"]`);
+  await listed.waitFor();
+  assert.match(await listed.getAttribute('data-status'), /^(finished|precise)$/);
+  assert.match(await listed.textContent(), /demo.*1 of 1 eligible host.*1 host by arch.*top 3 shares to ±0\.50 pts.*5 s/s);
+  await admin.screenshot({ path: `${ARTIFACTS}runs.png`, fullPage: true });
+  await listed.locator('a.run-link').click();
+  await admin.waitForSelector(`section.run[data-run="${runId}"]`);
+});
+
+/** Waits until no profile is live (of the demo, a run's member may still
+ *  be stopping): a run's member on a busy target is not started. */
+async function demoIdle(page) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { body } = await apiCall(page, 'GET', '/api/v1/profiles?limit=50');
+    if (!body.profiles.some((p) => ['requested', 'dispatched', 'running'].includes(p.status))) return;
+    assert.ok(Date.now() < deadline, 'the demo is free within 60 s');
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+test('Stop on a live run stops its members', async () => {
+  await demoIdle(admin);
+  const started = await apiCall(admin, 'POST', '/api/v1/runs', { service: SERVICE, duration_secs: 120 });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  await admin.goto(`${BASE}/#/runs/${started.body.id}`);
+  await admin.waitForSelector('#run-stop');
+  await admin.waitForFunction(() => document.querySelector('#run-status')?.dataset.status === 'running', null, { timeout: 60_000 });
+  await admin.click('#run-stop');
+  await runEnded(admin, 60_000);
+  assert.equal(await admin.getAttribute('#run-status', 'data-status'), 'stopped');
+  // Its member follows as the agent stops it; the page keeps reading until then.
+  await admin.waitForSelector(`#run-members tr[data-host="${services.host_id}"][data-status="stopped"]`, { timeout: 30_000 });
+  assert.match(await admin.textContent('#run-member-counts'), /0 running, 1 finished, 0 failed of 1/);
+  await admin.screenshot({ path: `${ARTIFACTS}run-stopped.png`, fullPage: true });
+  await demoIdle(admin);
+});
+
+test("a run schedule's history links the run it started", async () => {
+  const created = await apiCall(admin, 'POST', '/api/v1/schedules', {
+    name: 'e2e-run-schedule',
+    service: SERVICE,
+    duration_secs: 2,
+    cron: '* * * * *',
+    run: { hosts: { count: 1 }, stratify_by: ['arch'] },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id;
+  const fired = async () => (await apiCall(admin, 'GET', `/api/v1/schedules/${id}`)).body.runs ?? [];
+  const deadline = Date.now() + 150_000;
+  while (!(await fired()).some((r) => r.run_id)) {
+    assert.ok(Date.now() < deadline, `the schedule started a run within 150 s: ${JSON.stringify(await fired())}`);
+    await new Promise((r) => setTimeout(r, 3000));
+  }
+  await apiCall(admin, 'PATCH', `/api/v1/schedules/${id}`, { enabled: false });
+  const run = (await fired()).find((r) => r.run_id).run_id;
+  await admin.goto(`${BASE}/#/schedules`);
+  const row = admin.locator('#schedules-table tr[data-schedule="e2e-run-schedule"]');
+  await row.waitFor();
+  assert.match(await row.textContent(), /demo: a run on 1 host by arch/);
+  await row.locator('button.history-toggle').click();
+  const link = admin.locator(`#schedules-table tr[data-history="e2e-run-schedule"] a.run-link[href="#/runs/${run}"]`);
+  assert.equal(await link.textContent(), `run ${run.slice(0, 8)}`);
+  await admin.screenshot({ path: `${ARTIFACTS}schedule-run-link.png`, fullPage: true });
+  await link.click();
+  await admin.waitForSelector(`section.run[data-run="${run}"] #run-status`);
+  assert.match(await admin.textContent('#run-summary'), /requested by schedule e2e-run-schedule/);
+  await runEnded(admin);
+  await admin.screenshot({ path: `${ARTIFACTS}run-scheduled.png`, fullPage: true });
+  assert.equal((await apiCall(admin, 'DELETE', `/api/v1/schedules/${id}`)).status, 204);
 });

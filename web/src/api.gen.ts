@@ -2366,6 +2366,11 @@ export interface operations {
                 exclude?: string;
                 format?: "json" | "folded" | "svg" | "pprof" | "speedscope";
                 /**
+                 * @description SVG: roots at the bottom (`flame`, the default) or on top
+                 *     (`icicle`).
+                 */
+                orientation?: "flame" | "icicle";
+                /**
                  * @description JSON: at most about this many nodes (default 8192); lighter
                  *     subtrees merge into one `other` node per parent.
                  */
@@ -3572,14 +3577,22 @@ export interface operations {
                  *     profile it).
                  */
                 service: string;
-                format: "pprof" | "folded";
+                format: "pprof" | "folded" | "jfr" | "speedscope";
                 /** @description The host the samples are stored under; `imported` when absent. */
                 host?: string;
-                /** @description pprof only: which of the file's sample types to count. */
+                /**
+                 * @description pprof: which of the file's sample types to count. JFR: `cpu`
+                 *     (execution samples, the default), `alloc` (allocation samples,
+                 *     in bytes) or `lock` (monitor enters and parks, in nanoseconds
+                 *     waited); without it, a recording with no execution samples counts
+                 *     the first other kind it has.
+                 */
                 sample_type?: string;
                 /**
-                 * @description What the counts measure; inferred from the pprof sample type, and
-                 *     `cpu-clock` for folded stacks, when absent.
+                 * @description What the counts measure; inferred from the pprof sample type, the
+                 *     JFR kind (`cpu-clock`, `alloc-bytes`, `lock`) or the speedscope
+                 *     unit (`cpu-clock` for `none`, `wall` for times, `alloc-bytes` for
+                 *     bytes), and `cpu-clock` for folded stacks, when absent.
                  */
                 event?: string;
             };
@@ -3763,6 +3776,11 @@ export interface operations {
         parameters: {
             query?: {
                 format?: "json" | "folded" | "svg" | "pprof" | "speedscope";
+                /**
+                 * @description SVG: roots at the bottom (`flame`, the default) or on top
+                 *     (`icicle`).
+                 */
+                orientation?: "flame" | "icicle";
                 /** @description Only threads with this name, or matching it as a regex. */
                 thread?: string;
                 /** @description Only stacks with a frame matching this regex. */
@@ -5204,6 +5222,11 @@ export interface operations {
         parameters: {
             query?: {
                 format?: "json" | "folded" | "svg" | "pprof" | "speedscope";
+                /**
+                 * @description SVG: roots at the bottom (`flame`, the default) or on top
+                 *     (`icicle`).
+                 */
+                orientation?: "flame" | "icicle";
                 /** @description Only threads with this name, or matching it as a regex. */
                 thread?: string;
                 /** @description Only stacks with a frame matching this regex. */

@@ -49,3 +49,28 @@ export function localInputToIso(value: string): string {
 export function isoToLocalInput(d: Date): string {
   return d.toISOString().slice(0, 16);
 }
+
+/** Copies `text` to the clipboard: the Clipboard API where the page may
+ *  use it, else a selected textarea and `execCommand`. True when copied. */
+export async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard?.writeText) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // Refused (no permission, not focused): try the old way.
+  }
+  const area = h('textarea', { style: 'position:fixed;left:-9999px', 'aria-hidden': 'true' });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}

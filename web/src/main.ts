@@ -14,6 +14,9 @@ import { rulesView } from './views/rules';
 import { schedulesView } from './views/schedules';
 import { channelsView } from './views/channels';
 import { channelView } from './views/channel';
+import { servicesView } from './views/services';
+import { runsView } from './views/runs';
+import { runView } from './views/run';
 
 type View = (route: Route, scope: ViewScope) => Promise<HTMLElement> | HTMLElement;
 
@@ -93,6 +96,8 @@ const views: Record<string, View> = {
   profiles: (route, s) => (route.path[1] ? profileView(route.path[1], route, s) : profilesView(route, s)),
   compare: compareView,
   aggregate: aggregateView,
+  services: servicesView,
+  runs: (route, s) => (route.path[1] ? runView(route.path[1], route, s) : runsView(route, s)),
   hosts: hostsView,
   rules: rulesView,
   schedules: schedulesView,
@@ -111,6 +116,8 @@ function nav(active: string): HTMLElement {
     link('profiles', 'Profiles'),
     link('compare', 'Compare'),
     link('aggregate', 'Service aggregate'),
+    link('services', 'Services'),
+    link('runs', 'Runs'),
     link('hosts', 'Hosts'),
     link('rules', 'Rules'),
     link('schedules', 'Schedules'),

@@ -38,3 +38,25 @@ export class ViewScope {
     this.onLeave(() => window.clearInterval(id));
   }
 }
+
+/** `hash` with `updates` applied to its query (an empty or undefined value
+ *  removes the key); the path and other keys are kept. */
+export function hashWith(hash: string, updates: Record<string, string | undefined>): string {
+  const raw = hash.replace(/^#\/?/, '');
+  const at = raw.indexOf('?');
+  const path = at < 0 ? raw : raw.slice(0, at);
+  const query = new URLSearchParams(at < 0 ? '' : raw.slice(at + 1));
+  for (const [k, v] of Object.entries(updates)) {
+    if (v) query.set(k, v);
+    else query.delete(k);
+  }
+  const qs = query.toString();
+  return `#/${path}${qs ? `?${qs}` : ''}`;
+}
+
+/** Writes view state into the address without re-rendering the view
+ *  (`replaceState` fires no `hashchange`), so a copied link reproduces it. */
+export function replaceQuery(updates: Record<string, string | undefined>): void {
+  const next = hashWith(location.hash, updates);
+  if (next !== location.hash) history.replaceState(history.state, '', next);
+}

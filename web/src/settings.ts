@@ -17,3 +17,24 @@ export function setCodeSearchTemplate(template: string): void {
 export function codeSearchUrl(fn: string, template = codeSearchTemplate()): string {
   return template.split('{function}').join(encodeURIComponent(fn));
 }
+
+/** How flame graphs are drawn: 'icicle' (root on top, the default) or
+ *  'flame' (root at the bottom). */
+export type Orientation = 'icicle' | 'flame';
+const ORIENTATION_KEY = 'odp.flameOrientation';
+
+export function flameOrientation(): Orientation {
+  try {
+    return localStorage.getItem(ORIENTATION_KEY) === 'flame' ? 'flame' : 'icicle';
+  } catch {
+    return 'icicle';
+  }
+}
+
+export function setFlameOrientation(orientation: Orientation): void {
+  try {
+    localStorage.setItem(ORIENTATION_KEY, orientation);
+  } catch {
+    // Storage refused (private mode): the choice lasts for this page.
+  }
+}

@@ -4,6 +4,7 @@
 // so layout, pruning and search are linear scans without recursion.
 
 import type { Schemas } from '../api';
+import { hslToRgb, luminance } from './theme';
 
 /** A node as the API sends it (`/flamegraph?format=json`, `/aggregate`).
  *  `merged` is only on an `other` node, which stands for this many
@@ -265,8 +266,20 @@ export function findByName(tree: FlatTree, name: string): number {
   return tree.names.indexOf(name);
 }
 
-/** A stable warm colour per function name (hash → hue 0..60). */
-export function frameColor(name: string): string {
+/** Lightest lightness (of saturation DARK_SATURATION) per hue 0..55 whose
+ *  colour keeps light labels at 4.5:1 or more (luminance at most 0.15):
+ *  yellows are brighter than reds at the same lightness. */
+const DARK_SATURATION = 55;
+const DARK_TOP = Array.from({ length: 56 }, (_, hue) => {
+  let l = 50;
+  while (l > 20 && luminance(hslToRgb(hue, DARK_SATURATION, l)) > 0.15) l--;
+  return l;
+});
+
+/** A stable warm colour per function name (hash → hue 0..55). `dark` (a
+ *  dark page) takes darker, less saturated ones that do not glare; both
+ *  keep their labels (black on light, light on dark) at 4.5:1 contrast. */
+export function frameColor(name: string, dark = false): string {
   let h = 2166136261;
   for (let i = 0; i < name.length; i++) {
     h ^= name.charCodeAt(i);
@@ -274,8 +287,8 @@ export function frameColor(name: string): string {
   }
   const u = (h >>> 0) / 4294967295;
   const hue = Math.round(u * 55);
-  const light = 50 + Math.round(((h >>> 8) & 0xff) / 25.5);
-  return `hsl(${hue}, 85%, ${light}%)`;
+  const step = Math.round(((h >>> 8) & 0xff) / 25.5);
+  return dark ? `hsl(${hue}, ${DARK_SATURATION}%, ${DARK_TOP[hue] - step}%)` : `hsl(${hue}, 85%, ${56 + step}%)`;
 }
 
 /** Diff colour: red where the target grew, blue where it shrank, saturating

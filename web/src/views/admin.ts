@@ -4,10 +4,12 @@
 import { get, post, type Schemas } from '../api';
 import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
+import { href } from '../router';
 
 export async function hostsView(): Promise<HTMLElement> {
   const { agents } = await get<Schemas['HostsResponse']>('/api/v1/hosts');
   const admin = hasRole('admin');
+  const profiler = hasRole('profiler');
   const message = h('div', {});
   const undeploy = (host: string, mode: 'now' | 'drain') =>
     h(
@@ -55,7 +57,14 @@ export async function hostsView(): Promise<HTMLElement> {
                 h('td', {}, ...a.running_profiles.map((id) => h('a', { href: `#/profiles/${id}` }, id.slice(0, 8) + ' '))),
                 h('td', {}, when(a.last_seen)),
                 h('td', {}, a.live ? 'yes' : 'no'),
-                h('td', {}, admin && a.live ? undeploy(a.host, 'drain') : null, admin && a.live ? undeploy(a.host, 'now') : null),
+                h(
+                  'td',
+                  {},
+                  profiler && a.live ? h('a', { class: 'profile-host', href: href('profiles', { start: a.host }) }, 'Profile…') : null,
+                  ' ',
+                  admin && a.live ? undeploy(a.host, 'drain') : null,
+                  admin && a.live ? undeploy(a.host, 'now') : null,
+                ),
               ),
             ),
           ),

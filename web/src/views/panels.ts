@@ -1,18 +1,47 @@
 // Panels beside a flame graph: the hot-leaf table, detected issues, the
 // timeline of samples per window and the target's runtime.
 
-import { ApiError, get, type Issue, type ProfileView, type Schemas, type TopFunction } from '../api';
+import { ApiError, get, LIVE_STATUSES, type Issue, type ProfileView, type Schemas, type TopFunction } from '../api';
+import type { FunctionTotals } from '../flame/sandwich';
+import { isImported } from '../profilefmt';
 import { h, notice, pct, when } from '../format';
 import { growthPoints, regressionDetail, regressionSummary, runtimeMatchText, type RegressionDetail } from '../rulefmt';
 import { executableText, librariesByKind, optionsText, runtimeTitle } from '../runtimefmt';
 
 type SortKey = 'function' | 'self_share' | 'total_share';
 
-/** Sortable top-functions table; clicking a row calls `onPick`. */
-export function hotLeafTable(functions: TopFunction[], onPick: (fn: string | null) => void): HTMLElement {
+export interface HotLeafOptions {
+  /** The row marked at first (the highlight in the address). */
+  picked?: string | null;
+  /** Adds a "sandwich" button to each row. */
+  onSandwich?: (fn: string) => void;
+  id?: string;
+}
+
+/** Sortable top-functions table; clicking a row calls `onPick` (the
+ *  function to highlight, or null when clicked again). */
+export function hotLeafTable(
+  functions: TopFunction[],
+  onPick: (fn: string | null) => void,
+  options: HotLeafOptions = {},
+): HTMLElement {
   let key: SortKey = 'self_share';
   let descending = true;
-  let picked: string | null = null;
+  let picked: string | null = options.picked ?? null;
+  const sandwichButton = (fn: string) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'sandwich-open',
+        title: `Callers and callees of ${fn}`,
+        onclick: (e: Event) => {
+          e.stopPropagation();
+          options.onSandwich!(fn);
+        },
+      },
+      'sandwich',
+    );
   const body = h('tbody', {});
   const draw = () => {
     const rows = functions.slice().sort((a, b) => {
@@ -36,15 +65,16 @@ export function hotLeafTable(functions: TopFunction[], onPick: (fn: string | nul
           h('td', { class: 'num' }, `${pct(f.self_share)} ± ${pct(f.self_share_stderr)}`),
           h('td', { class: 'num' }, pct(f.total_share)),
           h('td', { class: 'num' }, String(f.self_samples)),
+          options.onSandwich ? h('td', {}, sandwichButton(f.function)) : null,
         ),
       ),
     );
   };
-  const header = (label: string, k: SortKey) =>
+  const header = (label: string, k: SortKey, numeric = false) =>
     h(
       'th',
       {
-        class: 'sortable',
+        class: numeric ? 'sortable num' : 'sortable',
         'data-sort': k,
         onclick: () => {
           descending = key === k ? !descending : k !== 'function';
@@ -57,14 +87,38 @@ export function hotLeafTable(functions: TopFunction[], onPick: (fn: string | nul
   draw();
   return h(
     'table',
-    { class: 'grid hot-leaves', id: 'hot-leaves' },
+    { class: 'grid hot-leaves', id: options.id ?? 'hot-leaves' },
     h(
       'thead',
       {},
-      h('tr', {}, header('function', 'function'), header('self', 'self_share'), header('total', 'total_share'), h('th', {}, 'samples')),
+      h(
+        'tr',
+        {},
+        header('function', 'function'),
+        header('self', 'self_share', true),
+        header('total', 'total_share', true),
+        h('th', { class: 'num' }, 'samples'),
+        options.onSandwich ? h('th', {}, '') : null,
+      ),
     ),
     body,
   );
+}
+
+/** Top-function rows from a flame tree's totals (a view with no `/top`),
+ *  shares of `whole` samples with their binomial error. */
+export function topRows(totals: FunctionTotals[], samples: number, whole: number): TopFunction[] {
+  return totals.map((t) => {
+    const selfShare = whole > 0 ? t.self / whole : 0;
+    return {
+      function: t.function,
+      self_samples: t.self,
+      total_samples: t.total,
+      self_share: selfShare,
+      total_share: whole > 0 ? t.total / whole : 0,
+      self_share_stderr: samples > 0 ? Math.sqrt((selfShare * (1 - selfShare)) / samples) : 0,
+    };
+  });
 }
 
 /** A regression's grown functions (self share now, the previous runs'
@@ -139,8 +193,17 @@ export function timelineWeight(w: { samples: number; frequency_hz: number }): nu
   return w.frequency_hz > 0 ? w.samples / w.frequency_hz : w.samples;
 }
 
+/** The y axis of the timeline: time when every window has a rate, else
+ *  raw samples (imported profiles have no rate). */
+export function timelineAxis(windows: Array<{ frequency_hz: number }>): { label: string; unit: string } {
+  return windows.every((w) => w.frequency_hz > 0)
+    ? { label: 'time sampled per window', unit: 's' }
+    : { label: 'samples per window', unit: '' };
+}
+
 /** Bars per window, as time sampled (FDA may change the frequency between
- *  windows), labelled with the frequency used. Says so when the server has
+ *  windows), labelled with the frequency used, on labelled axes: time
+ *  sampled up, windows in time order across. Says so when the server has
  *  no timeline. */
 export async function timelinePanel(profileId: string): Promise<HTMLElement> {
   let windows: Schemas['TimelineWindow'][];
@@ -152,8 +215,11 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
     return notice('error', (err as Error).message);
   }
   if (!windows.length) return notice('info', 'No windows stored yet.');
-  const max = Math.max(...windows.map(timelineWeight), Number.MIN_VALUE);
-  return h(
+  const axis = timelineAxis(windows);
+  const weight = (w: Schemas['TimelineWindow']) => (axis.unit ? timelineWeight(w) : w.samples);
+  const max = Math.max(...windows.map(weight), Number.MIN_VALUE);
+  const tick = (v: number) => (axis.unit ? `${Number(v.toPrecision(3))} ${axis.unit}` : String(Math.round(v)));
+  const bars = h(
     'div',
     { class: 'timeline', id: 'timeline' },
     ...windows.map((w) =>
@@ -162,13 +228,27 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
         {
           class: 'tl-bar',
           title:
-            `${w.host} ${when(w.window_start)} – ${when(w.window_end)}: ${w.samples} ${w.event} samples at ${w.frequency_hz} Hz` +
-            (w.frequency_hz > 0 ? ` (${timelineWeight(w).toFixed(2)} s sampled)` : ''),
+            `${w.host} ${when(w.window_start)} – ${when(w.window_end)}: ${w.samples} ${w.event} samples` +
+            (w.frequency_hz > 0 ? ` at ${w.frequency_hz} Hz (${timelineWeight(w).toFixed(2)} s sampled)` : ' (rate not recorded)'),
         },
-        h('div', { class: 'tl-fill', style: `height:${Math.max(2, (timelineWeight(w) / max) * 80)}px` }),
-        h('div', { class: 'tl-label' }, `${w.frequency_hz} Hz`),
+        h('div', { class: 'tl-fill', style: `height:${Math.max(2, (weight(w) / max) * 80)}px` }),
+        h('div', { class: 'tl-label' }, w.frequency_hz > 0 ? `${w.frequency_hz} Hz` : 'n/a'),
       ),
     ),
+  );
+  return h(
+    'figure',
+    { class: 'timeline-chart', id: 'timeline-chart' },
+    h('div', { class: 'tl-y-title', id: 'timeline-y' }, `${axis.label}${axis.unit ? ` (${axis.unit})` : ''}`),
+    h('div', { class: 'tl-y-ticks' }, h('span', {}, tick(max)), h('span', {}, tick(0))),
+    bars,
+    h(
+      'div',
+      { class: 'tl-x-ticks' },
+      h('span', {}, when(windows[0].window_start)),
+      h('span', {}, when(windows[windows.length - 1].window_end)),
+    ),
+    h('figcaption', { class: 'tl-x-title', id: 'timeline-x' }, 'windows in time order (UTC), each labelled with its sampling rate'),
   );
 }
 
@@ -184,7 +264,18 @@ export function runtimePanel(profile: ProfileView): HTMLElement {
   return h(
     'details',
     { class: 'runtime', id: 'runtime' },
-    h('summary', {}, title ? `Runtime: ${title}` : 'Runtime: not reported yet', ` · options: ${optionsText(profile.options)}`),
+    h(
+      'summary',
+      {},
+      title
+        ? `Runtime: ${title}`
+        : isImported(profile)
+          ? `Runtime: none recorded (imported from a ${(profile.target as { value: string }).value} file)`
+          : LIVE_STATUSES.includes(profile.status)
+            ? 'Runtime: not reported yet'
+            : 'Runtime: not reported',
+      isImported(profile) ? '' : ` · options: ${optionsText(profile.options)}`,
+    ),
     executableText(r) ? h('p', {}, h('i', {}, 'Executable: '), executableText(r)!) : null,
     flags.length ? h('p', { class: 'flags' }, h('i', {}, 'Flags: '), h('code', {}, flags.join(' '))) : null,
     count

@@ -1,32 +1,23 @@
-// One profile: interactive flame graph with search and filters, the
-// hot-leaf table, detected issues and the timeline.
+// One profile: interactive flame graph with search, filters, downloads
+// and the sandwich view, the hot-leaf table, detected issues and the
+// timeline.
 
 import { flameTreeQuery, get, LIVE_STATUSES, type Issue, type ProfileView, type Schemas } from '../api';
-import { getToken } from '../auth';
 import { FlameGraph, type MenuItem } from '../flame/graph';
 import { flatten } from '../flame/layout';
+import { FLAME_STATE_KEYS } from '../flame/viewstate';
 import { h, notice, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { codeSearchUrl } from '../settings';
+import { durationText, isImported, rateText, scheduleIdOf, sourceText } from '../profilefmt';
+import { downloadBar } from './downloads';
+import { FlamePanel } from './flamepanel';
 import { hotLeafTable, issuesPanel, runtimePanel, timelinePanel } from './panels';
-import { labelChips, stopButton, targetText } from './profiles';
-import { searchBox } from './search';
+import { labelChips, requesterCell, scheduleNames, stopButton, targetText } from './profiles';
 import { totalText } from '../units';
+import { runIdOf } from '../runfmt';
 
 const FILTERS = ['thread', 'include', 'exclude'] as const;
-
-/** The server's SVG rendering, fetched with the token (a plain link would
- *  not carry it). */
-async function downloadSvg(id: string): Promise<void> {
-  const response = await fetch(`/api/v1/profiles/${id}/flamegraph?format=svg`, {
-    headers: { authorization: `Bearer ${getToken()}` },
-  });
-  if (!response.ok) return alert(`SVG download failed: ${response.status}`);
-  const url = URL.createObjectURL(await response.blob());
-  const a = h('a', { href: url, download: `flame-${id}.svg` });
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
 
 /** Menu entries of a frame: its source, and the known issue it is part of. */
 export function frameMenu(issues: Issue[]): (name: string) => MenuItem[] {
@@ -56,14 +47,24 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
     ),
   ]);
 
+  const menuItems = frameMenu(issues);
   const graph = new FlameGraph({
     kind: 'samples',
     samples: flame.samples,
     unit: flame,
-    menuItems: frameMenu(issues),
+    menuItems,
     loadFocus: async (focus) => flatten((await flameTree(focus)).root),
   });
   scope.onLeave(() => graph.destroy());
+  const panel = new FlamePanel({
+    graph,
+    query: route.query,
+    scope,
+    sandwich: { samples: flame.samples, unit: flame, menuItems },
+    tools: [downloadBar(flamePath, filters, `profile-${id}`)],
+  });
+  const scheduled = scheduleIdOf(profile.requested_by);
+  const names = scheduled ? await scheduleNames([scheduled]) : new Map<string, string>();
 
   const filterForm = h(
     'form',
@@ -74,6 +75,9 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
         const d = new FormData(filterForm);
         const q: Record<string, string | undefined> = {};
         for (const f of FILTERS) q[f] = String(d.get(f) ?? '').trim() || undefined;
+        // The search and highlight stay; the zoom and sandwich were of
+        // the tree the filters change.
+        for (const k of FLAME_STATE_KEYS) if (k === 'search' || k === 'select') q[k] = route.query.get(k) ?? undefined;
         location.hash = href(`profiles/${id}`, q);
       },
     },
@@ -95,6 +99,8 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
     });
   }
 
+  const imported = isImported(profile);
+  const runId = runIdOf(profile as ProfileView & Record<string, unknown>);
   const page = h(
     'section',
     { class: 'profile', 'data-profile': id },
@@ -104,29 +110,42 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
       h('h2', {}, `${profile.service} on ${profile.host}`),
       h(
         'p',
-        { class: 'muted' },
+        { class: 'muted', id: 'profile-summary' },
         `${targetText(profile.target)} · `,
         h('span', { class: `status ${profile.status}`, id: 'profile-status' }, profile.status),
-        ` · ${totalText(flame.samples, flame)} in ${flame.snapshots} windows · ${profile.frequency_hz} Hz · started ${when(profile.started_at)} · id ${id}`,
+        ` · ${totalText(flame.samples, flame)} in ${flame.snapshots} ${flame.snapshots === 1 ? 'window' : 'windows'} · `,
+        h('span', { id: 'profile-duration' }, durationText(profile)),
+        ' · ',
+        h('span', { id: 'profile-rate' }, rateText(profile)),
+        ` · ${imported ? 'recorded' : 'started'} ${when(profile.started_at)} · id ${id} · requested by `,
+        requesterCell(profile.requested_by, names),
+        runId ? ' · member of ' : '',
+        runId ? h('a', { href: `#/runs/${runId}`, id: 'profile-run', class: 'run-link' }, `run ${runId.slice(0, 8)}`) : '',
         profile.labels && Object.keys(profile.labels).length ? ' · ' : '',
         labelChips(profile.labels),
       ),
+      imported ? h('p', { class: 'source', id: 'profile-source' }, `Source: ${sourceText(profile)}.`) : null,
       stopButton(profile, () => window.dispatchEvent(new HashChangeEvent('hashchange'))),
       h('a', { href: href('compare', { baseline: id }) }, 'Compare with…'),
-      ' ',
-      h('button', { onclick: () => void downloadSvg(id) }, 'Download SVG'),
       runtimePanel(profile),
     ),
     filterForm,
-    searchBox(graph),
-    flame.samples ? graph.root : notice('info', live ? 'No samples yet; the profile is still running.' : 'No samples stored for this profile.'),
+    flame.samples ? panel.root : notice('info', live ? 'No samples yet; the profile is still running.' : 'No samples stored for this profile.'),
     h(
       'div',
       { class: 'panels' },
-      h('div', {}, h('h3', {}, 'Hot leaves (self time)'), hotLeafTable(top.functions, (fn) => graph.select(fn))),
+      h(
+        'div',
+        {},
+        h('h3', {}, 'Hot leaves (self time)'),
+        hotLeafTable(top.functions, (fn) => panel.select(fn), {
+          picked: panel.selected,
+          onSandwich: (fn) => panel.openSandwich(fn),
+        }),
+      ),
       h('div', {}, h('h3', {}, 'Detected issues'), issuesPanel(issues), h('h3', {}, 'Timeline'), timeline),
     ),
   );
-  graph.setTree(flatten(flame.root));
+  panel.show(flatten(flame.root));
   return page;
 }

@@ -1,19 +1,44 @@
-// Profiles: list with filters and live status, start and stop forms.
+// Profiles: list with filters and live status, the start form at the top
+// (behind its button), stop buttons.
 
-import { EVENT_CHOICES, WAIT_EVENTS } from '../units';
 import { get, LIVE_STATUSES, post, type ProfilesPage, type ProfileView, type Schemas } from '../api';
 import { hasRole, mayProfile } from '../auth';
 import { h, localInputToIso, notice, when } from '../format';
-import { href, type Route, type ViewScope } from '../router';
-import { labelFilter, parseLabels, type Labels } from '../labels';
+import { href, replaceQuery, type Route, type ViewScope } from '../router';
+import { labelFilter, type Labels } from '../labels';
+import { durationText, rateText, requesterText, scheduleIdOf, targetText } from '../profilefmt';
+import { startForm } from './startform';
+import { runIdOf } from '../runfmt';
 
 const STATUSES = ['', 'requested', 'dispatched', 'running', 'finished', 'stopped', 'failed', 'expired'];
 
-export function targetText(target: Schemas['Target'] | null | undefined): string {
-  if (target?.by === 'pid') return `pid ${target.value}`;
-  if (target?.by === 'process_name') return target.value;
-  if (target?.by) return `${target.by} ${target.value}`;
-  return JSON.stringify(target ?? '');
+export { targetText };
+
+let scheduleNamesCache: { at: number; names: Promise<Map<string, string>> } | null = null;
+
+/** Schedule names by id, to name a scheduled run's requester: listed at
+ *  most once a minute unless one of `wanted` is missing (a schedule made
+ *  since); empty when the server has no schedules. */
+export async function scheduleNames(wanted: string[] = []): Promise<Map<string, string>> {
+  const fresh = scheduleNamesCache && Date.now() - scheduleNamesCache.at < 60_000;
+  if (fresh) {
+    const names = await scheduleNamesCache!.names;
+    if (wanted.every((id) => names.has(id))) return names;
+  }
+  scheduleNamesCache = {
+    at: Date.now(),
+    names: get<Schemas['SchedulesResponse']>('/api/v1/schedules').then(
+      (r) => new Map(r.schedules.map((s) => [s.id, s.name])),
+      () => new Map(),
+    ),
+  };
+  return scheduleNamesCache.names;
+}
+
+/** Who requested a profile, a schedule by its name (linked). */
+export function requesterCell(requestedBy: string, names: ReadonlyMap<string, string>): HTMLElement | string {
+  const text = requesterText(requestedBy, names);
+  return scheduleIdOf(requestedBy) ? h('a', { href: '#/schedules', class: 'requester', title: requestedBy }, text) : text;
 }
 
 export function stopButton(p: ProfileView, after: () => void): HTMLElement | null {
@@ -52,102 +77,34 @@ export function labelChips(labels: Labels | null | undefined, query: Record<stri
           `${k}=${labels![k]}`,
         ),
       ),
+    ...(runIdOf({ labels: labels ?? {} })
+      ? [h('a', { class: 'run-link', href: `#/runs/${labels!.run}`, title: 'the run this profile is a member of' }, '→ run')]
+      : []),
   );
 }
 
-function row(p: ProfileView, refresh: () => void, query: Record<string, string | undefined>): HTMLElement {
+function row(
+  p: ProfileView,
+  refresh: () => void,
+  query: Record<string, string | undefined>,
+  names: ReadonlyMap<string, string>,
+  marked: string | null,
+): HTMLElement {
   return h(
     'tr',
-    { 'data-profile': p.id, 'data-status': p.status },
+    { 'data-profile': p.id, 'data-status': p.status, class: p.id === marked ? 'just-started' : '' },
     h('td', {}, h('a', { href: `#/profiles/${p.id}` }, p.id.slice(0, 8))),
     h('td', {}, p.service),
     h('td', {}, p.host),
     h('td', {}, targetText(p.target)),
     h('td', {}, h('span', { class: `status ${p.status}` }, p.status), p.status_reason ? ` ${p.status_reason}` : ''),
     h('td', {}, when(p.created_at)),
-    h('td', { class: 'num' }, `${p.duration_ms / 1000} s`),
-    h('td', { class: 'num' }, `${p.frequency_hz} Hz`),
-    h('td', {}, p.requested_by),
+    h('td', { class: 'num' }, durationText(p)),
+    h('td', { class: 'num' }, rateText(p)),
+    h('td', {}, requesterCell(p.requested_by, names)),
     h('td', {}, labelChips(p.labels, query)),
     h('td', {}, stopButton(p, refresh)),
   );
-}
-
-function startForm(onStarted: () => void): HTMLElement {
-  const field = (name: string, attrs: Record<string, string | number> = {}) =>
-    h('input', { name, id: `start-${name}`, ...attrs });
-  const choice = (name: string, options: Array<[string, string]>) =>
-    h('select', { name, id: `start-${name}` }, ...options.map(([value, text]) => h('option', { value }, text)));
-  const hostInput = field('host', { required: 'required', list: 'known-hosts' });
-  const hosts = h('datalist', { id: 'known-hosts' });
-  void get<Schemas['HostsResponse']>('/api/v1/hosts')
-    .then((r) => hosts.replaceChildren(...r.agents.filter((a) => a.live).map((a) => h('option', { value: a.host }))))
-    .catch(() => undefined);
-  const result = h('div', {});
-  const form = h(
-    'form',
-    {
-      class: 'start-form',
-      onsubmit: async (e: Event) => {
-        e.preventDefault();
-        const data = new FormData(form);
-        const val = (k: string) => String(data.get(k) ?? '').trim();
-        const body: Schemas['StartRequest'] = { host: val('host'), duration_secs: Number(val('duration_secs')) };
-        if (val('service')) body.service = val('service');
-        if (val('pid')) body.pid = Number(val('pid'));
-        if (val('process_name')) body.process_name = val('process_name');
-        if (val('frequency_hz')) body.frequency_hz = Number(val('frequency_hz'));
-        if (val('window_secs')) body.window_secs = Number(val('window_secs'));
-        const options: Schemas['ProfileOptions'] = {};
-        if (val('plugin')) options.plugin = val('plugin');
-        if (val('event')) options.event = val('event');
-        if (val('min_wait_us')) options.min_wait_us = Number(val('min_wait_us'));
-        if (Object.keys(options).length) body.options = options;
-        try {
-          const labels = parseLabels(val('labels'));
-          if (Object.keys(labels).length) body.labels = labels;
-        } catch (err) {
-          result.replaceChildren(notice('error', `Labels: ${(err as Error).message}`));
-          return;
-        }
-        try {
-          const p = await post<ProfileView>('/api/v1/profiles', body);
-          result.replaceChildren(
-            notice('info', `Started ${p.id} (${p.status}). `),
-            h('a', { href: `#/profiles/${p.id}` }, 'Open it'),
-          );
-          onStarted();
-        } catch (err) {
-          result.replaceChildren(notice('error', `Start refused: ${(err as Error).message}`));
-        }
-      },
-    },
-    h('h3', {}, 'Start a profile'),
-    h('label', {}, 'Host ', hostInput, hosts),
-    h('label', {}, 'Process name ', field('process_name', { placeholder: 'e.g. cpu-split' })),
-    h('label', {}, 'or PID ', field('pid', { type: 'number', min: 1 })),
-    h('label', {}, 'Service ', field('service', { placeholder: 'defaults to the process name' })),
-    h('label', {}, 'Duration (s) ', field('duration_secs', { type: 'number', min: 1, max: 3600, value: 10 })),
-    h('label', {}, 'Frequency (Hz) ', field('frequency_hz', { type: 'number', min: 1, max: 10000, value: 99 })),
-    h('label', {}, 'Window (s) ', field('window_secs', { type: 'number', min: 1, max: 300 })),
-    h('label', {}, 'Labels ', field('labels', { placeholder: 'env=prod, team=checkout', size: 28 })),
-    h('label', {}, 'Plugin ', choice('plugin', [['', 'detect'], ['native', 'native'], ['python', 'python'], ['jvm', 'jvm']])),
-    h(
-      'label',
-      {},
-      'Measure ',
-      choice('event', EVENT_CHOICES),
-    ),
-    h(
-      'label',
-      { title: `off-CPU and lock profiles: leave out shorter waits (${WAIT_EVENTS.join(', ')})` },
-      'Min wait (µs) ',
-      field('min_wait_us', { type: 'number', min: 0, max: 10_000_000, placeholder: 'every wait' }),
-    ),
-    h('button', { type: 'submit', id: 'start-submit' }, 'Start'),
-    result,
-  );
-  return form;
 }
 
 export async function profilesView(route: Route, scope: ViewScope): Promise<HTMLElement> {
@@ -206,9 +163,12 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
     cursor,
   });
   let shown: ProfileView[] = [];
+  let names: ReadonlyMap<string, string> = new Map();
+  /** The profile the start form just started, marked in the list. */
+  let marked: string | null = null;
   const current: Record<string, string | undefined> = {};
   for (const k of ['service', 'host', 'status', 'since', 'until']) current[k] = q.get(k) ?? undefined;
-  const draw = () => body.replaceChildren(...shown.map((p) => row(p, () => void refresh(), current)));
+  const draw = () => body.replaceChildren(...shown.map((p) => row(p, () => void refresh(), current, names, marked)));
   const showMore = (cursor: string | null | undefined) =>
     more.replaceChildren(
       cursor
@@ -230,6 +190,8 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
     try {
       const r = await get<ProfilesPage>('/api/v1/profiles', query());
       shown = r.profiles;
+      const wanted = shown.map((p) => scheduleIdOf(p.requested_by)).filter((id): id is string => id !== null);
+      if (wanted.length) names = await scheduleNames(wanted);
       draw();
       showMore(r.next_cursor);
       message.replaceChildren(shown.length ? '' : notice('info', 'No profiles match.'));
@@ -242,10 +204,46 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
   scope.every(3000, () => {
     if (shown.some((p) => LIVE_STATUSES.includes(p.status))) void refresh();
   });
+  const mayStart = hasRole('profiler');
+  // The start form opens from the button, or from a link
+  // (`#/profiles?start=<host>`, the hosts page's "Profile…").
+  const startPanel = mayStart
+    ? h(
+        'section',
+        { class: 'start-panel', id: 'start-panel', hidden: !q.has('start') },
+        h('h3', {}, 'Start a profile'),
+        startForm((p) => {
+          marked = p.id;
+          shown = [p, ...shown.filter((x) => x.id !== p.id)];
+          draw();
+          void refresh();
+        }, q.get('start') && q.get('start') !== '1' ? q.get('start')! : ''),
+      )
+    : null;
+  const toggle = startPanel
+    ? h(
+        'button',
+        {
+          id: 'start-toggle',
+          class: 'primary',
+          type: 'button',
+          'aria-expanded': String(!startPanel.hidden),
+          'aria-controls': 'start-panel',
+          onclick: (e: Event) => {
+            startPanel.hidden = !startPanel.hidden;
+            (e.currentTarget as HTMLElement).setAttribute('aria-expanded', String(!startPanel.hidden));
+            replaceQuery({ start: startPanel.hidden ? undefined : q.get('start') || '1' });
+            if (!startPanel.hidden) startPanel.querySelector<HTMLElement>('select, input')?.focus();
+          },
+        },
+        'Start a profile',
+      )
+    : null;
   return h(
     'section',
     { class: 'profiles' },
-    h('h2', {}, 'Profiles'),
+    h('div', { class: 'page-head' }, h('h2', {}, 'Profiles'), toggle),
+    startPanel,
     filters,
     message,
     h(
@@ -258,13 +256,12 @@ export async function profilesView(route: Route, scope: ViewScope): Promise<HTML
           'tr',
           {},
           ...['id', 'service', 'host', 'target', 'status', 'created', 'duration', 'frequency', 'requested by', 'labels', ''].map(
-            (t) => h('th', {}, t),
+            (t) => h('th', { class: t === 'duration' || t === 'frequency' ? 'num' : '' }, t),
           ),
         ),
       ),
       body,
     ),
     more,
-    hasRole('profiler') ? startForm(() => void refresh()) : null,
   );
 }

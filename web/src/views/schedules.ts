@@ -1,12 +1,17 @@
-// Schedules: everyone may list them; admins create, enable/disable, edit
-// the cron and delete. Says so when the server has no schedules API.
+// Schedules: everyone may list them and read each one's run history
+// (failures with their reasons); admins create (targets by process name,
+// PID, command line or cgroup), enable/disable, edit the cron and delete.
+// Says so when the server has no schedules API.
 
 import { EVENT_CHOICES } from '../units';
 import { ApiError, del, get, patch, post, type Schemas } from '../api';
 import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
-import { type ViewScope } from '../router';
-import { targetText } from './profiles';
+import { href, type ViewScope } from '../router';
+import { selectionText } from '../runfmt';
+import { targetText } from '../profilefmt';
+import { historyCell, historyTable } from './schedulehistory';
+import { hostPicker, targetPicker } from './targetfields';
 
 type Schedule = Schemas['Schedule'];
 type ScheduleChange = Schemas['UpdateScheduleRequest'];
@@ -14,6 +19,9 @@ type ScheduleChange = Schemas['UpdateScheduleRequest'];
 function createForm(message: HTMLElement, reload: () => void): HTMLElement {
   const input = (name: string, attrs: Record<string, string | number | boolean> = {}) =>
     h('input', { name, id: `schedule-${name}`, ...attrs });
+  const service = input('service', { pattern: '[A-Za-z0-9._-]+' });
+  const host = hostPicker('schedule');
+  const target = targetPicker('schedule', service);
   const form = h(
     'form',
     {
@@ -23,18 +31,24 @@ function createForm(message: HTMLElement, reload: () => void): HTMLElement {
         e.preventDefault();
         const d = new FormData(form);
         const v = (k: string) => String(d.get(k) ?? '').trim();
+        let targetBody;
+        try {
+          targetBody = target.fields(v('service'));
+        } catch (err) {
+          message.replaceChildren(notice('error', `Not created: ${(err as Error).message}.`));
+          return;
+        }
         const body: Schemas['CreateScheduleRequest'] = {
           name: v('name'),
-          host: v('host'),
+          host: host.value(),
           cron: v('cron'),
           timezone: v('timezone') || 'UTC',
           duration_secs: Number(v('duration_secs')),
+          ...targetBody,
         };
-        if (v('process_name')) body.process_name = v('process_name');
-        if (v('pid')) body.pid = Number(v('pid'));
         if (v('service')) body.service = v('service');
         if (v('frequency_hz')) body.frequency_hz = Number(v('frequency_hz'));
-        if (v('event')) body.options = { event: v('event') };
+        if (v('event')) body.options = { event: v('event') as NonNullable<Schemas['ProfileOptions']['event']> };
         try {
           await post('/api/v1/schedules', body);
           message.replaceChildren(notice('info', `Schedule ${body.name} created.`));
@@ -46,10 +60,9 @@ function createForm(message: HTMLElement, reload: () => void): HTMLElement {
     },
     h('h3', {}, 'New schedule'),
     h('label', {}, 'Name ', input('name', { required: true })),
-    h('label', {}, 'Host ', input('host', { required: true })),
-    h('label', {}, 'Process name ', input('process_name')),
-    h('label', {}, 'or PID ', input('pid', { type: 'number', min: 1 })),
-    h('label', {}, 'Service ', input('service')),
+    host.root,
+    ...target.root,
+    h('label', {}, 'Service ', service),
     h('label', {}, 'Cron ', input('cron', { required: true, placeholder: '*/15 * * * * (UTC unless a zone is given)' })),
     h('label', {}, 'Time zone ', input('timezone', { value: 'UTC' })),
     h('label', {}, 'Duration (s) ', input('duration_secs', { type: 'number', min: 1, max: 3600, value: 30 })),
@@ -63,6 +76,59 @@ function createForm(message: HTMLElement, reload: () => void): HTMLElement {
     h('button', { type: 'submit' }, 'Create'),
   );
   return form;
+}
+
+/** A schedule's row and its (hidden until asked) history row. */
+function scheduleRows(s: Schedule, actions: HTMLElement | null, columns: number): HTMLElement[] {
+  const cell = h('td', { class: 'history' }, historyCell(null, null));
+  const detail = h('tr', { class: 'history-detail', 'data-history': s.name, hidden: true }, h('td', { colspan: columns }));
+  const toggle = h(
+    'button',
+    {
+      type: 'button',
+      class: 'history-toggle',
+      'aria-expanded': 'false',
+      onclick: () => {
+        detail.hidden = !detail.hidden;
+        toggle.setAttribute('aria-expanded', String(!detail.hidden));
+        toggle.textContent = detail.hidden ? 'History' : 'Hide history';
+      },
+    },
+    'History',
+  );
+  void get<Schemas['ScheduleWithRuns']>(`/api/v1/schedules/${s.id}`).then(
+    (r) => {
+      cell.replaceChildren(historyCell(r.runs, null), ' ', r.runs.length ? toggle : '');
+      detail.firstElementChild!.replaceChildren(historyTable(r.runs));
+    },
+    (err: Error) => cell.replaceChildren(historyCell(null, err.message)),
+  );
+  const row = h(
+    'tr',
+    { 'data-schedule': s.name, 'data-enabled': String(s.enabled), 'data-id': s.id },
+    h('td', {}, s.name),
+    h(
+      'td',
+      {},
+      s.run
+        ? h(
+            'span',
+            { class: 'run-schedule' },
+            `${s.service}: a run on ${selectionText(s.run.hosts)}${s.run.stratify_by?.length ? ` by ${s.run.stratify_by.join(', ')}` : ''} (${targetText(s.target)}) · `,
+            h('a', { href: href('runs', { service: s.service }) }, 'its runs'),
+          )
+        : `${s.service}: ${targetText(s.target)} on ${s.host}`,
+    ),
+    h('td', {}, h('code', {}, s.cron)),
+    h('td', {}, s.timezone),
+    h('td', { class: 'num' }, `${s.duration_secs} s @ ${s.frequency_hz} Hz`),
+    h('td', {}, s.enabled ? 'yes' : 'no'),
+    h('td', {}, when(s.next_run_at)),
+    h('td', {}, when(s.last_run_at)),
+    cell,
+    h('td', {}, actions),
+  );
+  return [row, detail];
 }
 
 export async function schedulesView(_route: unknown, scope: ViewScope): Promise<HTMLElement> {
@@ -119,35 +185,14 @@ export async function schedulesView(_route: unknown, scope: ViewScope): Promise<
       );
       return false;
     }
+    const headers = ['name', 'target', 'cron', 'zone', 'duration', 'enabled', 'next run', 'last run', 'recent runs', ''];
     list.replaceChildren(
       schedules.length
         ? h(
             'table',
             { class: 'grid', id: 'schedules-table' },
-            h(
-              'thead',
-              {},
-              h('tr', {}, ...['name', 'target', 'cron', 'zone', 'duration', 'enabled', 'next run', 'last run', ''].map((t) => h('th', {}, t))),
-            ),
-            h(
-              'tbody',
-              {},
-              ...schedules.map((s) =>
-                h(
-                  'tr',
-                  { 'data-schedule': s.name, 'data-enabled': String(s.enabled) },
-                  h('td', {}, s.name),
-                  h('td', {}, `${s.service}: ${targetText(s.target)} on ${s.host}`),
-                  h('td', {}, h('code', {}, s.cron)),
-                  h('td', {}, s.timezone),
-                  h('td', { class: 'num' }, `${s.duration_secs} s @ ${s.frequency_hz} Hz`),
-                  h('td', {}, s.enabled ? 'yes' : 'no'),
-                  h('td', {}, when(s.next_run_at)),
-                  h('td', {}, when(s.last_run_at)),
-                  h('td', {}, actions(s)),
-                ),
-              ),
-            ),
+            h('thead', {}, h('tr', {}, ...headers.map((t) => h('th', { class: t === 'duration' ? 'num' : '' }, t)))),
+            h('tbody', {}, ...schedules.flatMap((s) => scheduleRows(s, actions(s), headers.length))),
           )
         : notice('info', 'No schedules yet.'),
     );

@@ -4,11 +4,13 @@ import { FlameGraph, TREE_CHANGE } from '../flame/graph';
 import { parsePattern, type SearchResult } from '../flame/layout';
 import { h, pct } from '../format';
 
-export function searchBox(graph: FlameGraph, initial = ''): HTMLElement {
+/** The search box of `graph`, starting with `initial`; `onChange` hears
+ *  every edit (the view keeps it in the address). `/` focuses it. */
+export function searchBox(graph: FlameGraph, initial = '', onChange?: (text: string) => void): HTMLElement {
   const input = h('input', {
     id: 'flame-search',
     type: 'search',
-    placeholder: 'search frames (regex)',
+    placeholder: 'search frames (regex), press / to focus',
     value: initial,
     'aria-label': 'search frames by regex',
   });
@@ -30,7 +32,10 @@ export function searchBox(graph: FlameGraph, initial = ''): HTMLElement {
     }
     showResult(graph.setSearch(pattern));
   };
-  input.addEventListener('input', apply);
+  input.addEventListener('input', () => {
+    apply();
+    onChange?.(input.value);
+  });
   // A focused tree fetched on zoom has other frames: the graph searched it.
   graph.root.addEventListener(TREE_CHANGE, () => {
     if (input.value && typeof parsePattern(input.value) !== 'string') showResult(graph.searchResult);
