@@ -11,6 +11,8 @@ use odp_client::Method;
 use odp_core::token::{mint_hs256, Grant, Role};
 
 use crate::names::checked_name;
+use crate::table::Table;
+use crate::text::{time, yes_no};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum AdminCommand {
@@ -63,6 +65,7 @@ pub(crate) enum TokenAction {
         /// Who the token is for; recorded as who asked for each request.
         #[arg(long)]
         sub: String,
+        /// ingest (only sends profiles of its services: docs/ingest.md),
         /// viewer (read), profiler (start/stop the services it may), admin.
         #[arg(long)]
         role: Role,
@@ -104,7 +107,7 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
             if json {
                 println!("{}", serde_json::to_string_pretty(&hosts)?);
             } else {
-                print_hosts(&hosts);
+                print!("{}", hosts_table(&hosts));
             }
         }
         AdminCommand::Deploy { host, wait } => {
@@ -123,12 +126,13 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
             }
             let deploy: DeployResponse = serde_json::from_value(reply.body)
                 .map_err(|e| anyhow::anyhow!("{path}: unexpected reply ({e}): {}", reply.text))?;
-            let mut request = deploy.request;
+            // One line: how the request stands now, or with `--wait` how
+            // it ended (not both, which read as the result twice).
+            let request = match wait {
+                true => settle(client, &deploy.request).await?,
+                false => deploy.request,
+            };
             eprintln!("deploy to {host}: {}", describe(&request));
-            if wait {
-                request = settle(client, &request).await?;
-                eprintln!("deploy to {host}: {}", describe(&request));
-            }
             if request.status == RequestStatus::Failed {
                 bail!("deploy to {host} failed: {}", reason(&request));
             }
@@ -143,7 +147,7 @@ pub(crate) async fn run(client: &ApiClient, command: AdminCommand) -> anyhow::Re
             }
             let path = format!("/api/v1/requests?{}", query.join("&"));
             let page: RequestList = client.get(&path).await?;
-            print_requests(&page);
+            print!("{}", requests_table(&page));
         }
         AdminCommand::Undeploy { host, mode } => {
             let path = format!(
@@ -191,43 +195,56 @@ async fn settle(client: &ApiClient, request: &ControlRequest) -> anyhow::Result<
     }
 }
 
-fn print_requests(page: &RequestList) {
-    println!(
-        "{:<36}  {:<8}  {:<20}  {:<10}  {:<24}  reason",
-        "id", "kind", "host", "status", "created"
-    );
+/// `requests`: one control request a row, newest first.
+pub(crate) fn requests_table(page: &RequestList) -> String {
+    let mut table = Table::new()
+        .left("id")
+        .left("kind")
+        .left("host")
+        .left("status")
+        .left("created")
+        .left("reason");
     for r in &page.requests {
-        println!(
-            "{:<36}  {:<8}  {:<20}  {:<10}  {:<24}  {}",
-            r.id,
-            r.kind,
-            r.host,
-            r.status,
-            r.created_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            reason(r),
-        );
+        table.row([
+            r.id.to_string(),
+            r.kind.to_string(),
+            r.host.clone(),
+            r.status.to_string(),
+            time(&r.created_at),
+            reason(r).to_owned(),
+        ]);
     }
+    let mut out = table.render();
+    if table.is_empty() {
+        out.push_str("(no requests)\n");
+    }
+    out
 }
 
-fn print_hosts(hosts: &HostsResponse) {
-    println!(
-        "{:<24}  {:<5}  {:<10}  {:<24}  {:>7}  last seen",
-        "host", "live", "version", "plugins", "running"
-    );
+/// `hosts`: one agent a row.
+pub(crate) fn hosts_table(hosts: &HostsResponse) -> String {
+    let mut table = Table::new()
+        .left("host")
+        .left("live")
+        .left("version")
+        .left("plugins")
+        .right("running")
+        .left("last seen");
     for agent in &hosts.agents {
-        println!(
-            "{:<24}  {:<5}  {:<10}  {:<24}  {:>7}  {}",
-            agent.host,
-            if agent.live { "yes" } else { "no" },
-            agent.version,
+        table.row([
+            agent.host.clone(),
+            yes_no(agent.live).to_owned(),
+            agent.version.clone(),
             agent.plugins.join(","),
-            agent.running_profiles.len(),
-            agent
-                .last_seen
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        );
+            agent.running_profiles.len().to_string(),
+            time(&agent.last_seen),
+        ]);
     }
+    let mut out = table.render();
+    if table.is_empty() {
+        out.push_str("(no agents)\n");
+    }
+    out
 }
 
 fn parse_ttl(text: &str) -> Result<i64, String> {

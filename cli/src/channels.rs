@@ -2,12 +2,16 @@
 //! what was delivered to each. Admin tokens only: channels name internal
 //! systems and people.
 
-use anyhow::bail;
 use odp_client::types::{
     Channel, ChannelKind, ChannelList, CreateChannelRequest, CreateEmailRequest,
     CreateWebhookRequest, DeliveriesPage, EmailKind, UpdateChannelRequest, WebhookKind,
 };
 use odp_client::{ApiClient, Method};
+
+use crate::exit::usage;
+use crate::names::parse_id;
+use crate::table::Table;
+use crate::text::{count_of, fields, time, yes_no};
 
 /// What both kinds of channel take beside their own fields.
 #[derive(Debug, clap::Args)]
@@ -31,8 +35,13 @@ pub(crate) enum ChannelAction {
         #[arg(long)]
         json: bool,
     },
-    /// Show one channel (JSON; a webhook's secret is never shown).
-    Show { id: String },
+    /// Show one channel (a webhook's secret is never shown).
+    Show {
+        id: String,
+        /// Print the API's JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Create a webhook channel: alerts POSTed as JSON, signed with the
     /// secret (`X-ODP-Signature`); prints its id.
     CreateWebhook {
@@ -50,7 +59,7 @@ pub(crate) enum ChannelAction {
     CreateEmail {
         #[command(flatten)]
         common: CommonArgs,
-        /// The relay, smtp://host[:port].
+        /// The relay, `smtp://host[:port]`.
         #[arg(long)]
         smtp_url: String,
         #[arg(long)]
@@ -89,12 +98,16 @@ pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Re
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
-                print_channels(&page);
+                print!("{}", channels_table(&page));
             }
         }
-        ChannelAction::Show { id } => {
+        ChannelAction::Show { id, json } => {
             let channel: Channel = client.get(&path(&id)?).await?;
-            println!("{}", serde_json::to_string_pretty(&channel)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&channel)?);
+            } else {
+                print!("{}", channel_summary(&channel));
+            }
         }
         ChannelAction::CreateWebhook {
             common,
@@ -144,37 +157,31 @@ pub(crate) async fn run(client: &ApiClient, action: ChannelAction) -> anyhow::Re
             let mut query = vec![format!("limit={limit}")];
             if let Some(status) = status {
                 if !matches!(status.as_str(), "pending" | "delivered" | "failed") {
-                    bail!("--status is pending, delivered or failed");
+                    return Err(usage("--status is pending, delivered or failed"));
                 }
                 query.push(format!("status={status}"));
             }
             if let Some(before) = before {
-                check_id(&before)?;
-                query.push(format!("before={before}"));
+                query.push(format!("before={}", parse_id("delivery", &before)?));
             }
             let url = format!("{}/deliveries?{}", path(&id)?, query.join("&"));
             let page: DeliveriesPage = client.get(&url).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
-                print_deliveries(&page);
+                print!("{}", deliveries_table(&page));
+                if let Some(next) = page.next_before {
+                    eprintln!("more: --before {next}");
+                }
             }
         }
     }
     Ok(())
 }
 
-fn check_id(id: &str) -> anyhow::Result<()> {
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-        bail!("{id:?} is not a channel or delivery id (a UUID)");
-    }
-    Ok(())
-}
-
-/// The channel's URL path; ids are UUIDs (hex digits and dashes).
+/// The channel's URL path; ids are UUIDs.
 fn path(id: &str) -> anyhow::Result<String> {
-    check_id(id)?;
-    Ok(format!("/api/v1/channels/{id}"))
+    Ok(format!("/api/v1/channels/{}", parse_id("channel", id)?))
 }
 
 async fn create(client: &ApiClient, body: &CreateChannelRequest) -> anyhow::Result<()> {
@@ -201,36 +208,84 @@ async fn set_enabled(client: &ApiClient, id: &str, enabled: bool) -> anyhow::Res
     Ok(())
 }
 
-fn print_channels(page: &ChannelList) {
-    println!(
-        "{:<36}  {:<20}  {:<7}  {:<7}  {:<16}  destination",
-        "id", "name", "kind", "enabled", "services"
-    );
-    for c in &page.channels {
-        let destination = match c.kind {
-            ChannelKind::Email => format!(
-                "{} via {}",
-                c.to.join(","),
-                c.smtp_url.as_deref().unwrap_or("?")
-            ),
-            ChannelKind::Webhook => c.url.clone().unwrap_or_else(|| "?".into()),
-        };
-        println!(
-            "{:<36}  {:<20}  {:<7}  {:<7}  {:<16}  {destination}",
-            c.id,
-            c.name,
-            c.kind.as_str(),
-            c.enabled,
-            c.service_pattern,
-        );
+/// Where a channel sends its alerts.
+fn destination(c: &Channel) -> String {
+    match c.kind {
+        ChannelKind::Email => format!(
+            "{} via {}",
+            c.to.join(","),
+            c.smtp_url.as_deref().unwrap_or("?")
+        ),
+        ChannelKind::Webhook => c.url.clone().unwrap_or_else(|| "?".into()),
     }
 }
 
-fn print_deliveries(page: &DeliveriesPage) {
-    println!(
-        "{:<36}  {:<9}  {:>8}  {:<24}  {:<20}  last attempt",
-        "id", "status", "attempts", "rule", "service"
-    );
+/// `channels list`: one channel a row.
+pub(crate) fn channels_table(page: &ChannelList) -> String {
+    let mut table = Table::new()
+        .left("id")
+        .left("name")
+        .left("kind")
+        .left("enabled")
+        .left("services")
+        .left("destination");
+    for c in &page.channels {
+        table.row([
+            c.id.to_string(),
+            c.name.clone(),
+            c.kind.as_str().to_owned(),
+            yes_no(c.enabled).to_owned(),
+            c.service_pattern.clone(),
+            destination(c),
+        ]);
+    }
+    let mut out = table.render();
+    if table.is_empty() {
+        out.push_str("(no channels)\n");
+    }
+    out
+}
+
+/// `channels show`: the channel's fields, one per line.
+pub(crate) fn channel_summary(c: &Channel) -> String {
+    let mut lines: Vec<(&str, String)> = vec![
+        ("id", c.id.to_string()),
+        ("name", c.name.clone()),
+        ("kind", c.kind.as_str().to_owned()),
+    ];
+    match c.kind {
+        ChannelKind::Webhook => {
+            lines.push(("url", c.url.clone().unwrap_or_else(|| "-".into())));
+            lines.push(("signed", "X-ODP-Signature (secret not shown)".to_owned()));
+        }
+        ChannelKind::Email => {
+            lines.push(("relay", c.smtp_url.clone().unwrap_or_else(|| "-".into())));
+            lines.push(("from", c.from.clone().unwrap_or_else(|| "-".into())));
+            lines.push((
+                "to",
+                format!(
+                    "{} ({})",
+                    c.to.join(", "),
+                    count_of(c.to.len(), "recipient")
+                ),
+            ));
+        }
+    }
+    lines.push(("services", c.service_pattern.clone()));
+    lines.push(("enabled", yes_no(c.enabled).to_owned()));
+    lines.push(("created", time(&c.created_at)));
+    fields(&lines)
+}
+
+/// `channels deliveries`: one delivery a row, with its last attempt.
+pub(crate) fn deliveries_table(page: &DeliveriesPage) -> String {
+    let mut table = Table::new()
+        .left("id")
+        .left("status")
+        .right("attempts")
+        .left("rule")
+        .left("service")
+        .left("last attempt");
     for d in &page.deliveries {
         let last = d.attempt_log.last().map_or_else(
             || "-".to_owned(),
@@ -241,12 +296,18 @@ fn print_deliveries(page: &DeliveriesPage) {
                 (None, None) => "?".to_owned(),
             },
         );
-        println!(
-            "{:<36}  {:<9}  {:>8}  {:<24}  {:<20}  {last}",
-            d.id, d.status, d.attempts, d.rule_id, d.service,
-        );
+        table.row([
+            d.id.to_string(),
+            d.status.to_string(),
+            d.attempts.to_string(),
+            d.rule_id.clone(),
+            d.service.clone(),
+            last,
+        ]);
     }
-    if let Some(next) = page.next_before {
-        eprintln!("more: --before {next}");
+    let mut out = table.render();
+    if table.is_empty() {
+        out.push_str("(no deliveries)\n");
     }
+    out
 }

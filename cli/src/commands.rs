@@ -1,16 +1,22 @@
 //! The subcommands, each a call or two to the REST API.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{bail, Context as _};
-use odp_client::types::{CreateScheduleRequest, ProfileStatus, StartRequest, TopResponse};
-use odp_client::{ApiClient, ClientError};
-use odp_core::EventKind;
-use uuid::Uuid;
+use anyhow::Context as _;
+use odp_client::types::{ProfileStatus, StartRequest};
+use odp_client::ApiClient;
+
+use crate::exit::{usage, EXIT_CODES};
+use crate::names::parse_id;
+use crate::options::TargetArgs;
+use crate::profile_view::{profile_summary, profiles_table, top_text, TopRows};
 
 #[derive(Debug, clap::Parser)]
-#[command(name = "odpctl", about = "Start, watch, stop and read ODP profiles")]
+#[command(
+    name = "odpctl",
+    about = "Start, watch, stop and read ODP profiles",
+    after_help = EXIT_CODES
+)]
 pub(crate) struct Cli {
     /// The api-server, e.g. https://odp.example.com:8443.
     #[arg(
@@ -32,51 +38,12 @@ pub(crate) struct Cli {
     /// Extra CA certificate (PEM) to trust, e.g. a development certificate.
     #[arg(long, env = "ODP_CACERT", global = true)]
     cacert: Option<PathBuf>,
+    /// Show long cells (function names) whole; otherwise a table on a
+    /// terminal is fitted to its width, names shortened in the middle.
+    #[arg(long, global = true)]
+    wide: bool,
     #[command(subcommand)]
     command: Command,
-}
-
-/// Which processes to profile: exactly one of these (the API checks the
-/// values, so the CLI only makes sure one is given).
-#[derive(Debug, clap::Args)]
-#[group(required = true, multiple = false)]
-pub(crate) struct TargetArgs {
-    /// One process by id.
-    #[arg(long)]
-    pid: Option<u32>,
-    /// Every process with this executable name (`/proc/PID/comm`).
-    #[arg(long)]
-    process_name: Option<String>,
-    /// Every process whose command line matches this regex.
-    #[arg(long, value_name = "REGEX")]
-    cmdline: Option<String>,
-    /// Every process in this cgroup (or below), or in this container id.
-    #[arg(long, value_name = "PATH|ID")]
-    cgroup: Option<String>,
-}
-
-impl TargetArgs {
-    /// `request` aimed at the target given.
-    pub(crate) fn start(self, request: StartRequest) -> StartRequest {
-        StartRequest {
-            pid: self.pid,
-            process_name: self.process_name,
-            cmdline: self.cmdline,
-            cgroup: self.cgroup,
-            ..request
-        }
-    }
-
-    /// A schedule's `request` aimed at the target given.
-    pub(crate) fn schedule(self, request: CreateScheduleRequest) -> CreateScheduleRequest {
-        CreateScheduleRequest {
-            pid: self.pid,
-            process_name: self.process_name,
-            cmdline: self.cmdline,
-            cgroup: self.cgroup,
-            ..request
-        }
-    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -95,7 +62,9 @@ enum Command {
         duration_secs: u64,
         #[arg(long, default_value_t = 99)]
         frequency_hz: u32,
-        /// Follow the profile until it ends, then print its top functions.
+        /// Follow the profile until it ends (elapsed and remaining time,
+        /// samples so far, on standard error), then print its top
+        /// functions.
         #[arg(long)]
         wait: bool,
         /// A label to find the profile by, `key=value` (repeatable).
@@ -106,8 +75,14 @@ enum Command {
     },
     /// Stop a running profile (its last partial window is kept).
     Stop { id: String },
-    /// Show one profile.
-    Status { id: String },
+    /// Show one profile: what was profiled, how, and how it went.
+    Status {
+        id: String,
+        /// Print the API's JSON (with every library of the runtime)
+        /// instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// List profiles, newest first.
     List {
         #[arg(long)]
@@ -121,12 +96,23 @@ enum Command {
         /// Only profiles with this label, `key=value` (repeatable: all must match).
         #[arg(long = "label", value_parser = parse_label)]
         labels: Vec<(String, String)>,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
-    /// Top functions of a profile with their shares and error bounds.
+    /// Top functions of a profile by self time, with their shares and
+    /// error bounds.
     Top {
         id: String,
         #[arg(long, default_value_t = 15)]
         limit: usize,
+        /// Also list the functions without self time (`main`, `_start`
+        /// and the other callers).
+        #[arg(long, alias = "all")]
+        include_callers: bool,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     #[command(flatten)]
     Admin(crate::admin::AdminCommand),
@@ -173,6 +159,12 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         None => ApiClient::new(&cli.api_url, &cli.token),
     };
+    let width = crate::term::table_width(cli.wide);
+    let rows = |limit: usize, include_callers: bool| TopRows {
+        limit,
+        include_callers,
+        width,
+    };
     match cli.command {
         Command::Start {
             host,
@@ -196,23 +188,42 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
             let id = client.start_profile(&request).await?.id;
             println!("{id}");
             if wait {
-                follow(&client, id, duration_secs).await?;
+                crate::follow::follow(&client, id, duration_secs, rows(15, false)).await?;
             }
         }
         Command::Stop { id } => {
-            client.stop_profile(&id).await?;
-            eprintln!("stop requested for {id}");
+            let profile = client.stop_profile(parse_id("profile", &id)?).await?;
+            eprintln!("stop requested for {}", profile.id);
         }
-        Command::Status { id } => println!(
-            "{}",
-            serde_json::to_string_pretty(&client.profile(&id).await?)?
-        ),
+        Command::Status { id, json } => {
+            let id = parse_id("profile", &id)?;
+            let profile = client.profile(id).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&profile)?);
+            } else {
+                // The samples and hottest function, once there are any.
+                let sampled = profile.started_at.is_some()
+                    && matches!(
+                        profile.status,
+                        ProfileStatus::Running | ProfileStatus::Finished | ProfileStatus::Stopped
+                    );
+                let top = match sampled {
+                    true => client.top(id, 5).await.ok(),
+                    false => None,
+                };
+                print!(
+                    "{}",
+                    profile_summary(&profile, top.as_ref(), chrono::Utc::now())
+                );
+            }
+        }
         Command::List {
             service,
             host,
             status,
             limit,
             labels,
+            json,
         } => {
             let filter = ListFilter {
                 service,
@@ -220,39 +231,30 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
                 status,
                 labels,
             };
-            list(&client, filter, limit).await?
+            list(&client, filter, limit, json).await?
         }
-        Command::Top { id, limit } => print_top(&client.top(&id, limit).await?),
+        Command::Top {
+            id,
+            limit,
+            include_callers,
+            json,
+        } => {
+            let top = client.top(parse_id("profile", &id)?, limit).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&top)?);
+            } else {
+                print!("{}", top_text(&top, rows(limit, include_callers)));
+            }
+        }
         Command::Admin(command) => crate::admin::run(&client, command).await?,
         Command::Schedules { action } => crate::schedules::run(&client, action).await?,
         Command::Rules { action } => crate::rules::run(&client, action).await?,
         Command::Channels { action } => crate::channels::run(&client, action).await?,
         Command::Services { action } => crate::services::run(&client, action).await?,
-        Command::Run { action } => crate::runs::run(&client, action).await?,
+        Command::Run { action } => crate::runs::run(&client, action, width).await?,
         Command::Files(command) => crate::files::run(&client, command).await?,
-        Command::Compare(command) => crate::compare::run(&client, command).await?,
+        Command::Compare(command) => crate::compare::run(&client, command, width).await?,
     }
-    Ok(())
-}
-
-/// Prints each status change until the profile ends; fails (exit 6) if it
-/// did not finish.
-async fn follow(client: &ApiClient, id: Uuid, duration_secs: u64) -> anyhow::Result<()> {
-    let timeout = Duration::from_secs(duration_secs + 180);
-    let profile = client
-        .wait_finished(id, timeout, |status| eprintln!("{id}: {status}"))
-        .await?;
-    let status = profile.status;
-    if !matches!(status, ProfileStatus::Finished | ProfileStatus::Stopped) {
-        return Err(ProfileEnded(format!(
-            "profile {id} ended {status}: {}",
-            profile.status_reason.unwrap_or_default()
-        ))
-        .into());
-    }
-    // The last window reaches storage just after the agent reports the end.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    print_top(&client.top(id, 15).await?);
     Ok(())
 }
 
@@ -271,7 +273,12 @@ struct ListFilter {
     labels: Vec<(String, String)>,
 }
 
-async fn list(client: &ApiClient, filter: ListFilter, limit: u32) -> anyhow::Result<()> {
+async fn list(
+    client: &ApiClient,
+    filter: ListFilter,
+    limit: u32,
+    json: bool,
+) -> anyhow::Result<()> {
     let mut query = vec![format!("limit={limit}")];
     if !filter.labels.is_empty() {
         let pairs: Vec<String> = filter
@@ -296,76 +303,20 @@ async fn list(client: &ApiClient, filter: ListFilter, limit: u32) -> anyhow::Res
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
             {
-                bail!("--{key} may hold only letters, digits, `.`, `-` and `_`");
+                return Err(usage(format!(
+                    "--{key} may hold only letters, digits, `.`, `-` and `_`"
+                )));
             }
             query.push(format!("{key}={value}"));
         }
     }
     let page = client.list_profiles(&query.join("&")).await?;
-    println!(
-        "{:<36}  {:<10}  {:<20}  {:<16}  created",
-        "id", "status", "service", "host"
-    );
-    for p in &page.profiles {
-        println!(
-            "{:<36}  {:<10}  {:<20}  {:<16}  {}",
-            p.id,
-            p.status,
-            p.service,
-            p.host,
-            p.created_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        );
+    if json {
+        println!("{}", serde_json::to_string_pretty(&page)?);
+    } else {
+        print!("{}", profiles_table(&page));
     }
     Ok(())
-}
-
-fn print_top(top: &TopResponse) {
-    let samples = top.samples;
-    let event = top.event;
-    println!(
-        "{samples} {} samples{}",
-        event.map_or("", EventKind::as_str),
-        crate::units::time_of(&top.units, event, samples)
-    );
-    println!("{:<40} {:>16} {:>8}", "function", "self", "total");
-    for f in &top.functions {
-        println!(
-            "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%",
-            f.function,
-            f.self_share * 100.0,
-            f.self_share_stderr * 100.0,
-            f.total_share * 100.0
-        );
-    }
-}
-
-/// The profile (or a run's member) ran but did not end well.
-#[derive(Debug)]
-pub(crate) struct ProfileEnded(pub(crate) String);
-
-impl std::fmt::Display for ProfileEnded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ProfileEnded {}
-
-pub(crate) fn exit_code(error: &anyhow::Error) -> i32 {
-    if error.downcast_ref::<ProfileEnded>().is_some() {
-        return 6;
-    }
-    match error
-        .downcast_ref::<ClientError>()
-        .and_then(ClientError::status)
-    {
-        Some(401 | 403) => 3,
-        Some(404) => 4,
-        Some(409) => 5,
-        Some(400 | 422) => 2,
-        _ => 1,
-    }
 }
 
 #[cfg(test)]

@@ -5,17 +5,25 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _};
-use odp_client::types::{AggregateJson, DiffJson, SideSummary};
-use odp_client::ApiClient;
-use odp_core::stats::top_functions;
-use odp_core::EventKind;
+use anyhow::Context as _;
+use chrono::Utc;
+use odp_client::types::{AggregateJson, DiffJson, Profile};
+use odp_client::{ApiClient, ClientError};
+
+use crate::compare_view::{aggregate_text, diff_text, empty_aggregate, is_empty_export, Runtimes};
+use crate::exit::{usage, CliError};
+use crate::names::{checked_name, parse_id};
+use crate::profile_view::TopRows;
+use crate::text::time;
+use crate::when::{parse_when, When};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum CompareCommand {
     /// Compare two profiles, each normalized by its total samples: prints
-    /// the functions whose share changed most, or writes the JSON or the
-    /// differential flame graph (red grew, blue shrank).
+    /// the functions whose share changed most, each change with its error
+    /// and whether it is significant, or writes the JSON or the
+    /// differential flame graph (red grew, blue shrank). Profiles of
+    /// different runtimes or events are refused without `--force`.
     Diff {
         baseline: String,
         target: String,
@@ -27,18 +35,26 @@ pub(crate) enum CompareCommand {
         /// Rows of the change table.
         #[arg(long, default_value_t = 15)]
         limit: usize,
+        /// Compare even profiles of different runtimes (their function
+        /// names have nothing in common) or events (the API still refuses
+        /// to add up samples of different events).
+        #[arg(long)]
+        force: bool,
     },
     /// A service's samples merged over its hosts and a time range: prints
     /// the top functions, or writes the flame graph as JSON, folded, SVG,
-    /// pprof or speedscope.
+    /// pprof or speedscope. A range without samples is an error (exit 4)
+    /// in every format.
     Aggregate {
         #[arg(long)]
         service: String,
-        /// RFC 3339, e.g. 2026-11-21T10:00:00Z.
-        #[arg(long)]
-        since: String,
-        #[arg(long)]
-        until: String,
+        /// How long ago (`30m`, `1h`, `2d`, `1w`), or an RFC 3339 time
+        /// like 2026-11-21T10:00:00Z.
+        #[arg(long, value_parser = parse_when)]
+        since: When,
+        /// `now` (the default), how long ago, or an RFC 3339 time.
+        #[arg(long, value_parser = parse_when, default_value = "now")]
+        until: When,
         /// Only these hosts (repeatable).
         #[arg(long)]
         host: Vec<String>,
@@ -62,10 +78,18 @@ pub(crate) enum CompareCommand {
         /// Rows of the top-function table.
         #[arg(long, default_value_t = 15)]
         limit: usize,
+        /// Also list the functions without self time (`main`, `_start`
+        /// and the other callers).
+        #[arg(long, alias = "all")]
+        include_callers: bool,
     },
 }
 
-pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    client: &ApiClient,
+    command: CompareCommand,
+    width: Option<usize>,
+) -> anyhow::Result<()> {
     match command {
         CompareCommand::Diff {
             baseline,
@@ -73,11 +97,21 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
             format,
             output,
             limit,
+            force,
         } => {
-            for id in [&baseline, &target] {
-                if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-                    bail!("{id:?} is not a profile id");
+            let (baseline, target) = (
+                parse_id("profile", &baseline)?,
+                parse_id("profile", &target)?,
+            );
+            let sides = (
+                client.profile(baseline).await?,
+                client.profile(target).await?,
+            );
+            if let Err(why) = comparable(&sides.0, &sides.1) {
+                if !force {
+                    return Err(usage(format!("{why}; pass --force to compare them anyway")));
                 }
+                eprintln!("comparing anyway (--force): {why}");
             }
             let path = |format: &str| {
                 format!("/api/v1/diff?baseline={baseline}&target={target}&format={format}")
@@ -87,7 +121,11 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
                 None => {
                     let url = format!("{}&limit={limit}", path("json"));
                     let diff: DiffJson = client.get(&url).await?;
-                    write_out(change_table(&diff).as_bytes(), output)?;
+                    let runtimes = Runtimes {
+                        baseline: &sides.0,
+                        target: &sides.1,
+                    };
+                    write_out(diff_text(&diff, Some(runtimes), width).as_bytes(), output)?;
                 }
             }
         }
@@ -103,7 +141,25 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
             format,
             output,
             limit,
+            include_callers,
         } => {
+            checked_name("--service", &service)?;
+            for h in &host {
+                checked_name("--host", h)?;
+            }
+            let now = Utc::now();
+            let (since, until) = (since.at(now), until.at(now));
+            let (since, until, ordered) = (time(&since), time(&until), since < until);
+            if !ordered {
+                return Err(usage(format!(
+                    "--since ({since}) must be before --until ({until})"
+                )));
+            }
+            let filtered = !host.is_empty()
+                || thread.is_some()
+                || include.is_some()
+                || exclude.is_some()
+                || event.is_some();
             let mut query = vec![
                 format!("service={}", encode(&service)),
                 format!("since={}", encode(&since)),
@@ -120,18 +176,81 @@ pub(crate) async fn run(client: &ApiClient, command: CompareCommand) -> anyhow::
                     query.push(format!("{key}={}", encode(&value)));
                 }
             }
+            let empty = || CliError::NotFound(empty_aggregate(&service, &since, &until, filtered));
             let path =
                 |format: &str| format!("/api/v1/aggregate?{}&format={format}", query.join("&"));
             match format {
-                Some(format) => write_out(&client.get_bytes(&path(&format)).await?, output)?,
+                Some(format) => {
+                    let body = match client.get_bytes(&path(&format)).await {
+                        Err(e) if is_empty_svg(&format, &e) => return Err(empty().into()),
+                        other => other?,
+                    };
+                    if is_empty_export(&format, &body) {
+                        return Err(empty().into());
+                    }
+                    write_out(&body, output)?
+                }
                 None => {
                     let aggregate: AggregateJson = client.get(&path("json")).await?;
-                    write_out(top_table(&aggregate, limit).as_bytes(), output)?;
+                    if aggregate.samples == 0 {
+                        return Err(empty().into());
+                    }
+                    let rows = TopRows {
+                        limit,
+                        include_callers,
+                        width,
+                    };
+                    write_out(aggregate_text(&aggregate, rows).as_bytes(), output)?;
                 }
             }
         }
     }
     Ok(())
+}
+
+/// The API's answer to an SVG of no samples: a 404 saying so.
+fn is_empty_svg(format: &str, error: &ClientError) -> bool {
+    match error {
+        ClientError::Status {
+            status: 404,
+            message,
+            ..
+        } => format == "svg" && message.contains("no samples"),
+        _ => false,
+    }
+}
+
+/// Whether two profiles can be compared: the same runtime (their function
+/// names come from the same kind of program) and the same event (their
+/// samples measure the same thing). What is unknown (a profile not
+/// started, an imported file) is not held against them.
+pub(crate) fn comparable(baseline: &Profile, target: &Profile) -> Result<(), String> {
+    let language = |p: &Profile| p.runtime.as_ref().and_then(|r| r.language);
+    let describe = |p: &Profile| {
+        let runtime = language(p).map_or("unknown runtime", |l| l.as_str());
+        let event = p.event.map_or("no event yet", |e| e.as_str());
+        format!("profile {} ({runtime}, {event})", p.id)
+    };
+    let differ = |a: Option<&str>, b: Option<&str>| matches!((a, b), (Some(a), Some(b)) if a != b);
+    let runtimes = differ(
+        language(baseline).map(|l| l.as_str()),
+        language(target).map(|l| l.as_str()),
+    );
+    let events = differ(
+        baseline.event.map(|e| e.as_str()),
+        target.event.map(|e| e.as_str()),
+    );
+    let what = match (runtimes, events) {
+        (false, false) => return Ok(()),
+        (true, false) => "different runtimes",
+        (false, true) => "different events",
+        (true, true) => "different runtimes and events",
+    };
+    Err(format!(
+        "{} and {} are of {what}",
+        describe(baseline),
+        describe(target)
+    ))
 }
 
 fn write_out(body: &[u8], output: Option<PathBuf>) -> anyhow::Result<()> {
@@ -158,73 +277,9 @@ pub(crate) fn encode(value: &str) -> String {
     out
 }
 
-fn change_table(diff: &DiffJson) -> String {
-    let side = |side: &SideSummary| {
-        format!(
-            "{}: {} {} samples",
-            side.label,
-            side.samples,
-            side.event.map_or("", EventKind::as_str)
-        )
-    };
-    let mut out = format!(
-        "baseline {}\ntarget   {}\n",
-        side(&diff.baseline),
-        side(&diff.target)
-    );
-    out.push_str(&format!(
-        "{:<40} {:>10} {:>10} {:>10}\n",
-        "function", "baseline", "target", "delta"
-    ));
-    for c in &diff.changes {
-        out.push_str(&format!(
-            "{:<40} {:>9.1}% {:>9.1}% {:>+9.1}pp\n",
-            c.function,
-            c.baseline_total_share * 100.0,
-            c.target_total_share * 100.0,
-            c.delta_total_points
-        ));
-    }
-    out
-}
-
-/// The top functions of an aggregate, computed from its flame graph tree.
-fn top_table(aggregate: &AggregateJson, limit: usize) -> String {
-    let hosts: Vec<String> = aggregate
-        .hosts
-        .iter()
-        .map(|h| format!("{} ({})", h.host, h.samples))
-        .collect();
-    let samples = aggregate.samples;
-    let event = aggregate.event;
-    let mut out = format!(
-        "{samples} {} samples{} of {} profiles on {} hosts: {}\n",
-        event.map_or("", EventKind::as_str),
-        crate::units::time_of(&aggregate.units, event, samples),
-        aggregate.profiles,
-        hosts.len(),
-        hosts.join(", ")
-    );
-    out.push_str(&format!(
-        "{:<40} {:>16} {:>8}\n",
-        "function", "self", "total"
-    ));
-    for f in top_functions(&aggregate.root.to_stacks(), limit) {
-        out.push_str(&format!(
-            "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%\n",
-            f.function,
-            f.self_share * 100.0,
-            f.self_share_stderr * 100.0,
-            f.total_share * 100.0
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn encodes_times_and_patterns() {
@@ -236,45 +291,34 @@ mod tests {
     }
 
     #[test]
-    fn tables_show_shares_in_percent() {
-        let side = |label: &str, samples: u64| {
-            json!({"label": label, "event": "cpu-clock", "samples": samples, "profiles": 1,
-                   "unit": "nanoseconds", "period": 10_101_010.1})
+    fn aggregate_takes_spans_and_now() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            command: CompareCommand,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(
+                ["odpctl", "aggregate", "--service", "checkout"]
+                    .iter()
+                    .chain(args),
+            )
+            .map(|cli| cli.command)
         };
-        let diff = json!({
-            "baseline": side("profile a", 100),
-            "target": side("profile b", 200),
-            "root": {"name": "all", "baseline_total": 100, "baseline_self": 0,
-                     "target_total": 200, "target_self": 0, "baseline_share": 1.0,
-                     "target_share": 1.0, "children": []},
-            "changes": [{"function": "cool", "baseline_self_share": 0.0,
-                         "target_self_share": 0.3, "baseline_total_share": 0.0,
-                         "target_total_share": 0.3, "delta_total_points": 30.0,
-                         "delta_self_points": 30.0}]
-        });
-        let table = change_table(&serde_json::from_value(diff).unwrap());
-        assert!(
-            table.contains("profile b: 200 cpu-clock samples"),
-            "{table}"
-        );
-        assert!(
-            table.contains("30.0%") && table.contains("+30.0pp"),
-            "{table}"
-        );
-
-        let aggregate = json!({
-            "service": "s", "since": "2026-11-21T10:00:00Z", "until": "2026-11-21T11:00:00Z",
-            "samples": 10, "event": "cpu-clock", "profiles": 2, "snapshots": 2,
-            "unit": "nanoseconds", "period": 10_101_010.1,
-            "hosts": [{"host": "a", "samples": 6, "profiles": 1, "snapshots": 1},
-                      {"host": "b", "samples": 4, "profiles": 1, "snapshots": 1}],
-            "root": {"name": "all", "total": 10, "self_count": 0, "children": [
-                {"name": "hot", "total": 6, "self_count": 6, "children": []},
-                {"name": "warm", "total": 4, "self_count": 4, "children": []}]}
-        });
-        let table = top_table(&serde_json::from_value(aggregate).unwrap(), 5);
-        assert!(table.contains("on 2 hosts: a (6), b (4)"), "{table}");
-        let hot = table.lines().find(|l| l.starts_with("hot")).unwrap();
-        assert!(hot.contains("60.0%"), "{table}");
+        for since in ["1h", "2d", "30m", "2026-11-21T10:00:00Z"] {
+            let Ok(CompareCommand::Aggregate { until, .. }) = parse(&["--since", since]) else {
+                panic!("--since {since}")
+            };
+            assert_eq!(
+                until,
+                When::Ago(chrono::Duration::zero()),
+                "until now by default"
+            );
+        }
+        assert!(parse(&["--since", "1h", "--until", "now"]).is_ok());
+        let refused = parse(&["--since", "yesterday"]).err().unwrap();
+        assert_eq!(refused.exit_code(), 2);
+        assert!(parse(&["--since", "1h", "--all"]).is_ok());
     }
 }

@@ -1,11 +1,17 @@
 //! Profiles as files: `flamegraph` writes one in any export format,
-//! `import` uploads another tool's pprof or folded file as a profile.
+//! `import` uploads another tool's file (pprof, folded stacks, a JFR
+//! recording, speedscope) as a profile, its format told from the file
+//! when `--format` is absent.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use odp_client::ApiClient;
+
+use crate::exit::usage;
+use crate::import_format::{guess, FORMATS};
+use crate::names::parse_id;
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum FileCommand {
@@ -22,13 +28,17 @@ pub(crate) enum FileCommand {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Upload a pprof or folded-stacks file as a finished profile of a
-    /// service; prints the new profile's id.
+    /// Upload a pprof, folded-stacks, JFR or speedscope file as a finished
+    /// profile of a service; prints the new profile's id.
     Import {
         #[arg(long)]
         service: String,
-        #[arg(long, value_parser = ["pprof", "folded"])]
-        format: String,
+        /// The file's format; told from its first bytes or its name when
+        /// absent (gzip or protobuf, `.pb`, `.pb.gz`, `.pprof`: pprof;
+        /// `FLR\0` or `.jfr`: jfr; JSON naming speedscope's `$schema`:
+        /// speedscope; `a;b;c N` lines: folded).
+        #[arg(long, value_parser = FORMATS)]
+        format: Option<String>,
         /// The host to file it under (`imported` when absent).
         #[arg(long)]
         host: Option<String>,
@@ -46,7 +56,9 @@ pub(crate) enum FileCommand {
 pub(crate) async fn run(client: &ApiClient, command: FileCommand) -> anyhow::Result<()> {
     match command {
         FileCommand::Flamegraph { id, format, output } => {
-            let body = client.flamegraph_bytes(&id, &format).await?;
+            let body = client
+                .flamegraph_bytes(parse_id("profile", &id)?, &format)
+                .await?;
             match output {
                 Some(path) => std::fs::write(&path, body)
                     .with_context(|| format!("writing {}", path.display()))?,
@@ -63,6 +75,16 @@ pub(crate) async fn run(client: &ApiClient, command: FileCommand) -> anyhow::Res
             event,
             file,
         } => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let format = match format {
+                Some(format) => format,
+                None => {
+                    let format = guess(&file, &bytes).map_err(usage)?;
+                    eprintln!("importing {} as {format}", file.display());
+                    format.to_owned()
+                }
+            };
             let mut query = vec![format!("format={format}")];
             for (key, value) in [
                 ("service", Some(service)),
@@ -74,8 +96,6 @@ pub(crate) async fn run(client: &ApiClient, command: FileCommand) -> anyhow::Res
                     query.push(format!("{key}={}", query_value(key, &value)?));
                 }
             }
-            let bytes =
-                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let profile = client.import_profile(&query.join("&"), bytes).await?;
             println!("{}", profile.id);
         }
@@ -92,10 +112,10 @@ fn query_value<'a>(key: &str, value: &'a str) -> anyhow::Result<&'a str> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/'))
     {
-        bail!(
+        return Err(usage(format!(
             "--{} may hold only letters, digits, `.`, `-`, `_` and `/`",
             key.replace('_', "-")
-        );
+        )));
     }
     Ok(value)
 }

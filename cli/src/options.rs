@@ -1,8 +1,53 @@
-//! The start options a profile or a schedule may carry (`"options"` of the
-//! start request): plugin, event and cost control. The API checks the
-//! values; the CLI only shapes them.
+//! What a profile or a schedule may carry: its target (which processes)
+//! and its start options (`"options"` of the start request: plugin, event
+//! and cost control). The API checks the values; the CLI only shapes them.
 
-use odp_client::types::{DutyCycleOptions, FdaOptions, ProfileOptions};
+use odp_client::types::{
+    CreateScheduleRequest, DutyCycleOptions, FdaOptions, ProfileOptions, StartRequest,
+};
+
+/// Which processes to profile: exactly one of these (the API checks the
+/// values, so the CLI only makes sure one is given).
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct TargetArgs {
+    /// One process by id.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Every process with this executable name (`/proc/PID/comm`).
+    #[arg(long)]
+    process_name: Option<String>,
+    /// Every process whose command line matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    cmdline: Option<String>,
+    /// Every process in this cgroup (or below), or in this container id.
+    #[arg(long, value_name = "PATH|ID")]
+    cgroup: Option<String>,
+}
+
+impl TargetArgs {
+    /// `request` aimed at the target given.
+    pub(crate) fn start(self, request: StartRequest) -> StartRequest {
+        StartRequest {
+            pid: self.pid,
+            process_name: self.process_name,
+            cmdline: self.cmdline,
+            cgroup: self.cgroup,
+            ..request
+        }
+    }
+
+    /// A schedule's `request` aimed at the target given.
+    pub(crate) fn schedule(self, request: CreateScheduleRequest) -> CreateScheduleRequest {
+        CreateScheduleRequest {
+            pid: self.pid,
+            process_name: self.process_name,
+            cmdline: self.cmdline,
+            cgroup: self.cgroup,
+            ..request
+        }
+    }
+}
 
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct StartOptionArgs {

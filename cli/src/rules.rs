@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
+
+use crate::exit::usage;
+use crate::table::Table;
+use crate::text::yes_no;
 use odp_client::types::{
     Reanalysis, ReanalysisStatus, RuleBody, RulePatch, RuleView, RulesResponse,
 };
@@ -60,7 +64,7 @@ pub(crate) async fn run(client: &ApiClient, action: RuleAction) -> anyhow::Resul
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
-                print_table(&page);
+                print!("{}", rules_table(&page));
             }
         }
         RuleAction::Show { id } => {
@@ -126,7 +130,9 @@ fn path(id: &str) -> anyhow::Result<String> {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
     if !valid {
-        bail!("{id:?} is not a rule id");
+        return Err(usage(format!(
+            "{id:?} is not a rule id (lower-case letters, digits, `.`, `-`, `_`)"
+        )));
     }
     Ok(format!("/api/v1/rules/{id}"))
 }
@@ -169,15 +175,24 @@ async fn follow(client: &ApiClient, id: &str, wait: bool) -> anyhow::Result<()> 
     }
 }
 
-fn print_table(page: &RulesResponse) {
-    println!(
-        "{:<28}  {:<16}  {:>9}  {:<7}  {:<6}  title",
-        "id", "kind", "threshold", "enabled", "source"
-    );
+/// `rules list`: one rule a row.
+pub(crate) fn rules_table(page: &RulesResponse) -> String {
+    let mut table = Table::new()
+        .left("id")
+        .left("kind")
+        .right("threshold")
+        .left("enabled")
+        .left("source")
+        .left("title");
     for r in &page.rules {
-        println!(
-            "{:<28}  {:<16}  {:>8}%  {:<7}  {:<6}  {}",
-            r.id, r.kind, r.threshold_pct, r.enabled, r.source, r.title,
-        );
+        table.row([
+            r.id.clone(),
+            r.kind.clone(),
+            format!("{}%", r.threshold_pct),
+            yes_no(r.enabled).to_owned(),
+            r.source.clone(),
+            r.title.clone(),
+        ]);
     }
+    table.render()
 }

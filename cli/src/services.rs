@@ -10,6 +10,8 @@ use odp_client::types::{
 use odp_client::{ApiClient, Method};
 
 use crate::names::checked_name;
+use crate::table::Table;
+use crate::text::{count_of, labels, time};
 
 /// Which processes are the service on each host: exactly one of these (a
 /// pid names one process on one host, not a service).
@@ -178,19 +180,18 @@ fn path(name: &str) -> anyhow::Result<String> {
     ))
 }
 
-fn time(at: &chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
 fn services_table(page: &ServicesResponse) -> String {
-    let mut out = format!("{:<24}  {:<16}  target\n", "name", "team");
+    let mut table = Table::new().left("name").left("team").left("target");
     for s in &page.services {
-        out.push_str(&format!(
-            "{:<24}  {:<16}  {}\n",
-            s.name,
-            s.owner_team.as_deref().unwrap_or("-"),
-            s.target,
-        ));
+        table.row([
+            s.name.clone(),
+            s.owner_team.clone().unwrap_or_else(|| "-".to_owned()),
+            s.target.to_string(),
+        ]);
+    }
+    let mut out = table.render();
+    if table.is_empty() {
+        out.push_str("(no services)\n");
     }
     out
 }
@@ -220,37 +221,38 @@ const LABEL_COLUMNS: [&str; 2] = ["zone", "version"];
 
 fn hosts_table(hosts: &ServiceHostsResponse) -> String {
     let mut out = format!(
-        "{} live host(s) run {} ({}; heartbeat within {} s)\n",
-        hosts.hosts.len(),
+        "{} {} {} ({}; heartbeat within {} s)\n",
+        count_of(hosts.hosts.len(), "live host"),
+        if hosts.hosts.len() == 1 {
+            "runs"
+        } else {
+            "run"
+        },
         hosts.service,
         hosts.target,
         hosts.live_within_secs
     );
-    out.push_str(&format!(
-        "{:<24}  {:<12}  {:<12}  {:<20}  labels\n",
-        "host", "zone", "version", "last seen"
-    ));
+    let mut table = Table::new()
+        .left("host")
+        .left("zone")
+        .left("version")
+        .left("last seen")
+        .left("labels");
     for h in &hosts.hosts {
-        let label = |key: &str| h.labels.get(key).map_or("-", String::as_str);
-        let others: Vec<String> = h
+        let label = |key: &str| h.labels.get(key).cloned().unwrap_or_else(|| "-".to_owned());
+        let others = h
             .labels
             .iter()
-            .filter(|(key, _)| !LABEL_COLUMNS.contains(&key.as_str()))
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect();
-        out.push_str(&format!(
-            "{:<24}  {:<12}  {:<12}  {:<20}  {}\n",
-            h.host,
+            .filter(|(key, _)| !LABEL_COLUMNS.contains(&key.as_str()));
+        table.row([
+            h.host.clone(),
             label("zone"),
             label("version"),
             time(&h.last_seen),
-            if others.is_empty() {
-                "-".to_owned()
-            } else {
-                others.join(",")
-            },
-        ));
+            labels(others),
+        ]);
     }
+    out.push_str(&table.render());
     out
 }
 
@@ -446,7 +448,7 @@ mod tests {
         let table = hosts_table(&hosts);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
-            lines[0], "2 live host(s) run checkout (process \"java\"; heartbeat within 30 s)",
+            lines[0], "2 live hosts run checkout (process \"java\"; heartbeat within 30 s)",
             "{table}"
         );
         let words = |line: &str| {

@@ -371,7 +371,7 @@ async fn admins_manage_channels_and_bad_input_is_refused() {
     let listed = String::from_utf8_lossy(&output.stdout);
     assert!(
         listed.lines().any(|l| l.starts_with(&cli_id)
-            && l.contains("false")
+            && l.contains(" no ")
             && l.contains("a@example.com,b@example.com via smtp://mail.local:2525")),
         "{listed}"
     );

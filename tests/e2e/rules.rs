@@ -261,7 +261,7 @@ async fn admins_manage_rules_and_changes_reach_past_profiles() {
     assert!(
         listed
             .lines()
-            .any(|l| l.starts_with("hot-path") && l.contains("false")),
+            .any(|l| l.starts_with("hot-path") && l.contains(" no ")),
         "{listed}"
     );
 }

@@ -506,7 +506,7 @@ async fn odpctl_creates_lists_toggles_and_deletes_schedules() {
         stdout.contains(&id) && stdout.contains("cli-nightly"),
         "{stdout}"
     );
-    let (code, stdout, stderr) = run(&viewer, &["schedules", "show", &id]);
+    let (code, stdout, stderr) = run(&viewer, &["schedules", "show", &id, "--json"]);
     assert_eq!(code, Some(0), "{stderr}");
     let shown: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(shown["timezone"], "Asia/Tokyo");
@@ -531,5 +531,5 @@ async fn odpctl_creates_lists_toggles_and_deletes_schedules() {
     let (code, _, stderr) = run(&token, &["schedules", "show", &id]);
     assert_eq!(code, Some(4), "deleted: {stderr}");
     let (code, _, _) = run(&token, &["schedules", "show", "../profiles"]);
-    assert_eq!(code, Some(1), "not an id");
+    assert_eq!(code, Some(2), "not an id");
 }

@@ -9,15 +9,16 @@ use odp_client::ApiClient;
 use odp_core::run::{HostSelection, StopRule};
 use uuid::Uuid;
 
-use crate::names::checked_name;
+use crate::names::{checked_name, parse_id};
+use crate::profile_view::TopRows;
 
 mod render;
 #[cfg(test)]
 mod tests;
 mod wait;
 
-use render::{hosts_table, runs_table, selection, summary, top_table};
-use wait::{follow, status_name};
+use render::{hosts_table, runs_table, selection, status_name, summary, top_table};
+use wait::follow;
 
 /// How many of the live hosts running the service: at most one of these
 /// (every host when none is given).
@@ -145,6 +146,10 @@ pub(crate) enum RunAction {
         id: String,
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// Also list the functions without self time (`main`, `_start`
+        /// and the other callers).
+        #[arg(long, alias = "all")]
+        include_callers: bool,
         /// Print the API's JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -163,7 +168,11 @@ pub(crate) enum RunAction {
     },
 }
 
-pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    client: &ApiClient,
+    action: RunAction,
+    width: Option<usize>,
+) -> anyhow::Result<()> {
     match action {
         RunAction::Start(args) => {
             let wait = args.wait;
@@ -178,7 +187,7 @@ pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result
                 );
             }
             if wait {
-                follow(client, run.id).await?;
+                follow(client, run.id, width).await?;
             }
         }
         RunAction::Show { id, json } => {
@@ -189,7 +198,7 @@ pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result
                 print!("{}", summary(&run));
             }
         }
-        RunAction::Wait { id } => follow(client, run_id(&id)?).await?,
+        RunAction::Wait { id } => follow(client, run_id(&id)?, width).await?,
         RunAction::Hosts {
             id,
             top_k,
@@ -201,16 +210,26 @@ pub(crate) async fn run(client: &ApiClient, action: RunAction) -> anyhow::Result
             if json {
                 println!("{}", serde_json::to_string_pretty(&hosts)?);
             } else {
-                print!("{}", hosts_table(&hosts));
+                print!("{}", hosts_table(&hosts, width));
             }
         }
-        RunAction::Top { id, limit, json } => {
+        RunAction::Top {
+            id,
+            limit,
+            include_callers,
+            json,
+        } => {
             let path = format!("/api/v1/runs/{}/top?limit={limit}", run_id(&id)?);
             let top: RunTopResponse = client.get(&path).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&top)?);
             } else {
-                print!("{}", top_table(&top));
+                let rows = TopRows {
+                    limit: limit as usize,
+                    include_callers,
+                    width,
+                };
+                print!("{}", top_table(&top, rows));
             }
         }
         RunAction::Stop { id } => {
@@ -260,5 +279,5 @@ fn hosts_path(id: Uuid, top_k: Option<u32>, alpha: Option<f64>) -> String {
 }
 
 fn run_id(text: &str) -> anyhow::Result<Uuid> {
-    Uuid::parse_str(text).map_err(|_| anyhow::anyhow!("{text:?} is not a run id (a UUID)"))
+    parse_id("run", text)
 }

@@ -1,14 +1,45 @@
 //! `odpctl run show`, `list`, `hosts` and `top`: a run's summary and
 //! tables.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use odp_client::types::{
-    Run, RunHost, RunHostsResponse, RunPrecision, RunTopResponse, RunsResponse,
+    Run, RunHost, RunHostsResponse, RunPrecision, RunStatus, RunTopResponse, RunsResponse,
 };
-use odp_core::run::{HostSelection, StderrMethod};
-use odp_core::EventKind;
+use odp_core::run::{HostSelection, StderrMethod, StopRule};
 
-use super::wait::{epsilon, precision_text, status_name};
+use crate::profile_view::{percent, samples_of, shares_table as functions_table, TopRows};
+use crate::table::Table;
+use crate::text::{count, count_of, noun_for};
+
+/// A run's status as `odpctl` writes it.
+pub(super) fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Dispatching => "dispatching",
+        RunStatus::Running => "running",
+        RunStatus::Finished => "finished",
+        RunStatus::Stopped => "stopped",
+        RunStatus::Precise => "precise",
+        RunStatus::Partial => "partial",
+    }
+}
+
+/// A share's standard error in percentage points, as `±1.87%`.
+pub(super) fn epsilon(share: f64) -> String {
+    format!("±{:.2}%", share * 100.0)
+}
+
+/// The ε reached against the stop rule's target.
+pub(super) fn precision_text(reached: Option<f64>, rule: Option<&StopRule>) -> String {
+    let reached = reached.map_or_else(|| "ε -".to_owned(), |e| format!("ε {}", epsilon(e)));
+    match rule {
+        Some(rule) => format!(
+            "{reached} (target {} for the top {})",
+            epsilon(rule.max_stderr),
+            rule.top
+        ),
+        None => format!("{reached} (no stop rule)"),
+    }
+}
 
 /// How a run ended, in one line.
 pub(super) fn outcome(run: &Run) -> String {
@@ -35,9 +66,10 @@ pub(super) fn selection(run: &Run) -> String {
         HostSelection::Percent(p) => format!("{p}% = {}", chosen.requested),
     };
     format!(
-        "{} of {} live host(s) chosen ({asked}{}); seed {}",
+        "{} of {} {} chosen ({asked}{}); seed {}",
         chosen.hosts.len(),
         chosen.eligible,
+        noun_for(chosen.eligible as u128, "live host"),
         if chosen.capped {
             ", capped: fewer live hosts"
         } else {
@@ -48,7 +80,7 @@ pub(super) fn selection(run: &Run) -> String {
 }
 
 pub(super) fn time(at: &DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+    crate::text::time(at)
 }
 
 /// `run show`: everything about the run but its JSON's detail.
@@ -86,10 +118,12 @@ pub(super) fn summary(run: &Run) -> String {
         ));
     }
     out.push_str(&format!(
-        "precision  {}, {} samples used\n",
+        "precision  {}, {} used\n",
         precision_text(run.reached_epsilon, run.stop_when.as_ref()),
-        run.samples_used
-            .map_or_else(|| "-".to_owned(), |n| n.to_string())
+        run.samples_used.map_or_else(
+            || "- samples".to_owned(),
+            |n| count(n.max(0).unsigned_abs(), "sample")
+        )
     ));
     out.push_str(&format!("duration   {} s at most", run.duration_secs));
     if let Some(saved) = run.saved_secs {
@@ -101,45 +135,52 @@ pub(super) fn summary(run: &Run) -> String {
         run.requested_by,
         run.ended_at.as_ref().map_or_else(|| "-".to_owned(), time)
     ));
-    out.push_str(&format!(
-        "{:<24}  {:<10}  {:<36}  reason\n",
-        "host", "status", "profile"
-    ));
+    let mut members = Table::new()
+        .left("host")
+        .left("status")
+        .left("profile")
+        .left("reason");
     for m in &run.members {
-        out.push_str(&format!(
-            "{:<24}  {:<10}  {:<36}  {}\n",
-            m.host,
-            m.status.as_str(),
+        members.row([
+            m.host.clone(),
+            m.status.as_str().to_owned(),
             m.profile_id
                 .map_or_else(|| "-".to_owned(), |id| id.to_string()),
-            m.reason.as_deref().unwrap_or("-"),
-        ));
+            m.reason.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
     }
+    out.push_str(&members.render());
     out
 }
 
 pub(super) fn runs_table(page: &RunsResponse) -> String {
-    let mut out = format!(
-        "{:<36}  {:<20}  {:<11}  {:>9}  {:>7}  created\n",
-        "id", "service", "status", "hosts", "ε"
-    );
+    let mut table = Table::new()
+        .left("id")
+        .left("service")
+        .left("status")
+        .right("hosts")
+        .right("ε")
+        .left("created");
     for r in &page.runs {
-        out.push_str(&format!(
-            "{:<36}  {:<20}  {:<11}  {:>9}  {:>7}  {}\n",
-            r.id,
-            r.service,
-            status_name(r.status),
+        table.row([
+            r.id.to_string(),
+            r.service.clone(),
+            status_name(r.status).to_owned(),
             format!("{}/{}", r.selection.hosts.len(), r.selection.eligible),
             r.reached_epsilon.map_or_else(|| "-".to_owned(), epsilon),
             time(&r.created_at),
-        ));
+        ]);
+    }
+    let mut out = table.render();
+    if table.is_empty() {
+        out.push_str("(no runs)\n");
     }
     out
 }
 
 /// The run's top self shares with their standard errors, shaped like
 /// `odpctl top`'s table (a run's aggregate has no total shares).
-pub(super) fn shares_table(precision: &RunPrecision) -> String {
+pub(super) fn shares_table(precision: &RunPrecision, width: Option<usize>) -> String {
     let decision = &precision.decision;
     let method = match decision.method {
         StderrMethod::Pooled => "the pooled binomial error",
@@ -147,85 +188,89 @@ pub(super) fn shares_table(precision: &RunPrecision) -> String {
         StderrMethod::BetweenHost => "the between-host error",
     };
     let mut out = format!(
-        "{} samples of {} host(s); ± is {method}\n",
-        decision.samples_used, decision.hosts
+        "{} of {}; ± is {method}\n",
+        count(decision.samples_used, "sample"),
+        count_of(decision.hosts, "host")
     );
-    out.push_str(&format!("{:<40} {:>16}\n", "function", "self"));
+    let mut table = Table::new()
+        .left("function")
+        .flexible()
+        .right("self")
+        .left_close("")
+        .fit(width);
     for s in &decision.top {
-        let row = format!(
-            "{:<40} {:>7.1}% ± {:<5.1}",
-            s.function,
-            s.share * 100.0,
-            s.stderr * 100.0
-        );
-        out.push_str(row.trim_end());
-        out.push('\n');
+        table.row([
+            s.function.clone(),
+            percent(s.share),
+            format!("± {:.1}", s.stderr * 100.0),
+        ]);
     }
+    out.push_str(&table.render());
     out
 }
 
 /// `run hosts`: every chosen host, most different from the others first,
 /// with its samples, hottest function and test; then the outliers, each
 /// with the function that moved most.
-pub(super) fn hosts_table(hosts: &RunHostsResponse) -> String {
+pub(super) fn hosts_table(hosts: &RunHostsResponse, width: Option<usize>) -> String {
     let mut out = format!(
-        "run {} of {}: {} samples over {} host(s); outliers at p < {:.2e} (α {} / hosts, \
+        "run {} of {}: {} over {}; outliers at p < {:.2e} (α {} / hosts, \
          top {} functions + rest)\n",
         hosts.run_id,
         hosts.service,
-        hosts.samples,
-        hosts.hosts.len(),
+        count(hosts.samples, "sample"),
+        count_of(hosts.hosts.len(), "host"),
         hosts.threshold,
         hosts.options.alpha,
         hosts.options.top_k,
     );
-    out.push_str(&format!(
-        "{:<24}  {:>10}  {:<32}  {:>9}  {:>9}  {:>5}  labels\n",
-        "host", "samples", "top self share", "chi²", "p", "dist"
-    ));
+    let mut table = Table::new()
+        .left("host")
+        .right("samples")
+        .left("top self share")
+        .flexible()
+        .right("chi²")
+        .right("p")
+        .right("dist")
+        .left("labels")
+        .left("")
+        .fit(width);
     for h in &hosts.hosts {
         let top = h.top.first().map_or_else(
             || "-".to_owned(),
-            |f| format!("{} {:.1}%", f.function, f.self_share * 100.0),
+            |f| format!("{} {}", f.function, percent(f.self_share)),
         );
-        let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let (statistic, p) = match h.df {
             0 => ("-".to_owned(), "-".to_owned()),
             _ => (format!("{:.1}", h.statistic), format!("{:.1e}", h.p_value)),
         };
-        let row = format!(
-            "{:<24}  {:>10}  {:<32}  {:>9}  {:>9}  {:>5.3}  {}{}",
-            h.host,
-            h.samples,
+        table.row([
+            h.host.clone(),
+            h.samples.to_string(),
             top,
             statistic,
             p,
-            h.distance,
-            if labels.is_empty() {
-                "-".to_owned()
-            } else {
-                labels.join(",")
-            },
-            if h.outlier { "  OUTLIER" } else { "" },
-        );
-        out.push_str(row.trim_end());
-        out.push('\n');
+            format!("{:.3}", h.distance),
+            crate::text::labels(&h.labels),
+            if h.outlier { "OUTLIER" } else { "" }.to_owned(),
+        ]);
     }
+    out.push_str(&table.render());
     let outliers: Vec<&RunHost> = hosts.hosts.iter().filter(|h| h.outlier).collect();
     if outliers.is_empty() {
         out.push_str("\nno outliers: every host's function mix is like the others'\n");
         return out;
     }
-    out.push_str(&format!("\n{} outlier(s):\n", outliers.len()));
+    out.push_str(&format!("\n{}:\n", count_of(outliers.len(), "outlier")));
     for h in outliers {
         let moved = h.moved.as_ref().map_or_else(
             || "no function stands out".to_owned(),
             |m| {
                 format!(
-                    "{} {:.1}% vs {:.1}% on the others",
+                    "{} {} vs {} on the others",
                     m.function,
-                    m.host_share * 100.0,
-                    m.others_share * 100.0
+                    percent(m.host_share),
+                    percent(m.others_share)
                 )
             },
         );
@@ -237,30 +282,15 @@ pub(super) fn hosts_table(hosts: &RunHostsResponse) -> String {
     out
 }
 
-/// `run top`: the run's hottest functions over every member, shaped like
-/// `odpctl top`'s table.
-pub(super) fn top_table(top: &RunTopResponse) -> String {
-    let mut out = format!(
-        "run {} of {}: {} {} samples of {} host(s){}\n",
+/// `run top`: the run's hottest functions over every member, in `odpctl
+/// top`'s table.
+pub(super) fn top_table(top: &RunTopResponse, rows: TopRows) -> String {
+    let of = format!(" of {}", count_of(top.hosts, "host"));
+    format!(
+        "run {} of {}: {}\n{}",
         top.run_id,
         top.service,
-        top.samples,
-        top.event.map_or("", EventKind::as_str),
-        top.hosts,
-        crate::units::time_of(&top.units, top.event, top.samples)
-    );
-    out.push_str(&format!(
-        "{:<40} {:>16} {:>8}\n",
-        "function", "self", "total"
-    ));
-    for f in &top.functions {
-        out.push_str(&format!(
-            "{:<40} {:>7.1}% ± {:<5.1} {:>7.1}%\n",
-            f.function,
-            f.self_share * 100.0,
-            f.self_share_stderr * 100.0,
-            f.total_share * 100.0
-        ));
-    }
-    out
+        samples_of(top.samples, top.event, &top.units, &of),
+        functions_table(&top.functions, rows)
+    )
 }

@@ -260,7 +260,7 @@ fn the_summary_says_how_the_hosts_were_chosen_and_how_precise_it_got() {
     has(&format!("run        {RUN}"));
     has("service    demo");
     has("status     precise (stop rule met: the top 3 shares known to ±0.0187 from 612 samples of 1 host)");
-    has("hosts      1 of 1 live host(s) chosen (count 3, capped: fewer live hosts); seed 7");
+    has("hosts      1 of 1 live host chosen (count 3, capped: fewer live hosts); seed 7");
     has("strata     by zone: zone=eu-1 1 of 1");
     has("precision  ε ±1.87% (target ±2.00% for the top 3), 612 samples used");
     has("duration   60 s at most, 52.3 s saved by the stop rule");
@@ -285,7 +285,7 @@ fn the_summary_says_how_the_hosts_were_chosen_and_how_precise_it_got() {
         ..running_run()
     });
     assert!(!plain.contains("strata"), "{plain}");
-    assert!(plain.contains("3 of 10 live host(s) chosen (count 3); seed 7"));
+    assert!(plain.contains("3 of 10 live hosts chosen (count 3); seed 7"));
     assert!(plain.contains("(no stop rule)"), "{plain}");
     assert!(plain.contains("ended      -\n"), "{plain}");
     assert!(plain.contains("no agent acknowledged"), "{plain}");
@@ -326,20 +326,17 @@ fn progress_shows_time_members_and_epsilon_against_the_target() {
 
 #[test]
 fn top_shares_are_a_top_table_with_errors() {
-    let table = shares_table(&precision(612));
+    let table = shares_table(&precision(612), None);
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(
         lines[0],
-        "612 samples of 1 host(s); ± is the pooled binomial error"
+        "612 samples of 1 host; ± is the pooled binomial error"
     );
     assert_eq!(
         lines[1].split_whitespace().collect::<Vec<_>>(),
         ["function", "self"]
     );
-    assert_eq!(
-        lines[2],
-        format!("{:<40} {:>7.1}% ± {}", "demo_hot", 60.0, "2.0")
-    );
+    assert_eq!(lines[2], "demo_hot   60.0% ± 2.0");
     assert!(lines[3].starts_with("demo_warm") && lines[3].contains("30.0% ± 1.8"));
     assert_eq!(lines.len(), 5, "{table}");
 }
@@ -431,9 +428,9 @@ fn run_hosts() -> odp_client::types::RunHostsResponse {
 
 #[test]
 fn hosts_list_as_a_table_with_their_outliers() {
-    let table = hosts_table(&run_hosts());
+    let table = hosts_table(&run_hosts(), None);
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].contains("3000 samples over 3 host(s)"), "{table}");
+    assert!(lines[0].contains("3000 samples over 3 hosts"), "{table}");
     assert!(
         lines[0].contains("p < 3.33e-3") && lines[0].contains("top 10"),
         "{table}"
@@ -451,7 +448,7 @@ fn hosts_list_as_a_table_with_their_outliers() {
         lines[4].starts_with("web-3") && lines[4].contains(" - "),
         "{table}"
     );
-    assert!(table.contains("1 outlier(s):"), "{table}");
+    assert!(table.contains("\n1 outlier:\n"), "{table}");
     assert!(
         table
             .contains("web-2: p 1.0e-160, moved most: regex_backtrack 40.0% vs 0.0% on the others"),
@@ -462,7 +459,7 @@ fn hosts_list_as_a_table_with_their_outliers() {
     for h in &mut calm.hosts {
         h.outlier = false;
     }
-    assert!(hosts_table(&calm).contains("no outliers"));
+    assert!(hosts_table(&calm, None).contains("no outliers"));
 }
 
 #[test]
@@ -515,11 +512,16 @@ fn a_runs_top_is_a_top_table() {
             self_share_stderr: 0.0346,
         }],
     };
-    let table = top_table(&top);
+    let rows = crate::profile_view::TopRows {
+        limit: 20,
+        include_callers: false,
+        width: None,
+    };
+    let table = top_table(&top, rows);
     let lines: Vec<&str> = table.lines().collect();
     assert!(
         lines[0].starts_with(&format!(
-            "run {RUN} of demo: 200 cpu-clock samples of 2 host(s)"
+            "run {RUN} of demo: 200 cpu-clock samples of 2 hosts"
         )),
         "{table}"
     );

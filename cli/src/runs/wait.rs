@@ -8,12 +8,13 @@ use anyhow::bail;
 use chrono::{DateTime, Utc};
 use odp_client::types::{Run, RunPrecision, RunStatus};
 use odp_client::ApiClient;
-use odp_core::run::StopRule;
 use odp_core::ProfileStatus;
 use uuid::Uuid;
 
-use super::render::{outcome, shares_table};
-use crate::commands::ProfileEnded;
+use super::render::{epsilon, outcome, shares_table, status_name};
+use crate::exit::ProfileEnded;
+use crate::follow::Progress;
+use crate::retry::{retrying, WAITS};
 
 /// How long past its maximum duration a run may take to end before `wait`
 /// gives up (members stopping, their agents flushing the last window).
@@ -27,10 +28,16 @@ pub(super) const PLAIN_LINE_EVERY: Duration = Duration::from_secs(10);
 
 /// Shows the run's progress until it ends (a live line on a terminal,
 /// plain lines otherwise, on standard error), then prints its top shares;
-/// fails (exit 6) when it ended partial.
-pub(super) async fn follow(client: &ApiClient, id: Uuid) -> anyhow::Result<()> {
+/// fails (exit 6) when it ended partial. While the API is away the calls
+/// are retried, and the line says so.
+pub(super) async fn follow(
+    client: &ApiClient,
+    id: Uuid,
+    width: Option<usize>,
+) -> anyhow::Result<()> {
     let live = std::io::stderr().is_terminal();
-    let mut run = client.run(id).await?;
+    let mut notes = Progress::new(format!("run {id}: "));
+    let mut run = retrying(WAITS, || client.run(id), |m| notes.note(m)).await?;
     let left = remaining_secs(&run, Utc::now());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(left) + GRACE;
     let mut precision: Option<(RunPrecision, tokio::time::Instant)> = None;
@@ -41,7 +48,8 @@ pub(super) async fn follow(client: &ApiClient, id: Uuid) -> anyhow::Result<()> {
             .as_ref()
             .is_none_or(|(_, at)| now.duration_since(*at) >= PRECISION_EVERY)
         {
-            precision = Some((client.run_precision(id).await?, now));
+            let read = retrying(WAITS, || client.run_precision(id), |m| notes.note(m)).await?;
+            precision = Some((read, now));
         }
         let line = progress(&run, precision.as_ref().map(|(p, _)| p), Utc::now());
         let ended = is_ended(run.status);
@@ -81,12 +89,13 @@ pub(super) async fn follow(client: &ApiClient, id: Uuid) -> anyhow::Result<()> {
             );
         }
         tokio::time::sleep(POLL_EVERY).await;
-        run = client.run(id).await?;
+        run = retrying(WAITS, || client.run(id), |m| notes.note(m)).await?;
     }
     let run = settle(client, run).await?;
-    let precision = client.run_precision(id).await?;
+    let precision = retrying(WAITS, || client.run_precision(id), |m| notes.note(m)).await?;
+    notes.done();
     eprintln!("{}", outcome(&run));
-    print!("{}", shares_table(&precision));
+    print!("{}", shares_table(&precision, width));
     if run.status == RunStatus::Partial {
         return Err(ProfileEnded(format!(
             "run {id} ended partial: {}",
@@ -120,17 +129,6 @@ pub(super) fn is_ended(status: RunStatus) -> bool {
     )
 }
 
-pub(super) fn status_name(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Dispatching => "dispatching",
-        RunStatus::Running => "running",
-        RunStatus::Finished => "finished",
-        RunStatus::Stopped => "stopped",
-        RunStatus::Precise => "precise",
-        RunStatus::Partial => "partial",
-    }
-}
-
 /// Members still under way, ended well, and failed or expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct MemberCounts {
@@ -160,24 +158,6 @@ pub(super) fn elapsed_secs(run: &Run, now: DateTime<Utc>) -> u64 {
 /// Seconds of the run's maximum duration still to go.
 pub(super) fn remaining_secs(run: &Run, now: DateTime<Utc>) -> u64 {
     run.duration_secs.saturating_sub(elapsed_secs(run, now))
-}
-
-/// A share's standard error in percentage points, as `±1.87%`.
-pub(super) fn epsilon(share: f64) -> String {
-    format!("±{:.2}%", share * 100.0)
-}
-
-/// The ε reached against the stop rule's target.
-pub(super) fn precision_text(reached: Option<f64>, rule: Option<&StopRule>) -> String {
-    let reached = reached.map_or_else(|| "ε -".to_owned(), |e| format!("ε {}", epsilon(e)));
-    match rule {
-        Some(rule) => format!(
-            "{reached} (target {} for the top {})",
-            epsilon(rule.max_stderr),
-            rule.top
-        ),
-        None => format!("{reached} (no stop rule)"),
-    }
 }
 
 /// One line of `wait`'s progress, most telling first (a terminal narrower
@@ -214,7 +194,7 @@ pub(super) fn progress(run: &Run, precision: Option<&RunPrecision>, now: DateTim
             .filter(|&n| n > samples);
         match projected {
             Some(projected) => line.push_str(&format!("; {samples}/~{projected} samples")),
-            None => line.push_str(&format!("; {samples} samples")),
+            None => line.push_str(&format!("; {}", crate::text::count(samples, "sample"))),
         }
     }
     line
