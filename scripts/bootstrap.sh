@@ -107,6 +107,42 @@ if ! py-spy --version 2>/dev/null | grep -qx "py-spy $PY_SPY_VERSION"; then
   hash -r
 fi
 
+# The Pyroscope ingest tests (tests/e2e/ingest_pyroscope.rs) profile a
+# Python program with Pyroscope's own SDK: 1.x speaks the push API, and
+# 0.8 (kept apart, on PYTHONPATH only in that test) the older /ingest.
+PYROSCOPE_VERSION=1.4.0
+PYROSCOPE_LEGACY_VERSION=0.8.7
+PYROSCOPE_LEGACY_DIR="$HOME/.cache/odp/pyroscope-io-$PYROSCOPE_LEGACY_VERSION"
+pip_install() {
+  if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_install python3-pip
+  fi
+  python3 -m pip install --quiet --disable-pip-version-check "$@" \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$@"
+}
+if ! python3 -m pip show pyroscope-io 2>/dev/null | grep -qx "Version: $PYROSCOPE_VERSION"; then
+  log "installing pyroscope-io $PYROSCOPE_VERSION (pip; the ingest tests' client)"
+  pip_install "pyroscope-io==$PYROSCOPE_VERSION"
+fi
+if [ ! -d "$PYROSCOPE_LEGACY_DIR/pyroscope" ]; then
+  log "installing pyroscope-io $PYROSCOPE_LEGACY_VERSION into $PYROSCOPE_LEGACY_DIR"
+  pip_install --target "$PYROSCOPE_LEGACY_DIR" "pyroscope-io==$PYROSCOPE_LEGACY_VERSION"
+fi
+
+# The OTLP ingest tests (tests/e2e/ingest_otlp.rs) build profiles with
+# OpenTelemetry's own generated classes (opentelemetry-proto; 1.45.2 is
+# the newest and carries profiles/v1development with the request-level
+# dictionary ODP reads) and send them over gRPC with grpcio.
+OTEL_PROTO_VERSION=1.45.2
+GRPCIO_VERSION=1.85.3
+if ! python3 -m pip show opentelemetry-proto 2>/dev/null | grep -qx "Version: $OTEL_PROTO_VERSION" \
+  || ! python3 -m pip show grpcio 2>/dev/null | grep -qx "Version: $GRPCIO_VERSION"; then
+  log "installing opentelemetry-proto $OTEL_PROTO_VERSION and grpcio $GRPCIO_VERSION (pip; the OTLP tests' producer and client)"
+  pip_install "opentelemetry-proto==$OTEL_PROTO_VERSION" "grpcio==$GRPCIO_VERSION"
+fi
+# ... from a real perf capture (perf record -e cpu-clock, perf script).
+command -v perf >/dev/null 2>&1 || { log "installing perf (the OTLP tests' capture)"; apt_install linux-perf; }
+
 # perf_event_open on another process needs root, CAP_PERFMON, or a low
 # perf_event_paranoid.
 if [ "$(id -u)" -ne 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 2)" -gt 1 ]; then

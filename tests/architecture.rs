@@ -1,12 +1,17 @@
 //! The dependency arrows that must never exist (ARCHITECTURE.md), checked
 //! on the workspace's real dependency graph from `cargo metadata`: what a
 //! crate pulls in when built for production (normal and build
-//! dependencies, transitively), never its dev-dependencies.
+//! dependencies, transitively), never its dev-dependencies. And inside
+//! each crate, no import circle between modules (`modules.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+
+#[path = "architecture/modules.rs"]
+mod modules;
 
 /// The target this machine builds for, from `rustc -vV`.
 fn host_triple() -> String {
@@ -22,9 +27,8 @@ fn host_triple() -> String {
         .to_owned()
 }
 
-/// Package name → the names of its normal and build dependencies, for
-/// every package of the resolved graph.
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
+/// `cargo metadata` of the workspace.
+fn metadata() -> Value {
     // Only this platform's graph: the build downloaded exactly its crates,
     // so reading it needs no network.
     let output = Command::new(env!("CARGO"))
@@ -34,7 +38,13 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         .output()
         .expect("run cargo metadata");
     assert!(output.status.success(), "{output:?}");
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON")
+}
+
+/// Package name → the names of its normal and build dependencies, for
+/// every package of the resolved graph.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let metadata = metadata();
     let names: BTreeMap<&str, &str> = metadata["packages"]
         .as_array()
         .unwrap()
@@ -138,4 +148,65 @@ fn the_check_sees_real_arrows() {
     assert!(reaches(&graph, "odp-store").contains("sqlx"));
     // Dev-dependencies are left out: the pipeline's tests use the devstack.
     assert!(!reaches(&graph, "odp-pipeline").contains("odp-devstack"));
+}
+
+/// Every library and binary of the workspace: (package, target kind and
+/// name, root file).
+fn crate_roots() -> Vec<(String, String, String)> {
+    let metadata = metadata();
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    let mut roots = Vec::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        if !members.contains(package["id"].as_str().unwrap()) {
+            continue;
+        }
+        for target in package["targets"].as_array().unwrap() {
+            let kind = target["kind"][0].as_str().unwrap();
+            if matches!(kind, "lib" | "bin" | "proc-macro") {
+                roots.push((
+                    package["name"].as_str().unwrap().to_owned(),
+                    format!("{kind} {}", target["name"].as_str().unwrap()),
+                    target["src_path"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    roots
+}
+
+#[test]
+fn no_import_circle_between_modules() {
+    let mut found = Vec::new();
+    let mut arrows = BTreeSet::new();
+    for (package, target, root) in crate_roots() {
+        // Without `#[cfg(test)]` code: a test module may take what it needs
+        // from anywhere in its crate (odp-core's cost tests sign commands,
+        // whose options are cost's), and nothing imports it.
+        let tree = modules::Tree::load(Path::new(&root), false, &modules::disk);
+        arrows.extend(
+            tree.arrows()
+                .into_keys()
+                .map(|(parent, from, to)| format!("{package}: {parent}: {from} → {to}")),
+        );
+        for cycle in tree.cycles() {
+            found.push(format!("{package} ({target}) {cycle}"));
+        }
+    }
+    // So a broken reader cannot pass vacuously: arrows it must see.
+    for arrow in [
+        "odp-store: crate: blocks → sql",
+        "odp-pipeline: crate: notify → config",
+    ] {
+        assert!(arrows.contains(arrow), "{arrow} not seen in {arrows:#?}");
+    }
+    assert!(
+        found.is_empty(),
+        "import circles between modules:\n{}",
+        found.join("\n")
+    );
 }

@@ -4,7 +4,9 @@
 //! the configured JWKS (see `odp_core::token`); `exp`, `nbf`, `iss` and
 //! `aud` are validated (`aud` may be an array naming ODP's audience among
 //! others), and a token whose header marks any extension critical (`crit`)
-//! is refused, since ODP understands none. Claims carry a role — `viewer` reads,
+//! is refused, since ODP understands none. Claims carry a role — `ingest`
+//! only sends profiles of its services (and is refused everywhere else),
+//! `viewer` reads,
 //! `profiler` also starts and stops profiles of the services its
 //! `services` glob patterns match, `admin` may do everything — so CI jobs
 //! and performance tests get narrowly scoped service tokens the same way
@@ -94,21 +96,72 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::Unauthorized("missing Authorization: Bearer token".into()))?;
-        let value = header
-            .to_str()
-            .map_err(|_| ApiError::Unauthorized("Authorization header is not text".into()))?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .ok_or_else(|| {
-                ApiError::Unauthorized("Authorization must be `Bearer <token>`".into())
-            })?;
-        state.auth.verify(token.trim())
+        let caller = state.auth.verify(bearer_token(parts)?)?;
+        if caller.role == Role::Ingest {
+            return Err(ApiError::Forbidden(
+                "an ingest token only sends profiles (POST /ingest, \
+                 /push.v1.PusherService/Push, /v1development/profiles)"
+                    .into(),
+            ));
+        }
+        Ok(caller)
     }
+}
+
+/// The caller of an ingest route: any role, checked per service with
+/// [`Ingester::require_ingest`].
+#[derive(Debug, Clone)]
+pub(crate) struct Ingester(pub Caller);
+
+impl Ingester {
+    /// Fails with 403 unless the token may send profiles of `service`:
+    /// an ingest token or a profiler's for a service its patterns match,
+    /// or an admin's. Viewers only read.
+    pub(crate) fn require_ingest(&self, service: &str) -> Result<(), ApiError> {
+        let caller = &self.0;
+        match caller.role {
+            Role::Admin => Ok(()),
+            Role::Ingest | Role::Profiler
+                if caller.services.iter().any(|p| glob_match(p, service)) =>
+            {
+                Ok(())
+            }
+            Role::Ingest | Role::Profiler => Err(ApiError::Forbidden(format!(
+                "the token may send profiles of services {:?}, not {service:?}",
+                caller.services
+            ))),
+            Role::Viewer => Err(ApiError::Forbidden(
+                "a viewer token reads; sending profiles needs an ingest, profiler or admin token"
+                    .into(),
+            )),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Ingester {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Ingester(state.auth.verify(bearer_token(parts)?)?))
+    }
+}
+
+fn bearer_token(parts: &Parts) -> Result<&str, ApiError> {
+    let header = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::Unauthorized("missing Authorization: Bearer token".into()))?;
+    let value = header
+        .to_str()
+        .map_err(|_| ApiError::Unauthorized("Authorization header is not text".into()))?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .ok_or_else(|| ApiError::Unauthorized("Authorization must be `Bearer <token>`".into()))?;
+    Ok(token.trim())
 }
 
 /// Shell-style glob: `*` matches any run of characters, `?` any one.
@@ -287,6 +340,34 @@ mod tests {
             .is_ok());
         assert!(caller(Role::Profiler, &[]).require(Role::Admin).is_err());
         assert!(caller(Role::Viewer, &[]).require(Role::Viewer).is_ok());
+        assert!(caller(Role::Ingest, &["*"]).require(Role::Viewer).is_err());
+        assert!(caller(Role::Ingest, &["*"])
+            .require_profiling("checkout")
+            .is_err());
+    }
+
+    #[test]
+    fn ingest_tokens_send_profiles_of_their_services_only() {
+        let ingester = |role, services: &[&str]| {
+            Ingester(Caller {
+                subject: "x".into(),
+                role,
+                services: services.iter().map(|s| s.to_string()).collect(),
+            })
+        };
+        assert!(ingester(Role::Ingest, &["check*"])
+            .require_ingest("checkout")
+            .is_ok());
+        assert!(ingester(Role::Ingest, &["check*"])
+            .require_ingest("search")
+            .is_err());
+        assert!(ingester(Role::Profiler, &["search"])
+            .require_ingest("search")
+            .is_ok());
+        assert!(ingester(Role::Viewer, &["*"])
+            .require_ingest("search")
+            .is_err());
+        assert!(ingester(Role::Admin, &[]).require_ingest("any").is_ok());
     }
 
     #[test]

@@ -15,6 +15,8 @@ mod control;
 mod cron_schedule;
 mod error;
 mod extract;
+mod formats;
+mod ingest;
 mod metrics;
 mod openapi;
 mod read_budget;
@@ -100,6 +102,7 @@ pub fn app(state: AppState) -> Router {
         }))
         // After the 1 MiB limit, which must not apply to uploads.
         .merge(uploads.layer(timeout(2 * state.request_timeout)))
+        .merge(ingest::router().layer(timeout(2 * state.request_timeout)))
         .layer(Extension(openapi::DocumentJson(document.into())))
         .layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),

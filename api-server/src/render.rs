@@ -29,6 +29,28 @@ pub(crate) enum Format {
     Speedscope,
 }
 
+/// Which way up an SVG flame graph is drawn: roots at the bottom (a flame
+/// graph) or at the top (an icicle graph), as the web UI shows it.
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Orientation {
+    #[default]
+    Flame,
+    Icicle,
+}
+
+impl Orientation {
+    pub(crate) fn parse(text: &str) -> Result<Orientation, ApiError> {
+        match text {
+            "flame" => Ok(Orientation::Flame),
+            "icicle" => Ok(Orientation::Icicle),
+            other => Err(ApiError::Unprocessable(format!(
+                "unknown orientation {other:?}; expected flame or icicle"
+            ))),
+        }
+    }
+}
+
 /// What is rendered: stacks and what they measure.
 #[derive(Debug, Clone)]
 pub(crate) struct Rendering {
@@ -45,6 +67,8 @@ pub(crate) struct Rendering {
     pub time_nanos: Option<i64>,
     pub samples: u64,
     pub stacks: Vec<WeightedStack>,
+    /// SVG only: which way up.
+    pub orientation: Orientation,
 }
 
 /// Renders `data` as `format`; [`Format::Json`] is `json`'s response, as
@@ -78,7 +102,8 @@ pub(crate) async fn render(
                 data.title,
                 data.event.map_or("samples", EventKind::as_str)
             );
-            let svg = blocking(move || render_svg(&text, title)).await??;
+            let orientation = data.orientation;
+            let svg = blocking(move || render_svg(&text, title, orientation)).await??;
             limits.check_output(svg.len())?;
             Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
         }
@@ -123,9 +148,16 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(e.to_string()))
 }
 
-fn render_svg(folded_text: &str, title: String) -> Result<Vec<u8>, ApiError> {
+fn render_svg(
+    folded_text: &str,
+    title: String,
+    orientation: Orientation,
+) -> Result<Vec<u8>, ApiError> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title;
+    if orientation == Orientation::Icicle {
+        options.direction = inferno::flamegraph::Direction::Inverted;
+    }
     options.count_name = "samples".into();
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut options, folded_text.lines(), &mut svg)
@@ -181,6 +213,7 @@ mod tests {
                     count: 3,
                 },
             ],
+            orientation: Orientation::Flame,
         }
     }
 
@@ -193,10 +226,43 @@ mod tests {
 
     #[test]
     fn renders_an_svg_with_the_functions() {
-        let svg = render_svg("main;hot 6\nmain;warm 3\n", "t".into()).unwrap();
+        let svg = render_svg("main;hot 6\nmain;warm 3\n", "t".into(), Orientation::Flame).unwrap();
         let svg = String::from_utf8(svg).unwrap();
         assert!(svg.starts_with("<?xml"));
         assert!(svg.contains("hot") && svg.contains("warm"));
+    }
+
+    /// The height at which the SVG draws `function`'s frame.
+    fn frame_y(svg: &str, function: &str) -> f64 {
+        let at = svg
+            .find(&format!("<title>{function} ("))
+            .unwrap_or_else(|| panic!("no {function} frame"));
+        let y = &svg[at..][svg[at..].find(" y=\"").expect("a y") + 4..];
+        y[..y.find('"').expect("a quote")]
+            .parse()
+            .expect("a number")
+    }
+
+    #[test]
+    fn an_icicle_graph_draws_the_root_on_top() {
+        let folded = "main;hot 6\nmain;warm 3\n";
+        let flame =
+            String::from_utf8(render_svg(folded, "t".into(), Orientation::Flame).unwrap()).unwrap();
+        let icicle =
+            String::from_utf8(render_svg(folded, "t".into(), Orientation::Icicle).unwrap())
+                .unwrap();
+        assert!(
+            frame_y(&flame, "main") > frame_y(&flame, "hot"),
+            "roots below"
+        );
+        assert!(
+            frame_y(&icicle, "main") < frame_y(&icicle, "hot"),
+            "roots on top"
+        );
+        assert!(matches!(
+            Orientation::parse("sideways"),
+            Err(ApiError::Unprocessable(_))
+        ));
     }
 
     #[tokio::test]

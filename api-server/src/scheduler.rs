@@ -19,9 +19,8 @@ use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
 use crate::error::ApiError;
-use crate::service::profiles::{self, ValidStart};
+use crate::service::profiles::{self, StartedBy, ValidStart};
 use crate::service::runs;
-use crate::service::scope::StartedBy;
 use crate::AppState;
 
 /// At most this many schedules fire per tick; the rest stay due for the

@@ -17,7 +17,9 @@ pub fn generate_dev_cert(names: &[String]) -> Result<(String, String), rcgen::Er
 }
 
 /// Serves `app` over HTTPS until `shutdown` resolves, then lets requests
-/// in flight finish for up to 10 s.
+/// in flight finish for up to 10 s. HTTP/2 and HTTP/1.1 on the one port:
+/// the TLS handshake offers both by ALPN (`h2`, `http/1.1`), so gRPC
+/// clients (OTLP exporters) and HTTP/1.1 clients are served alike.
 pub(crate) async fn serve_https(
     app: Router,
     addr: SocketAddr,
@@ -44,6 +46,19 @@ pub(crate) async fn serve_https(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn https_offers_http2_and_http1_by_alpn() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (cert, key) = generate_dev_cert(&["localhost".into()]).unwrap();
+        let config = RustlsConfig::from_pem(cert.into_bytes(), key.into_bytes())
+            .await
+            .unwrap();
+        assert_eq!(
+            config.get_inner().alpn_protocols,
+            [b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+    }
 
     #[test]
     fn dev_certs_are_pem() {

@@ -212,8 +212,8 @@ impl ApiClient {
         decode(path, self.expect(method, path, body, status).await?)
     }
 
-    /// Starts a profile (a [`StartRequest`], or any JSON of its shape);
-    /// returns it as dispatched.
+    /// Starts a profile (a [`StartRequest`](types::StartRequest), or any
+    /// JSON of its shape); returns it as dispatched.
     pub async fn start_profile(&self, request: &impl Serialize) -> Result<Profile> {
         let path = "/api/v1/profiles";
         self.send(reqwest::Method::POST, path, Some(request), 202)

@@ -5,44 +5,10 @@
 //! and compiled with a size limit: a pathological pattern is an error the
 //! API reports as 422, never a slow query.
 
-use regex::{Regex, RegexBuilder};
-use thiserror::Error;
+use regex::Regex;
 
 use crate::model::WeightedStack;
-
-/// Longest pattern accepted, in bytes.
-pub const MAX_PATTERN_LEN: usize = 1000;
-/// Compiled program size limit (the `regex` crate's default is 10 MiB).
-const COMPILED_SIZE_LIMIT: usize = 1 << 20;
-
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
-pub enum FilterError {
-    #[error("`{what}` is longer than {MAX_PATTERN_LEN} bytes")]
-    TooLong { what: &'static str },
-    #[error("`{what}` is empty")]
-    Empty { what: &'static str },
-    #[error("`{what}` is not a usable regular expression: {reason}")]
-    Invalid { what: &'static str, reason: String },
-}
-
-/// Compiles a user-supplied pattern; `what` names the parameter in errors.
-pub fn compile(what: &'static str, pattern: &str) -> Result<Regex, FilterError> {
-    if pattern.is_empty() {
-        return Err(FilterError::Empty { what });
-    }
-    if pattern.len() > MAX_PATTERN_LEN {
-        return Err(FilterError::TooLong { what });
-    }
-    RegexBuilder::new(pattern)
-        .size_limit(COMPILED_SIZE_LIMIT)
-        .dfa_size_limit(COMPILED_SIZE_LIMIT)
-        .build()
-        .map_err(|e| FilterError::Invalid {
-            what,
-            // The error's text spans several lines with a caret diagram.
-            reason: e.to_string().lines().last().unwrap_or("").trim().to_owned(),
-        })
-}
+pub use crate::pattern::{compile, FilterError, MAX_PATTERN_LEN};
 
 /// Keeps or drops whole stacks by their frames' names.
 #[derive(Debug, Clone, Default)]

@@ -279,7 +279,7 @@ impl Target {
         match self {
             Target::Pid(0) => Err(TargetError::PidZero),
             Target::ProcessName(name) if name.is_empty() => Err(TargetError::EmptyProcessName),
-            Target::CommandLine(pattern) => crate::filter::compile("cmdline", pattern)
+            Target::CommandLine(pattern) => crate::pattern::compile("cmdline", pattern)
                 .map(drop)
                 .map_err(TargetError::CommandLine),
             Target::Cgroup(wanted) => CgroupTarget::parse(wanted)
@@ -298,7 +298,7 @@ pub enum TargetError {
     #[error("empty process name")]
     EmptyProcessName,
     #[error(transparent)]
-    CommandLine(crate::filter::FilterError),
+    CommandLine(crate::pattern::FilterError),
     #[error(transparent)]
     Cgroup(CgroupError),
 }

@@ -72,6 +72,23 @@ pub struct Sample {
     /// One per sample type.
     #[prost(int64, repeated, tag = "2")]
     pub value: Vec<i64>,
+    /// Labels of this sample (thread, the SDK's tags, …).
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct Label {
+    /// Index into the string table.
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    /// Index into the string table; 0 when the label is numeric.
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+    #[prost(int64, tag = "3")]
+    pub num: i64,
+    #[prost(int64, tag = "4")]
+    pub num_unit: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -257,7 +274,11 @@ pub fn to_profile(stacks: &[WeightedStack], meta: &PprofMeta) -> Profile {
         if let Some(period) = period {
             value.push(count.saturating_mul(period));
         }
-        sample.push(Sample { location_id, value });
+        sample.push(Sample {
+            location_id,
+            value,
+            label: Vec::new(),
+        });
     }
     Profile {
         sample_type,
@@ -304,6 +325,12 @@ impl StringTable {
 /// the values to count by name; by default the profile's
 /// `default_sample_type`, else its first.
 pub fn decode(bytes: &[u8], sample_type: Option<&str>) -> Result<DecodedPprof, PprofError> {
+    from_profile(&decode_message(bytes)?, sample_type)
+}
+
+/// The profile message of a pprof file, gzip-compressed or not, for
+/// callers that read several of its sample types ([`from_profile`]).
+pub fn decode_message(bytes: &[u8]) -> Result<Profile, PprofError> {
     let raw;
     let message = if bytes.starts_with(&[0x1f, 0x8b]) {
         raw = gunzip(bytes)?;
@@ -311,8 +338,48 @@ pub fn decode(bytes: &[u8], sample_type: Option<&str>) -> Result<DecodedPprof, P
     } else {
         bytes
     };
-    let profile = Profile::decode(message).map_err(|e| PprofError::Malformed(e.to_string()))?;
-    from_profile(&profile, sample_type)
+    Profile::decode(message).map_err(|e| PprofError::Malformed(e.to_string()))
+}
+
+/// The text labels every sample of `profile` carries with one value (an
+/// SDK's tags, which it writes on each sample): what describes the whole
+/// profile. Labels that vary (thread ids) or are numeric are left out.
+pub fn common_labels(profile: &Profile) -> Result<Vec<(String, String)>, PprofError> {
+    let strings = Strings(&profile.string_table);
+    let Some((first, rest)) = profile.sample.split_first() else {
+        return Ok(Vec::new());
+    };
+    let mut common = Vec::new();
+    for label in first.label.iter().filter(|l| l.str != 0) {
+        let everywhere = rest.iter().all(|sample| {
+            sample
+                .label
+                .iter()
+                .any(|l| l.key == label.key && l.str == label.str)
+        });
+        if everywhere {
+            let what = || "sample label".to_owned();
+            common.push((
+                strings.get(what, label.key)?.to_owned(),
+                strings.get(what, label.str)?.to_owned(),
+            ));
+        }
+    }
+    Ok(common)
+}
+
+/// Each sample type's name and unit, as the string table spells them.
+pub fn sample_types(profile: &Profile) -> Result<Vec<(String, String)>, PprofError> {
+    let strings = Strings(&profile.string_table);
+    let mut types = Vec::with_capacity(profile.sample_type.len());
+    for (i, t) in profile.sample_type.iter().enumerate() {
+        let what = || format!("sample type {i}");
+        types.push((
+            strings.get(what, t.r#type)?.to_owned(),
+            strings.get(what, t.unit)?.to_owned(),
+        ));
+    }
+    Ok(types)
 }
 
 fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, PprofError> {

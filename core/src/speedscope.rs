@@ -1,12 +1,23 @@
 //! speedscope's file format (https://www.speedscope.app/file-format-schema.json):
 //! frames shared by index, and one sampled profile whose samples are lists
 //! of frame indexes, root first, each with a weight.
+//!
+//! [`to_speedscope`] writes it (as exports do), with the strict types
+//! below; [`parse`] reads any speedscope file, sampled or evented, with
+//! lenient types of its own (see `speedscope_parse.rs`).
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::WeightedStack;
+
+#[path = "speedscope_parse.rs"]
+mod parse;
+
+pub use parse::{
+    parse, Imported, SpeedscopeError, WeightUnit, MAX_FRAMES, MAX_PROFILES, MAX_STACK_FRAMES,
+};
 
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
@@ -182,3 +193,7 @@ mod tests {
         assert_eq!(rebuilt, stacks);
     }
 }
+
+#[cfg(test)]
+#[path = "speedscope_tests.rs"]
+mod parse_tests;

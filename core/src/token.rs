@@ -3,7 +3,8 @@
 //! public keys of a JWKS (RS256, PS256, ES256, EdDSA), so an organisation's
 //! own identity provider can issue tokens without sharing a secret.
 //!
-//! Claims carry a role — `viewer` reads, `profiler` also starts and stops
+//! Claims carry a role — `ingest` only sends profiles of its services,
+//! `viewer` reads, `profiler` also starts and stops
 //! profiles of the services its `services` glob patterns match, `admin`
 //! may do everything — so CI jobs get narrowly scoped tokens the same way
 //! people do.
@@ -21,6 +22,10 @@ pub const AUDIENCE: &str = "odp-api";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Only sends profiles (OTLP, Pyroscope's ingest API) of the services
+    /// its patterns match, and reads nothing: the token a fleet's
+    /// profilers are configured with.
+    Ingest,
     Viewer,
     Profiler,
     Admin,
@@ -29,6 +34,7 @@ pub enum Role {
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Role::Ingest => "ingest",
             Role::Viewer => "viewer",
             Role::Profiler => "profiler",
             Role::Admin => "admin",
@@ -41,11 +47,12 @@ impl FromStr for Role {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "ingest" => Ok(Role::Ingest),
             "viewer" => Ok(Role::Viewer),
             "profiler" => Ok(Role::Profiler),
             "admin" => Ok(Role::Admin),
             other => Err(format!(
-                "unknown role {other:?} (viewer, profiler or admin)"
+                "unknown role {other:?} (ingest, viewer, profiler or admin)"
             )),
         }
     }

@@ -28,6 +28,7 @@ mod process;
 mod quickstart;
 mod stack;
 mod state;
+mod state_dir;
 mod sys;
 mod tools;
 
@@ -49,8 +50,9 @@ pub use process::{
     log_tail, wait_for, wait_for_some, ServiceBuilder, ServiceProcess, DEFAULT_STOP_TIMEOUT,
 };
 pub use quickstart::{hostname, quickstart, stop_services, QuickstartOptions, ServicesRecord};
-pub use stack::{Stack, StackOptions, StateDir};
+pub use stack::{Stack, StackOptions};
 pub use state::{StackRecord, STACK_RECORD_VERSION};
+pub use state_dir::StateDir;
 pub use tools::{
     c_compiler, find_on_path, postgres_bindir, repo_root, tansu_binary, workspace_binary,
 };

@@ -16,7 +16,7 @@ use sqlx::Connection;
 use crate::error::{DevError, IoContext, Result};
 use crate::postgres::{command_failed, create_service_dir, RunAs};
 use crate::process::{log_tail, wait_for_some};
-use crate::stack::{prepare_state_dir, StateDir};
+use crate::state_dir::{prepare_state_dir, StateDir};
 use crate::sys;
 
 /// A server living in `root` (`data/`, `mariadb.sock`, `mariadb.pid`,

@@ -105,7 +105,10 @@ impl Platform {
         let ports = pick_free_ports(3)?;
         let port = ports[0];
         let api_url = format!("https://127.0.0.1:{port}");
-        let mut api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?);
+        // The agents it deploys keep their state by host, not in the
+        // stack's directory `odp-dev` may have put in ODP_STATE_DIR.
+        let mut api = ServiceProcess::builder("api-server", workspace_binary("odp-api-server")?)
+            .env_remove("ODP_STATE_DIR");
         if let Some(timeout) = options.start_ack_timeout_secs {
             api = api
                 .env("ODP_START_ACK_TIMEOUT_SECS", timeout.to_string())
@@ -243,10 +246,14 @@ fn spawn_agent(
     logs: &Path,
     metrics_listen: &str,
 ) -> Result<ServiceProcess> {
+    // Its own state directory: `odp-dev` reads ODP_STATE_DIR too, for the
+    // stack's, where the agent's `services.json` would overwrite the
+    // record `odp-dev down` stops the services by.
     let mut agent = ServiceProcess::builder(
         "profiler-service",
         workspace_binary("odp-profiler-service")?,
-    );
+    )
+    .env("ODP_STATE_DIR", options.dir.join("agent-state"));
     for (name, value) in &options.agent_env {
         agent = agent.env(name, value);
     }

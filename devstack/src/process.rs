@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use odp_plumbing::Backoff;
+
 use crate::error::{DevError, IoContext, Result};
 use crate::sys;
+
+/// Pauses between two checks of [`wait_for`]: 50 ms, doubled up to 500 ms.
+const POLL_BACKOFF: Backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
 
 /// How long a stopping process gets between SIGTERM and SIGKILL by default.
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -314,7 +319,7 @@ where
     Fut: Future<Output = Option<T>>,
 {
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut pause = Duration::from_millis(50);
+    let mut pauses = POLL_BACKOFF.waits();
     loop {
         if let Some(value) = check().await {
             return Ok(value);
@@ -326,8 +331,7 @@ where
                 detail: String::new(),
             });
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(500));
+        tokio::time::sleep(pauses.failed()).await;
     }
 }
 

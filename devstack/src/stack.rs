@@ -1,7 +1,6 @@
 //! [`Stack`]: a Tansu broker plus a private database server (Postgres, or
 //! MariaDB for the MySQL backend), ready for ODP.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use tempfile::TempDir;
 
-use crate::error::{DevError, IoContext, Result};
+use crate::error::{DevError, Result};
 use odp_plumbing::Topics;
 
 use crate::database::{DatabaseKind, DatabaseServer};
@@ -18,16 +17,8 @@ use crate::ports::pick_free_ports;
 use crate::postgres::check_traversable;
 use crate::process::{ServiceBuilder, ServiceProcess};
 use crate::state::{env_lines, unix_now, StackRecord, STACK_RECORD_VERSION};
+use crate::state_dir::{prepare_state_dir, StateDir};
 use crate::tools::tansu_binary;
-
-/// Where the stack keeps its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateDir {
-    /// A fresh directory under the system temp dir, removed when the stack drops.
-    Temporary,
-    /// A directory that is kept (created if missing), e.g. `<repo>/.odp`.
-    Persistent(PathBuf),
-}
 
 /// How to start a [`Stack`].
 #[derive(Debug, Clone)]
@@ -354,30 +345,6 @@ impl Drop for Stack {
     fn drop(&mut self) {
         if let Err(error) = self.stop_processes() {
             tracing::warn!(%error, "stopping the stack");
-        }
-    }
-}
-
-/// Creates the state dir; a temporary one is opened up to others (0755)
-/// because the database server may run as another user and must reach its
-/// data dir.
-pub(crate) fn prepare_state_dir(kind: &StateDir) -> Result<(PathBuf, Option<TempDir>)> {
-    match kind {
-        StateDir::Persistent(dir) => {
-            std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
-            let dir = dir
-                .canonicalize()
-                .io_context(|| format!("resolving {}", dir.display()))?;
-            Ok((dir, None))
-        }
-        StateDir::Temporary => {
-            let temporary = tempfile::Builder::new()
-                .prefix("odp-stack-")
-                .tempdir()
-                .io_context(|| "creating a temporary state dir".to_owned())?;
-            std::fs::set_permissions(temporary.path(), std::fs::Permissions::from_mode(0o755))
-                .io_context(|| format!("opening up {}", temporary.path().display()))?;
-            Ok((temporary.path().to_path_buf(), Some(temporary)))
         }
     }
 }

@@ -12,20 +12,20 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use odp_plumbing::Backoff;
 use odp_store::Database;
 use odp_store::{AttemptOutcome, DueDelivery, StoreError};
 use tokio::sync::watch;
 
 pub use crate::notify::webhook::{signature, AlertPayload, RulePayload, StackPayload};
-use crate::notify::Notifiers;
+use crate::notify::{NotifierError, Notifiers};
 use crate::AlertOptions;
 
 /// Longest wait between two attempts of one delivery.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5 * 60);
-/// Bound on one webhook request or SMTP exchange.
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a claim keeps other senders off a delivery; well past
-/// [`SEND_TIMEOUT`] so a slow send is never doubled.
+/// [`SEND_TIMEOUT`](crate::notify::SEND_TIMEOUT) so a slow send is never
+/// doubled.
 const LEASE: Duration = Duration::from_secs(60);
 /// Deliveries claimed at once.
 const CLAIM_BATCH: u32 = 16;
@@ -34,23 +34,16 @@ const CLAIM_BATCH: u32 = 16;
 pub enum AlertError {
     #[error("store: {0}")]
     Store(#[from] StoreError),
-    #[error("alert http client: {0}")]
-    Http(#[from] reqwest::Error),
-    #[error("reading alert CA file: {0}")]
-    CaFile(#[from] std::io::Error),
+    #[error(transparent)]
+    Notifier(#[from] NotifierError),
 }
 
-/// The wait after a delivery's `failures`-th failed attempt (from 1):
-/// `base`, then doubled each time, capped at [`MAX_BACKOFF`].
-pub fn backoff(base: Duration, failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(31);
-    base.saturating_mul(1 << doublings).min(MAX_BACKOFF)
-}
-
-/// When attempt `attempt` (from 1) has failed: the wait before the next,
-/// or `None` once `max_attempts` have been made.
+/// When attempt `attempt` (from 1) has failed: the wait before the next
+/// (the base, doubled after each further failure, capped at
+/// [`MAX_BACKOFF`]), or `None` once `max_attempts` have been made.
 pub fn retry_in(options: &AlertOptions, attempt: u32) -> Option<Duration> {
-    (attempt < options.max_attempts).then(|| backoff(options.backoff_base(), attempt))
+    let backoff = Backoff::new(options.backoff_base(), MAX_BACKOFF);
+    (attempt < options.max_attempts).then(|| backoff.delay(attempt))
 }
 
 /// Sends due deliveries.
@@ -156,33 +149,26 @@ fn stopping(stop: &watch::Receiver<bool>) -> bool {
     *stop.borrow() || stop.has_changed().is_err()
 }
 
-/// An error with its sources, which is where reqwest and lettre put the
-/// cause.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn backoff_doubles_from_the_base_up_to_the_cap() {
-        let base = Duration::from_secs(1);
-        let waits: Vec<u64> = (1..=10).map(|n| backoff(base, n).as_secs()).collect();
+        let options = AlertOptions {
+            max_attempts: 100,
+            ..AlertOptions::default()
+        };
+        let waits: Vec<u64> = (1..=10)
+            .map(|n| retry_in(&options, n).unwrap().as_secs())
+            .collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300]);
-        assert_eq!(backoff(base, u32::MAX), MAX_BACKOFF);
-        assert_eq!(
-            backoff(Duration::from_millis(50), 3),
-            Duration::from_millis(200)
-        );
+        assert_eq!(retry_in(&options, 99), Some(MAX_BACKOFF));
+        let fast = AlertOptions {
+            backoff_base_ms: 50,
+            ..AlertOptions::default()
+        };
+        assert_eq!(retry_in(&fast, 3), Some(Duration::from_millis(200)));
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! stored and before its offsets are committed, so a crash re-runs the
 //! evaluation; writes are upserts, so re-running changes nothing. A failed
 //! evaluation is logged and counted, never allowed to hold up ingest.
+//! Profiles stored without the pipeline (imported files, profiles pushed
+//! over OTLP or Pyroscope's API) wait in the store's detection queue,
+//! which the deferred pass drains.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -48,6 +51,8 @@ pub struct Detector {
 
 /// How often the deferred pass looks for running profiles due.
 const DEFERRED_TICK: Duration = Duration::from_secs(1);
+/// Queued profiles evaluated per tick of the deferred pass.
+const QUEUED_PER_TICK: i64 = 20;
 
 impl Detector {
     /// Installs the seed pack (admins' rules untouched) and loads the rules.
@@ -99,6 +104,7 @@ impl Detector {
         while !*stop.borrow() && stop.has_changed().is_ok() {
             let due = detector.pacer().take_due(Instant::now());
             detector.evaluate_all(&pool, &due).await;
+            detector.evaluate_queued(&pool).await;
             tokio::select! {
                 _ = stop.changed() => {}
                 _ = tokio::time::sleep(DEFERRED_TICK) => {}
@@ -131,6 +137,44 @@ impl Detector {
                     tracing::warn!(%profile_id, error = %e, failures, "issue detection failed");
                 }
             }
+        }
+    }
+
+    /// Evaluates, with alerts, the oldest profiles of the store's detection
+    /// queue (imports and pushes) and takes them off it. One that fails for
+    /// the database stays queued for the next pass; one whose evaluation
+    /// itself fails is logged, counted and taken off, so it cannot come
+    /// back every second.
+    pub async fn evaluate_queued(&self, pool: &Database) {
+        let queued = match odp_store::awaiting_detection(pool, QUEUED_PER_TICK).await {
+            Ok(queued) => queued,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the detection queue failed");
+                return;
+            }
+        };
+        let mut done = Vec::with_capacity(queued.len());
+        for profile_id in queued {
+            let result =
+                tokio::time::timeout(EVALUATION_TIMEOUT, self.evaluate_profile(pool, profile_id))
+                    .await
+                    .unwrap_or(Err(DetectError::Timeout));
+            match result {
+                Ok(found) => {
+                    tracing::debug!(%profile_id, found, "queued profile evaluated");
+                    done.push(profile_id);
+                }
+                Err(e) => {
+                    let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                    tracing::warn!(%profile_id, error = %e, failures, "issue detection failed");
+                    if !matches!(e, DetectError::Store(_)) {
+                        done.push(profile_id);
+                    }
+                }
+            }
+        }
+        if let Err(e) = odp_store::detection_done(pool, &done).await {
+            tracing::warn!(error = %e, "marking queued profiles evaluated failed");
         }
     }
 

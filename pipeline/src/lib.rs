@@ -24,12 +24,12 @@
 //!
 //! After a batch is stored, and before its offsets are committed, the
 //! profiles it touched (and those it reports finished) are run through the
-//! detection rules ([`rules`], [`detect`]); their findings are upserted, so
-//! a redelivered batch re-evaluates to the same result.
+//! detection rules ([`odp_rules`], [`detect`]); their findings are
+//! upserted, so a redelivered batch re-evaluates to the same result.
 //!
 //! A rule flagging a profile for the first time queues an alert per
 //! matching channel in the same transaction; a sender task ([`alerts`])
-//! delivers them as signed webhooks or emails ([`email`]), retrying with
+//! delivers them as signed webhooks or emails ([`notify`]), retrying with
 //! backoff.
 
 pub mod alerts;

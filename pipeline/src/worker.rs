@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use odp_core::Snapshot;
+use odp_plumbing::Backoff;
 use odp_store::Database;
 use odp_store::StoreError;
 use rdkafka::consumer::{CommitMode, Consumer};
@@ -18,9 +19,10 @@ use crate::metrics::PipelineMetrics;
 use crate::poll::{KafkaConsumer, Poller};
 use crate::{alerts, dead_letter, retention, Config, PipelineError};
 
-/// Longest wait between retries of a store while Postgres is away: short,
-/// so ingestion resumes within seconds of its return.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Waits between retries of a store while Postgres is away (or of a
+/// dead-letter publish): from 100 ms, doubling, at most 5 s so ingestion
+/// resumes within seconds of its return.
+const BACKOFF: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
 
 /// Runs the worker until `shutdown` resolves, then drains: polling stops,
 /// batches already handed over are stored and committed (for up to
@@ -389,51 +391,53 @@ fn commit(
 /// database is unavailable. Any other failure leaves detection without rules until they load, rather
 /// than stopping ingest.
 async fn retry_detector(pool: &Database) -> Detector {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        match Detector::start(pool).await {
-            Ok(detector) => return detector,
-            Err(DetectError::Store(e)) if e.is_transient() => {
-                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "loading rules failed, retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "issue detection unavailable at start-up");
-                return Detector::unloaded();
-            }
-        }
-    }
+    let started = BACKOFF
+        .retry(
+            || Detector::start(pool),
+            |e, wait| match e {
+                DetectError::Store(e) if e.is_transient() => {
+                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "loading rules failed, retrying");
+                    true
+                }
+                _ => false,
+            },
+        )
+        .await;
+    started.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "issue detection unavailable at start-up");
+        Detector::unloaded()
+    })
 }
 
 /// Retries while the error is transient (database down, connection lost),
 /// with exponential backoff; returns the first permanent error.
-async fn retry_transient<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, StoreError>
+async fn retry_transient<T, F, Fut>(what: &str, attempt: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
 {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        match attempt().await {
-            Ok(value) => return Ok(value),
-            Err(e) if e.is_transient() => {
-                tracing::warn!(error = %e, what, retry_in_ms = backoff.as_millis() as u64, "transient failure, retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+    BACKOFF
+        .retry(attempt, |e, wait| {
+            let transient = e.is_transient();
+            if transient {
+                tracing::warn!(error = %e, what, retry_in_ms = wait.as_millis() as u64, "transient failure, retrying");
             }
-            Err(e) => return Err(e),
-        }
-    }
+            transient
+        })
+        .await
 }
 
 /// The dead-letter publish must succeed before the offset is committed, or
 /// the message would be lost: retry until the broker takes it.
 async fn retry_dead_letter(producer: &FutureProducer, topic: &str, rejected: &Rejected) {
-    let mut backoff = Duration::from_millis(100);
-    while let Err(e) = dead_letter::publish(producer, topic, rejected).await {
-        tracing::error!(error = %e, retry_in_ms = backoff.as_millis() as u64, "dead-letter publish failed, retrying");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
-    }
+    // Never gives up, so it returns only once the broker took it.
+    let _published = BACKOFF
+        .retry(
+            || dead_letter::publish(producer, topic, rejected),
+            |e, wait| {
+                tracing::error!(error = %e, retry_in_ms = wait.as_millis() as u64, "dead-letter publish failed, retrying");
+                true
+            },
+        )
+        .await;
 }

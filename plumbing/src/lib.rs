@@ -5,13 +5,16 @@
 //!   into [`Kafka`], which makes every librdkafka client configuration;
 //! - [`Topics`]: the four topic names and their `--topic-*` flags;
 //! - [`shutdown_signal`]: SIGTERM or Ctrl-C;
+//! - [`Backoff`]: the wait between retries;
 //! - [`egress`]: which addresses alerts may be sent to.
 
+pub mod backoff;
 pub mod egress;
 pub mod kafka;
 pub mod shutdown;
 pub mod topics;
 
+pub use backoff::Backoff;
 pub use kafka::{Kafka, KafkaArgs, KafkaConfigError};
-pub use shutdown::shutdown_signal;
+pub use shutdown::{shutdown_signal, ShutdownSignals, StopSignal};
 pub use topics::{EmptyTopic, TopicSpec, Topics};

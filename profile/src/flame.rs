@@ -10,22 +10,9 @@
 
 use odp_core::flamegraph::FlameNode;
 
+pub use crate::many::OTHER_NAME;
 use crate::tree::ROOT;
 use crate::view::View;
-
-/// The name of a node that stands for children cut by the budget.
-pub const OTHER_NAME: &str = "other";
-
-/// Totals per node: each node's self count plus its descendants'.
-pub fn totals(view: &View) -> Vec<u64> {
-    let mut totals = view.counts.clone();
-    // Parents precede their children, so one backward pass sums subtrees.
-    for node in (1..view.tree.len()).rev() {
-        let parent = view.tree.parent(node as u32) as usize;
-        totals[parent] += totals[node];
-    }
-    totals
-}
 
 /// The node of a stack of names, root first (`focus`), if the tree has it.
 pub fn find_path(view: &View, path: &[&str]) -> Option<u32> {

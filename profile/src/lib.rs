@@ -19,7 +19,9 @@
 //! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG;
 //! - [`windows`]: dropping and merging windows (retention, downsampling);
 //! - [`frames`]: samples per distinct stack with frames deduplicated, what
-//!   detection rules match.
+//!   detection rules match;
+//! - [`jfr`]: Java Flight Recorder recordings as stacks of Java frames,
+//!   what the agent's jvm plugin and imports read.
 //!
 //! Decoding never panics on bad input.
 
@@ -27,6 +29,7 @@ pub mod codec;
 pub mod diff_trim;
 pub mod flame;
 pub mod frames;
+pub mod jfr;
 pub mod many;
 pub mod names;
 pub mod profile;

@@ -17,10 +17,11 @@ use std::collections::{BinaryHeap, HashMap};
 use odp_core::flamegraph::{FlameNode, ROOT_NAME};
 use odp_core::stats::{binomial_stderr, FunctionShare};
 
-use crate::flame::{totals, OTHER_NAME};
-use crate::top::name_counts;
 use crate::tree::{Children, ROOT};
 use crate::view::View;
+
+/// The name of a node that stands for children cut by the budget.
+pub const OTHER_NAME: &str = "other";
 
 /// One node of the merged tree: nodes of the views with the same path.
 struct Merged {
@@ -62,7 +63,7 @@ impl<'a> Shared<'a> {
                     .collect()
             })
             .collect();
-        let totals: Vec<Vec<u64>> = views.iter().map(|v| totals(v)).collect();
+        let totals: Vec<Vec<u64>> = views.iter().map(|v| v.totals()).collect();
         let children = views
             .iter()
             .zip(&totals)
@@ -234,7 +235,7 @@ pub fn top_functions(views: &[&View], limit: usize) -> Vec<FunctionShare> {
     let mut by_name: HashMap<&str, (u64, u64)> = HashMap::new();
     let mut samples = 0u64;
     for view in views {
-        let (self_samples, total_samples) = name_counts(view);
+        let (self_samples, total_samples) = view.name_counts();
         samples += view.samples();
         for (i, name) in view.names.iter().enumerate() {
             if total_samples[i] > 0 {

@@ -3,7 +3,6 @@
 
 use odp_core::WeightedStack;
 
-use crate::flame::totals;
 use crate::tree::ROOT;
 use crate::view::View;
 
@@ -16,7 +15,7 @@ pub fn weighted_stacks(view: &View) -> Vec<WeightedStack> {
 /// into its parent (whose width the subtree's samples keep): what a flame
 /// graph renderer would draw, as boxes that narrow are not drawn anyway.
 pub fn pruned_stacks(view: &View, min_total: u64) -> Vec<WeightedStack> {
-    let totals = totals(view);
+    let totals = view.totals();
     // Where each node's samples land: itself, or its nearest ancestor
     // that stays (parents come before children).
     let mut lands = vec![ROOT; view.tree.len()];

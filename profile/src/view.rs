@@ -36,6 +36,42 @@ impl View {
         self.counts.iter().sum()
     }
 
+    /// Totals per node: each node's self count plus its descendants'.
+    pub fn totals(&self) -> Vec<u64> {
+        let mut totals = self.counts.clone();
+        // Parents precede their children, so one backward pass sums subtrees.
+        for node in (1..self.tree.len()).rev() {
+            let parent = self.tree.parent(node as u32) as usize;
+            totals[parent] += totals[node];
+        }
+        totals
+    }
+
+    /// Per name: (self samples, total samples).
+    pub fn name_counts(&self) -> (Vec<u64>, Vec<u64>) {
+        let mut self_samples = vec![0u64; self.names.len()];
+        let mut total_samples = vec![0u64; self.names.len()];
+        // The last stack each name was counted for, so recursion counts once.
+        let mut counted_for = vec![u32::MAX; self.names.len()];
+        for (node, &count) in self.counts.iter().enumerate() {
+            if count == 0 || node == ROOT as usize {
+                continue;
+            }
+            let leaf = self.tree.frame(node as u32) as usize;
+            self_samples[leaf] += count;
+            let mut at = node as u32;
+            while at != ROOT {
+                let name = self.tree.frame(at) as usize;
+                if counted_for[name] != node as u32 {
+                    counted_for[name] = node as u32;
+                    total_samples[name] += count;
+                }
+                at = self.tree.parent(at);
+            }
+        }
+        (self_samples, total_samples)
+    }
+
     /// The names of a node's stack, root first.
     pub fn stack_names(&self, node: u32) -> Vec<String> {
         self.tree

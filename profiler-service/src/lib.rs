@@ -47,7 +47,7 @@ pub mod spool;
 pub mod targets;
 pub mod window;
 
-use tokio::signal::unix::{signal, SignalKind};
+use odp_plumbing::ShutdownSignals;
 use tracing::info;
 
 pub use config::{Args, Config};
@@ -60,13 +60,12 @@ use crate::targets::ProcFs;
 /// `undeploy` command), then stops running profiles, flushes them and
 /// returns.
 pub async fn run(config: Config) -> Result<()> {
-    let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(Error::Signal)?;
+    // Installed now, so a signal during start-up is kept, not fatal.
+    let signals = ShutdownSignals::install().map_err(Error::Signal)?;
     let exit_with_parent = config.exit_with_parent;
     let shutdown = async move {
         tokio::select! {
-            _ = term.recv() => info!(signal = "SIGTERM", "signal received"),
-            _ = int.recv() => info!(signal = "SIGINT", "signal received"),
+            signal = signals.recv() => info!(signal = signal.name(), "signal received"),
             _ = parent_exited(), if exit_with_parent => info!("parent exited"),
         }
     };

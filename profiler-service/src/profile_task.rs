@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::plugin::Plugins;
-use crate::publish::{Publisher, Sent, SnapshotError};
+use crate::publish::{PublishError, Publisher, Sent};
 use crate::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use crate::targets::ProcFs;
 
@@ -204,7 +204,7 @@ const WINDOWS_IN_FLIGHT: usize = 2;
 struct Delivered {
     sequence: u64,
     samples: u64,
-    sent: std::result::Result<Sent, SnapshotError>,
+    sent: std::result::Result<Sent, PublishError>,
 }
 
 /// What became of a profile's windows, for its `profile_finished`.

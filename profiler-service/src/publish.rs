@@ -28,7 +28,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use odp_plumbing::Topics;
+use odp_plumbing::{Backoff, Topics};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -38,10 +38,9 @@ use crate::window::unix_ms;
 
 /// How long a send may wait for room in the local queue.
 const QUEUE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Pause after a failed resend, doubled up to the maximum while the broker
-/// stays away (each attempt already waits up to `message.timeout.ms`).
-const RESEND_BACKOFF: Duration = Duration::from_millis(500);
-const RESEND_BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// Pause after a failed resend: 500 ms, doubled up to 30 s while the
+/// broker stays away (each attempt already waits up to `message.timeout.ms`).
+const RESEND_BACKOFF: Backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
 
 /// What became of a snapshot handed to [`Publisher::snapshot`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,8 +51,11 @@ pub enum Sent {
     Spooled,
 }
 
+/// Why a snapshot was neither acknowledged nor spooled. (Whether its
+/// bytes are a valid snapshot is `odp_core::snapshot::SnapshotError`'s
+/// business.)
 #[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
+pub enum PublishError {
     /// Not delivered and there is no spool.
     #[error("kafka: {0}")]
     Kafka(#[from] KafkaError),
@@ -153,7 +155,7 @@ impl Publisher {
 
     /// Publishes one window, keyed by its profile id, or spools it when the
     /// broker does not take it or older snapshots are still spooled.
-    pub async fn snapshot(&self, snapshot: &Snapshot) -> Result<Sent, SnapshotError> {
+    pub async fn snapshot(&self, snapshot: &Snapshot) -> Result<Sent, PublishError> {
         let payload = snapshot.encode();
         let backlog = self
             .spool
@@ -198,7 +200,7 @@ impl Publisher {
         Ok(())
     }
 
-    async fn spool(&self, snapshot: &Snapshot, payload: Vec<u8>) -> Result<Sent, SnapshotError> {
+    async fn spool(&self, snapshot: &Snapshot, payload: Vec<u8>) -> Result<Sent, PublishError> {
         let shared = self.spool.clone().expect("only called with a spool");
         let len = payload.len();
         let pushed = self
@@ -207,7 +209,7 @@ impl Publisher {
             .map_err(|e| {
                 // Lost: counted with the spool's drops, never silently.
                 self.metrics.spool_dropped.inc();
-                SnapshotError::Spool(e)
+                PublishError::Spool(e)
             })?;
         if pushed.dropped > 0 {
             self.metrics.spool_dropped.inc_by(pushed.dropped);
@@ -220,7 +222,7 @@ impl Publisher {
             self.metrics.spool_dropped.inc();
             warn!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence, bytes = len,
                 "snapshot larger than the whole spool dropped");
-            return Err(SnapshotError::TooLarge(len));
+            return Err(PublishError::TooLarge(len));
         }
         self.metrics.snapshots_spooled.inc();
         debug!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
@@ -255,17 +257,14 @@ impl Publisher {
         let shared = self.spool.clone()?;
         let publisher = self.clone();
         Some(tokio::spawn(async move {
-            let mut backoff = RESEND_BACKOFF;
+            let mut waits = RESEND_BACKOFF.waits();
             loop {
                 match publisher.resend_one().await {
-                    Ok(true) => backoff = RESEND_BACKOFF,
+                    Ok(true) => waits.reset(),
                     Ok(false) if shared.pending.load(Ordering::Acquire) == 0 => {
                         shared.wake.notified().await;
                     }
-                    Ok(false) | Err(_) => {
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(RESEND_BACKOFF_MAX);
-                    }
+                    Ok(false) | Err(_) => tokio::time::sleep(waits.failed()).await,
                 }
             }
         }))
@@ -328,7 +327,7 @@ impl Publisher {
     /// Spools a window without trying the broker first: for when deliveries
     /// are already waiting on a slow broker and the window must not wait
     /// behind them. Only with a spool ([`Self::has_spool`]).
-    pub async fn spool_now(&self, snapshot: &Snapshot) -> Result<Sent, SnapshotError> {
+    pub async fn spool_now(&self, snapshot: &Snapshot) -> Result<Sent, PublishError> {
         self.spool(snapshot, snapshot.encode()).await
     }
 

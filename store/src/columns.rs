@@ -10,7 +10,7 @@ use sqlx::error::BoxDynError;
 use sqlx::{Database, Decode, Type};
 
 /// A `text not null` column parsed into `T`.
-pub struct Text<T>(T);
+pub struct Text<T>(pub(crate) T);
 
 /// A nullable text column parsed into `Option<T>`.
 pub struct OptionalText<T>(Option<T>);
@@ -59,11 +59,12 @@ text_type!(Text);
 text_type!(OptionalText);
 
 /// `From<Text<T>> for T` for each enum read from a column (the orphan
-/// rule allows no blanket impl).
+/// rule allows no blanket impl): here for other crates' enums, beside
+/// their definition for the store's own.
 macro_rules! read_as_text {
     ($($enum:ty),+) => {
-        $(impl From<Text<$enum>> for $enum {
-            fn from(column: Text<$enum>) -> $enum {
+        $(impl From<$crate::columns::Text<$enum>> for $enum {
+            fn from(column: $crate::columns::Text<$enum>) -> $enum {
                 column.0
             }
         })+
@@ -78,9 +79,9 @@ read_as_text!(
     odp_api_types::RequestStatus,
     odp_api_types::DeliveryStatus,
     odp_api_types::ReanalysisStatus,
-    odp_api_types::RunOutcome,
-    crate::runs::RunState
+    odp_api_types::RunOutcome
 );
+pub(crate) use read_as_text;
 
 impl<T> From<OptionalText<T>> for Option<T> {
     fn from(column: OptionalText<T>) -> Option<T> {

@@ -19,6 +19,7 @@ mod alerts;
 mod blocks;
 mod channels;
 mod columns;
+mod cpu;
 mod database;
 mod detections;
 pub mod downsample;
@@ -57,7 +58,10 @@ pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
     AlertSubject, Issue, IssueStack,
 };
-pub use imports::import_profile;
+pub use imports::{
+    awaiting_detection, detection_done, import_profile, ingest_profile, ImportedMeta,
+    IngestedProfile,
+};
 pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome};
 pub use pool::{connect_with, PoolConfig};
 pub use profiles::{

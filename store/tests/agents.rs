@@ -261,8 +261,66 @@ async fn the_runtime_is_the_latest_profile_started_reported(db: Database) {
     );
 }
 
+/// A pid profile requested without a service: the host's name, until the
+/// agent reports the process; then the process's name.
+async fn a_pid_profile_is_named_by_its_process_once_started(db: Database) {
+    use odp_core::runtime::Executable;
+    use odp_store::{Inserted, Labels, NewProfile, ProfileMode};
+    let new = |id: Uuid, service: &str| NewProfile {
+        id,
+        host: "h-1".into(),
+        service: service.into(),
+        idempotency_key: None,
+        target: odp_core::Target::Pid(4242 + id.as_bytes()[0] as u32),
+        duration_ms: 60_000,
+        frequency_hz: 99,
+        requested_by: "ci".into(),
+        labels: Labels::new(),
+        mode: ProfileMode::of(None),
+        options: Default::default(),
+        run_id: None,
+    };
+    let start = |id: Uuid| AgentEventKind::ProfileStarted {
+        profile_id: id,
+        event: EventKind::CpuClock,
+        frequency_hz: 99,
+        pids: vec![4242],
+        language: None,
+        runtime_version: None,
+        runtime: RuntimeInfo {
+            executable: Some(Executable {
+                path: "/usr/bin/python3.11".into(),
+                build_id: None,
+            }),
+            ..RuntimeInfo::default()
+        },
+    };
+    let profiles = Profiles::new(&db);
+    let defaulted = Uuid::new_v4();
+    let named = Uuid::new_v4();
+    for (id, service) in [(defaulted, "h-1"), (named, "checkout")] {
+        let Inserted::Created(_) = profiles.insert(&new(id, service)).await.unwrap() else {
+            panic!("a new target creates")
+        };
+        record_agent_event(&db, &from_agent("a", start(id)))
+            .await
+            .unwrap();
+    }
+    let service = |id| {
+        let profiles = Profiles::new(&db);
+        async move { profiles.get(id).await.unwrap().unwrap().service }
+    };
+    assert_eq!(service(defaulted).await, "python3.11");
+    assert_eq!(
+        service(named).await,
+        "checkout",
+        "a service asked for stays"
+    );
+}
+
 on_both_backends!(
     heartbeats_keep_the_latest_and_tell_live_hosts,
     lifecycle_events_move_their_profile_once_and_only_by_its_agent,
     the_runtime_is_the_latest_profile_started_reported,
+    a_pid_profile_is_named_by_its_process_once_started,
 );

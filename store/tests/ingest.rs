@@ -8,7 +8,8 @@ use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, Target};
 use odp_devstack::fixtures;
 use odp_store::{
-    import_profile, profile_timeline, store_snapshots, Database, IngestOutcome, ProfileStatus,
+    awaiting_detection, detection_done, import_profile, ingest_profile, profile_timeline,
+    store_snapshots, Database, ImportedMeta, IngestOutcome, IngestedProfile, Labels, ProfileStatus,
     Profiles,
 };
 use uuid::Uuid;
@@ -381,6 +382,41 @@ async fn an_import_is_a_finished_profile_with_its_window(db: Database) {
     assert_eq!(profile_timeline(&db, profile).await.unwrap().len(), 1);
 }
 
+async fn an_ingested_profile_sent_twice_is_stored_once(db: Database) {
+    let profile = Uuid::new_v4();
+    let snapshot = window(profile, "pyroscope", 0);
+    let labels = Labels::from([
+        ("source".to_owned(), "pyroscope".to_owned()),
+        ("region".to_owned(), "eu-west".to_owned()),
+    ]);
+    let meta = ImportedMeta {
+        service: "checkout",
+        format: "pyroscope",
+        requested_by: "ingest-bot",
+        labels: &labels,
+    };
+    let first = ingest_profile(&db, &snapshot, meta).await.unwrap();
+    assert!(matches!(first, IngestedProfile::Stored(_)), "{first:?}");
+    // No pipeline saw it: it waits for detection.
+    assert_eq!(awaiting_detection(&db, 10).await.unwrap(), vec![profile]);
+    assert_eq!(first.row().labels, labels);
+    let again = ingest_profile(&db, &snapshot, meta).await.unwrap();
+    let IngestedProfile::Replayed(row) = again else {
+        panic!("a retry must answer with the stored row: {again:?}")
+    };
+    assert_eq!(row.id, profile);
+    let timeline = profile_timeline(&db, profile).await.unwrap();
+    assert_eq!(timeline.len(), 1);
+    assert_eq!(timeline[0].samples, 10, "the retry's samples count once");
+    assert_eq!(
+        awaiting_detection(&db, 10).await.unwrap(),
+        vec![profile],
+        "queued once"
+    );
+    detection_done(&db, &[profile]).await.unwrap();
+    assert!(awaiting_detection(&db, 10).await.unwrap().is_empty());
+}
+
 on_both_backends!(
     a_batch_stored_twice_stores_nothing_the_second_time,
     duplicates_within_a_batch_count_once,
@@ -390,4 +426,5 @@ on_both_backends!(
     large_blocks_are_stored_whole,
     the_timeline_is_of_the_first_event_in_time_order,
     an_import_is_a_finished_profile_with_its_window,
+    an_ingested_profile_sent_twice_is_stored_once,
 );

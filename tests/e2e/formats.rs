@@ -156,7 +156,8 @@ async fn imported_profiles_read_back_in_every_format() {
     assert_eq!(again.period_nanos, Some(10_000_000));
     assert_eq!(again.duration_nanos, Some(5_000_000_000));
     assert_eq!(folded::to_folded(&again.stacks), GO_CPU_FOLDED);
-    // Our export imports again, and the nanosecond values are selectable.
+    // Our export imports again, and the nanosecond values are selectable:
+    // CPU time of a 10 ms period counts as its samples, as ODP counts them.
     let ours = export(&client, &go_id, "pprof").await;
     let reply = upload(
         &client,
@@ -167,7 +168,7 @@ async fn imported_profiles_read_back_in_every_format() {
     assert_eq!(reply.status, 201, "{}", reply.text);
     let nanos_id = reply.body["id"].as_str().unwrap().to_owned();
     let tree: Value = serde_json::from_slice(&export(&client, &nanos_id, "json").await).unwrap();
-    assert_eq!(tree["samples"].as_u64(), Some(17 * 10_000_000));
+    assert_eq!(tree["samples"].as_u64(), Some(17));
 
     let listed = client
         .list_profiles("service=checkout&host=ci-runner-1")
@@ -360,4 +361,166 @@ async fn odpctl_imports_and_exports_files() {
         )
     });
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+}
+
+/// Real producers' files (core/tests/fixtures; make_jfr_fixture.sh and
+/// make_speedscope_fixture.sh there record them and print the totals
+/// below): JDK 17's flight recorder on ImportWorkload.java, py-spy 0.4.2
+/// sampling two Python threads, and the `speedscope` package tracing a
+/// Python program (an evented profile).
+const JFR: &[u8] = include_bytes!("../../core/tests/fixtures/import-workload.jfr");
+const PY_SPY: &[u8] = include_bytes!("../../core/tests/fixtures/py-spy.speedscope.json");
+const EVENTED: &[u8] = include_bytes!("../../core/tests/fixtures/pyspeedscope.evented.json");
+
+/// Uploads `body`, checks the profile's event, and returns its id, its
+/// total (as its top functions and its folded stacks both count it) and
+/// its folded stacks. (Its JSON flame graph nests deeper than serde_json
+/// reads by default: JFR's stacks are 64 frames.)
+async fn imported(
+    client: &ApiClient,
+    query: &str,
+    body: &[u8],
+    event: &str,
+) -> (String, u64, String) {
+    let reply = upload(client, query, body).await;
+    assert_eq!(reply.status, 201, "{query}: {}", reply.text);
+    assert_eq!(reply.body["event"], event, "{query}");
+    assert_eq!(reply.body["status"], "finished");
+    let id = reply.body["id"].as_str().unwrap().to_owned();
+    let top = client.top(&id, 10).await.unwrap();
+    assert_eq!(top.event.map(|e| e.to_string()).as_deref(), Some(event));
+    let folded = String::from_utf8(export(client, &id, "folded").await).unwrap();
+    let summed: u64 = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(summed, top.samples, "{query}");
+    (id, top.samples, folded)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jfr_and_speedscope_files_import_with_their_exact_totals() {
+    let h = common::start_without_agent("formats-jfr").await;
+    let client = h.platform.client();
+
+    // CPU samples by default: `jfr summary` counts 127 jdk.ExecutionSample,
+    // every one with a stack, each one 10 ms apart by the recording's
+    // settings.
+    let jfr = "service=checkout&format=jfr";
+    let reply = upload(&client, jfr, JFR).await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    assert_eq!(reply.body["frequency_hz"], 100);
+    assert_eq!(
+        reply.body["target"],
+        json!({"by": "imported", "value": "jfr"})
+    );
+    let (id, samples, folded) = imported(&client, jfr, JFR, "cpu-clock").await;
+    assert_eq!(samples, 127);
+    let top = client.top(&id, 50).await.unwrap();
+    let functions: Vec<&str> = top.functions.iter().map(|f| f.function.as_str()).collect();
+    assert!(functions.contains(&"ImportWorkload.spin"), "{functions:?}");
+    assert!(
+        folded.contains("ImportWorkload.main;ImportWorkload.spin"),
+        "{folded}"
+    );
+
+    // Allocation samples weigh the bytes `jfr print` adds up.
+    let (_, bytes, folded) = imported(
+        &client,
+        &format!("{jfr}&sample_type=alloc"),
+        JFR,
+        "alloc-bytes",
+    )
+    .await;
+    assert_eq!(bytes, 136_750_880);
+    assert!(folded.contains("ImportWorkload.allocate"), "{folded}");
+
+    // Waits weigh the nanoseconds `jfr print` shows for the 118 monitor
+    // enters and 279 parks (ticks lose at most one each).
+    let (_, waited, folded) =
+        imported(&client, &format!("{jfr}&sample_type=lock"), JFR, "lock").await;
+    assert!(
+        waited.abs_diff(915_605_842 + 1_744_266_063) <= 118 + 279,
+        "{waited} ns"
+    );
+    assert!(
+        folded.contains("[monitor] ImportWorkload$Ledger"),
+        "{folded}"
+    );
+
+    // py-spy's capture: 409 samples of 10 ms, in seconds, as wall time.
+    let speedscope = "service=checkout&format=speedscope";
+    let (id, nanos, folded) = imported(&client, speedscope, PY_SPY, "wall").await;
+    assert_eq!(nanos, 409 * 10_000_000);
+    assert!(folded.contains("main;crunch_numbers"), "{folded}");
+    let top = client.top(&id, 50).await.unwrap();
+    assert!(top.functions.iter().any(|f| f.function == "hash_block"));
+
+    // The evented trace: main open from the first event to the last.
+    let (_, nanos, folded) = imported(&client, speedscope, EVENTED, "wall").await;
+    assert_eq!(nanos, 20_992_269);
+    assert!(folded.contains("main;fib;fib"), "{folded}");
+    // `event` still overrides what the file says.
+    let (_, _, _) = imported(
+        &client,
+        &format!("{speedscope}&event=cpu-clock"),
+        PY_SPY,
+        "cpu-clock",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_jfr_and_speedscope_files_are_refused_with_the_reason() {
+    let h = common::start_without_agent("formats-jfr-bad").await;
+    let client = h.platform.client();
+    let (jfr, speedscope) = (
+        "service=checkout&format=jfr",
+        "service=checkout&format=speedscope",
+    );
+    let truncated = &JFR[..JFR.len() / 2];
+    let cases: Vec<(String, &[u8], u16, &str)> = vec![
+        (
+            speedscope.into(),
+            b"{\"profiles\": [",
+            422,
+            "not speedscope JSON",
+        ),
+        (speedscope.into(), JFR, 422, "not speedscope JSON"),
+        (
+            speedscope.into(),
+            br#"{"$schema": "x", "profiles": []}"#,
+            422,
+            "`$schema` is \"x\"",
+        ),
+        (
+            format!("{speedscope}&sample_type=cpu"),
+            PY_SPY,
+            422,
+            "sample_type",
+        ),
+        (jfr.into(), truncated, 422, "not a usable JFR recording"),
+        (jfr.into(), PY_SPY, 422, "not a usable JFR recording"),
+        (
+            format!("{jfr}&sample_type=heap"),
+            JFR,
+            422,
+            "cpu (jdk.ExecutionSample)",
+        ),
+        (
+            "service=checkout&format=perfetto".into(),
+            PY_SPY,
+            400,
+            "unknown variant `perfetto`, expected one of `pprof`, `folded`, `jfr`, `speedscope`",
+        ),
+    ];
+    for (query, body, want, says) in cases {
+        let reply = upload(&client, &query, body).await;
+        assert_eq!(reply.status, want, "{query}: {}", reply.text);
+        let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(says),
+            "{query}: {message:?} does not say {says:?}"
+        );
+    }
 }

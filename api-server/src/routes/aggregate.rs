@@ -19,7 +19,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::CommonErrors;
-use crate::render::Format;
+use crate::render::{Format, Orientation};
 use crate::service::queries::{
     filter_error, parse_range, render_merged, MergedTitle, TreeParams, MAX_MAX_NODES,
 };
@@ -57,6 +57,10 @@ struct AggregateParams {
     exclude: Option<String>,
     #[param(inline)]
     format: Option<Format>,
+    /// SVG: roots at the bottom (`flame`, the default) or on top
+    /// (`icicle`).
+    #[param(inline)]
+    orientation: Option<Orientation>,
     /// JSON: at most about this many nodes (default 8192); lighter
     /// subtrees merge into one `other` node per parent.
     #[param(minimum = 1, maximum = 200000)]
@@ -84,6 +88,7 @@ pub(crate) struct ServiceQuery {
 struct ValidAggregate {
     query: ServiceQuery,
     format: Format,
+    orientation: Orientation,
     tree: TreeParams,
 }
 
@@ -102,6 +107,9 @@ impl AggregateParams {
             take("until").ok_or_else(|| ApiError::Unprocessable("`until` is required".into()))?;
         let (since, until) = parse_range(("since", "until"), &since, &until)?;
         let format = take("format").map(|f| parse_format(&f)).transpose()?;
+        let orientation = take("orientation")
+            .map(|o| Orientation::parse(&o))
+            .transpose()?;
         let max_nodes = take("max_nodes")
             .map(|text| {
                 text.parse::<usize>().map_err(|_| {
@@ -120,6 +128,7 @@ impl AggregateParams {
             include: take("include"),
             exclude: take("exclude"),
             format,
+            orientation,
             max_nodes,
             event: take("event"),
             focus: take("focus"),
@@ -156,6 +165,7 @@ impl AggregateParams {
                 until: self.until,
             },
             format: self.format.unwrap_or(Format::Json),
+            orientation: self.orientation.unwrap_or_default(),
             tree,
         })
     }
@@ -186,13 +196,14 @@ fn group(
             "include" => "include",
             "exclude" => "exclude",
             "format" => "format",
+            "orientation" => "orientation",
             "max_nodes" => "max_nodes",
             "focus" => "focus",
             "event" => "event",
             other => {
                 return Err(ApiError::Unprocessable(format!(
                     "unknown parameter `{other}`; expected service, since, until, host, \
-                     thread, include, exclude, format, max_nodes, focus or event"
+                     thread, include, exclude, format, orientation, max_nodes, focus or event"
                 )))
             }
         };
@@ -251,6 +262,7 @@ async fn aggregate(
     let ValidAggregate {
         query,
         format,
+        orientation,
         tree,
     } = AggregateParams::from_pairs(pairs)?.validate()?;
     let ServiceQuery {
@@ -268,7 +280,7 @@ async fn aggregate(
         file_stem: format!("aggregate-{service}"),
         time_nanos: since.timestamp_nanos_opt(),
     };
-    render_merged(&state, &read, format, tree, title, |parts| {
+    render_merged(&state, &read, format, orientation, tree, title, |parts| {
         Json(AggregateJson {
             service: service.clone(),
             since,

@@ -15,7 +15,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::render::{nanos_per_sample, period_nanos, render, sample_unit, Rendering};
+use crate::render::{nanos_per_sample, period_nanos, render, sample_unit, Orientation, Rendering};
 use crate::service::profiles;
 use crate::service::queries::{read_profile, shape, SliceParams, TreeParams};
 use crate::AppState;
@@ -35,6 +35,11 @@ pub(crate) struct FlameGraphQuery {
     #[serde(default)]
     #[param(inline)]
     pub format: Format,
+    /// SVG: roots at the bottom (`flame`, the default) or on top
+    /// (`icicle`).
+    #[serde(default)]
+    #[param(inline)]
+    pub orientation: Orientation,
     /// Only threads with this name, or matching it as a regex.
     pub thread: Option<String>,
     /// Only stacks with a frame matching this regex.
@@ -111,6 +116,7 @@ async fn flame_graph(
         time_nanos: started,
         samples: data.samples(),
         stacks,
+        orientation: query.orientation,
     };
     let snapshots = data.snapshots;
     render(query.format, rendering, &limits, |r| {

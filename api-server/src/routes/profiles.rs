@@ -13,8 +13,8 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, ErrorBody, NotFound};
-use crate::service::profiles::{self, ValidStart};
-use crate::service::scope::{self, StartedBy};
+use crate::service::profiles::{self, StartedBy, ValidStart};
+use crate::service::scope;
 use crate::AppState;
 
 /// `start` and `list` share their path, so `routes::router` mounts them

@@ -15,7 +15,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::service::scope::StartedBy;
+use crate::service::profiles::StartedBy;
 use crate::service::{run_precision, runs};
 use crate::validate::validate_name;
 use crate::AppState;

@@ -12,8 +12,8 @@ use odp_store::{
 };
 use uuid::Uuid;
 
+use crate::auth::{Caller, Role};
 use crate::error::ApiError;
-use crate::service::scope::StartedBy;
 use crate::service::start_options::start_options;
 use crate::validate::{validate_labels, validate_name};
 use crate::AppState;
@@ -21,6 +21,23 @@ use crate::AppState;
 pub(crate) const MAX_DURATION_SECS: u64 = 3600;
 pub(crate) use odp_core::cost::MAX_FREQUENCY_HZ;
 pub(crate) const DEFAULT_FREQUENCY_HZ: u32 = 99;
+
+/// Who a start is for, and whether it may deploy an agent to a host that
+/// has none (only callers who could deploy: admins and their schedules).
+#[derive(Debug, Clone)]
+pub(crate) struct StartedBy {
+    pub subject: String,
+    pub may_deploy: bool,
+}
+
+impl StartedBy {
+    pub(crate) fn caller(caller: &Caller) -> StartedBy {
+        StartedBy {
+            subject: caller.subject.clone(),
+            may_deploy: caller.role >= Role::Admin,
+        }
+    }
+}
 
 /// A start request that passed validation.
 #[derive(Debug, Clone, PartialEq)]

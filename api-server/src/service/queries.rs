@@ -9,7 +9,7 @@ use odp_profile::stacks;
 use odp_store::{Read, ReadResult};
 
 use crate::error::ApiError;
-use crate::render::Format;
+use crate::render::{Format, Orientation};
 
 /// Longest range one aggregate may cover.
 pub(crate) const MAX_RANGE_DAYS: i64 = 31;
@@ -208,6 +208,7 @@ pub(crate) async fn render_merged(
     state: &crate::AppState,
     read: &Read,
     format: Format,
+    orientation: Orientation,
     tree: TreeParams,
     title: impl FnOnce(usize) -> MergedTitle,
     json: impl FnOnce(MergedParts) -> axum::response::Response,
@@ -244,6 +245,7 @@ pub(crate) async fn render_merged(
         time_nanos,
         samples: result.samples(),
         stacks,
+        orientation,
     };
     let (profiles, snapshots) = (result.profiles, result.snapshots);
     crate::render::render(format, rendering, &limits, |r| {

@@ -15,8 +15,7 @@ use odp_store::{
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::service::profiles::{self, ValidStart};
-use crate::service::scope::StartedBy;
+use crate::service::profiles::{self, StartedBy, ValidStart};
 use crate::AppState;
 
 pub(crate) mod reads;

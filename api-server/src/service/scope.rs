@@ -11,23 +11,6 @@ use crate::error::ApiError;
 use crate::service::profiles::ValidStart;
 use crate::AppState;
 
-/// Who a start is for, and whether it may deploy an agent to a host that
-/// has none (only callers who could deploy: admins and their schedules).
-#[derive(Debug, Clone)]
-pub(crate) struct StartedBy {
-    pub subject: String,
-    pub may_deploy: bool,
-}
-
-impl StartedBy {
-    pub(crate) fn caller(caller: &Caller) -> StartedBy {
-        StartedBy {
-            subject: caller.subject.clone(),
-            may_deploy: caller.role >= Role::Admin,
-        }
-    }
-}
-
 /// Fails with 403 unless `caller` may start `start`.
 pub(crate) async fn authorize_start(
     state: &AppState,

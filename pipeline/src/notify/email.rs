@@ -19,9 +19,8 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use odp_plumbing::egress::{EgressError, EgressPolicy, Host};
 use odp_store::DueDelivery;
 
-use super::{Failure, Notifier, Sending, Sent};
-use super::{CONNECT_FAILED, REMOTE_ERROR, SEND_FAILED, TIMED_OUT};
-use crate::alerts::SEND_TIMEOUT;
+use super::{error_chain, Failure, Notifier, Sending, Sent};
+use super::{CONNECT_FAILED, REMOTE_ERROR, SEND_FAILED, SEND_TIMEOUT, TIMED_OUT};
 use crate::AlertOptions;
 
 /// Port of a relay URL that names none.
@@ -210,7 +209,7 @@ pub async fn send(
             } else {
                 CONNECT_FAILED
             };
-            Err(Failure::new(reason, crate::alerts::error_chain(&e)))
+            Err(Failure::new(reason, error_chain(&e)))
         }
     }
 }

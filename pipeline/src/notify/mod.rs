@@ -10,12 +10,24 @@ pub mod webhook;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use odp_plumbing::egress::EgressError;
 use odp_store::DueDelivery;
 
-use crate::alerts::AlertError;
 use crate::AlertOptions;
+
+/// Bound on one webhook request or SMTP exchange.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the notifiers could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifierError {
+    #[error("alert http client: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("reading alert CA file: {0}")]
+    CaFile(#[from] std::io::Error),
+}
 
 /// One attempt's result: the receiver's status (HTTP status, SMTP reply
 /// code) when it took the alert, else why not.
@@ -78,6 +90,19 @@ pub(crate) fn egress_error(error: &(dyn std::error::Error + 'static)) -> Option<
     None
 }
 
+/// An error with its sources, which is where reqwest and lettre put the
+/// cause.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// An attempt under way (trait objects cannot have async methods).
 pub type Sending<'a> = Pin<Box<dyn Future<Output = Sent> + Send + 'a>>;
 
@@ -99,7 +124,7 @@ impl Notifiers {
     /// options (the CAs webhooks trust, the link emails carry).
     /// Both check every destination against the address policy of
     /// `options.destinations`.
-    pub fn standard(options: &AlertOptions) -> Result<Self, AlertError> {
+    pub fn standard(options: &AlertOptions) -> Result<Self, NotifierError> {
         let policy = Arc::new(options.destinations.policy());
         Ok(Notifiers(vec![
             Box::new(webhook::WebhookNotifier::new(options, policy.clone())?),

@@ -20,9 +20,8 @@ use serde::Serialize;
 use sha2::Sha256;
 use uuid::Uuid;
 
-use super::{egress_error, Failure, Notifier, Sending, Sent};
-use super::{CONNECT_FAILED, REMOTE_ERROR, SEND_FAILED, TIMED_OUT};
-use crate::alerts::{error_chain, AlertError, SEND_TIMEOUT};
+use super::{egress_error, error_chain, Failure, Notifier, NotifierError, Sending, Sent};
+use super::{CONNECT_FAILED, REMOTE_ERROR, SEND_FAILED, SEND_TIMEOUT, TIMED_OUT};
 use crate::AlertOptions;
 
 /// `sha256=<hex>`: the HMAC-SHA256 of `body` keyed with `secret`.
@@ -125,7 +124,7 @@ impl WebhookNotifier {
     /// A client that trusts the system's CAs and the options' `ca_file`,
     /// connects only to addresses `policy` allows, directly (no proxy),
     /// follows no redirect and gives up after [`SEND_TIMEOUT`].
-    pub fn new(options: &AlertOptions, policy: Arc<EgressPolicy>) -> Result<Self, AlertError> {
+    pub fn new(options: &AlertOptions, policy: Arc<EgressPolicy>) -> Result<Self, NotifierError> {
         let mut builder = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())

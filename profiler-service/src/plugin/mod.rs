@@ -1,13 +1,13 @@
 //! Sampling plugins: each turns a set of target processes into stacks.
 //!
-//! The profile runner ([`crate::runner`]) owns the window bookkeeping and
-//! calls a plugin's [`Session`] on its own blocking thread: `poll` moves
-//! whatever the plugin collected since the last call into the window's
-//! [`WindowSink`], and `sync_targets` tells it which processes the target
-//! designates now.
+//! A profile's sampling thread ([`crate::sampling_thread`]), a blocking
+//! thread of its own, owns the window bookkeeping and calls the plugin's
+//! [`Session`]: `poll` moves whatever the plugin collected since the last
+//! call into the window's [`WindowSink`], and `sync_targets` tells it which
+//! processes the target designates now.
 //!
 //! One module per plugin: [`native`] (perf_event), [`python`] (py-spy) and
-//! [`jvm`] (JFR over the attach socket). [`detect`] tells a target's
+//! [`jvm`] (JFR over the attach socket). [`identify`] tells a target's
 //! runtime from `/proc`, [`runtime_info`] what it runs with (flags,
 //! libraries, build id), and [`Plugins`] maps each runtime to its plugin.
 //! Every profile runs its session on its own thread, so a plugin that

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::database::{on_backend, Database};
 use crate::profiles::{transition_in, ProfileStatus, Transition};
-use crate::sql::{Arg, Sql};
+use crate::sql::{Arg, Sql, Tx};
 use crate::Result;
 
 /// An agent's latest heartbeat.
@@ -118,9 +118,55 @@ async fn record_lifecycle(db: &Database, lifecycle: &Lifecycle<'_>) -> Result<()
     .execute(&mut tx)
     .await?;
     if let Some(moved) = &lifecycle.moved {
-        transition_in(&mut tx, moved).await?;
+        let acknowledged = transition_in(&mut tx, moved).await?;
+        if let (true, Some(name)) = (acknowledged, process_name(&event.kind)) {
+            name_by_process(&mut tx, moved.id, &name).await?;
+        }
     }
     tx.commit().await
+}
+
+/// The name of the process a started profile samples: its executable's
+/// file name, as service names are spelled (`[A-Za-z0-9._-]`).
+fn process_name(kind: &AgentEventKind) -> Option<String> {
+    let AgentEventKind::ProfileStarted { runtime, .. } = kind else {
+        return None;
+    };
+    let path = &runtime.executable.as_ref()?.path;
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let name: String = file
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(253)
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// A profile of a pid started without a service is of its host's name
+/// until its agent says which process that is; then it is of the
+/// process's name ("python3.11 on web-7", not "web-7 on web-7").
+async fn name_by_process(tx: &mut Tx, profile_id: Uuid, name: &str) -> Result<()> {
+    let row: Option<(sqlx::types::Json<odp_core::Target>, String, String)> =
+        Sql::new("select target, service, host from profiles where id = $1")
+            .bind(profile_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some((sqlx::types::Json(odp_core::Target::Pid(_)), service, host)) = row {
+        if service == host {
+            Sql::new("update profiles set service = $2 where id = $1")
+                .bind(profile_id)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    Ok(())
 }
 
 /// A heartbeat, as the agents row keeps it.

@@ -26,6 +26,7 @@ use uuid::Uuid;
 pub(crate) use legacy::frame_ids;
 use legacy::LegacyRows;
 
+use crate::cpu::blocking;
 use crate::database::Database;
 use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::{On, Sql, Tx};
@@ -219,15 +220,6 @@ where
         }
     }
     Ok(parts)
-}
-
-/// Runs CPU-bound work off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| StoreError::Corrupt(format!("decoding blocks failed: {e}")))?
 }
 
 /// One profile from its parts: pure CPU work.

@@ -24,7 +24,7 @@ use chrono::{DateTime, Utc};
 use odp_profile::{Level, Profile, ProfileBuilder};
 use uuid::Uuid;
 
-use crate::blocks::blocking;
+use crate::cpu::blocking;
 use crate::database::{on_backend, Database};
 use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::{Sql, Tx};

@@ -27,6 +27,8 @@ pub enum RunState {
     Partial,
 }
 
+crate::columns::read_as_text!(RunState);
+
 impl RunState {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -30,6 +30,25 @@ pub use tick::SchedulerTick;
 /// MySQL's named lock is `<database>.odp-scheduler`.
 pub const SCHEDULER_LOCK_KEY: i64 = 0x4f44_5053_4348_4544;
 
+/// Records one occurrence of a schedule; `then` is what to do when it
+/// was recorded before (nothing: fail).
+fn insert_run(
+    schedule_id: Uuid,
+    scheduled_for: DateTime<Utc>,
+    outcome: RunOutcome,
+    detail: Option<&str>,
+    then: &str,
+) -> Sql {
+    Sql::new(format!(
+        "insert into schedule_runs (schedule_id, scheduled_for, outcome, detail)
+         values ($1, $2, $3, $4) {then}"
+    ))
+    .bind(schedule_id)
+    .bind(scheduled_for)
+    .bind(outcome.as_str())
+    .bind(detail)
+}
+
 /// A schedule to store, its `next_run_at` already computed.
 #[derive(Debug, Clone)]
 pub struct NewSchedule {

@@ -11,8 +11,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{MySql, MySqlConnection, QueryBuilder};
 use uuid::Uuid;
 
-use super::tick::insert_run;
-use super::RunOutcome;
+use super::{insert_run, RunOutcome};
 use crate::sql::Sql;
 use crate::{Result, Violation};
 

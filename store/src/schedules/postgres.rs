@@ -9,8 +9,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::tick::insert_run;
-use super::{RunOutcome, SCHEDULER_LOCK_KEY};
+use super::{insert_run, RunOutcome, SCHEDULER_LOCK_KEY};
 use crate::sql::Sql;
 use crate::Result;
 

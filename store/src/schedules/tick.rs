@@ -206,25 +206,6 @@ impl SchedulerTick {
     }
 }
 
-/// Records one occurrence of a schedule; `then` is what to do when it
-/// was recorded before (nothing: fail).
-pub(super) fn insert_run(
-    schedule_id: Uuid,
-    scheduled_for: DateTime<Utc>,
-    outcome: RunOutcome,
-    detail: Option<&str>,
-    then: &str,
-) -> Sql {
-    Sql::new(format!(
-        "insert into schedule_runs (schedule_id, scheduled_for, outcome, detail)
-         values ($1, $2, $3, $4) {then}"
-    ))
-    .bind(schedule_id)
-    .bind(scheduled_for)
-    .bind(outcome.as_str())
-    .bind(detail)
-}
-
 #[derive(PartialEq)]
 enum Commit {
     Yes,

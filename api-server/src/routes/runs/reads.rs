@@ -23,7 +23,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::render::{sample_unit, Format};
+use crate::render::{sample_unit, Format, Orientation};
 use crate::service::queries::{
     filter_error, render_merged, MergedTitle, TreeParams, MAX_MAX_NODES,
 };
@@ -101,6 +101,10 @@ fn filters(
 struct RunFlameGraphParams {
     #[param(inline)]
     format: Option<Format>,
+    /// SVG: roots at the bottom (`flame`, the default) or on top
+    /// (`icicle`).
+    #[param(inline)]
+    orientation: Option<Orientation>,
     /// Only threads with this name, or matching it as a regex.
     thread: Option<String>,
     /// Only stacks with a frame matching this regex.
@@ -147,6 +151,7 @@ async fn flame_graph(
         pairs,
         &[
             "format",
+            "orientation",
             "thread",
             "include",
             "exclude",
@@ -159,6 +164,11 @@ async fn flame_graph(
             .remove("format")
             .as_deref()
             .map(parse_format)
+            .transpose()?,
+        orientation: single
+            .remove("orientation")
+            .as_deref()
+            .map(Orientation::parse)
             .transpose()?,
         max_nodes: single
             .remove("max_nodes")
@@ -184,20 +194,28 @@ async fn flame_graph(
         file_stem: format!("run-{id}"),
         time_nanos: row.created_at.timestamp_nanos_opt(),
     };
-    render_merged(&state, &read, format, tree, title, |parts| {
-        Json(RunFlameGraphJson {
-            run_id: id,
-            service: row.service.clone(),
-            event: parts.event,
-            units: parts.units,
-            profiles: parts.profiles,
-            snapshots: parts.snapshots,
-            samples: parts.samples,
-            hosts: parts.hosts,
-            root: parts.root,
-        })
-        .into_response()
-    })
+    render_merged(
+        &state,
+        &read,
+        format,
+        params.orientation.unwrap_or_default(),
+        tree,
+        title,
+        |parts| {
+            Json(RunFlameGraphJson {
+                run_id: id,
+                service: row.service.clone(),
+                event: parts.event,
+                units: parts.units,
+                profiles: parts.profiles,
+                snapshots: parts.snapshots,
+                samples: parts.samples,
+                hosts: parts.hosts,
+                root: parts.root,
+            })
+            .into_response()
+        },
+    )
     .await
 }
 

@@ -4,8 +4,9 @@
 //! event it needs (`JFR.start settings=none +jdk.ExecutionSample#...`),
 //! dumps it every [`DUMP_INTERVAL`] (`JFR.dump`, which also closes the
 //! recording's current chunk) and reads the dumped chunks in Rust
-//! ([`jfr`]). A chunk read once is recognised by its start time and never
-//! counted twice. A frequency change, a pause or the end of the profile
+//! ([`jfr`]: `odp_profile::jfr`, which imports of `.jfr` files share). A
+//! chunk read once is recognised by its start time and never counted
+//! twice. A frequency change, a pause or the end of the profile
 //! dump what was recorded and stop the recording; a new one starts with
 //! the new period. Commands travel over the JVM's attach socket
 //! ([`attach`]).
@@ -21,8 +22,9 @@
 
 pub mod attach;
 pub mod heap;
-pub mod jfr;
 pub mod lock;
+
+pub use odp_profile::jfr;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fs;

@@ -1,14 +1,33 @@
-//! Samples out of a JFR recording, read with the `jfrs` crate: CPU samples
-//! (`jdk.ExecutionSample`, one per sampled running thread) or allocation
-//! samples (`jdk.ObjectAllocationSample`, weighted by the bytes they stand
-//! for), as stacks of Java frames, root first, per OS thread.
+//! Java Flight Recorder recordings, read with the `jfrs` crate: what the
+//! agent's `jvm` plugin reads from the recordings it dumps, and what the
+//! api-server imports from an uploaded `.jfr` file.
+//!
+//! - [`parse`]: CPU samples (`jdk.ExecutionSample`, one per sampled
+//!   running thread) or allocation samples (`jdk.ObjectAllocationSample`,
+//!   weighted by the bytes they stand for), as stacks of Java frames, root
+//!   first, per OS thread;
+//! - [`waits`]: the lock waits (`jdk.JavaMonitorEnter`, `jdk.ThreadPark`)
+//!   the plugin's `lock` mode records;
+//! - [`recording`]: a whole recording at once, every kind of sample and
+//!   wait with the sampling period its settings name, for imports.
 //!
 //! A recording is a sequence of self-contained chunks; each comes with its
-//! start time, which is how the session recognises a chunk it already read
+//! start time, which is how the plugin recognises a chunk it already read
 //! in an earlier dump. Stack traces live in each chunk's constant pool and
 //! many samples share one, so frames are built once per trace and chunk.
-//! [`read_events`] walks the chunks for any kind of event; the lock mode's
-//! waits are read with it in [`super::lock`].
+//! [`read_events`] walks the chunks for any kind of event.
+//!
+//! jfrs trusts its input: a declared count becomes an allocation of that
+//! size, a type that holds itself a recursion without end, a zero event
+//! size a loop without end, none of which a panic handler catches. Every
+//! recording is therefore walked first by [`check`], which reads the
+//! chunks' structure as jfrs will and refuses what would make jfrs
+//! allocate more than the file could hold, recurse deeply or loop; what is
+//! left, a panic inside jfrs, fails the read, not the caller's thread.
+
+mod check;
+pub mod recording;
+pub mod waits;
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -16,9 +35,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use jfrs::reader::event::Accessor;
+use jfrs::reader::metadata::Metadata;
 use jfrs::reader::value_descriptor::ValueDescriptor;
 use jfrs::reader::JfrReader;
 use odp_core::Frame;
+
+pub use check::{MAX_ELEMENT_DEPTH, MAX_VALUES, MAX_VALUE_DEPTH};
 
 /// Which JFR event the samples come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +66,17 @@ impl SampleEvent {
             SampleEvent::Allocation => "eventThread",
         }
     }
+
+    /// What one sample weighs: 1 for CPU, its bytes for allocation.
+    fn weight(self, event: &Accessor<'_>) -> u64 {
+        match self {
+            SampleEvent::Execution => 1,
+            SampleEvent::Allocation => event
+                .get_field("weight")
+                .and_then(|w| i64::try_from(w.value).ok())
+                .map_or(0, |w| u64::try_from(w).unwrap_or(0)),
+        }
+    }
 }
 
 /// One sample: a stack and its weight (1 for CPU, bytes for allocation).
@@ -58,11 +91,13 @@ pub struct JfrSample {
 }
 
 /// What one chunk holds of the events read: samples, or waits
-/// ([`super::lock`]).
+/// ([`waits`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkEvents<T> {
     /// When the chunk starts, in Unix nanoseconds: identifies the chunk.
     pub start_nanos: i64,
+    /// How long the chunk lasts, as its header says.
+    pub duration_nanos: i64,
     pub events: Vec<T>,
 }
 
@@ -88,13 +123,7 @@ pub fn parse(bytes: Vec<u8>, event: SampleEvent) -> Result<Vec<ChunkSamples>, Jf
         if name != event.jfr_name() {
             return None;
         }
-        let weight = match event {
-            SampleEvent::Execution => 1,
-            SampleEvent::Allocation => value
-                .get_field("weight")
-                .and_then(|w| i64::try_from(w.value).ok())
-                .map_or(0, |w| u64::try_from(w).unwrap_or(0)),
-        };
+        let weight = event.weight(value);
         let frames = stack_of(value, traces)?;
         let (tid, thread_name) = thread_of(value, event.thread_field());
         Some(JfrSample {
@@ -140,53 +169,40 @@ impl ChunkClock {
     }
 }
 
+/// The chunk an event is read from: its clock, and the names of the event
+/// types it declares (settings name event types by id).
+pub struct ChunkView<'a> {
+    pub clock: ChunkClock,
+    metadata: &'a Metadata,
+}
+
+impl ChunkView<'_> {
+    /// The name of the chunk's event type `id` (`jdk.ExecutionSample`).
+    pub fn type_name(&self, id: i64) -> Option<&str> {
+        self.metadata.type_pool.get(id).map(|t| t.name())
+    }
+}
+
 /// Stack traces built so far in a recording, by constant pool index.
 pub type Traces = HashMap<i64, Arc<[Frame]>>;
 
 /// Every chunk of a recording, each with what `read` makes of its events
-/// (`None` skips one); `read` gets the chunk's clock, the event's type
-/// name, the event and the chunk's stack traces built so far.
+/// (`None` skips one); `read` gets the chunk, the event's type name, the
+/// event and the chunk's stack traces built so far.
 pub fn read_events<T>(
     bytes: Vec<u8>,
-    mut read: impl FnMut(&ChunkClock, &str, &Accessor<'_>, &mut Traces) -> Option<T>,
+    mut read: impl FnMut(&ChunkView<'_>, &str, &Accessor<'_>, &mut Traces) -> Option<T>,
 ) -> Result<Vec<ChunkEvents<T>>, JfrError> {
-    check_chunk_sizes(&bytes)?;
-    // jfrs is not hardened against every malformed input; a panic in it
-    // must fail this dump, not the agent's profile thread.
+    check::check(&bytes)?;
+    // What the check leaves to jfrs, a panic on some malformed input, must
+    // fail this read, not the agent's profile thread or the server.
     catch_unwind(AssertUnwindSafe(|| read_checked(bytes, &mut read)))
         .unwrap_or_else(|_| Err(JfrError::Format("the JFR reader panicked".to_owned())))
 }
 
-/// Every chunk header's size must fit the file: jfrs allocates a chunk's
-/// declared size before reading it.
-fn check_chunk_sizes(bytes: &[u8]) -> Result<(), JfrError> {
-    const HEADER: usize = 68;
-    let mut at = 0;
-    while at < bytes.len() {
-        let header = bytes
-            .get(at..at + HEADER)
-            .ok_or_else(|| JfrError::Format(format!("truncated chunk header at byte {at}")))?;
-        if &header[..4] != b"FLR\0" {
-            return Err(JfrError::Format(format!("no chunk magic at byte {at}")));
-        }
-        let size = i64::from_be_bytes(header[8..16].try_into().expect("8 bytes"));
-        let size = usize::try_from(size).unwrap_or(0);
-        if size < HEADER || size > bytes.len() - at {
-            return Err(JfrError::Format(format!(
-                "chunk at byte {at} claims {size} bytes"
-            )));
-        }
-        at += size;
-    }
-    if bytes.is_empty() {
-        return Err(JfrError::Format("empty file".to_owned()));
-    }
-    Ok(())
-}
-
 fn read_checked<T>(
     bytes: Vec<u8>,
-    read: &mut impl FnMut(&ChunkClock, &str, &Accessor<'_>, &mut Traces) -> Option<T>,
+    read: &mut impl FnMut(&ChunkView<'_>, &str, &Accessor<'_>, &mut Traces) -> Option<T>,
 ) -> Result<Vec<ChunkEvents<T>>, JfrError> {
     let mut reader = JfrReader::new(Cursor::new(bytes));
     let mut out = Vec::new();
@@ -197,20 +213,24 @@ fn read_checked<T>(
     for (index, chunk) in reader.chunks().enumerate() {
         let chunk_error = |message: String| JfrError::Chunk { index, message };
         let (mut chunk_reader, chunk) = chunk.map_err(|e| chunk_error(e.to_string()))?;
-        let clock = ChunkClock {
-            start_nanos: chunk.header.start_time_nanos,
-            start_ticks: chunk.header.start_ticks,
-            ticks_per_second: chunk.header.ticks_per_second,
+        let view = ChunkView {
+            clock: ChunkClock {
+                start_nanos: chunk.header.start_time_nanos,
+                start_ticks: chunk.header.start_ticks,
+                ticks_per_second: chunk.header.ticks_per_second,
+            },
+            metadata: &chunk.metadata,
         };
         let mut events = Vec::new();
         for event in chunk_reader.events(&chunk) {
             let event = event.map_err(|e| chunk_error(e.to_string()))?;
-            if let Some(item) = read(&clock, event.class.name(), &event.value(), &mut traces) {
+            if let Some(item) = read(&view, event.class.name(), &event.value(), &mut traces) {
                 events.push(item);
             }
         }
         out.push(ChunkEvents {
-            start_nanos: clock.start_nanos,
+            start_nanos: view.clock.start_nanos,
+            duration_nanos: chunk.header.duration_nanos,
             events,
         });
     }
@@ -312,22 +332,4 @@ pub fn package_of(class: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn garbage_is_an_error_not_a_panic() {
-        assert!(parse(Vec::new(), SampleEvent::Execution).is_err());
-        assert!(parse(
-            b"not a recording at all, clearly".repeat(4),
-            SampleEvent::Execution
-        )
-        .is_err());
-        // A chunk header claiming more bytes than the file has.
-        let mut lying = b"FLR\0\0\x02\0\x01".to_vec();
-        lying.extend_from_slice(&i64::MAX.to_be_bytes());
-        lying.resize(80, 0);
-        let error = parse(lying, SampleEvent::Execution).unwrap_err();
-        assert!(error.to_string().contains("claims"), "{error}");
-    }
-}
+mod tests;

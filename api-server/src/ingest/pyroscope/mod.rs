@@ -1,0 +1,49 @@
+//! Pyroscope's ingest APIs, so its SDKs and Grafana Alloy push to ODP by
+//! changing only the server address: the push API of today ([`push`]) and
+//! the older `/ingest` ([`legacy`]) that Alloy's `pyroscope.write`, the
+//! Java agent and older SDKs use. The token goes in `Authorization:
+//! Bearer`, which every one of them can send (the SDKs' `http_headers`,
+//! Alloy's `bearer_token`).
+
+mod legacy;
+mod push;
+
+use axum::routing::post;
+use axum::Router;
+use odp_core::model::EventKind;
+
+use crate::AppState;
+
+/// The label naming the service, in the push API.
+const SERVICE_LABEL: &str = "service_name";
+/// The label naming the profile type, in the push API.
+const NAME_LABEL: &str = "__name__";
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/ingest", post(legacy::ingest))
+        .route("/push.v1.PusherService/Push", post(push::push))
+}
+
+/// The event a push series' `__name__` asks for, when it names one of
+/// several a profile could hold; `None` lets the sample types decide.
+fn event_of_name(name: &str) -> Option<EventKind> {
+    match name {
+        "process_cpu" | "cpu" => Some(EventKind::CpuClock),
+        "wall" => Some(EventKind::Wall),
+        "block" | "mutex" | "lock" => Some(EventKind::Lock),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_type_names_pick_events() {
+        assert_eq!(event_of_name("process_cpu"), Some(EventKind::CpuClock));
+        assert_eq!(event_of_name("mutex"), Some(EventKind::Lock));
+        assert_eq!(event_of_name("memory"), None, "alloc and in-use both");
+    }
+}

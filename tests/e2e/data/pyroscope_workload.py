@@ -1,0 +1,57 @@
+"""A Python program profiled by Pyroscope's own SDK (pyroscope-io), which
+pushes its profiles to SERVER: two functions, `hot` doing about twice the
+work of `warm`. Prints the wall and CPU seconds its loop ran: py-spy, the SDK's sampler,
+samples the thread holding the GIL whether it is on a CPU or waiting for
+one, so what it earned is the wall time times the rate.
+
+usage: pyroscope_workload.py SERVER TOKEN APP SECONDS
+"""
+import inspect
+import json
+import os
+import sys
+import time
+
+import pyroscope
+
+server, token, app, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+options = dict(
+    application_name=app,
+    server_address=server,
+    sample_rate=100,
+    tags={"region": "eu-west"},
+)
+if "upload_interval" in inspect.signature(pyroscope.configure).parameters:
+    # pyroscope-io 1.x: the push API; the token as a header.
+    options.update(http_headers={"Authorization": f"Bearer {token}"}, upload_interval=2)
+else:
+    # pyroscope-io 0.8: the /ingest API, every 10 s.
+    options.update(auth_token=token)
+pyroscope.configure(**options)
+
+
+def hot(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def warm(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+start = os.times()
+began = time.monotonic()
+end = time.time() + seconds
+while time.time() < end:
+    hot(200_000)
+    warm(100_000)
+used = os.times()
+wall = time.monotonic() - began
+pyroscope.shutdown()
+cpu = (used.user - start.user) + (used.system - start.system)
+print(json.dumps({"cpu_seconds": cpu, "wall_seconds": wall}))
