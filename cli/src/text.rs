@@ -47,8 +47,10 @@ pub(crate) fn time_or_dash(at: Option<&DateTime<Utc>>) -> String {
 /// Seconds as `45 s`, `6.1 s`, `12 min 5 s` or `2 h 3 min`.
 pub(crate) fn span(secs: f64) -> String {
     let secs = secs.max(0.0);
-    if secs < 10.0 && secs.fract() != 0.0 {
-        return format!("{secs:.1} s");
+    // Tenths as shown: 1.999 s is "2 s", like 2 s, not "2.0 s".
+    let tenths = (secs * 10.0).round();
+    if secs < 10.0 && tenths % 10.0 != 0.0 {
+        return format!("{:.1} s", tenths / 10.0);
     }
     let whole = secs.round() as u64;
     match whole {
@@ -195,6 +197,8 @@ mod tests {
     fn spans_read_in_the_largest_unit() {
         assert_eq!(span(6.067), "6.1 s");
         assert_eq!(span(6.0), "6 s");
+        assert_eq!(span(1.999), "2 s");
+        assert_eq!(span(0.004), "0 s");
         assert_eq!(span(45.0), "45 s");
         assert_eq!(span(60.0), "1 min");
         assert_eq!(span(725.0), "12 min 5 s");
