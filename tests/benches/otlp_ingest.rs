@@ -16,6 +16,7 @@
 //! Also prints, from the server's log, where its time goes per request
 //! (decoding and mapping, storing). Prints, asserts nothing about time.
 
+use odp_tests::Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,22 +58,6 @@ fn in_flight() -> usize {
         .unwrap_or(IN_FLIGHT)
 }
 const SECOND: u64 = 1_000_000_000;
-
-/// A small xorshift generator: the same requests every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn text(value: &str) -> Option<AnyValue> {
     Some(AnyValue {

@@ -20,6 +20,7 @@
 //! `cargo bench -p odp-tests --bench reads`, with `ODP_BENCH_DATABASE=mysql`
 //! for the MySQL backend (a private MariaDB). Prints, asserts nothing.
 
+use odp_tests::Rng;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -35,22 +36,6 @@ const FLEET_POOL: usize = 20_000;
 /// 30 s at 99 Hz on 2 threads.
 const FLEET_SAMPLES: usize = 30 * 99 * 2;
 const RUNS: usize = 5;
-
-/// A small xorshift generator: the same profiles every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A function name of about 25 characters.
 fn function(i: usize) -> String {
