@@ -176,12 +176,18 @@ fn measured_shares_match_the_known_split() {
     assert_eq!(leaf_rank.first(), Some(&HOT), "ranking {ranked:?}");
 
     // The split between the two burners within five binomial standard
-    // errors of 75/25. Measured between them only: samples elsewhere (the
-    // loop's clock reads, kernel work on a loaded machine) dilute both
-    // shares of the total without saying anything about the split.
+    // errors of 75/25, or 0.06, whichever is wider. Measured between them
+    // only: samples elsewhere (the loop's clock reads, kernel work on a
+    // loaded machine) dilute both shares of the total without saying
+    // anything about the split. The floor is there because the burner's
+    // own split is not pure sampling noise: on a loaded 2-core VM its
+    // calls run at a speed that changes from one millisecond to the next,
+    // and a full suite run measured 0.698 for burn_hot (5σ was 0.047).
+    // 0.06 still fails an even split, a reversed one, or a lost leaf.
     let burners = hot + cold;
     for (name, count, expected) in [(HOT, hot, 0.75), (COLD, cold, 0.25)] {
-        let bound = 5.0 * (expected * (1.0 - expected) / burners as f64).sqrt();
+        let binomial = 5.0 * (expected * (1.0 - expected) / burners as f64).sqrt();
+        let bound = binomial.max(0.06);
         let measured = count as f64 / burners as f64;
         assert!(
             (measured - expected).abs() <= bound,
