@@ -222,7 +222,13 @@ impl CommandSigner {
             exp: command.expires_at,
             cmd,
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), &claims, &self.key)
+        self.sign_claims(&claims)
+    }
+
+    /// Signs any claims with the command key (agent certificates use it:
+    /// [`crate::identity::issue_certificate`]).
+    pub(crate) fn sign_claims(&self, claims: &impl Serialize) -> Result<String, CommandError> {
+        jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.key)
             .map_err(|e| CommandError::Signing(e.to_string()))
     }
 }
@@ -422,6 +428,16 @@ fn expired(exp: i64, now_unix_s: i64) -> bool {
     exp.saturating_add(LEEWAY_SECS as i64) < now_unix_s
 }
 
+/// The SPKI public PEM of a PKCS#8 private PEM: what agents and the
+/// pipeline verify with, for a server that was given only its signing key.
+pub fn public_pem_of(private_pem: &str) -> Result<String, CommandError> {
+    let key = crate::identity::AgentKey::from_pem(private_pem)
+        .map_err(|e| CommandError::Key(e.to_string()))?;
+    let mut spki = ED25519_SPKI_PREFIX.to_vec();
+    spki.extend_from_slice(&key.public_key());
+    Ok(pem("PUBLIC KEY", &spki))
+}
+
 /// A new Ed25519 key pair as (PKCS#8 private PEM, SPKI public PEM).
 pub fn generate_keypair() -> Result<(String, String), CommandError> {
     use ring::signature::KeyPair as _;
@@ -430,15 +446,17 @@ pub fn generate_keypair() -> Result<(String, String), CommandError> {
         .map_err(|e| CommandError::Key(e.to_string()))?;
     let pair = ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
         .map_err(|e| CommandError::Key(e.to_string()))?;
-    // SPKI for Ed25519 is a fixed 12-byte prefix (RFC 8410) and the key.
-    let mut spki = vec![
-        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
-    ];
+    let mut spki = ED25519_SPKI_PREFIX.to_vec();
     spki.extend_from_slice(pair.public_key().as_ref());
     Ok((pem("PRIVATE KEY", pkcs8.as_ref()), pem("PUBLIC KEY", &spki)))
 }
 
-fn pem(label: &str, der: &[u8]) -> String {
+/// SPKI for Ed25519 is this fixed 12-byte prefix and the key (RFC 8410).
+pub(crate) const ED25519_SPKI_PREFIX: [u8; 12] = [
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
+
+pub(crate) fn pem(label: &str, der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");
     for line in b64.as_bytes().chunks(64) {

@@ -32,6 +32,7 @@ pub mod filter;
 pub mod flamegraph;
 pub mod folded;
 pub mod hash;
+pub mod identity;
 pub mod liveness;
 pub mod merge;
 pub mod model;

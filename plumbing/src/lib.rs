@@ -6,12 +6,14 @@
 //! - [`Topics`]: the four topic names and their `--topic-*` flags;
 //! - [`shutdown_signal`]: SIGTERM or Ctrl-C;
 //! - [`Backoff`]: the wait between retries;
-//! - [`egress`]: which addresses alerts may be sent to.
+//! - [`egress`]: which addresses alerts may be sent to;
+//! - [`signed`]: the headers that authenticate an agent's messages.
 
 pub mod backoff;
 pub mod egress;
 pub mod kafka;
 pub mod shutdown;
+pub mod signed;
 pub mod topics;
 
 pub use backoff::Backoff;
