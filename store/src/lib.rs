@@ -23,6 +23,7 @@ mod cpu;
 mod database;
 mod detections;
 pub mod downsample;
+mod identities;
 mod imports;
 mod ingest;
 pub mod pool;
@@ -58,6 +59,7 @@ pub use detections::{
     previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
     AlertSubject, Issue, IssueStack,
 };
+pub use identities::{Identities, IdentityRow, NewIdentity};
 pub use imports::{
     awaiting_detection, detection_done, import_profile, ingest_profile, ImportedMeta,
     IngestedProfile,

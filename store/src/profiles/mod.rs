@@ -1,5 +1,7 @@
 //! Profile requests and their lifecycle.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
 use odp_core::{EventKind, Target};
@@ -123,6 +125,9 @@ impl From<ProfileRow> for odp_api_types::Profile {
     }
 }
 
+/// Profile ids looked up per statement by [`Profiles::hosts`].
+const HOSTS_CHUNK: usize = 500;
+
 /// Profile requests, in whichever database the store runs on.
 #[derive(Clone)]
 pub struct Profiles {
@@ -213,6 +218,22 @@ impl Profiles {
             .bind(id)
             .fetch_optional(&self.db)
             .await
+    }
+
+    /// The host each of `ids` was started on; ids without a profile are
+    /// left out. The pipeline refuses agent data for a profile that is not
+    /// its signer's host's (or does not exist).
+    pub async fn hosts(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, String>> {
+        let mut hosts = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(HOSTS_CHUNK) {
+            let rows: Vec<(Uuid, String)> =
+                Sql::new("select id, host from profiles where id in $1")
+                    .bind_list(chunk.iter().copied())
+                    .fetch_all(&self.db)
+                    .await?;
+            hosts.extend(rows);
+        }
+        Ok(hosts)
     }
 
     /// Moves a profile to `status` if the lifecycle allows it from where it
