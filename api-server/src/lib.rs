@@ -57,6 +57,7 @@ use crate::control::heartbeats::HeartbeatTracker;
 use crate::control::Control;
 use crate::error::ApiError;
 use crate::metrics::ApiMetrics;
+use crate::service::identities::IdentityIssuer;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -80,6 +81,8 @@ pub struct AppState {
     /// Hosts one user's running runs may profile at once
     /// (`--max-run-hosts-per-user`).
     pub max_run_hosts_per_user: u64,
+    /// Issues agent identities with the command key and records them.
+    pub identities: Arc<IdentityIssuer>,
 }
 
 /// Largest request body outside uploads.
@@ -131,6 +134,7 @@ fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenAp
         .merge(routes::runs::router())
         .merge(routes::rules::router())
         .merge(routes::channels::router())
+        .merge(routes::agents::router())
         .routes(routes!(health))
         .routes(routes!(openapi::openapi_json))
         .split_for_parts();
@@ -190,15 +194,23 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     let signer = CommandSigner::from_private_pem(&pem).map_err(ConfigError::from)?;
     let pool =
         Database::connect_and_migrate_with(&config.database_url, &config.pool_config()).await?;
+    let identities = Arc::new(IdentityIssuer::new(&pem, &pool).map_err(ConfigError::from)?);
     let command_secs = config.start_ack_timeout_secs as i64;
     let kafka = config.kafka.validate().map_err(ConfigError::from)?;
     let heartbeats = HeartbeatTracker::spawn(
         control::heartbeats::consumer_config(&kafka),
         config.topics.events.clone(),
+        identities.verifier(),
+        odp_store::Identities::new(pool.clone()),
     );
-    let control = Control::new(pool.clone(), &config.deploy, command_secs)
-        .map_err(ConfigError::from)?
-        .with_heartbeats(heartbeats);
+    let control = Control::new(
+        pool.clone(),
+        &config.deploy,
+        command_secs,
+        identities.clone(),
+    )
+    .map_err(ConfigError::from)?
+    .with_heartbeats(heartbeats);
     let mut registry = odp_metrics::Registry::default();
     let metrics = ApiMetrics::register(&mut registry);
     let publisher = Arc::new(KafkaPublisher::new(&kafka, &config.topics.commands)?);
@@ -215,6 +227,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         egress: Arc::new(config.alert_destinations.policy()),
         read_limits: Arc::new(ReadLimits::new(config.limits.clone())),
         max_run_hosts_per_user: config.max_run_hosts_per_user,
+        identities,
     })
 }
 

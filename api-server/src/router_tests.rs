@@ -23,6 +23,7 @@ use crate::control::deploy::DeployOptions;
 use crate::control::dispatch::{CommandPublisher, Dispatcher, PublishFuture};
 use crate::control::Control;
 use crate::metrics::ApiMetrics;
+use crate::service::identities::IdentityIssuer;
 use crate::{app, AppState};
 
 const SECRET: &[u8] = b"an in-process test secret";
@@ -52,6 +53,8 @@ struct InProcess {
     recorder: Arc<Recorder>,
     /// Verifies the commands for host `h1`.
     public_key: String,
+    /// The command signing key, PKCS#8 PEM.
+    private_key: String,
     _stack: Stack,
 }
 
@@ -65,11 +68,18 @@ impl InProcess {
         let metrics = ApiMetrics::register(&mut registry);
         let signer = CommandSigner::from_private_pem(&private).unwrap();
         let dispatcher = Dispatcher::new(recorder.clone(), signer, 300, metrics.clone());
+        let identities = Arc::new(IdentityIssuer::new(&private, &pool).unwrap());
+        let control = Control::new(
+            pool.clone(),
+            &DeployOptions::defaults(),
+            60,
+            identities.clone(),
+        );
         let state = AppState {
             profiles: Profiles::new(pool.clone()),
             auth: Arc::new(Authenticator::from_secret(SECRET)),
             dispatcher: Arc::new(dispatcher),
-            control: Arc::new(Control::new(pool.clone(), &DeployOptions::defaults(), 60).unwrap()),
+            control: Arc::new(control.unwrap()),
             pool,
             metrics,
             exposition: Arc::new(odp_metrics::Metrics::new(registry)),
@@ -77,11 +87,13 @@ impl InProcess {
             egress: Default::default(),
             read_limits: Default::default(),
             max_run_hosts_per_user: 2000,
+            identities,
         };
         InProcess {
             state,
             recorder,
             public_key,
+            private_key: private,
             _stack: stack,
         }
     }
@@ -89,9 +101,20 @@ impl InProcess {
     /// Sends `body` (if any) as an admin (free of service scopes, which
     /// need agents' heartbeats) and returns the status and JSON.
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        self.call_as(Role::Admin, method, path, body).await
+    }
+
+    /// [`Self::call`] with a token of `role` for subject `ci`.
+    async fn call_as(
+        &self,
+        role: Role,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let grant = Grant {
             subject: "ci".into(),
-            role: Role::Admin,
+            role,
             services: vec!["*".into()],
         };
         let now = chrono::Utc::now().timestamp();
@@ -225,3 +248,5 @@ async fn a_start_the_broker_does_not_take_fails_and_says_so() {
     assert_eq!(status, StatusCode::ACCEPTED);
     assert_eq!(api.commands().len(), 1);
 }
+
+mod identities;

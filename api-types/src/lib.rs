@@ -62,6 +62,7 @@ macro_rules! wire_enum {
 pub mod channels;
 pub mod control;
 pub mod error;
+pub mod identities;
 pub mod profiles;
 pub mod queries;
 pub mod rules;
@@ -80,6 +81,7 @@ pub use odp_core::{ProfileStatus, Target};
 pub use channels::*;
 pub use control::*;
 pub use error::*;
+pub use identities::*;
 pub use profiles::*;
 pub use queries::*;
 pub use rules::*;

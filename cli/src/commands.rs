@@ -138,6 +138,12 @@ enum Command {
         #[command(subcommand)]
         action: crate::services::ServiceAction,
     },
+    /// Agent identities (admin): enroll an agent (its key made here, the
+    /// certificate from the api-server), list them, revoke one.
+    Agents {
+        #[command(subcommand)]
+        action: crate::agents::AgentAction,
+    },
     /// Runs: a service profiled at once on hosts chosen from those running
     /// it, ended early once its top shares are precise: start, show, wait,
     /// hosts, top, stop, list.
@@ -251,6 +257,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rules { action } => crate::rules::run(&client, action).await?,
         Command::Channels { action } => crate::channels::run(&client, action).await?,
         Command::Services { action } => crate::services::run(&client, action).await?,
+        Command::Agents { action } => crate::agents::run(&client, action).await?,
         Command::Run { action } => crate::runs::run(&client, action, width).await?,
         Command::Files(command) => crate::files::run(&client, command).await?,
         Command::Compare(command) => crate::compare::run(&client, command, width).await?,

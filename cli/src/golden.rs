@@ -271,6 +271,25 @@ fn admin_tables() {
 }
 
 #[test]
+fn agent_identities_show_their_state_and_enroll_says_where_the_files_are() {
+    use odp_client::types::{AgentIdentityList, IssuedAgentIdentity};
+    let list: AgentIdentityList = data!("agent-identities.json");
+    let table = crate::agents::identities_table(&list, now());
+    golden("agent-identities.txt", &table);
+    for state in ["valid", "revoked", "expired"] {
+        assert!(table.contains(&format!(" {state} ")), "{state}: {table}");
+    }
+    let empty = AgentIdentityList { identities: vec![] };
+    assert!(crate::agents::identities_table(&empty, now()).ends_with("(no agent identities)\n"));
+    let enrolled: IssuedAgentIdentity = data!("agent-identity-enrolled.json");
+    let dir = std::path::Path::new("./odp-agent-identity");
+    golden(
+        "agent-enroll.txt",
+        &crate::agents::enroll_summary(&enrolled, dir),
+    );
+}
+
+#[test]
 fn wait_progress_says_time_and_samples() {
     use crate::follow::{progress_line, stored_samples};
     let running: Profile = data!("profile-running.json");

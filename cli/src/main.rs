@@ -12,6 +12,7 @@
 //! `tests/golden/` (`ODP_BLESS=1 cargo test -p odpctl` rewrites them).
 
 mod admin;
+mod agents;
 mod channels;
 mod commands;
 mod compare;

@@ -5,7 +5,10 @@ use std::fmt::Display;
 use std::time::Duration;
 
 pub use odp_api_types as types;
-use odp_api_types::{Profile, ProfileStatus, ProfilesPage, Run, RunPrecision, TopResponse};
+use odp_api_types::{
+    AgentIdentityList, AgentIdentityRecord, IssueAgentIdentityRequest, IssuedAgentIdentity,
+    Profile, ProfileStatus, ProfilesPage, Run, RunPrecision, TopResponse,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -320,6 +323,37 @@ impl ApiClient {
     pub async fn run_precision(&self, id: impl Display) -> Result<RunPrecision> {
         let path = format!("/api/v1/runs/{id}/precision");
         self.typed(reqwest::Method::GET, &path, None, 200).await
+    }
+
+    /// Issues an agent identity (admin): a certificate for the request's
+    /// public key, or for a key pair the API generates and answers once.
+    pub async fn issue_agent_identity(
+        &self,
+        request: &IssueAgentIdentityRequest,
+    ) -> Result<IssuedAgentIdentity> {
+        let path = "/api/v1/agents/identities";
+        self.send(reqwest::Method::POST, path, Some(request), 201)
+            .await
+    }
+
+    /// Issued agent identities, newest first, of `host` when given (admin).
+    /// `host` must be a plain host name (the API refuses others).
+    pub async fn agent_identities(
+        &self,
+        host: Option<&str>,
+        limit: u32,
+    ) -> Result<AgentIdentityList> {
+        let mut path = format!("/api/v1/agents/identities?limit={limit}");
+        if let Some(host) = host {
+            path.push_str(&format!("&host={host}"));
+        }
+        self.get(&path).await
+    }
+
+    /// Revokes an agent identity (admin); returns it as revoked.
+    pub async fn revoke_agent_identity(&self, id: impl Display) -> Result<AgentIdentityRecord> {
+        let path = format!("/api/v1/agents/identities/{id}");
+        self.typed(reqwest::Method::DELETE, &path, None, 200).await
     }
 
     /// Sends `body` as it is (`content_type`), with the bearer token when

@@ -226,7 +226,7 @@ impl CommandSigner {
     }
 
     /// Signs any claims with the command key (agent certificates use it:
-    /// [`crate::identity::issue_certificate`]).
+    /// `identity::issue_certificate`).
     pub(crate) fn sign_claims(&self, claims: &impl Serialize) -> Result<String, CommandError> {
         jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.key)
             .map_err(|e| CommandError::Signing(e.to_string()))
@@ -354,14 +354,7 @@ impl CommandVerifier {
         token: &str,
         now_unix_s: i64,
     ) -> Result<(Command, StartOptions), CommandError> {
-        let mut validation = Validation::new(Algorithm::EdDSA);
-        validation.set_audience(&[AUDIENCE]);
-        validation.set_issuer(&[ISSUER]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        // Expiry is checked below against the caller's clock, so tests and
-        // agents with a known skew get deterministic answers.
-        validation.validate_exp = false;
-        let claims = jsonwebtoken::decode::<Claims>(token, &self.key, &validation)
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.key, &validation_for(AUDIENCE))
             .map_err(|e| CommandError::Invalid(e.to_string()))?
             .claims;
         let invalid = |e: serde_json::Error| CommandError::Invalid(e.to_string());
@@ -422,6 +415,20 @@ impl CommandVerifier {
     }
 }
 
+/// What a token signed with the command key must carry to be taken for
+/// `audience` (commands, or agent certificates): EdDSA, our issuer, and
+/// `exp`, `iss`, `aud` and `sub`. Expiry is left to the caller, checked
+/// against its own clock, so tests and agents with a known skew get
+/// deterministic answers.
+pub(crate) fn validation_for(audience: &str) -> Validation {
+    let mut validation = Validation::new(Algorithm::EdDSA);
+    validation.set_audience(&[audience]);
+    validation.set_issuer(&[ISSUER]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    validation.validate_exp = false;
+    validation
+}
+
 /// Whether a command expiring at `exp` is past its expiry (and the
 /// tolerated skew) at `now_unix_s`.
 fn expired(exp: i64, now_unix_s: i64) -> bool {
@@ -431,10 +438,12 @@ fn expired(exp: i64, now_unix_s: i64) -> bool {
 /// The SPKI public PEM of a PKCS#8 private PEM: what agents and the
 /// pipeline verify with, for a server that was given only its signing key.
 pub fn public_pem_of(private_pem: &str) -> Result<String, CommandError> {
-    let key = crate::identity::AgentKey::from_pem(private_pem)
-        .map_err(|e| CommandError::Key(e.to_string()))?;
+    use ring::signature::KeyPair as _;
+    let der = pem_der(private_pem).map_err(CommandError::Key)?;
+    let pair = ring::signature::Ed25519KeyPair::from_pkcs8_maybe_unchecked(&der)
+        .map_err(|e| CommandError::Key(format!("not an Ed25519 PKCS#8 key: {e}")))?;
     let mut spki = ED25519_SPKI_PREFIX.to_vec();
-    spki.extend_from_slice(&key.public_key());
+    spki.extend_from_slice(pair.public_key().as_ref());
     Ok(pem("PUBLIC KEY", &spki))
 }
 
@@ -455,6 +464,18 @@ pub fn generate_keypair() -> Result<(String, String), CommandError> {
 pub(crate) const ED25519_SPKI_PREFIX: [u8; 12] = [
     0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
 ];
+
+/// The DER bytes of a PEM block (its base64 lines between the markers).
+pub(crate) fn pem_der(pem: &str) -> Result<Vec<u8>, String> {
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("-----"))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|e| format!("not PEM: {e}"))
+}
 
 pub(crate) fn pem(label: &str, der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);

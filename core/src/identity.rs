@@ -24,13 +24,13 @@ use std::sync::Mutex;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::DecodingKey;
 use ring::signature::{Ed25519KeyPair, KeyPair as _, UnparsedPublicKey, ED25519};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::command::{CommandSigner, ISSUER};
+use crate::command::{pem, pem_der, validation_for, CommandSigner, ED25519_SPKI_PREFIX, ISSUER};
 
 /// The `aud` of an agent certificate: never accepted as a command.
 pub const CERTIFICATE_AUDIENCE: &str = "odp-agent-identity";
@@ -157,7 +157,7 @@ pub fn issue_certificate(
         sub: host.to_owned(),
         iat: issued_at,
         exp: expires_at,
-        key: URL_SAFE_NO_PAD.encode(public_key),
+        key: encode_public_key(public_key),
     };
     let token = signer
         .sign_claims(&claims)
@@ -182,8 +182,8 @@ impl std::fmt::Debug for AgentKey {
 impl AgentKey {
     pub fn generate() -> Result<AgentKey, IdentityError> {
         let rng = ring::rand::SystemRandom::new();
-        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
-            .map_err(|e| IdentityError::Key(e.to_string()))?;
+        let pkcs8 =
+            Ed25519KeyPair::generate_pkcs8(&rng).map_err(|e| IdentityError::Key(e.to_string()))?;
         Self::from_pkcs8(pkcs8.as_ref())
     }
 
@@ -198,19 +198,11 @@ impl AgentKey {
 
     /// From a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
     pub fn from_pem(pem: &str) -> Result<AgentKey, IdentityError> {
-        let body: String = pem
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with("-----"))
-            .collect();
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(body)
-            .map_err(|e| IdentityError::Key(format!("not PEM: {e}")))?;
-        Self::from_pkcs8(&der)
+        Self::from_pkcs8(&pem_der(pem).map_err(IdentityError::Key)?)
     }
 
     pub fn to_pem(&self) -> String {
-        crate::command::pem("PRIVATE KEY", &self.pkcs8)
+        pem("PRIVATE KEY", &self.pkcs8)
     }
 
     pub fn public_key(&self) -> [u8; 32] {
@@ -222,19 +214,18 @@ impl AgentKey {
     }
 }
 
+/// A public key as certificates and the store write it: base64url of its
+/// 32 raw bytes, without padding.
+pub fn encode_public_key(public_key: &[u8; 32]) -> String {
+    URL_SAFE_NO_PAD.encode(public_key)
+}
+
 /// Parses a public key given as base64 (standard or url-safe) of its 32
 /// raw bytes, or as an SPKI PEM.
 pub fn parse_public_key(text: &str) -> Result<[u8; 32], IdentityError> {
     let text = text.trim();
     let der_or_raw = if text.starts_with("-----BEGIN PUBLIC KEY-----") {
-        let body: String = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with("-----"))
-            .collect();
-        base64::engine::general_purpose::STANDARD
-            .decode(body)
-            .map_err(|e| IdentityError::Key(format!("not PEM: {e}")))?
+        pem_der(text).map_err(IdentityError::Key)?
     } else {
         let trimmed = text.trim_end_matches('=');
         URL_SAFE_NO_PAD
@@ -245,7 +236,7 @@ pub fn parse_public_key(text: &str) -> Result<[u8; 32], IdentityError> {
     // SPKI for Ed25519 is a fixed 12-byte prefix and the key (RFC 8410).
     let raw = match der_or_raw.len() {
         32 => &der_or_raw[..],
-        44 if der_or_raw[..12] == crate::command::ED25519_SPKI_PREFIX => &der_or_raw[12..],
+        44 if der_or_raw[..12] == ED25519_SPKI_PREFIX => &der_or_raw[12..],
         n => {
             return Err(IdentityError::Key(format!(
                 "an Ed25519 public key is 32 bytes (or a 44-byte SPKI), not {n}"
@@ -318,9 +309,11 @@ impl AgentIdentity {
     pub fn save(key: &AgentKey, token: &str, dir: &Path) -> Result<(), IdentityError> {
         use std::io::Write as _;
         use std::os::unix::fs::OpenOptionsExt as _;
-        let io = |what: String| move |e: std::io::Error| IdentityError::Io {
-            what,
-            error: e.to_string(),
+        let io = |what: String| {
+            move |e: std::io::Error| IdentityError::Io {
+                what,
+                error: e.to_string(),
+            }
         };
         std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
         let key_path = dir.join(KEY_FILE);
@@ -398,12 +391,8 @@ impl MessageVerifier {
     }
 
     fn decode(&self, token: &str) -> Result<Certificate, IdentityError> {
-        let mut validation = Validation::new(Algorithm::EdDSA);
-        validation.set_audience(&[CERTIFICATE_AUDIENCE]);
-        validation.set_issuer(&[ISSUER]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         // Times are checked against the caller's clock (check_time).
-        validation.validate_exp = false;
+        let validation = validation_for(CERTIFICATE_AUDIENCE);
         let claims = jsonwebtoken::decode::<Claims>(token, &self.key, &validation)
             .map_err(|e| IdentityError::Certificate(e.to_string()))?
             .claims;

@@ -12,6 +12,7 @@
 //! # }
 //! ```
 
+pub mod agent_identity;
 mod broker;
 mod database;
 mod demo;

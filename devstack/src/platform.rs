@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::agent_identity::{issue_identity, record_identity, IssuedIdentity};
 use crate::error::{DevError, IoContext, Result};
 use odp_plumbing::Topics;
 
@@ -159,16 +160,28 @@ impl Platform {
             .args(["--topic-stacks", &stack.topics.stacks])
             .args(["--topic-events", &stack.topics.events])
             .args(["--topic-dead-letter", &stack.topics.dead_letter])
+            .arg("--command-public-key")
+            .arg(&public_key)
             .args(["--batch-wait-ms", "100"])
             .log_dir(&logs)
             .own_process_group(options.detached)
             .spawn()?;
         let agent_metrics = format!("127.0.0.1:{}", ports[2]);
-        let agent = if options.with_agent {
-            let agent = spawn_agent(stack, &options, &public_key, &logs, &agent_metrics)?;
-            Some(agent)
+        let agent_identity = if options.with_agent {
+            Some(issue_identity(&signing_key, &options.host_id, "odp-dev")?)
         } else {
             None
+        };
+        let agent = match &agent_identity {
+            Some(identity) => Some(spawn_agent(
+                stack,
+                &options,
+                &public_key,
+                identity,
+                &logs,
+                &agent_metrics,
+            )?),
+            None => None,
         };
         let health = ApiClient::with_ca(&api_url, "", &ca_pem)?;
         wait_for("the api-server to answer /healthz", Duration::from_secs(60), || {
@@ -177,6 +190,11 @@ impl Platform {
         })
         .await
         .map_err(|e| with_log(e, &api))?;
+        // Migrated by now: keep the agent's identity where operators list
+        // and revoke identities.
+        if let Some(identity) = &agent_identity {
+            record_identity(&stack.database_url, &identity.record).await?;
+        }
         let token = mint_token(&jwt_secret, "odp-dev")?;
         Ok(Platform {
             api_url,
@@ -243,17 +261,22 @@ fn spawn_agent(
     stack: &StackEndpoints,
     options: &PlatformOptions,
     public_key: &Path,
+    identity: &IssuedIdentity,
     logs: &Path,
     metrics_listen: &str,
 ) -> Result<ServiceProcess> {
     // Its own state directory: `odp-dev` reads ODP_STATE_DIR too, for the
     // stack's, where the agent's `services.json` would overwrite the
     // record `odp-dev down` stops the services by.
+    let state = options.dir.join("agent-state");
+    let identity_dir = state.join("identity");
+    identity.save(&identity_dir)?;
     let mut agent = ServiceProcess::builder(
         "profiler-service",
         workspace_binary("odp-profiler-service")?,
     )
-    .env("ODP_STATE_DIR", options.dir.join("agent-state"));
+    .env("ODP_STATE_DIR", &state)
+    .env("ODP_AGENT_IDENTITY_DIR", &identity_dir);
     for (name, value) in &options.agent_env {
         agent = agent.env(name, value);
     }

@@ -4,7 +4,8 @@
 //! its memory is its own). Every 10 s it prints the lag (snapshots sent but
 //! not yet stored) and the worker's resident memory, then whether the lag
 //! stayed bounded and the memory flat: the last third of the run against
-//! the first.
+//! the first. Each agent signs its windows with an identity of its own
+//! host, as in production.
 //!
 //! Run by hand: `cargo bench -p odp-pipeline --bench fleet` (about 4
 //! minutes; `ODP_FLEET_SECS` and `ODP_FLEET_AGENTS` change the run). Needs
@@ -14,10 +15,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::signing::Issuer;
+use odp_core::identity::{AgentIdentity, Channel};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
 use odp_devstack::{ServiceProcess, Stack, StackOptions};
 use odp_plumbing::Topics;
+use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;
@@ -40,12 +44,19 @@ fn env_or(name: &str, default: u64) -> u64 {
 async fn main() {
     let agents = env_or("ODP_FLEET_AGENTS", 1000) as usize;
     let run_for = Duration::from_secs(env_or("ODP_FLEET_SECS", 200));
-    let stack = Stack::start(StackOptions::ephemeral().topics(Topics::with_prefix("fleet-")))
+    let options =
+        common::in_memory_broker(StackOptions::ephemeral().topics(Topics::with_prefix("fleet-")));
+    let stack = Stack::start(options)
         .await
         .expect("start the stack (is tansu installed?)");
     let pool = stack.connect().await.unwrap();
     let profiles = running_profiles(&pool, agents).await;
-    let worker = common::spawn_worker(&stack, "fleet", stack.database_url());
+    let issuer = Issuer::new();
+    let identities: Vec<AgentIdentity> = (0..agents)
+        .map(|agent| issuer.identity(&format!("host-{agent}")))
+        .collect();
+    let public_key = issuer.write_public_key(stack.state_dir());
+    let worker = common::spawn_worker(&stack, "fleet", stack.database_url(), &public_key);
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", stack.kafka_bootstrap())
         .set("linger.ms", "5")
@@ -76,13 +87,16 @@ async fn main() {
             if started.elapsed() >= run_for {
                 break 'run;
             }
+            let payload = snapshot(profile, agent, window);
+            let headers =
+                odp_plumbing::signed::headers(&identities[agent].sign(Channel::Stacks, &payload));
             // Not awaited: agents do not wait for each other's acks.
             tokio::spawn(send(
                 producer.clone(),
                 stack.topics().stacks.clone(),
                 profile,
-                agent,
-                window,
+                payload,
+                headers,
             ));
             sent += 1;
             if Instant::now() >= next_report {
@@ -102,13 +116,14 @@ async fn main() {
 }
 
 /// Profile rows for the agents, running, as the api-server would have made
-/// them (issue detection then paces them like real profiles).
+/// them (issue detection then paces them like real profiles): agent `i`'s
+/// on `host-{i}`.
 async fn running_profiles(pool: &PgPool, agents: usize) -> Vec<Uuid> {
     let profiles: Vec<Uuid> = (0..agents).map(|_| Uuid::new_v4()).collect();
     sqlx::query(
         "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
                                requested_by)
-         select id, 'host-' || n, 'svc-' || (n % $2), '{\"by\": \"pid\", \"value\": 1}',
+         select id, 'host-' || (n - 1), 'svc-' || ((n - 1) % $2), '{\"by\": \"pid\", \"value\": 1}',
                 3600000, 99, 'running', 'fleet'
          from unnest($1::uuid[]) with ordinality as p(id, n)",
     )
@@ -120,10 +135,18 @@ async fn running_profiles(pool: &PgPool, agents: usize) -> Vec<Uuid> {
     profiles
 }
 
-async fn send(producer: FutureProducer, topic: String, profile: Uuid, agent: usize, window: u32) {
-    let payload = snapshot(profile, agent, window);
+async fn send(
+    producer: FutureProducer,
+    topic: String,
+    profile: Uuid,
+    payload: Vec<u8>,
+    headers: OwnedHeaders,
+) {
     let key = profile.to_string();
-    let record = FutureRecord::to(&topic).key(&key).payload(&payload);
+    let record = FutureRecord::to(&topic)
+        .key(&key)
+        .payload(&payload)
+        .headers(headers);
     producer
         .send(record, Duration::from_secs(60))
         .await

@@ -9,11 +9,19 @@
 //!    each packet by 1 ms each way (a database on another host, where a
 //!    worker waits on round trips that a second worker overlaps).
 //!
+//! Every window is signed by its host's agent identity and its profile
+//! recorded first, as in production, so the worker's checks (signature,
+//! host, profile) are on the clock. Apart from the runs, it times those
+//! checks on their own: what verifying a message's signature costs against
+//! decoding it.
+//!
 //! Workers run as their own processes (the release `odp-pipeline`
 //! binary), as in production. Run by hand:
 //! `cargo bench -p odp-pipeline --bench ingest` (a few minutes; needs
 //! Tansu and Postgres like the tests), with `ODP_BENCH_DATABASE=mysql` on a
-//! private MariaDB instead. Prints ratios, asserts nothing.
+//! private MariaDB instead, and `ODP_BENCH_PIPELINE=path` to time another
+//! build of the worker on the same workload. Prints ratios, asserts
+//! nothing.
 
 mod common;
 #[path = "common/latency.rs"]
@@ -23,13 +31,18 @@ mod mysql;
 #[path = "ingest/postgres.rs"]
 mod postgres;
 
+use std::hint::black_box;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::signing::{insert_profile, Issuer};
+use odp_core::identity::{AgentIdentity, Channel, MessageVerifier};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame};
+use odp_core::{EventKind, Frame, Snapshot};
 use odp_devstack::{DatabaseKind, Stack, StackOptions};
 use odp_plumbing::Topics;
 use odp_store::Database;
+use odp_store::ProfileStatus;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
@@ -50,6 +63,8 @@ const WINDOWS: usize = 100;
 const STACKS_PER_WINDOW: usize = 60;
 const DISTINCT_STACKS: usize = 600;
 const THREADS: u32 = 4;
+/// Hosts the profiles run on, one agent identity each.
+const HOSTS: usize = 8;
 /// Worker runs compared with a raw bulk load. The worker writes one row
 /// per window (in `snapshots`), holding the window's block.
 const ROUNDS: usize = 5;
@@ -60,9 +75,11 @@ async fn main() {
         .unwrap_or_else(|_| "postgres".into())
         .parse()
         .expect("ODP_BENCH_DATABASE is postgres or mysql");
-    let options = StackOptions::ephemeral()
-        .topics(Topics::with_prefix("bench-"))
-        .database_kind(database);
+    let options = common::in_memory_broker(
+        StackOptions::ephemeral()
+            .topics(Topics::with_prefix("bench-"))
+            .database_kind(database),
+    );
     let stack = Stack::start(options)
         .await
         .expect("start the stack (is tansu installed?)");
@@ -82,9 +99,16 @@ async fn main() {
         .create()
         .unwrap();
 
+    let issuer = Issuer::new();
+    let agents = Agents {
+        public_key: issuer.write_public_key(stack.state_dir()),
+        identities: (0..HOSTS).map(|h| issuer.identity(&host(h))).collect(),
+    };
+    verify_cost(&agents);
+
     println!(
         "database: {server}; workload: {PROFILES} profiles x {WINDOWS} windows, \
-         {STACKS_PER_WINDOW} stacks each"
+         {STACKS_PER_WINDOW} stacks each, signed by {HOSTS} hosts' agents"
     );
     // Other work on the machine slows either side at random: rounds of a
     // worker run and the raw bulk load of its rows right after, and the
@@ -93,7 +117,16 @@ async fn main() {
     let mut one_rates = Vec::new();
     for round in 1..=ROUNDS {
         let group = format!("one-{round}");
-        let one = ingest_run(&stack, &db, &producer, 1, &group, stack.database_url()).await;
+        let one = ingest_run(
+            &stack,
+            &db,
+            &producer,
+            &agents,
+            1,
+            &group,
+            stack.database_url(),
+        )
+        .await;
         let (rows, timed_rows) = (one.rows, one.timed_rows());
         let load_secs = on_database!(&db, bulk_load_seconds(&one.profiles));
         let rows_per_sec = one.rate();
@@ -114,7 +147,7 @@ async fn main() {
     );
 
     let local = stack.database_url().to_owned();
-    let two_rate = ingest_run(&stack, &db, &producer, 2, "two", &local)
+    let two_rate = ingest_run(&stack, &db, &producer, &agents, 2, "two", &local)
         .await
         .report(2);
     println!(
@@ -133,15 +166,95 @@ async fn main() {
     let (mut one_remote, mut two_remote) = (Vec::new(), Vec::new());
     for round in 1..=2 {
         let group = format!("one-remote-{round}");
-        let one = ingest_run(&stack, &db, &producer, 1, &group, &remote).await;
+        let one = ingest_run(&stack, &db, &producer, &agents, 1, &group, &remote).await;
         one_remote.push(one.report(1));
         let group = format!("two-remote-{round}");
-        let two = ingest_run(&stack, &db, &producer, 2, &group, &remote).await;
+        let two = ingest_run(&stack, &db, &producer, &agents, 2, &group, &remote).await;
         two_remote.push(two.report(2));
     }
     println!(
         "ratio 2 workers/1 worker throughput, 1 ms away = {:.2}x",
         median(&mut two_remote) / median(&mut one_remote)
+    );
+}
+
+/// The agents the windows come from, and the key that certifies them.
+struct Agents {
+    public_key: PathBuf,
+    /// Of `host(i)`, at `i`.
+    identities: Vec<AgentIdentity>,
+}
+
+fn host(i: usize) -> String {
+    format!("host-{i}")
+}
+
+/// Prints what checking a window's signature costs per message, its
+/// certificate already verified (as all but an agent's first message
+/// find it), against decoding the window, and the one-off check of a
+/// certificate. CPU only: no broker, no database.
+fn verify_cost(agents: &Agents) {
+    const MESSAGES: usize = 2_000;
+    let pem = std::fs::read_to_string(&agents.public_key).unwrap();
+    let identity = &agents.identities[0];
+    let profile = Uuid::new_v4();
+    let signed: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = (0..MESSAGES)
+        .map(|window| {
+            let payload = snapshot("verify", profile, &host(0), window);
+            let signature = identity.sign(Channel::Stacks, &payload);
+            let certificate = signature.certificate.as_bytes().to_vec();
+            (payload, certificate, signature.signature.into_bytes())
+        })
+        .collect();
+    let now = odp_plumbing::signed::unix_now();
+    let verify =
+        |verifier: &MessageVerifier,
+         (payload, certificate, signature): &(Vec<u8>, Vec<u8>, Vec<u8>)| {
+            verifier
+                .verify(
+                    Channel::Stacks,
+                    payload,
+                    Some(certificate),
+                    Some(signature),
+                    now,
+                )
+                .expect("verifies")
+        };
+    // The best of a few passes: other work on the machine only adds.
+    let best = |pass: &dyn Fn() -> Duration| (0..5).map(|_| pass()).min().unwrap();
+    let decode = best(&|| {
+        let started = Instant::now();
+        for (payload, ..) in &signed {
+            black_box(Snapshot::decode(black_box(payload)).unwrap());
+        }
+        started.elapsed()
+    });
+    let verifier = MessageVerifier::from_public_pem(&pem).unwrap();
+    verify(&verifier, &signed[0]);
+    let checked = best(&|| {
+        let started = Instant::now();
+        for message in &signed {
+            black_box(verify(&verifier, message));
+        }
+        started.elapsed()
+    });
+    let first = best(&|| {
+        let fresh = MessageVerifier::from_public_pem(&pem).unwrap();
+        let started = Instant::now();
+        black_box(verify(&fresh, &signed[0]));
+        started.elapsed()
+    });
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / MESSAGES as f64;
+    println!(
+        "per window of {} bytes: decode {:.1} us; signature check {:.1} us \
+         (certificate cached; its first check {:.0} us); \
+         check / decode = {:.2}x, (check + decode) / decode = {:.2}x",
+        signed[0].0.len(),
+        per(decode),
+        per(checked),
+        first.as_secs_f64() * 1e6,
+        checked.as_secs_f64() / decode.as_secs_f64(),
+        (checked + decode).as_secs_f64() / decode.as_secs_f64()
     );
 }
 
@@ -195,6 +308,7 @@ async fn ingest_run(
     stack: &Stack,
     db: &Database,
     producer: &FutureProducer,
+    agents: &Agents,
     workers: usize,
     group: &str,
     database_url: &str,
@@ -202,17 +316,27 @@ async fn ingest_run(
     // Each run starts from empty tables, as its baseline does: tables grown
     // by the earlier runs would make every later run slower.
     on_database!(db, clear());
-    let profiles: Vec<Uuid> = (0..PROFILES).map(|_| Uuid::new_v4()).collect();
+    // Profile `i` runs on `host(i % HOSTS)`, recorded as the api-server
+    // would have before any window came.
+    let mut profiles: Vec<Uuid> = Vec::with_capacity(PROFILES);
+    for i in 0..PROFILES {
+        profiles.push(insert_profile(db, &host(i % HOSTS), ProfileStatus::Requested).await);
+    }
     let group = format!("bench-{group}");
     tokio::task::block_in_place(|| start_at_end(stack, &group));
     let mut sends = Vec::new();
     for window in 0..WINDOWS {
-        for &profile in &profiles {
-            let payload = snapshot(&group, profile, window);
+        for (i, &profile) in profiles.iter().enumerate() {
+            let payload = snapshot(&group, profile, &host(i % HOSTS), window);
+            let signature = agents.identities[i % HOSTS].sign(Channel::Stacks, &payload);
+            let headers = odp_plumbing::signed::headers(&signature);
             let key = profile.to_string();
             let topic = stack.topics().stacks.clone();
             sends.push(async move {
-                let record = FutureRecord::to(&topic).key(&key).payload(&payload);
+                let record = FutureRecord::to(&topic)
+                    .key(&key)
+                    .payload(&payload)
+                    .headers(headers);
                 producer
                     .send(record, Duration::from_secs(60))
                     .await
@@ -225,7 +349,7 @@ async fn ingest_run(
     }
     let launched = Instant::now();
     let workers: Vec<_> = (0..workers)
-        .map(|_| common::spawn_worker(stack, &group, database_url))
+        .map(|_| common::spawn_worker(stack, &group, database_url, &agents.public_key))
         .collect();
     // Timed from the first stored snapshot: joining the group and loading
     // the rules are start-up, not ingest. The rows stored by then are
@@ -291,10 +415,10 @@ fn start_at_end(stack: &Stack, group: &str) {
     consumer.commit(&ends, CommitMode::Sync).unwrap();
 }
 
-/// A window of `profile`: 60 of 600 distinct stacks (rotating with the
-/// window, as hot paths do), 4 threads. Function names carry the run's
-/// name, so each run stores frames and stacks of its own.
-fn snapshot(run: &str, profile: Uuid, window: usize) -> Vec<u8> {
+/// A window of `profile` on `host`: 60 of 600 distinct stacks (rotating
+/// with the window, as hot paths do), 4 threads. Function names carry the
+/// run's name, so each run stores frames and stacks of its own.
+fn snapshot(run: &str, profile: Uuid, host: &str, window: usize) -> Vec<u8> {
     let mut b = SnapshotBuilder::new();
     for i in 0..STACKS_PER_WINDOW {
         let stack = (window * 7 + i * 11) % DISTINCT_STACKS;
@@ -311,7 +435,7 @@ fn snapshot(run: &str, profile: Uuid, window: usize) -> Vec<u8> {
     let start = 1_700_000_000_000 + window as i64 * 10_000;
     b.build(SnapshotHeader {
         profile_id: profile,
-        host: format!("host-{}", profile.as_u128() % 8),
+        host: host.to_owned(),
         agent_id: "bench-agent".into(),
         sequence: window as u64,
         window_start_ms: start,

@@ -1,7 +1,10 @@
 //! Turning a batch of raw messages into storable work, sans I/O.
 
 use odp_core::event::{AgentEvent, AgentEventKind};
+use odp_core::identity::Channel;
 use odp_core::Snapshot;
+
+use crate::authenticity::{unauthenticated, Authenticator};
 
 /// A message as taken off the consumer, owned so the batch can outlive the
 /// poll that produced it.
@@ -12,6 +15,9 @@ pub(crate) struct RawMessage {
     pub(crate) offset: i64,
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) payload: Vec<u8>,
+    /// The sender's certificate and signature headers, as sent.
+    pub(crate) certificate: Option<Vec<u8>>,
+    pub(crate) signature: Option<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -27,14 +33,24 @@ pub(crate) struct Decoded {
     pub(crate) rejected: Vec<Rejected>,
 }
 
-/// Decodes each message by its topic; anything undecodable is rejected with
-/// the decoder's reason, and anything over `max_bytes` unread.
+/// Where messages come from and how large they may be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sources<'a> {
+    pub(crate) stacks_topic: &'a str,
+    pub(crate) events_topic: &'a str,
+    pub(crate) max_bytes: usize,
+}
+
+/// Decodes each message by its topic. A message is rejected, with the
+/// reason, when it is over `max_bytes` (unread), is not signed by a
+/// certified and unrevoked identity ([`Authenticator`]), is undecodable,
+/// or names another host than its certificate's.
 pub(crate) fn decode(
     messages: Vec<RawMessage>,
-    stacks_topic: &str,
-    events_topic: &str,
-    max_bytes: usize,
+    sources: Sources<'_>,
+    auth: &Authenticator<'_>,
 ) -> Decoded {
+    let max_bytes = sources.max_bytes;
     let mut out = Decoded::default();
     for mut message in messages {
         if message.payload.len() > max_bytes {
@@ -46,21 +62,37 @@ pub(crate) fn decode(
             // The dead-letter producer could not take it either.
             message.payload = Vec::new();
             out.rejected.push(Rejected { message, reason });
-        } else if message.topic == stacks_topic {
-            match Snapshot::decode(&message.payload) {
+        } else if message.topic == sources.stacks_topic {
+            // Authenticated before it is parsed: nobody's bytes reach the
+            // decoder but a certified agent's.
+            let snapshot = auth
+                .authenticate(Channel::Stacks, &message)
+                .and_then(|certificate| {
+                    let snapshot = Snapshot::decode(&message.payload)
+                        .map_err(|e| format!("undecodable snapshot: {e}"))?;
+                    certificate
+                        .check_host(&snapshot.host)
+                        .map_err(unauthenticated)?;
+                    Ok(snapshot)
+                });
+            match snapshot {
                 Ok(snapshot) => out.snapshots.push((message, snapshot)),
-                Err(e) => out.rejected.push(Rejected {
-                    reason: format!("undecodable snapshot: {e}"),
-                    message,
-                }),
+                Err(reason) => out.rejected.push(Rejected { message, reason }),
             }
-        } else if message.topic == events_topic {
-            match AgentEvent::from_json(&message.payload) {
+        } else if message.topic == sources.events_topic {
+            let event = auth
+                .authenticate(Channel::Events, &message)
+                .and_then(|certificate| {
+                    let event = AgentEvent::from_json(&message.payload)
+                        .map_err(|e| format!("undecodable agent event: {e}"))?;
+                    certificate
+                        .check_host(&event.host)
+                        .map_err(unauthenticated)?;
+                    Ok(event)
+                });
+            match event {
                 Ok(event) => out.events.push((message, event)),
-                Err(e) => out.rejected.push(Rejected {
-                    reason: format!("undecodable agent event: {e}"),
-                    message,
-                }),
+                Err(reason) => out.rejected.push(Rejected { message, reason }),
             }
         } else {
             out.rejected.push(Rejected {
@@ -110,17 +142,15 @@ pub(crate) struct Prepared {
     /// Each message's position, to commit once the batch is stored.
     pub(crate) positions: Vec<(String, i32, i64)>,
     pub(crate) decoded: Decoded,
-    pub(crate) touched: ToEvaluate,
 }
 
-/// Decodes a batch and notes where its messages came from. Pure CPU work,
-/// so the worker runs it on a blocking thread while the previous batch is
-/// being stored.
+/// Decodes a batch and notes where its messages came from. Pure CPU work
+/// (signatures checked, payloads parsed), so the worker runs it on a
+/// blocking thread while the previous batch is being stored.
 pub(crate) fn prepare(
     messages: Vec<RawMessage>,
-    stacks_topic: &str,
-    events_topic: &str,
-    max_bytes: usize,
+    sources: Sources<'_>,
+    auth: &Authenticator<'_>,
 ) -> Prepared {
     let positions: Vec<(String, i32, i64)> = messages
         .iter()
@@ -130,13 +160,11 @@ pub(crate) fn prepare(
         .iter()
         .map(|(topic, partition, _)| (topic.clone(), *partition))
         .collect();
-    let decoded = decode(messages, stacks_topic, events_topic, max_bytes);
-    let touched = profiles_to_evaluate(&decoded);
+    let decoded = decode(messages, sources, auth);
     Prepared {
         partitions,
         positions,
         decoded,
-        touched,
     }
 }
 
@@ -187,46 +215,63 @@ pub(crate) fn commit_positions(messages: &[(String, i32, i64)]) -> Vec<(String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::authenticity::testing::{events, stacks, unsigned, Issuer, SOURCES};
+    use crate::authenticity::{Revoked, UNAUTHENTICATED};
+    use odp_core::event::FinishReason;
     use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
     use odp_core::{EventKind, Frame};
 
-    fn raw(topic: &str, offset: i64, payload: Vec<u8>) -> RawMessage {
-        RawMessage {
-            topic: topic.into(),
-            partition: 0,
-            offset,
-            key: None,
-            payload,
-        }
-    }
-
-    #[test]
-    fn sorts_messages_and_rejects_garbage_with_reasons() {
+    fn snapshot(host: &str, agent: &str) -> Vec<u8> {
         let mut b = SnapshotBuilder::new();
         b.add(&[Frame::function("main")], 1, 3);
-        let snapshot = b.build(SnapshotHeader {
+        b.build(SnapshotHeader {
             profile_id: uuid::Uuid::nil(),
-            host: "h".into(),
-            agent_id: "a".into(),
+            host: host.into(),
+            agent_id: agent.into(),
             sequence: 0,
             window_start_ms: 0,
             window_end_ms: 1,
             event: EventKind::CpuClock,
             period: 1,
             frequency_hz: 1,
-        });
+        })
+        .encode()
+    }
+
+    fn finished(host: &str) -> Vec<u8> {
+        AgentEvent {
+            host: host.into(),
+            agent_id: "a".into(),
+            at_ms: 5,
+            kind: AgentEventKind::ProfileFinished {
+                profile_id: uuid::Uuid::nil(),
+                reason: FinishReason::Stopped,
+                snapshots: 1,
+                samples: 3,
+                spooled_snapshots: 0,
+                spooled_samples: 0,
+            },
+        }
+        .to_json()
+    }
+
+    #[test]
+    fn sorts_messages_and_rejects_garbage_with_reasons() {
+        let issuer = Issuer::new();
+        let h = issuer.identity("h", 1);
         let decoded = decode(
             vec![
-                raw("s", 0, b"garbage".to_vec()),
-                raw("s", 1, snapshot.encode()),
-                raw("e", 0, b"{}".to_vec()),
-                raw("x", 0, vec![]),
+                stacks(&h, 0, b"garbage".to_vec()),
+                stacks(&h, 1, snapshot("h", "a")),
+                events(&h, 0, b"{}".to_vec()),
+                unsigned("x", 0, vec![]),
+                events(&h, 1, finished("h")),
             ],
-            "s",
-            "e",
-            usize::MAX,
+            SOURCES,
+            &issuer.authenticator(&Revoked::new()),
         );
         assert_eq!(decoded.snapshots.len(), 1);
+        assert_eq!(decoded.events.len(), 1);
         assert_eq!(decoded.rejected.len(), 3);
         assert!(
             decoded.rejected[0].reason.contains("bad magic"),
@@ -240,18 +285,88 @@ mod tests {
             profiles_to_evaluate(&decoded),
             ToEvaluate {
                 windows: vec![uuid::Uuid::nil()],
-                finished: vec![]
+                finished: vec![uuid::Uuid::nil()]
             }
         );
     }
 
     #[test]
-    fn a_message_over_the_limit_is_rejected_without_its_bytes() {
+    fn unsigned_forged_and_misdirected_messages_are_unauthenticated() {
+        let issuer = Issuer::new();
+        let h = issuer.identity("h", 1);
+        let other = issuer.identity("other", 1);
+        let forger = Issuer::new().identity("h", 1);
+        let mut tampered = stacks(&h, 4, snapshot("h", "a"));
+        tampered.payload = snapshot("h", "b");
+        // Signed for the events topic, sent on the stacks topic.
+        let mut replayed = events(&h, 5, snapshot("h", "a"));
+        replayed.topic = "s".into();
         let decoded = decode(
-            vec![raw("s", 0, vec![7; 2048]), raw("e", 1, b"{}".to_vec())],
-            "s",
-            "e",
-            1024,
+            vec![
+                unsigned("s", 0, snapshot("h", "a")),
+                unsigned("e", 1, finished("h")),
+                stacks(&forger, 2, snapshot("h", "a")),
+                stacks(&other, 3, snapshot("h", "a")),
+                tampered,
+                replayed,
+                events(&other, 6, finished("h")),
+            ],
+            SOURCES,
+            &issuer.authenticator(&Revoked::new()),
+        );
+        assert!(decoded.snapshots.is_empty() && decoded.events.is_empty());
+        let reasons: Vec<&str> = decoded.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert!(
+            reasons.iter().all(|r| r.starts_with(UNAUTHENTICATED)),
+            "{reasons:#?}"
+        );
+        assert!(reasons[0].contains("no odp-agent-certificate header"));
+        assert!(reasons[2].starts_with("unauthenticated: invalid certificate"));
+        assert!(reasons[3].contains("host \"other\", but the message speaks for host \"h\""));
+        for bad in [reasons[4], reasons[5]] {
+            assert!(bad.contains("signature does not match"), "{bad}");
+        }
+        assert!(reasons[6].contains("host \"other\""));
+    }
+
+    #[test]
+    fn a_revoked_identity_is_refused_and_others_of_its_host_are_not() {
+        let issuer = Issuer::new();
+        let (revoked, kept) = (issuer.identity("h", 1), issuer.identity("h", 1));
+        let set = Revoked::from([(revoked.certificate().id, "h".to_owned())]);
+        let decoded = decode(
+            vec![
+                stacks(&revoked, 0, snapshot("h", "a")),
+                stacks(&kept, 1, snapshot("h", "a")),
+            ],
+            SOURCES,
+            &issuer.authenticator(&set),
+        );
+        assert_eq!(decoded.snapshots.len(), 1);
+        assert_eq!(decoded.snapshots[0].0.offset, 1);
+        assert_eq!(
+            decoded.rejected[0].reason,
+            format!(
+                "unauthenticated: identity {} of host h was revoked",
+                revoked.certificate().id
+            )
+        );
+    }
+
+    #[test]
+    fn a_message_over_the_limit_is_rejected_without_its_bytes() {
+        let issuer = Issuer::new();
+        let h = issuer.identity("h", 1);
+        let decoded = decode(
+            vec![
+                unsigned("s", 0, vec![7; 2048]),
+                events(&h, 1, b"{}".to_vec()),
+            ],
+            Sources {
+                max_bytes: 1024,
+                ..SOURCES
+            },
+            &issuer.authenticator(&Revoked::new()),
         );
         assert!(decoded.snapshots.is_empty());
         assert_eq!(decoded.rejected.len(), 2);
@@ -271,31 +386,16 @@ mod tests {
 
     #[test]
     fn snapshots_of_another_agents_profile_are_rejected_with_the_reason() {
-        let snapshot = |agent: &str| {
-            let mut b = SnapshotBuilder::new();
-            b.add(&[Frame::function("main")], 1, 3);
-            b.build(SnapshotHeader {
-                profile_id: uuid::Uuid::nil(),
-                host: "h".into(),
-                agent_id: agent.into(),
-                sequence: 0,
-                window_start_ms: 0,
-                window_end_ms: 1,
-                event: EventKind::CpuClock,
-                period: 1,
-                frequency_hz: 1,
-            })
-            .encode()
-        };
+        let issuer = Issuer::new();
+        let h = issuer.identity("h", 1);
         let mut decoded = decode(
             vec![
-                raw("s", 0, snapshot("owner")),
-                raw("s", 1, snapshot("intruder")),
-                raw("s", 2, snapshot("intruder")),
+                stacks(&h, 0, snapshot("h", "owner")),
+                stacks(&h, 1, snapshot("h", "intruder")),
+                stacks(&h, 2, snapshot("h", "intruder")),
             ],
-            "s",
-            "e",
-            usize::MAX,
+            SOURCES,
+            &issuer.authenticator(&Revoked::new()),
         );
         let refused = odp_store::ForeignSnapshot {
             agent_id: "intruder".into(),

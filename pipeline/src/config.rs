@@ -1,7 +1,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use odp_core::identity::{parse_public_key, IdentityError, MessageVerifier};
 use odp_plumbing::{KafkaArgs, Topics};
+
+use crate::PipelineError;
 
 /// The alert sender: how often it polls and how it retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -75,6 +78,15 @@ pub struct Config {
     pub session_timeout_ms: u64,
     #[command(flatten)]
     pub topics: Topics,
+    /// The api-server's command public key (SPKI PEM, as agents are
+    /// given): agents' certificates are issued with its private half, so
+    /// only messages signed by an identity it certified are stored.
+    #[arg(long, env = "ODP_COMMAND_PUBLIC_KEY")]
+    pub command_public_key: PathBuf,
+    /// How often the revoked agent identities are reloaded: a revoked
+    /// identity's messages are refused within this long.
+    #[arg(long, env = "ODP_PIPELINE_REVOCATION_REFRESH_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub revocation_refresh_secs: u64,
     /// Largest message taken off Kafka; a larger one is dead-lettered,
     /// never retried. Matches the agent's `--max-message-bytes` (the
     /// broker's `message.max.bytes` must be above both).
@@ -122,5 +134,92 @@ pub struct Config {
 impl Config {
     pub fn batch_wait(&self) -> Duration {
         Duration::from_millis(self.batch_wait_ms)
+    }
+
+    pub fn revocation_refresh(&self) -> Duration {
+        Duration::from_secs(self.revocation_refresh_secs)
+    }
+
+    /// The verifier of agents' messages, from `--command-public-key`.
+    pub fn message_verifier(&self) -> Result<MessageVerifier, PipelineError> {
+        let path = &self.command_public_key;
+        let pem = std::fs::read_to_string(path).map_err(|e| {
+            PipelineError::Config(format!(
+                "reading the command public key (--command-public-key) {}: {e}",
+                path.display()
+            ))
+        })?;
+        let invalid = |e: IdentityError| {
+            PipelineError::Config(format!(
+                "the command public key (--command-public-key) {} is not an Ed25519 \
+                 SPKI PEM: {e}",
+                path.display()
+            ))
+        };
+        // The verifier takes any PEM it can parse; this insists on the one
+        // shape the api-server writes, so a private key or a key of
+        // another kind given by mistake is named as such at start-up.
+        if !pem.trim_start().starts_with("-----BEGIN PUBLIC KEY-----") {
+            return Err(invalid(IdentityError::Key(
+                "expected -----BEGIN PUBLIC KEY-----".into(),
+            )));
+        }
+        parse_public_key(&pem).map_err(invalid)?;
+        MessageVerifier::from_public_pem(&pem).map_err(invalid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn config(extra: &[&str]) -> Result<Config, clap::Error> {
+        let args = ["odp-pipeline", "--database-url", "postgres://x"];
+        Config::try_parse_from(args.iter().chain(extra))
+    }
+
+    /// Whether a key file of `contents` (none: no file) makes a verifier,
+    /// or the error.
+    fn with_key(contents: Option<&str>) -> Result<(), String> {
+        let path = std::env::temp_dir().join(format!("odp-pipeline-{}.pem", uuid::Uuid::new_v4()));
+        if let Some(contents) = contents {
+            std::fs::write(&path, contents).unwrap();
+        }
+        let config = config(&["--command-public-key", path.to_str().unwrap()]).unwrap();
+        let verifier = config
+            .message_verifier()
+            .map(drop)
+            .map_err(|e| e.to_string());
+        let _ = std::fs::remove_file(&path);
+        verifier
+    }
+
+    #[test]
+    fn the_command_public_key_is_required() {
+        if std::env::var_os("ODP_COMMAND_PUBLIC_KEY").is_some() {
+            return;
+        }
+        let error = config(&[]).unwrap_err().to_string();
+        assert!(error.contains("--command-public-key"), "{error}");
+        let parsed = config(&["--command-public-key", "/k.pem"]).unwrap();
+        assert_eq!(parsed.revocation_refresh(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_missing_or_wrong_key_file_is_a_start_up_error_naming_it() {
+        let (private, public) = odp_core::command::generate_keypair().unwrap();
+        assert!(with_key(Some(&public)).is_ok());
+        let missing = with_key(None).unwrap_err();
+        assert!(
+            missing.contains("reading the command public key (--command-public-key)"),
+            "{missing}"
+        );
+        for wrong in [private.as_str(), "not a key", ""] {
+            let error = with_key(Some(wrong)).unwrap_err();
+            assert!(error.contains("is not an Ed25519 SPKI PEM"), "{error}");
+            assert!(!error.contains("MC4CAQ"), "no key material in errors");
+        }
     }
 }

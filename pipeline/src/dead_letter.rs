@@ -1,9 +1,11 @@
-//! The dead-letter topic: undecodable or unstorable messages, with the
-//! reason and where they came from in headers, the original key and bytes
-//! untouched so they can be inspected and replayed.
+//! The dead-letter topic: undecodable, unauthenticated or unstorable
+//! messages, with the reason and where they came from in headers, the
+//! original key, bytes and signature headers untouched so they can be
+//! inspected (who signed it?) and replayed.
 
 use std::time::Duration;
 
+use odp_core::identity::{CERTIFICATE_HEADER, SIGNATURE_HEADER};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
@@ -18,7 +20,7 @@ pub(crate) async fn publish(
     let m = &rejected.message;
     let partition = m.partition.to_string();
     let offset = m.offset.to_string();
-    let headers = OwnedHeaders::new()
+    let mut headers = OwnedHeaders::new()
         .insert(Header {
             key: "odp-reason",
             value: Some(rejected.reason.as_bytes()),
@@ -35,6 +37,17 @@ pub(crate) async fn publish(
             key: "odp-source-offset",
             value: Some(offset.as_bytes()),
         });
+    for (key, value) in [
+        (CERTIFICATE_HEADER, &m.certificate),
+        (SIGNATURE_HEADER, &m.signature),
+    ] {
+        if let Some(value) = value {
+            headers = headers.insert(Header {
+                key,
+                value: Some(value.as_slice()),
+            });
+        }
+    }
     let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic)
         .payload(m.payload.as_slice())
         .headers(headers);

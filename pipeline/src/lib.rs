@@ -10,6 +10,13 @@
 //! reason before its offset is committed: nothing is lost, nothing blocks
 //! the partition.
 //!
+//! Only agents are believed, and only about their own host: every message
+//! must be signed by an identity the api-server certified
+//! (`--command-public-key`) that is not revoked and name its certificate's
+//! host, and a snapshot or profile event must be for a profile started on
+//! that host; anything else is dead-lettered with the reason
+//! (`authenticity.rs`).
+//!
 //! Polling and processing are apart (`poll.rs`): batches wait in a bounded
 //! queue, and when it is full polling pauses the assigned partitions
 //! (`odp_pipeline_polling_paused` reads 1) while it keeps polling, so the
@@ -33,6 +40,7 @@
 //! backoff.
 
 pub mod alerts;
+mod authenticity;
 mod batch;
 mod compaction;
 mod config;

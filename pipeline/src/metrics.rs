@@ -36,6 +36,9 @@ pub(crate) struct PipelineMetrics {
     pub(crate) group_rejoins: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
+    pub(crate) unauthenticated: Counter,
+    pub(crate) foreign_profile: Counter,
+    pub(crate) revoked_identities: Gauge,
     consumer_lag: Family<PartitionLabels, Gauge>,
 }
 
@@ -55,6 +58,9 @@ impl PipelineMetrics {
             group_rejoins: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
+            unauthenticated: Counter::default(),
+            foreign_profile: Counter::default(),
+            revoked_identities: Gauge::default(),
             consumer_lag: Family::default(),
         };
         let r = registry;
@@ -122,6 +128,21 @@ impl PipelineMetrics {
             "odp_pipeline_polling_paused",
             "1 while polling is paused because processing fell behind",
             metrics.polling_paused.clone(),
+        );
+        r.register(
+            "odp_pipeline_unauthenticated_messages",
+            "Messages dead-lettered because no certified, unrevoked identity of the host they name signed them",
+            metrics.unauthenticated.clone(),
+        );
+        r.register(
+            "odp_pipeline_foreign_profile_messages",
+            "Signed snapshots and events dead-lettered because their profile does not exist or runs on another host",
+            metrics.foreign_profile.clone(),
+        );
+        r.register(
+            "odp_pipeline_revoked_identities",
+            "Revoked, unexpired agent identities whose messages are refused, as last loaded",
+            metrics.revoked_identities.clone(),
         );
         r.register(
             "odp_pipeline_consumer_lag",

@@ -139,11 +139,14 @@ impl Poller {
 }
 
 fn owned(m: &rdkafka::message::BorrowedMessage<'_>) -> RawMessage {
+    let (certificate, signature) = odp_plumbing::signed::signature_of(m);
     RawMessage {
         topic: m.topic().to_owned(),
         partition: m.partition(),
         offset: m.offset(),
         key: m.key().map(<[u8]>::to_vec),
         payload: m.payload().unwrap_or_default().to_vec(),
+        certificate,
+        signature,
     }
 }

@@ -12,7 +12,8 @@ use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
 
-use crate::batch::{self, Prepared, RawMessage, Rejected};
+use crate::authenticity::{self, Trust, UNAUTHENTICATED};
+use crate::batch::{self, Prepared, RawMessage, Rejected, Sources};
 use crate::consumer::{InFlight, WorkerContext};
 use crate::detect::{DetectError, Detector};
 use crate::metrics::PipelineMetrics;
@@ -33,6 +34,8 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), PipelineError> {
+    // Before anything else: without it no message can be believed.
+    let verifier = Arc::new(config.message_verifier()?);
     let pool_config = odp_store::PoolConfig::default();
     let pool = retry_transient("connect to the database", || {
         Database::connect_with(&config.database_url, &pool_config)
@@ -57,7 +60,14 @@ pub async fn run(
         detector.clone(),
         alerts_stopped.clone(),
     ));
-    let alert_task = tokio::spawn(alerts::run(sender, alerts_stopped));
+    let revoked = retry_transient("load the revoked agent identities", || {
+        authenticity::load_revoked(&pool)
+    })
+    .await?;
+    let revoked_count = revoked.len() as i64;
+    let (revoked_sender, revoked) = tokio::sync::watch::channel(Arc::new(revoked));
+    let trust = Trust { verifier, revoked };
+    let alert_task = tokio::spawn(alerts::run(sender, alerts_stopped.clone()));
     let (stop_retention, retention_stopped) = tokio::sync::watch::channel(false);
     let retention_task = tokio::spawn(retention::run(
         pool.clone(),
@@ -66,6 +76,14 @@ pub async fn run(
     ));
     let mut registry = odp_metrics::Registry::default();
     let metrics = PipelineMetrics::register(&mut registry);
+    metrics.revoked_identities.set(revoked_count);
+    let revocation_task = tokio::spawn(authenticity::refresh_revoked(
+        pool.clone(),
+        config.revocation_refresh(),
+        revoked_sender,
+        metrics.clone(),
+        alerts_stopped,
+    ));
     if let Some(listen) = config.metrics_listen {
         odp_metrics::spawn(listen, Arc::new(odp_metrics::Metrics::new(registry))).await?;
     }
@@ -146,6 +164,7 @@ pub async fn run(
         detector: &detector,
         metrics: &metrics,
         in_flight: &in_flight,
+        trust: &trust,
     };
     let outcome = process_queued(&sinks, &config, queued, stopping).await;
     let _ = stop_watch.send(true);
@@ -153,6 +172,7 @@ pub async fn run(
     polling.abort();
     consumer.unsubscribe();
     let _ = stop_alerts.send(true);
+    revocation_task.abort();
     if let Err(e) = alert_task.await {
         tracing::error!(error = %e, "alert sender panicked");
     }
@@ -203,7 +223,7 @@ async fn process_queued(
                 let Some(messages) = messages else {
                     return Ok(());
                 };
-                decode_apart(config, messages)
+                decode_apart(config, sinks.trust, messages)
             }
         };
         let mut batch = match decoding.await {
@@ -211,7 +231,7 @@ async fn process_queued(
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         };
         if let Ok(next) = queued.try_recv() {
-            ahead = Some(decode_apart(config, next));
+            ahead = Some(decode_apart(config, sinks.trust, next));
         }
         let partitions = std::mem::take(&mut batch.partitions);
         let result = tokio::select! {
@@ -230,12 +250,23 @@ async fn process_queued(
     }
 }
 
-/// Decodes `messages` on a blocking thread.
-fn decode_apart(config: &Config, messages: Vec<RawMessage>) -> tokio::task::JoinHandle<Prepared> {
+/// Decodes `messages` on a blocking thread, against the revoked
+/// identities as last loaded.
+fn decode_apart(
+    config: &Config,
+    trust: &Trust,
+    messages: Vec<RawMessage>,
+) -> tokio::task::JoinHandle<Prepared> {
     let topics = config.topics.clone();
     let max_bytes = usize::try_from(config.max_message_bytes).unwrap_or(usize::MAX);
+    let trust = trust.clone();
     tokio::task::spawn_blocking(move || {
-        batch::prepare(messages, &topics.stacks, &topics.events, max_bytes)
+        let sources = Sources {
+            stacks_topic: &topics.stacks,
+            events_topic: &topics.events,
+            max_bytes,
+        };
+        trust.with_authenticator(|auth| batch::prepare(messages, sources, auth))
     })
 }
 
@@ -247,6 +278,7 @@ struct Sinks<'a> {
     detector: &'a Detector,
     metrics: &'a PipelineMetrics,
     in_flight: &'a InFlight,
+    trust: &'a Trust,
 }
 
 async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<(), PipelineError> {
@@ -261,12 +293,25 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
     let Prepared {
         positions,
         mut decoded,
-        touched,
         ..
     } = batch;
     for (topic, ..) in &positions {
         metrics.consumed(topic);
     }
+    let unauthenticated = decoded
+        .rejected
+        .iter()
+        .filter(|r| r.reason.starts_with(UNAUTHENTICATED))
+        .count();
+    metrics.unauthenticated.inc_by(unauthenticated as u64);
+    let refused_before = decoded.rejected.len();
+    reject_foreign_hosts(pool, &mut decoded).await?;
+    metrics
+        .foreign_profile
+        .inc_by((decoded.rejected.len() - refused_before) as u64);
+    // Only what is left is about to be stored: a refused `profile_finished`
+    // must not have its (real) profile evaluated either.
+    let touched = batch::profiles_to_evaluate(&decoded);
 
     let snapshots: Vec<&Snapshot> = decoded.snapshots.iter().map(|(_, s)| s).collect();
     let stored = store(sinks, &snapshots).await;
@@ -341,6 +386,24 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
     metrics
         .batch_seconds
         .observe(started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Rejects the batch's snapshots and events for profiles that do not exist
+/// or run on another host than their sender's: one look-up per batch.
+/// Fails only when the database refuses it for good; nothing of the batch
+/// is stored or committed then, so it is redelivered.
+async fn reject_foreign_hosts(
+    pool: &Database,
+    decoded: &mut batch::Decoded,
+) -> Result<(), PipelineError> {
+    let named = authenticity::named_profiles(decoded);
+    if named.is_empty() {
+        return Ok(());
+    }
+    let profiles = odp_store::Profiles::new(pool.clone());
+    let hosts = retry_transient("look up the hosts of profiles", || profiles.hosts(&named)).await?;
+    authenticity::reject_foreign_hosts(decoded, &hosts);
     Ok(())
 }
 

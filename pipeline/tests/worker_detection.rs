@@ -3,117 +3,22 @@
 //! evaluation, and the runtime a `profile_started` event reports is what
 //! library-version rules read.
 
-use std::time::Duration;
-
 mod support;
 
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
+use odp_core::identity::Channel;
 use odp_core::runtime::LibraryKind;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Language};
-use odp_devstack::{Stack, StackOptions};
-use odp_pipeline::Config;
-use odp_plumbing::Topics;
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::ClientConfig;
-use sqlx::PgPool;
+use support::harness::{eventually, Harness};
+use support::signing::Signing;
 use uuid::Uuid;
-
-async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8]) {
-    producer
-        .send(
-            FutureRecord::to(topic).key(key).payload(payload),
-            Duration::from_secs(30),
-        )
-        .await
-        .map_err(|(e, _)| e)
-        .unwrap();
-}
-
-/// Polls until `condition` holds; the deadline only bounds a hung test.
-async fn eventually(pool: &PgPool, sql: &str, id: Uuid) -> i64 {
-    for _ in 0..600 {
-        let n: i64 = sqlx::query_scalar(sql)
-            .bind(id)
-            .fetch_one(pool)
-            .await
-            .unwrap();
-        if n > 0 {
-            return n;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("never true: {sql}");
-}
-
-/// A stack, a pipeline worker on its broker and database, and a producer.
-struct Harness {
-    stack: Stack,
-    pool: PgPool,
-    topics: Topics,
-    producer: FutureProducer,
-    stop: tokio::sync::oneshot::Sender<()>,
-    worker: tokio::task::JoinHandle<Result<(), odp_pipeline::PipelineError>>,
-}
-
-impl Harness {
-    async fn start(topic_prefix: &str, detect_interval_secs: u64) -> Harness {
-        let topics = Topics::with_prefix(&format!("{topic_prefix}{}-", std::process::id()));
-        let stack = Stack::start(StackOptions::ephemeral().topics(topics.clone()))
-            .await
-            .unwrap();
-        let pool = stack.connect().await.unwrap();
-        let config = Config {
-            kafka: odp_plumbing::KafkaArgs {
-                bootstrap: stack.kafka_bootstrap().to_owned(),
-                options: Vec::new(),
-            },
-            database_url: stack.database_url().to_owned(),
-            group_id: "odp-pipeline-test".into(),
-            session_timeout_ms: 10_000,
-            topics: topics.clone(),
-            max_message_bytes: 1 << 20,
-            batch_max: 100,
-            batch_wait_ms: 50,
-            queued_batches: 4,
-            drain_timeout_secs: 5,
-            rebalance_flush_secs: 5,
-            compact_after_secs: 30,
-            detect_interval_secs,
-            alerts: Default::default(),
-            retention: Default::default(),
-            metrics_listen: None,
-        };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let worker = tokio::spawn(odp_pipeline::run(config, async {
-            let _ = stopped.await;
-        }));
-        let producer: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", stack.kafka_bootstrap())
-            .create()
-            .unwrap();
-        Harness {
-            stack,
-            pool,
-            topics,
-            producer,
-            stop,
-            worker,
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.worker.await.unwrap().unwrap();
-        self.pool.close().await;
-        self.stack.stop().unwrap();
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_windows_and_finished_profiles_are_evaluated() {
-    let h = Harness::start("t", 10).await;
-    let (pool, producer, topics) = (&h.pool, &h.producer, &h.topics);
+    let h = Harness::start("t", |_| {}).await;
+    let pool = &h.pool;
+    let agent = h.issuer.identity("h-1");
 
     let id = Uuid::new_v4();
     sqlx::query(
@@ -142,13 +47,9 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
         period: 1,
         frequency_hz: 99,
     });
-    send(
-        producer,
-        &topics.stacks,
-        &id.to_string(),
-        &snapshot.encode(),
-    )
-    .await;
+    let agent = Signing::By(&agent);
+    h.send(Channel::Stacks, &id.to_string(), agent, &snapshot.encode())
+        .await;
     eventually(
         pool,
         "select count(*) from detections where profile_id = $1 and rule_id = 'jvm-hashtable'",
@@ -169,7 +70,8 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
             spooled_samples: 0,
         },
     };
-    send(producer, &topics.events, "h-1", &finished.to_json()).await;
+    h.send(Channel::Events, "h-1", agent, &finished.to_json())
+        .await;
     // The evaluation on finish updates the same row.
     eventually(
         pool,
@@ -187,8 +89,9 @@ async fn stored_windows_and_finished_profiles_are_evaluated() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn libraries_reported_in_profile_started_are_evaluated() {
-    let h = Harness::start("r", 1).await;
-    let (pool, producer, topics) = (&h.pool, &h.producer, &h.topics);
+    let h = Harness::start("r", |config| config.detect_interval_secs = 1).await;
+    let pool = &h.pool;
+    let agent = h.issuer.identity("h-1");
 
     let id = Uuid::new_v4();
     sqlx::query(
@@ -208,7 +111,13 @@ async fn libraries_reported_in_profile_started_are_evaluated() {
         &["-Xmx2g"],
         &[(LibraryKind::Jar, "log4j", "1.2.17")],
     );
-    send(producer, &topics.events, "h-1", &started.to_json()).await;
+    h.send(
+        Channel::Events,
+        "h-1",
+        Signing::By(&agent),
+        &started.to_json(),
+    )
+    .await;
     eventually(
         pool,
         "select count(*) from profile_events where profile_id = $1 and kind = 'profile_started'",
@@ -216,7 +125,14 @@ async fn libraries_reported_in_profile_started_are_evaluated() {
     )
     .await;
     let window = support::snapshot(id, 0, &[(&["main", "work"], 100)]);
-    send(producer, &topics.stacks, &id.to_string(), &window.encode()).await;
+    let window = window.encode();
+    h.send(
+        Channel::Stacks,
+        &id.to_string(),
+        Signing::By(&agent),
+        &window,
+    )
+    .await;
     eventually(
         pool,
         "select count(*) from detections

@@ -110,7 +110,10 @@ pub async fn run_until(
         &mut verifier,
         started_at_ms / 1000,
     );
-    info!(host = %config.host_id, agent_id = %config.agent_id, plugins = ?plugins.names(), "agent starting");
+    let certificate = config.identity.certificate();
+    info!(host = %config.host_id, agent_id = %config.agent_id, plugins = ?plugins.names(),
+        certificate = %certificate.id, certificate_expires_at = certificate.expires_at,
+        "agent starting");
     tokio::pin!(shutdown);
 
     let me = AgentClaim {

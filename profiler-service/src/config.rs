@@ -4,17 +4,20 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use odp_core::command::CommandVerifier;
 use odp_core::cost::{DutyCycle, FdaSettings};
+use odp_core::identity::AgentIdentity;
 use odp_core::service::parse_operator_labels;
 use odp_core::snapshot::MAX_MESSAGE_BYTES;
 use odp_plumbing::{Kafka, KafkaArgs, Topics};
 
 use crate::cost::CostDefaults;
 use crate::error::{Error, Result};
+use crate::identity::{IdentityPlace, Secret, Verifier, CERTIFICATE_ENV, KEY_ENV};
 use crate::plugin::PluginSettings;
 
 /// Longest aggregation window accepted, from flags or commands.
@@ -154,6 +157,22 @@ pub struct Args {
     /// `odp-state-$USER/<host id>` in the temporary directory.
     #[arg(long, env = "ODP_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Directory of this agent's identity: its key (`agent-key.pem`) and
+    /// the certificate the api-server issued for it for this host
+    /// (`agent-certificate.jwt`); the agent signs all it publishes with
+    /// them. Default: `identity` in the state directory. The environment
+    /// variables `ODP_AGENT_KEY` (the key's PKCS#8 PEM) and
+    /// `ODP_AGENT_CERTIFICATE` (the certificate) give them as contents
+    /// instead, when both are set.
+    #[arg(long, env = "ODP_AGENT_IDENTITY_DIR")]
+    pub identity_dir: Option<PathBuf>,
+    /// `ODP_AGENT_KEY`: from the environment only, never a flag, as a
+    /// command line is visible to every user of the machine.
+    #[arg(skip = Secret::from_env(KEY_ENV))]
+    pub agent_key: Option<Secret>,
+    /// `ODP_AGENT_CERTIFICATE`.
+    #[arg(skip = Secret::from_env(CERTIFICATE_ENV).map(|s| s.0))]
+    pub agent_certificate: Option<String>,
 }
 
 impl Args {
@@ -216,10 +235,17 @@ pub struct Config {
     pub labels: BTreeMap<String, String>,
     /// Where state kept across restarts lives ([`crate::services`]).
     pub state_dir: PathBuf,
+    /// This agent's key and certificate: everything it publishes is signed
+    /// with them ([`crate::identity`]).
+    pub identity: Arc<AgentIdentity>,
+    /// The api-server's key as the checker of other agents' messages
+    /// ([`crate::peers`]); the same key as `command_public_key_pem`.
+    pub verifier: Verifier,
 }
 
 impl Args {
-    /// Validates the flags; reads the public key file and the hostname.
+    /// Validates the flags; reads the public key file, the hostname and
+    /// the agent's identity.
     pub fn into_config(self) -> Result<Config> {
         let cost = self.cost_defaults();
         let host_id = match self.host_id {
@@ -253,6 +279,22 @@ impl Args {
         let state_dir = self
             .state_dir
             .unwrap_or_else(|| default_state_dir(&host_id));
+        CommandVerifier::from_public_pem(&pem, &host_id).map_err(Error::PublicKey)?;
+        let verifier = Verifier::from_public_pem(&pem)
+            .map_err(|e| Error::Config(format!("--command-public-key: {e}")))?;
+        let place = IdentityPlace {
+            dir: self
+                .identity_dir
+                .unwrap_or_else(|| state_dir.join("identity")),
+            key: self.agent_key,
+            certificate: self.agent_certificate,
+        };
+        let identity = place.load(
+            &verifier,
+            &self.command_public_key,
+            &host_id,
+            odp_plumbing::signed::unix_now(),
+        )?;
         let config = Config {
             kafka: self
                 .kafka
@@ -288,6 +330,8 @@ impl Args {
             peer_live: Duration::from_secs(self.peer_live_secs),
             labels,
             state_dir,
+            identity: Arc::new(identity),
+            verifier,
         };
         config.validate()?;
         Ok(config)
@@ -333,6 +377,13 @@ impl Config {
         }
         CommandVerifier::from_public_pem(&self.command_public_key_pem, &self.host_id)
             .map_err(Error::PublicKey)?;
+        crate::identity::check(
+            &self.identity,
+            &self.verifier,
+            &self.host_id,
+            odp_plumbing::signed::unix_now(),
+        )
+        .map_err(|e| Error::Config(format!("agent identity: {e}")))?;
         let items: Vec<String> = self
             .labels
             .iter()
@@ -397,135 +448,4 @@ fn hostname() -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key_file() -> (PathBuf, String) {
-        let (_, public) = odp_core::command::generate_keypair().unwrap();
-        let path = std::env::temp_dir().join(format!("odp-key-{}.pem", uuid::Uuid::new_v4()));
-        fs::write(&path, &public).unwrap();
-        (path, public)
-    }
-
-    fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
-        Args::try_parse_from(std::iter::once("odp-profiler-service").chain(args.iter().copied()))
-    }
-
-    #[test]
-    fn defaults_fill_in_host_agent_and_topics() {
-        let (path, public) = key_file();
-        let config = parse(&["--command-public-key", path.to_str().unwrap()])
-            .unwrap()
-            .into_config()
-            .unwrap();
-        assert_eq!(config.kafka.bootstrap(), "127.0.0.1:9092");
-        assert_eq!(config.topics.commands, "odp.commands");
-        assert_eq!(config.topics.dead_letter, "odp.dead-letter");
-        assert_eq!(config.host_id, hostname().unwrap());
-        assert!(uuid::Uuid::parse_str(&config.agent_id).is_ok());
-        assert_eq!(config.window, Duration::from_secs(10));
-        assert_eq!(config.heartbeat, Duration::from_secs(5));
-        assert_eq!(config.command_public_key_pem, public);
-        assert_eq!(config.cost, CostDefaults::default());
-        assert!(config.cost_events, "cost reports are published by default");
-        assert_eq!(config.spool.max_bytes, 256 << 20);
-        assert!(config
-            .spool
-            .dir
-            .ends_with(format!("odp-spool/{}", config.host_id)));
-        assert!(config.labels.is_empty());
-        assert!(config.state_dir.ends_with(&config.host_id));
-        fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn labels_come_from_repeated_flags_or_a_comma_separated_list() {
-        let (path, _) = key_file();
-        let key = path.to_str().unwrap();
-        let config = parse(&[
-            "--command-public-key",
-            key,
-            "--label",
-            "zone=eu-1",
-            "--label",
-            "version=1.2.3, team=pay,",
-            "--label",
-            "",
-            "--state-dir",
-            "/tmp/odp-state-x",
-        ])
-        .unwrap()
-        .into_config()
-        .unwrap();
-        let labels: Vec<(&str, &str)> = config
-            .labels
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        assert_eq!(
-            labels,
-            [("team", "pay"), ("version", "1.2.3"), ("zone", "eu-1")]
-        );
-        assert_eq!(config.state_dir, PathBuf::from("/tmp/odp-state-x"));
-
-        let err = |labels: &[&str]| {
-            let mut all = vec!["--command-public-key", key];
-            for label in labels {
-                all.extend_from_slice(&["--label", label]);
-            }
-            parse(&all).unwrap().into_config().unwrap_err().to_string()
-        };
-        for (labels, wanted) in [
-            (&["zone"][..], "not KEY=VALUE"),
-            (&["Zone=a"], "label key \"Zone\""),
-            (&["zone="], "empty value"),
-            (&["zone=a", "zone=b"], "given twice"),
-            (&["kernel=5.1"], "discovered by the agent"),
-            (&["cpu_model=x"], "discovered by the agent"),
-        ] {
-            let message = err(labels);
-            assert!(
-                message.starts_with("invalid configuration: --label: ") && message.contains(wanted),
-                "{labels:?}: {message}"
-            );
-        }
-        fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn rejects_bad_values() {
-        let (path, _) = key_file();
-        let key = path.to_str().unwrap();
-        let err = |args: &[&str]| {
-            let mut all = vec!["--command-public-key", key];
-            all.extend_from_slice(args);
-            parse(&all).unwrap().into_config().unwrap_err().to_string()
-        };
-        assert!(err(&["--window-secs", "0"]).contains("--window-secs"));
-        assert!(err(&["--window-secs", "7200"]).contains("--window-secs"));
-        assert!(err(&["--heartbeat-secs", "0"]).contains("--heartbeat-secs"));
-        assert!(err(&["--host-id", "a b"]).contains("whitespace"));
-        assert!(err(&["--topic-stacks", ""]).contains("--topic-stacks"));
-        assert!(err(&["--fsp-share", "1.5"]).contains("fsp_share"));
-        assert!(err(&["--fda", "--fda-lambda", "1"]).contains("lambda"));
-        assert!(err(&["--overhead-budget", "2"]).contains("overhead_budget"));
-        assert!(err(&["--duty-on-secs", "5", "--duty-period-secs", "2"]).contains("duty"));
-        assert!(parse(&[]).is_err(), "the public key is required");
-        assert!(parse(&["--command-public-key", key, "--window-secs", "-1"]).is_err());
-
-        let missing = parse(&["--command-public-key", "/nonexistent/key.pem"]).unwrap();
-        assert!(missing
-            .into_config()
-            .unwrap_err()
-            .to_string()
-            .contains("/nonexistent/key.pem"));
-        fs::write(&path, "not a key").unwrap();
-        let garbage = parse(&["--command-public-key", key]).unwrap();
-        assert!(garbage
-            .into_config()
-            .unwrap_err()
-            .to_string()
-            .contains("public key"));
-        fs::remove_file(path).unwrap();
-    }
-}
+mod tests;

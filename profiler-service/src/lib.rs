@@ -9,6 +9,8 @@
 //!
 //! Layout:
 //! - [`config`]: flags and the validated [`Config`];
+//! - [`identity`]: the agent's key and the certificate the api-server
+//!   issued for it, which sign everything it publishes;
 //! - [`commands`]: intake from Kafka, verification and the decision taken;
 //! - [`replay`]: the ids of the commands taken, kept in the state directory
 //!   so a restarted agent refuses them as replays;
@@ -35,6 +37,7 @@ pub mod config;
 pub mod cost;
 pub mod error;
 pub mod host_lock;
+pub mod identity;
 pub mod metrics;
 pub mod peers;
 pub mod plugin;

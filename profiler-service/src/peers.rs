@@ -7,10 +7,15 @@
 //! first the last `--peer-live-secs` of it before acting on any command,
 //! then as it goes, and yields to a live agent on another machine that
 //! started before it ([`odp_core::liveness`]).
+//!
+//! Only heartbeats signed by an agent the api-server enrolled for this host
+//! count ([`crate::identity`]): anyone who can write to the topic could
+//! otherwise stop this agent with one forged heartbeat.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use odp_core::event::AgentEvent;
+use odp_core::event::{AgentEvent, AgentEventKind};
+use odp_core::identity::{Channel, IdentityError};
 use odp_core::liveness::{AgentClaim, HostClaims};
 use odp_core::partition::partition_for_key;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
@@ -20,6 +25,7 @@ use tracing::{debug, info, warn};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::identity::Verifier;
 use crate::window::unix_ms;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,6 +34,9 @@ const CATCH_UP_LIMIT: Duration = Duration::from_secs(10);
 /// How long the start-up check waits for a message before taking the
 /// partition as read.
 const IDLE: Duration = Duration::from_secs(2);
+/// Least time between two warnings about ignored heartbeats: a flood of
+/// forgeries must not flood the log too.
+const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// A live agent of this host on another machine that keeps the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +63,7 @@ pub struct PeerWatch {
     /// reads up to it.
     end_at_start: i64,
     claims: HostClaims,
+    trust: Trust,
     me: AgentClaim,
     live_ms: i64,
 }
@@ -82,6 +92,7 @@ impl PeerWatch {
             consumer,
             end_at_start,
             claims: HostClaims::new(config.host_id.clone()),
+            trust: Trust::new(config.verifier.clone(), config.host_id.clone()),
             me,
             live_ms,
         })
@@ -95,6 +106,7 @@ impl PeerWatch {
             consumer,
             end_at_start,
             claims,
+            trust,
             ..
         } = self;
         let end = *end_at_start;
@@ -110,7 +122,7 @@ impl PeerWatch {
                         // Nothing more came: the partition's end is reached.
                         Err(_) => return,
                     };
-                    observe(claims, &message);
+                    observe(claims, trust, &message);
                     if message.offset() + 1 >= end {
                         return;
                     }
@@ -131,7 +143,7 @@ impl PeerWatch {
     pub async fn wait_for_yield(mut self) -> Yield {
         loop {
             match self.consumer.recv().await {
-                Ok(message) => observe(&mut self.claims, &message),
+                Ok(message) => observe(&mut self.claims, &mut self.trust, &message),
                 Err(e) => {
                     debug!(error = %e, "reading heartbeats failed, retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -155,16 +167,79 @@ impl PeerWatch {
 }
 
 /// Notes a message of the events partition, heard when the broker
-/// stamped it.
-fn observe(claims: &mut HostClaims, message: &BorrowedMessage<'_>) {
+/// stamped it, if it is a heartbeat of this host that an agent enrolled
+/// for the host signed.
+fn observe(claims: &mut HostClaims, trust: &mut Trust, message: &BorrowedMessage<'_>) {
     let Some(event) = message
         .payload()
         .and_then(|payload| AgentEvent::from_json(payload).ok())
     else {
         return;
     };
-    let heard_at_ms = message.timestamp().to_millis().unwrap_or(event.at_ms);
+    // Other hosts' events share the partition; only this host's
+    // heartbeats matter, and only they are worth a signature check.
+    if !matches!(event.kind, AgentEventKind::Heartbeat { .. }) || event.host != trust.host {
+        return;
+    }
+    if !trust.admits(&event, message) {
+        return;
+    }
+    // The earlier of the broker's stamp and the signed send time: a genuine
+    // heartbeat captured and produced again later gets a fresh broker
+    // stamp, but keeps the time its agent signed, so it reads as old.
+    let heard_at_ms = message
+        .timestamp()
+        .to_millis()
+        .map_or(event.at_ms, |stamped| stamped.min(event.at_ms));
     claims.observe(&event, heard_at_ms);
+}
+
+/// Which heartbeats of this host may count, and the log of those that may
+/// not.
+struct Trust {
+    verifier: Verifier,
+    host: String,
+    /// Heartbeats ignored since the last warning.
+    ignored: u64,
+    warned_at: Option<Instant>,
+}
+
+impl Trust {
+    fn new(verifier: Verifier, host: String) -> Trust {
+        Trust {
+            verifier,
+            host,
+            ignored: 0,
+            warned_at: None,
+        }
+    }
+
+    /// Whether `event`, a heartbeat naming this host, was signed by an
+    /// agent whose certificate is for this host.
+    fn admits(&mut self, event: &AgentEvent, message: &BorrowedMessage<'_>) -> bool {
+        let now = odp_plumbing::signed::unix_now();
+        let checked = odp_plumbing::signed::verify(&self.verifier, Channel::Events, message, now)
+            .and_then(|certificate| certificate.check_host(&event.host));
+        let Err(error) = checked else {
+            return true;
+        };
+        self.ignore(event, &error);
+        false
+    }
+
+    fn ignore(&mut self, event: &AgentEvent, error: &IdentityError) {
+        debug!(agent_id = %event.agent_id, error = %error,
+            "heartbeat ignored: not signed by an agent enrolled for this host");
+        self.ignored += 1;
+        if self.warned_at.is_some_and(|at| at.elapsed() < WARN_EVERY) {
+            return;
+        }
+        warn!(ignored = self.ignored, agent_id = %event.agent_id, error = %error,
+            "ignoring heartbeats for this host that no agent enrolled for it signed \
+             (forged, or from an agent without an identity)");
+        self.ignored = 0;
+        self.warned_at = Some(Instant::now());
+    }
 }
 
 /// A consumer assigned to `host`'s events partition at the first offset

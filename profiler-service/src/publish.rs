@@ -13,6 +13,10 @@
 //! FIFO. [`Publisher::spawn_resender`] sends the spool's files oldest first,
 //! deleting each only once acknowledged (at least once: a resend cut short
 //! by a shutdown may be delivered twice).
+//!
+//! Every snapshot and event carries the agent's certificate and its
+//! signature of the exact bytes sent ([`crate::identity`]), signed when
+//! sent: a spooled snapshot is signed by the agent that resends it.
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,6 +25,7 @@ use std::time::Duration;
 
 use odp_core::cost::CostEventKind;
 use odp_core::event::{AgentEvent, AgentEventKind};
+use odp_core::identity::{AgentIdentity, Channel};
 use odp_core::Snapshot;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
@@ -89,6 +94,7 @@ pub struct Publisher {
     topics: Topics,
     host: String,
     agent_id: String,
+    identity: Arc<AgentIdentity>,
     metrics: Arc<AgentMetrics>,
     spool: Option<Arc<Shared>>,
 }
@@ -148,9 +154,15 @@ impl Publisher {
             topics: config.topics.clone(),
             host: config.host_id.clone(),
             agent_id: config.agent_id.clone(),
+            identity: Arc::clone(&config.identity),
             metrics,
             spool,
         })
+    }
+
+    /// The headers that authenticate `payload` sent on `channel`.
+    fn signed(&self, channel: Channel, payload: &[u8]) -> OwnedHeaders {
+        odp_plumbing::signed::headers(&self.identity.sign(channel, payload))
     }
 
     /// Publishes one window, keyed by its profile id, or spools it when the
@@ -180,7 +192,8 @@ impl Publisher {
         let key = snapshot.profile_id.to_string();
         let record = FutureRecord::to(&self.topics.stacks)
             .key(&key)
-            .payload(payload);
+            .payload(payload)
+            .headers(self.signed(Channel::Stacks, payload));
         let delivery = self
             .producer
             .send(record, QUEUE_TIMEOUT)
@@ -288,6 +301,15 @@ impl Publisher {
                 return Ok(true);
             }
         };
+        if snapshot.host != self.host {
+            // This agent's certificate speaks for its host only: signed by
+            // it, the snapshot would be refused as another host's.
+            self.with_spool(move |spool| spool.discard(seq)).await?;
+            self.metrics.spool_dropped.inc();
+            warn!(seq, host = %snapshot.host, profile_id = %snapshot.profile_id,
+                "spooled snapshot of another host dropped");
+            return Ok(true);
+        }
         let delivered = self.send_stacks(&snapshot, &payload).await;
         let ok = delivered.is_ok();
         let finished = self.with_spool(move |spool| spool.finish(seq, ok)).await?;
@@ -349,7 +371,8 @@ impl Publisher {
         let payload = self.event_json(kind);
         let record = FutureRecord::to(&self.topics.events)
             .key(&self.host)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(self.signed(Channel::Events, &payload));
         match self.producer.send_result(record) {
             Ok(delivery) => {
                 tokio::spawn(async move {
@@ -369,7 +392,8 @@ impl Publisher {
         let payload = self.event_json(kind);
         let record = FutureRecord::to(&self.topics.events)
             .key(&self.host)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(self.signed(Channel::Events, &payload));
         self.producer
             .send(record, QUEUE_TIMEOUT)
             .await

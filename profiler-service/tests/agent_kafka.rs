@@ -1,6 +1,7 @@
 //! The agent binary against a real Kafka-compatible broker (Tansu): signed
 //! commands in on its own partition, snapshots and events out, stop,
-//! undeploy, committed offsets across a restart, and SIGTERM.
+//! undeploy, committed offsets across a restart, and SIGTERM; every
+//! snapshot and event signed by the agent's identity.
 //!
 //! Needs the `tansu` binary (`ODP_TANSU_BIN`, `PATH` or `~/.cargo/bin`) and
 //! perf_event access (root here and in CI); fails with a message otherwise.
@@ -267,6 +268,15 @@ async fn agent_serves_commands_through_kafka() {
     ));
     let status = support::wait_exit(&mut agent, Duration::from_secs(20));
     assert!(status.success(), "agent exit status {status}");
+
+    // Everything the agent published carries its certificate and a
+    // signature that verify with the api-server's key and name its host.
+    let (snapshots, events) = h.assert_signed();
+    eprintln!("signed: {snapshots} snapshots, {events} events");
+    assert!(
+        snapshots >= 4 && events >= 10,
+        "{snapshots} snapshots, {events} events"
+    );
 }
 
 fn start(profile_id: Uuid, pid: u32) -> StartProfile {

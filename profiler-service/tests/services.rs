@@ -241,6 +241,8 @@ async fn heartbeats_list_the_defined_services_that_run_here() {
     support::sigterm(&agent);
     let status = support::wait_exit(&mut agent, Duration::from_secs(20));
     assert!(status.success(), "agent exit status {status}");
+    let (_, events) = h.assert_signed();
+    assert!(events >= 5, "{events} signed events");
     let _ = std::fs::remove_file(binary);
 }
 

@@ -2,6 +2,8 @@
 //! while no broker listens are spooled and delivered in order once one
 //! starts on that port; a tiny spool drops its oldest and counts exactly
 //! what it dropped; an agent started over an earlier run's spool resends it.
+//! Every snapshot delivered, resent ones included, is signed by the agent's
+//! identity.
 //!
 //! Needs the `tansu` binary (`ODP_TANSU_BIN`, `PATH` or `~/.cargo/bin`).
 
@@ -14,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use odp_core::identity::{AgentIdentity, Channel, MessageVerifier};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot};
 use odp_profiler_service::metrics::AgentMetrics;
@@ -32,6 +35,8 @@ use support::kafka::Broker;
 use support::Killed;
 
 const WAIT: Duration = Duration::from_secs(60);
+/// The host of the agent and of its snapshots.
+const HOST: &str = "spool-host";
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -69,6 +74,8 @@ struct Setup {
     topics: Vec<String>,
     dir: tempfile::TempDir,
     key: PathBuf,
+    /// The api-server's public key, which the snapshots must verify with.
+    public: String,
 }
 
 impl Setup {
@@ -83,14 +90,18 @@ impl Setup {
         .map(|t| format!("{prefix}{t}"))
         .to_vec();
         let dir = tempfile::tempdir().unwrap();
-        let (_, public) = odp_core::command::generate_keypair().unwrap();
+        let (private, public) = odp_core::command::generate_keypair().unwrap();
         let key = dir.path().join("command.pub.pem");
-        std::fs::write(&key, public).unwrap();
+        std::fs::write(&key, &public).unwrap();
+        let signer = odp_core::command::CommandSigner::from_private_pem(&private).unwrap();
+        let (agent_key, token) = support::kafka::issue(&signer, HOST);
+        AgentIdentity::save(&agent_key, &token, &dir.path().join("identity")).unwrap();
         Setup {
             port: free_port(),
             topics,
             dir,
             key,
+            public,
         }
     }
 
@@ -106,8 +117,12 @@ impl Setup {
             ("--topic-stacks", self.topics[1].clone()),
             ("--topic-events", self.topics[2].clone()),
             ("--topic-dead-letter", self.topics[3].clone()),
-            ("--host-id", "spool-host".into()),
+            ("--host-id", HOST.into()),
             ("--command-public-key", self.key.display().to_string()),
+            (
+                "--identity-dir",
+                self.dir.path().join("identity").display().to_string(),
+            ),
             ("--spool-dir", self.spool_dir().display().to_string()),
             ("--spool-max-bytes", spool_max_bytes.to_string()),
             // Give up on a delivery (and spool it) soon.
@@ -121,10 +136,10 @@ impl Setup {
 
     /// A publisher with its resender, and the metrics registry behind it.
     fn publisher(&self, spool_max_bytes: u64) -> (Publisher, odp_metrics::Metrics) {
-        let config = Args::try_parse_from(self.args(spool_max_bytes))
-            .unwrap()
-            .into_config()
-            .unwrap();
+        let mut args = Args::try_parse_from(self.args(spool_max_bytes)).unwrap();
+        // The identity is the one in --identity-dir.
+        (args.agent_key, args.agent_certificate) = (None, None);
+        let config = args.into_config().unwrap();
         let mut registry = odp_metrics::Registry::default();
         let metrics = AgentMetrics::register(&mut registry);
         let publisher = Publisher::new(&config, Arc::clone(&metrics)).unwrap();
@@ -151,13 +166,20 @@ impl Setup {
     async fn read_stacks(&self, want: usize) -> Vec<Snapshot> {
         let bootstrap = format!("127.0.0.1:{}", self.port);
         let topic = self.topics[1].clone();
-        tokio::task::spawn_blocking(move || read_stacks(&bootstrap, &topic, want))
+        let verifier = MessageVerifier::from_public_pem(&self.public).unwrap();
+        tokio::task::spawn_blocking(move || read_stacks(&bootstrap, &topic, &verifier, want))
             .await
             .unwrap()
     }
 }
 
-fn read_stacks(bootstrap: &str, topic: &str, want: usize) -> Vec<Snapshot> {
+/// Also checks each is signed by an agent of the host it names.
+fn read_stacks(
+    bootstrap: &str,
+    topic: &str,
+    verifier: &MessageVerifier,
+    want: usize,
+) -> Vec<Snapshot> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", format!("observer-{}", Uuid::new_v4()))
@@ -192,17 +214,25 @@ fn read_stacks(bootstrap: &str, topic: &str, want: usize) -> Vec<Snapshot> {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
             let snapshot = Snapshot::decode(m.payload().unwrap()).expect("decodes");
             assert_eq!(m.key(), Some(snapshot.profile_id.to_string().as_bytes()));
+            let now = odp_plumbing::signed::unix_now();
+            let certificate = odp_plumbing::signed::verify(verifier, Channel::Stacks, &m, now)
+                .unwrap_or_else(|e| panic!("snapshot {} not signed: {e}", snapshot.sequence));
+            assert_eq!(certificate.host, snapshot.host);
             out.push(snapshot);
         }
     }
 }
 
 fn window(profile_id: Uuid, sequence: u64) -> Snapshot {
+    window_of(HOST, profile_id, sequence)
+}
+
+fn window_of(host: &str, profile_id: Uuid, sequence: u64) -> Snapshot {
     let mut b = SnapshotBuilder::new();
     b.add(&[Frame::function("main"), Frame::function("hot")], 1, 10);
     b.build(SnapshotHeader {
         profile_id,
-        host: "spool-host".into(),
+        host: host.into(),
         agent_id: "a".into(),
         sequence,
         window_start_ms: 0,
@@ -303,10 +333,15 @@ async fn full_spool_drops_the_oldest_and_counts_them_exactly() {
 async fn agent_resends_an_earlier_runs_spool_on_start() {
     let setup = Setup::new();
     let profile = Uuid::new_v4();
-    // What an agent that lost its broker left behind.
+    // What an agent that lost its broker left behind, and a snapshot of
+    // another host, which this agent cannot sign for: dropped.
     let mut spool = Spool::open(&setup.spool_dir(), 1 << 20).unwrap();
     for seq in 0..5 {
         spool.push(&window(profile, seq).encode()).unwrap();
+        if seq == 2 {
+            let foreign = window_of("another-host", Uuid::new_v4(), 0);
+            spool.push(&foreign.encode()).unwrap();
+        }
     }
     drop(spool);
 
@@ -315,6 +350,8 @@ async fn agent_resends_an_earlier_runs_spool_on_start() {
     let agent = Command::new(env!("CARGO_BIN_EXE_odp-profiler-service"))
         .args(&setup.args(1 << 20)[1..])
         .env("RUST_LOG", "info,odp_profiler_service=debug")
+        .env_remove("ODP_AGENT_KEY")
+        .env_remove("ODP_AGENT_CERTIFICATE")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()

@@ -8,7 +8,10 @@
 #                                client left, or a produce under an epoch
 #                                the broker never issued (it panicked) no
 #                                longer stops the storage for every later
-#                                request.
+#                                request; and the SQLite engine indexes
+#                                record headers, whose lookups otherwise
+#                                scan every header of the broker (agents
+#                                sign every message in two headers).
 #
 # Each patched crate is downloaded and checked against the checksum in
 # Tansu's own lock file, which builds every other crate at the version Tansu

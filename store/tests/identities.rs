@@ -53,7 +53,10 @@ async fn identities_are_listed_by_host_and_revoked_once(db: Database) {
         (again.revoked_at, again.revoked_by.as_deref()),
         (Some(first), Some("bob"))
     );
-    assert_eq!(identities.revoke(Uuid::new_v4(), "bob").await.unwrap(), None);
+    assert_eq!(
+        identities.revoke(Uuid::new_v4(), "bob").await.unwrap(),
+        None
+    );
     // An expired identity, revoked, is not worth listing as revoked: its
     // certificate is refused anyway.
     identities.revoke(expired.id, "bob").await.unwrap();
@@ -88,10 +91,7 @@ async fn profiles_name_the_host_they_were_started_on(db: Database) {
         ids.push(id);
     }
     let unknown = Uuid::new_v4();
-    let hosts = profiles
-        .hosts(&[ids[0], ids[1], unknown])
-        .await
-        .unwrap();
+    let hosts = profiles.hosts(&[ids[0], ids[1], unknown]).await.unwrap();
     assert_eq!(hosts.len(), 2);
     assert_eq!(hosts[&ids[0]], "web-1");
     assert_eq!(hosts[&ids[1]], "web-2");

@@ -104,7 +104,7 @@ async fn main() {
         .await
         .expect("start the services");
     let admin = platform.client();
-    let pem = std::fs::read_to_string(&platform.public_key).expect("the public key");
+    let pem = std::fs::read_to_string(&platform.signing_key).expect("the command signing key");
     let fleet = FleetOptions::new(
         stack.kafka_bootstrap(),
         stack.topics(),

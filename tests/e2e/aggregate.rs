@@ -181,8 +181,17 @@ async fn aggregates_filters_diffs_and_timelines() {
     ];
     let producer = common::producer(h.stack.kafka_bootstrap());
     let topic = h.stack.topics().stacks.clone();
+    let agents = [
+        ("agg-a", common::agent_identity(&h, "agg-a")),
+        ("agg-b", common::agent_identity(&h, "agg-b")),
+    ];
     for w in &windows {
-        common::send(&producer, &topic, &w.profile.to_string(), &snapshot(w)).await;
+        let (_, agent) = agents
+            .iter()
+            .find(|(host, _)| *host == w.host)
+            .expect("an agent for each host");
+        let key = w.profile.to_string();
+        common::send_signed(&h, &producer, agent, &topic, &key, &snapshot(w)).await;
     }
     let pool = h.pool().await;
     h.wait_count(

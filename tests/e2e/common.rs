@@ -167,6 +167,124 @@ pub(crate) async fn send(
         .expect("produce");
 }
 
+/// A new identity for an agent of `host`, certified with the harness's
+/// command key as the api-server certifies the agents it deploys.
+pub(crate) fn agent_identity(h: &Harness, host: &str) -> odp_core::identity::AgentIdentity {
+    odp_devstack::agent_identity::issue_identity(&h.platform.signing_key, host, "e2e")
+        .expect("issue an agent identity")
+        .identity
+}
+
+/// Sends `payload` as `identity`'s agent would: signed for `topic`'s
+/// channel (the harness's stacks or events topic).
+pub(crate) async fn send_signed(
+    h: &Harness,
+    producer: &rdkafka::producer::FutureProducer,
+    identity: &odp_core::identity::AgentIdentity,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+) {
+    let channel = if topic == h.stack.topics().events {
+        odp_core::identity::Channel::Events
+    } else {
+        assert_eq!(
+            topic,
+            h.stack.topics().stacks,
+            "agents send only stacks and events"
+        );
+        odp_core::identity::Channel::Stacks
+    };
+    let signature = identity.sign(channel, payload);
+    producer
+        .send(
+            rdkafka::producer::FutureRecord::to(topic)
+                .key(key)
+                .payload(payload)
+                .headers(odp_plumbing::signed::headers(&signature)),
+            Duration::from_secs(15),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .expect("produce");
+}
+
+/// A message of the dead-letter topic: its bytes and the reason given.
+pub(crate) struct DeadLetter {
+    pub(crate) payload: Vec<u8>,
+    pub(crate) reason: String,
+}
+
+/// The first `count` dead letters keyed `key`, in order, waiting up to a
+/// minute for each.
+pub(crate) async fn dead_letters(h: &Harness, key: &str, count: usize) -> Vec<DeadLetter> {
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::message::{Headers, Message};
+    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", h.stack.kafka_bootstrap())
+        .set("group.id", format!("test-{}", uuid::Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer
+        .subscribe(&[&h.stack.topics().dead_letter])
+        .unwrap();
+    let mut letters = Vec::new();
+    while letters.len() < count {
+        let message = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
+            .await
+            .unwrap_or_else(|_| {
+                let reasons: Vec<&str> = letters
+                    .iter()
+                    .map(|l: &DeadLetter| l.reason.as_str())
+                    .collect();
+                panic!(
+                    "{} of {count} dead letters for {key}: {reasons:?}\n{}",
+                    letters.len(),
+                    h.platform.logs()
+                )
+            })
+            .unwrap();
+        if message.key() != Some(key.as_bytes()) {
+            continue;
+        }
+        let reason = message
+            .headers()
+            .and_then(|hs| hs.iter().find(|x| x.key == "odp-reason"))
+            .and_then(|x| x.value)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .expect("a dead letter gives its reason");
+        letters.push(DeadLetter {
+            payload: message.payload().unwrap_or_default().to_vec(),
+            reason,
+        });
+    }
+    letters
+}
+
+/// Records a profile of `service` on `host` as the API does when it is
+/// asked for one, so agent data for it is taken: the pipeline refuses
+/// windows of profiles that do not exist or run on another host.
+pub(crate) async fn record_profile(h: &Harness, id: uuid::Uuid, host: &str, service: &str) {
+    odp_store::Profiles::new(h.store().await)
+        .insert(&odp_store::NewProfile {
+            id,
+            host: host.into(),
+            service: service.into(),
+            idempotency_key: None,
+            target: odp_core::Target::ProcessName(service.into()),
+            duration_ms: 60_000,
+            frequency_hz: 99,
+            requested_by: "e2e".into(),
+            labels: odp_store::Labels::new(),
+            mode: odp_store::ProfileMode::of(None),
+            options: odp_core::cost::StartOptions::default(),
+            run_id: None,
+        })
+        .await
+        .expect("record the profile");
+}
+
 /// Runs the built `odpctl` against the harness's api-server with `token`.
 pub(crate) fn odpctl(h: &Harness, token: &str, args: &[&str]) -> std::process::Output {
     std::process::Command::new(odp_devstack::workspace_binary("odpctl").expect("odpctl is built"))

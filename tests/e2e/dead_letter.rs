@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::{Headers, Message};
 use uuid::Uuid;
 
 use crate::common;
+
+/// The host the crafted windows come from.
+const HOST: &str = "deadletter-host";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
@@ -19,56 +20,27 @@ async fn garbage_goes_to_dead_letter_and_valid_snapshots_are_stored_once() {
     let producer = common::producer(h.stack.kafka_bootstrap());
     let profile_id = Uuid::new_v4();
     let key = profile_id.to_string();
+    common::record_profile(&h, profile_id, HOST, "deadletter").await;
+    // Signed by a real identity of the host, so what is refused is refused
+    // for its bytes.
+    let agent = common::agent_identity(&h, HOST);
+    let send = |payload: Vec<u8>| {
+        let (h, producer, agent, topic, key) = (&h, &producer, &agent, &topics.stacks, &key);
+        async move { common::send_signed(h, producer, agent, topic, key, &payload).await }
+    };
 
-    common::send(
-        &producer,
-        &topics.stacks,
-        &key,
-        b"\x00garbage that is no snapshot",
-    )
-    .await;
+    send(b"\x00garbage that is no snapshot".to_vec()).await;
     let first = window(profile_id, 0, 40).encode();
-    common::send(&producer, &topics.stacks, &key, &first).await;
+    send(first.clone()).await;
     // A redelivery of the same window, as after a producer retry, then the
     // next window: same key, same partition, so once the next window is
     // stored the redelivery has been through the pipeline too.
-    common::send(&producer, &topics.stacks, &key, &first).await;
-    common::send(
-        &producer,
-        &topics.stacks,
-        &key,
-        &window(profile_id, 1, 7).encode(),
-    )
-    .await;
+    send(first).await;
+    send(window(profile_id, 1, 7).encode()).await;
 
-    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", h.stack.kafka_bootstrap())
-        .set("group.id", format!("test-{}", Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[&topics.dead_letter]).unwrap();
-    let message = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "nothing reached the dead-letter topic\n{}",
-                h.platform.logs()
-            )
-        })
-        .unwrap();
-    assert_eq!(
-        message.payload(),
-        Some(&b"\x00garbage that is no snapshot"[..])
-    );
-    assert_eq!(message.key(), Some(key.as_bytes()));
-    let headers = message.headers().expect("dead letters carry headers");
-    let reason = headers
-        .iter()
-        .find(|h| h.key == "odp-reason")
-        .and_then(|h| h.value)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-        .expect("a reason header");
+    let letters = common::dead_letters(&h, &key, 1).await;
+    assert_eq!(letters[0].payload, b"\x00garbage that is no snapshot");
+    let reason = &letters[0].reason;
     assert!(reason.contains("bad magic"), "{reason}");
 
     let pool = h.pool().await;
@@ -105,7 +77,7 @@ fn window(profile_id: Uuid, sequence: u64, work: u64) -> odp_core::Snapshot {
     let start = 1_700_000_000_000 + sequence as i64 * 10_000;
     builder.build(SnapshotHeader {
         profile_id,
-        host: "h".into(),
+        host: HOST.into(),
         agent_id: "test-agent".into(),
         sequence,
         window_start_ms: start,

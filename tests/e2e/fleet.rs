@@ -59,7 +59,7 @@ async fn a_stratified_run_over_a_simulated_fleet_and_a_real_agent() {
         .strip_suffix("host")
         .expect("the harness names its host {prefix}host")
         .to_owned();
-    let pem = std::fs::read_to_string(&h.platform.public_key).expect("the public key");
+    let pem = std::fs::read_to_string(&h.platform.signing_key).expect("the command signing key");
     let mut options = FleetOptions::new(
         h.stack.kafka_bootstrap(),
         h.stack.topics(),

@@ -39,6 +39,7 @@ mod security_reads;
 mod security_replay;
 mod security_scopes;
 mod security_sizes;
+mod security_wire;
 mod services;
 mod waits;
 mod web;

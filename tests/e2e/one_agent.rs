@@ -10,8 +10,6 @@ use std::time::Duration;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
 use odp_devstack::{cpu_seconds, workspace_binary, ServiceProcess, TANSU_KAFKA_OPTIONS};
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::{Headers, Message};
 use reqwest::Method;
 use serde_json::json;
 use uuid::Uuid;
@@ -23,7 +21,20 @@ const HZ: u64 = 99;
 /// Another agent process for the harness's host, as a second start by hand
 /// (or by a deployer) would run it.
 fn extra_agent(h: &Harness, name: &str, args: &[&str]) -> ServiceProcess {
-    ServiceProcess::builder(name, workspace_binary("odp-profiler-service").unwrap())
+    // Each with an identity of its own for the host, as a deployer or an
+    // enrolment gives it: the one-agent rule decides between them.
+    let identity = odp_devstack::agent_identity::issue_identity(
+        &h.platform.signing_key,
+        &h.platform.host_id,
+        "e2e",
+    )
+    .unwrap();
+    let mut agent =
+        ServiceProcess::builder(name, workspace_binary("odp-profiler-service").unwrap());
+    for (variable, value) in identity.env() {
+        agent = agent.env(variable, value);
+    }
+    agent
         .args(["--kafka-bootstrap", h.stack.kafka_bootstrap()])
         .args(h.stack.topics().cli_args())
         .args(["--host-id", &h.platform.host_id])
@@ -281,32 +292,25 @@ async fn a_profile_stores_only_the_samples_of_the_agent_that_acknowledged_it() {
     let topics = h.stack.topics().clone();
     let producer = common::producer(h.stack.kafka_bootstrap());
     let key = id.to_string();
+    let host = &h.platform.host_id;
+    // Two enrolled agents of the host: both sign validly, the first to
+    // send owns the profile.
+    let identities = [
+        ("first", common::agent_identity(&h, host)),
+        ("second", common::agent_identity(&h, host)),
+    ];
     for (agent, sequence, start_ms) in [
         ("first", 0, 1_000),
         ("second", 0, 1_500),
         ("first", 1, 2_000),
     ] {
-        let snapshot = window(id, agent, sequence, start_ms).encode();
-        common::send(&producer, &topics.stacks, &key, &snapshot).await;
+        let snapshot = window(id, host, agent, sequence, start_ms).encode();
+        let (_, identity) = identities.iter().find(|(name, _)| *name == agent).unwrap();
+        common::send_signed(&h, &producer, identity, &topics.stacks, &key, &snapshot).await;
     }
 
-    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", h.stack.kafka_bootstrap())
-        .set("group.id", format!("test-{}", Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[&topics.dead_letter]).unwrap();
-    let message = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
-        .await
-        .unwrap_or_else(|_| panic!("no dead letter\n{}", h.platform.logs()))
-        .unwrap();
-    let reason = message
-        .headers()
-        .and_then(|headers| headers.iter().find(|h| h.key == "odp-reason"))
-        .and_then(|h| h.value)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-        .expect("a reason header");
+    let letters = common::dead_letters(&h, &key, 1).await;
+    let reason = &letters[0].reason;
     assert!(
         reason.contains("belongs to agent first") && reason.contains("from agent second"),
         "{reason}"
@@ -337,12 +341,18 @@ async fn a_profile_stores_only_the_samples_of_the_agent_that_acknowledged_it() {
     assert_eq!(owner.as_deref(), Some("first"));
 }
 
-fn window(profile_id: Uuid, agent: &str, sequence: u64, start_ms: i64) -> odp_core::Snapshot {
+fn window(
+    profile_id: Uuid,
+    host: &str,
+    agent: &str,
+    sequence: u64,
+    start_ms: i64,
+) -> odp_core::Snapshot {
     let mut builder = SnapshotBuilder::new();
     builder.add(&[Frame::function("main"), Frame::function("work")], 1, 10);
     builder.build(SnapshotHeader {
         profile_id,
-        host: "owner-host".into(),
+        host: host.into(),
         agent_id: agent.into(),
         sequence,
         window_start_ms: start_ms,

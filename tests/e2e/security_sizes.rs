@@ -11,7 +11,7 @@ use odp_core::snapshot::MAX_MESSAGE_BYTES;
 use odp_core::Snapshot;
 use odp_devstack::ServiceProcess;
 use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -132,15 +132,18 @@ async fn a_message_over_the_limit_is_dead_lettered_and_the_partition_moves_on() 
         .unwrap();
     let profile_id = Uuid::new_v4();
     let key = profile_id.to_string();
+    let host = "oversize-host";
+    common::record_profile(&h, profile_id, host, "oversize").await;
+    let agent = common::agent_identity(&h, host);
     let mut oversize = b"ODPS".to_vec();
     oversize.resize(2 << 20, 0x5a);
-    common::send(&producer, &topics.stacks, &key, &oversize).await;
+    common::send_signed(&h, &producer, &agent, &topics.stacks, &key, &oversize).await;
     let window = odp_core::snapshot::SnapshotBuilder::new();
     let mut window = window;
     window.add(&[odp_core::Frame::function("main")], 1, 5);
     let window = window.build(odp_core::snapshot::SnapshotHeader {
         profile_id,
-        host: "h".into(),
+        host: host.into(),
         agent_id: "a".into(),
         sequence: 0,
         window_start_ms: 1_700_000_000_000,
@@ -149,7 +152,8 @@ async fn a_message_over_the_limit_is_dead_lettered_and_the_partition_moves_on() 
         period: 10_101_010,
         frequency_hz: 99,
     });
-    common::send(&producer, &topics.stacks, &key, &window.encode()).await;
+    let window = window.encode();
+    common::send_signed(&h, &producer, &agent, &topics.stacks, &key, &window).await;
 
     let pool = h.pool().await;
     h.wait_count(
@@ -160,27 +164,8 @@ async fn a_message_over_the_limit_is_dead_lettered_and_the_partition_moves_on() 
         Duration::from_secs(60),
     )
     .await;
-    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", h.stack.kafka_bootstrap())
-        .set("group.id", format!("test-{}", Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[&topics.dead_letter]).unwrap();
-    let message = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
-        .await
-        .expect("the oversize message reaches the dead-letter topic")
-        .unwrap();
-    assert_eq!(message.key(), Some(key.as_bytes()));
-    assert_eq!(message.payload().unwrap_or_default().len(), 0);
-    let reason = message
-        .headers()
-        .and_then(|hs| {
-            hs.iter()
-                .find(|x| x.key == "odp-reason")
-                .and_then(|x| x.value)
-        })
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-        .unwrap_or_default();
+    let letters = common::dead_letters(&h, &key, 1).await;
+    assert!(letters[0].payload.is_empty(), "its bytes are not kept");
+    let reason = &letters[0].reason;
     assert!(reason.contains("over the 1048576 byte limit"), "{reason}");
 }

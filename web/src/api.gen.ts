@@ -21,6 +21,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Issued agent identities, newest first, revoked ones included (admin). */
+        get: operations["list_agent_identities"];
+        put?: never;
+        /**
+         * Issue an agent identity: a certificate binding an Ed25519 key to a host
+         *     (admin). Without `public_key` the key pair is generated here and its
+         *     private key answered this once.
+         */
+        post: operations["issue_agent_identity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/identities/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an agent identity (admin): what it signs is refused from then
+         *     on. Revoking it again changes nothing.
+         */
+        delete: operations["revoke_agent_identity"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/aggregate": {
         parameters: {
             query?: never;
@@ -702,6 +744,33 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description `GET /api/v1/agents/identities`: newest first. */
+        AgentIdentityList: {
+            identities: components["schemas"]["AgentIdentityRecord"][];
+        };
+        /** @description An issued identity as kept: no certificate, no private key. */
+        AgentIdentityRecord: {
+            /** Format: date-time */
+            expires_at: string;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            issued_at: string;
+            /**
+             * @description The admin who issued it, or `deployer:local` / `deployer:ssh` for
+             *     an agent the api-server deployed.
+             */
+            issued_by: string;
+            /** @description The agent's public key, base64url of its 32 raw bytes. */
+            public_key: string;
+            /**
+             * Format: date-time
+             * @description When it was revoked; what it signs is refused from then on.
+             */
+            revoked_at?: string | null;
+            revoked_by?: string | null;
+        };
         /** @description An agent as its latest heartbeat describes it. */
         AgentView: {
             agent_id: string;
@@ -1335,6 +1404,25 @@ export interface components {
             threshold_pct: number;
             title: string;
         };
+        /**
+         * @description `POST /api/v1/agents/identities`: certify a key as an agent of `host`.
+         *     Without `public_key` the API generates the key pair and answers its
+         *     private key once (it keeps no copy); with one, the private key never
+         *     leaves the agent's machine (what `odpctl agents enroll` does).
+         */
+        IssueAgentIdentityRequest: {
+            host: string;
+            /**
+             * @description The agent's Ed25519 public key: base64url (or base64) of its 32 raw
+             *     bytes, or an SPKI PEM (`-----BEGIN PUBLIC KEY-----`).
+             */
+            public_key?: string | null;
+            /**
+             * Format: int64
+             * @description How long the certificate is valid, in days; 365 when absent.
+             */
+            valid_days?: number | null;
+        };
         /** @description A stack matching a detection rule, frames root first. */
         IssueStack: {
             /** Format: int64 */
@@ -1342,6 +1430,36 @@ export interface components {
             frames: string[];
             /** Format: uuid */
             stack_id: string;
+        };
+        /**
+         * @description An identity just issued: the certificate to give the agent, and the
+         *     private key when the API generated it.
+         */
+        IssuedAgentIdentity: {
+            /**
+             * @description The certificate: a JWT signed with the api-server's command key.
+             *     The agent reads it from `agent-certificate.jwt` or
+             *     `ODP_AGENT_CERTIFICATE`.
+             */
+            certificate: string;
+            /** Format: date-time */
+            expires_at: string;
+            host: string;
+            /**
+             * Format: uuid
+             * @description The certificate's id (its `jti`), which revocation names.
+             */
+            id: string;
+            /** Format: date-time */
+            issued_at: string;
+            issued_by: string;
+            /**
+             * @description The agent's private key (PKCS#8 PEM), only when the request gave no
+             *     public key: shown this once and never stored.
+             */
+            private_key_pem?: string | null;
+            /** @description The agent's public key, base64url of its 32 raw bytes. */
+            public_key: string;
         };
         IssuesResponse: {
             /**
@@ -2341,6 +2459,254 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, unknown>;
+                };
+            };
+        };
+    };
+    list_agent_identities: {
+        parameters: {
+            query?: {
+                /** @description Only the identities of this host. */
+                host?: string;
+                /** @description At most this many; 50 when absent. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identities */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentIdentityList"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    issue_agent_identity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IssueAgentIdentityRequest"];
+            };
+        };
+        responses: {
+            /** @description Issued */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedAgentIdentity"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    revoke_agent_identity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identity id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked identity */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentIdentityRecord"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
                 };
             };
         };

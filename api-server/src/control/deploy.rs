@@ -5,6 +5,12 @@
 //! `ssh -o BatchMode=yes {host} sudo systemctl start odp-profiler-service`.
 //! Either way the deploy is done only when the host's heartbeat arrives;
 //! `control` waits for that.
+//!
+//! Each agent a deployer starts gets an identity of its own: a fresh key
+//! and a certificate for the host ([`odp_core::identity`]), recorded as
+//! issued by `deployer:local` or `deployer:ssh` and handed over in
+//! `ODP_AGENT_KEY` and `ODP_AGENT_CERTIFICATE`, so what the agent
+//! publishes is signed from its first heartbeat.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -36,6 +42,9 @@ pub struct DeployOptions {
     #[arg(long, env = "ODP_DEPLOYER", value_enum, default_value = "none")]
     pub deployer: DeployerKind,
     /// `ssh` deployer: the shell command that starts the agent on `{host}`.
+    /// It runs with the new agent's identity in `ODP_AGENT_KEY` (its
+    /// PKCS#8 PEM key) and `ODP_AGENT_CERTIFICATE`, for it to forward to
+    /// the host (docs/operations.md, Agent identities).
     #[arg(long, env = "ODP_DEPLOY_COMMAND")]
     pub deploy_command: Option<String>,
     /// A host's agent counts as live while its last heartbeat is this
@@ -62,6 +71,36 @@ pub struct DeployOptions {
 pub(crate) type DeployFuture<'a> =
     Pin<Box<dyn Future<Output = Result<(), DeployError>> + Send + 'a>>;
 
+/// The environment variables that give an agent its key (PKCS#8 PEM) and
+/// certificate, as the agent reads them.
+pub(crate) const KEY_ENV: &str = "ODP_AGENT_KEY";
+pub(crate) const CERTIFICATE_ENV: &str = "ODP_AGENT_CERTIFICATE";
+
+/// A new agent's identity: its private key and the certificate for it.
+pub(crate) struct AgentCredentials {
+    pub key_pem: String,
+    pub certificate: String,
+}
+
+impl AgentCredentials {
+    /// As the agent reads them from its environment.
+    fn env(&self) -> [(&'static str, &str); 2] {
+        [
+            (KEY_ENV, self.key_pem.as_str()),
+            (CERTIFICATE_ENV, self.certificate.as_str()),
+        ]
+    }
+}
+
+pub(crate) type IssueFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<AgentCredentials, String>> + Send + 'a>>;
+
+/// Issues (and records) a new identity for an agent of `host`; `Err`
+/// says why not. The api-server's is `service::identities::IdentityIssuer`.
+pub(crate) trait IssueIdentity: Send + Sync {
+    fn issue_new<'a>(&'a self, host: &'a str, issued_by: &'a str) -> IssueFuture<'a>;
+}
+
 /// Why the deployer flags do not make a deployer.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployConfigError {
@@ -80,7 +119,7 @@ pub enum DeployConfigError {
 
 /// Why a deploy failed, as the deploy request's reason tells the user.
 #[derive(Debug, thiserror::Error)]
-pub enum DeployError {
+pub(crate) enum DeployError {
     #[error("host {0:?} is not a plain host name")]
     HostName(String),
     #[error("{what}: {source}")]
@@ -94,6 +133,8 @@ pub enum DeployError {
     CommandFailed { status: String, stderr: String },
     #[error("the agent exited at once ({status}): {log}")]
     AgentExited { status: String, log: String },
+    #[error("{0}")]
+    Identity(String),
 }
 
 impl DeployError {
@@ -104,7 +145,7 @@ impl DeployError {
 }
 
 /// Starts an agent on a host; `Err` carries what went wrong for the user.
-pub trait Deployer: Send + Sync {
+pub(crate) trait Deployer: Send + Sync {
     fn name(&self) -> &'static str;
     fn deploy<'a>(&'a self, host: &'a str) -> DeployFuture<'a>;
 }
@@ -125,8 +166,12 @@ impl DeployOptions {
         }
     }
 
-    /// The configured deployer, or `None` when deploying is off.
-    pub fn build(&self) -> Result<Option<Box<dyn Deployer>>, DeployConfigError> {
+    /// The configured deployer, or `None` when deploying is off; it gives
+    /// each agent it starts an identity from `identities`.
+    pub(crate) fn build(
+        &self,
+        identities: Arc<dyn IssueIdentity>,
+    ) -> Result<Option<Box<dyn Deployer>>, DeployConfigError> {
         match self.deployer {
             DeployerKind::None => Ok(None),
             DeployerKind::Ssh => {
@@ -137,7 +182,10 @@ impl DeployOptions {
                 if !template.contains("{host}") {
                     return Err(DeployConfigError::NoHostInCommand);
                 }
-                Ok(Some(Box::new(CommandDeployer { template })))
+                Ok(Some(Box::new(CommandDeployer {
+                    template,
+                    identities,
+                })))
             }
             DeployerKind::Local => {
                 let binary = match &self.local_agent_binary {
@@ -158,6 +206,7 @@ impl DeployOptions {
                     args: self.local_agent_args.clone(),
                     log_dir,
                     running: Arc::default(),
+                    identities,
                 })))
             }
         }
@@ -179,6 +228,7 @@ struct LocalDeployer {
     log_dir: PathBuf,
     /// The agents this deployer started and that still run, by host.
     running: Arc<Mutex<HashMap<String, u32>>>,
+    identities: Arc<dyn IssueIdentity>,
 }
 
 impl LocalDeployer {
@@ -189,6 +239,7 @@ impl LocalDeployer {
     async fn spawn_agent(
         &self,
         host: &str,
+        credentials: &AgentCredentials,
         log_path: &std::path::Path,
     ) -> Result<tokio::process::Child, DeployError> {
         let mut busy = 0;
@@ -201,6 +252,9 @@ impl LocalDeployer {
             let spawned = tokio::process::Command::new(&self.binary)
                 .args(["--host-id", host])
                 .args(&self.args)
+                // In the environment, not on the command line, which every
+                // user of the machine can read.
+                .envs(credentials.env())
                 .stdin(Stdio::null())
                 .stdout(log)
                 .stderr(stderr)
@@ -236,7 +290,12 @@ impl Deployer for LocalDeployer {
                 return Ok(());
             }
             let log_path = self.log_dir.join(format!("agent-{host}.log"));
-            let mut child = self.spawn_agent(host, &log_path).await?;
+            let credentials = self
+                .identities
+                .issue_new(host, "deployer:local")
+                .await
+                .map_err(DeployError::Identity)?;
+            let mut child = self.spawn_agent(host, &credentials, &log_path).await?;
             // A bad flag or key makes the agent exit at once; say so now
             // rather than after the heartbeat timeout.
             if let Ok(status) = tokio::time::timeout(EARLY_EXIT_WINDOW, child.wait()).await {
@@ -270,9 +329,11 @@ impl Deployer for LocalDeployer {
     }
 }
 
-/// Runs the configured command with `{host}` replaced, through `sh -c`.
+/// Runs the configured command with `{host}` replaced, through `sh -c`,
+/// with the new agent's identity in its environment.
 struct CommandDeployer {
     template: String,
+    identities: Arc<dyn IssueIdentity>,
 }
 
 impl CommandDeployer {
@@ -298,8 +359,14 @@ impl Deployer for CommandDeployer {
     fn deploy<'a>(&'a self, host: &'a str) -> DeployFuture<'a> {
         Box::pin(async move {
             let command = self.command_for(host)?;
+            let credentials = self
+                .identities
+                .issue_new(host, "deployer:ssh")
+                .await
+                .map_err(DeployError::Identity)?;
             let mut child = tokio::process::Command::new("sh")
                 .args(["-c", &command])
+                .envs(credentials.env())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
@@ -338,119 +405,4 @@ fn tail(text: &str, max: usize) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn options(deployer: DeployerKind) -> DeployOptions {
-        DeployOptions {
-            deployer,
-            ..DeployOptions::defaults()
-        }
-    }
-
-    #[test]
-    fn ssh_needs_a_command_with_a_host_placeholder() {
-        let mut ssh = options(DeployerKind::Ssh);
-        assert!(matches!(ssh.build(), Err(DeployConfigError::NoCommand)));
-        ssh.deploy_command = Some("ssh somewhere start".into());
-        assert!(matches!(
-            ssh.build(),
-            Err(DeployConfigError::NoHostInCommand)
-        ));
-        assert!(DeployConfigError::NoHostInCommand
-            .to_string()
-            .contains("{host}"));
-        ssh.deploy_command = Some("ssh {host} start".into());
-        assert_eq!(ssh.build().unwrap().unwrap().name(), "ssh");
-        assert!(options(DeployerKind::None).build().unwrap().is_none());
-    }
-
-    #[test]
-    fn host_names_cannot_change_the_command() {
-        let deployer = CommandDeployer {
-            template: "ssh {host} start".into(),
-        };
-        assert_eq!(
-            deployer.command_for("web-1.eu").unwrap(),
-            "ssh web-1.eu start"
-        );
-        for bad in ["", "a;rm -rf /", "$(id)", "a b", "`x`"] {
-            assert!(deployer.command_for(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[tokio::test]
-    async fn the_command_deployer_reports_failures_with_stderr() {
-        let ok = CommandDeployer {
-            template: "test {host} = web-1".into(),
-        };
-        assert!(ok.deploy("web-1").await.is_ok());
-        let failing = CommandDeployer {
-            template: "echo cannot reach {host} >&2; exit 3".into(),
-        };
-        let error = failing.deploy("web-2").await.unwrap_err();
-        let DeployError::CommandFailed { status, stderr } = &error else {
-            panic!("{error}")
-        };
-        assert!(stderr.contains("cannot reach web-2"), "{error}");
-        assert!(status.contains("exit status: 3"), "{error}");
-    }
-
-    #[tokio::test]
-    async fn a_local_agent_that_exits_at_once_is_a_failed_deploy() {
-        let dir = std::env::temp_dir().join(format!("odp-deploy-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let deployer = LocalDeployer {
-            binary: "/bin/sh".into(),
-            args: vec!["-c".into(), "echo bad flag; exit 2".into()],
-            log_dir: dir.clone(),
-            running: Arc::default(),
-        };
-        // `sh --host-id h -c …` fails on the unknown option.
-        let error = deployer.deploy("h").await.unwrap_err();
-        assert!(matches!(&error, DeployError::AgentExited { .. }), "{error}");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    /// A stand-in agent: an executable script, run as `SCRIPT --host-id HOST`.
-    fn script_deployer(dir: &std::path::Path, script: &str) -> LocalDeployer {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = dir.join("agent.sh");
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        LocalDeployer {
-            binary: path,
-            args: Vec::new(),
-            log_dir: dir.to_owned(),
-            running: Arc::default(),
-        }
-    }
-
-    #[tokio::test]
-    async fn an_agent_refused_for_a_served_host_is_a_successful_deploy() {
-        let dir = tempfile::tempdir().unwrap();
-        let deployer = script_deployer(dir.path(), "#!/bin/sh\necho host taken >&2\nexit 3\n");
-        assert!(deployer.deploy("h").await.is_ok());
-        assert!(deployer.running.lock().await.is_empty());
-    }
-
-    #[tokio::test]
-    async fn racing_deploys_of_one_host_start_one_agent() {
-        let dir = tempfile::tempdir().unwrap();
-        let starts = dir.path().join("starts");
-        let script = format!(
-            "#!/bin/sh\necho started >> {}\nexec sleep 30\n",
-            starts.display()
-        );
-        let deployer = script_deployer(dir.path(), &script);
-        let (a, b) = tokio::join!(deployer.deploy("h"), deployer.deploy("h"));
-        assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
-        assert!(deployer.deploy("h").await.is_ok());
-        let lines = std::fs::read_to_string(&starts).unwrap();
-        assert_eq!(lines.lines().count(), 1, "{lines}");
-        let pid = *deployer.running.lock().await.get("h").unwrap();
-        let _ = std::process::Command::new("kill")
-            .arg(pid.to_string())
-            .status();
-    }
-}
+mod tests;

@@ -8,34 +8,84 @@
 //! Every api-server replica therefore also follows the events topic from
 //! its end, without a consumer group (it commits nothing and takes no
 //! partition from anyone), and remembers when each host was last heard.
+//!
+//! Only heartbeats an agent of the host signed count: the message must
+//! verify against the command key's public half (its certificate and its
+//! signature, [`odp_core::identity`]), its certificate must name the host
+//! the heartbeat speaks for, and the certificate must not be revoked (the
+//! revoked ones are read again every 30 s). Anyone who can write to the
+//! events topic could otherwise make a dead host look live and keep a
+//! deploy from starting its agent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use odp_core::event::{AgentEvent, AgentEventKind};
-use odp_plumbing::Kafka;
+use odp_core::identity::{Channel, IdentityError, MessageVerifier};
+use odp_plumbing::{signed, Kafka};
+use odp_store::Identities;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use uuid::Uuid;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 const RETRY: Duration = Duration::from_secs(5);
+/// How often the revoked identities are read again: a revocation takes
+/// effect here within this long.
+const RELOAD_REVOKED: Duration = Duration::from_secs(30);
+/// At most one refused heartbeat is logged this often (unix ms): a host
+/// of unsigned agents beats every few seconds.
+const LOG_REFUSED_EVERY_MS: i64 = 60_000;
+
+/// Why a heartbeat does not count.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    #[error("its certificate {0} is revoked")]
+    Revoked(Uuid),
+}
 
 /// When each host's agents were last heard, unix ms by the message
 /// timestamps.
-#[derive(Debug, Default)]
 pub struct HeartbeatTracker {
     last_heard_ms: Mutex<HashMap<String, i64>>,
     /// Each host's latest heartbeat's digest of the service definitions
     /// its agent holds (`None` from agents that predate them).
     services_digests: Mutex<HashMap<String, Option<String>>>,
+    /// Checks heartbeats against the command key's public half.
+    verifier: MessageVerifier,
+    /// The ids of revoked certificates, as last read from the store.
+    revoked: Mutex<HashSet<Uuid>>,
+    /// When a refused heartbeat was last logged, unix ms.
+    refusal_logged_ms: AtomicI64,
 }
 
 impl HeartbeatTracker {
-    /// Starts following `topic` in the background.
-    pub fn spawn(client: ClientConfig, topic: String) -> Arc<HeartbeatTracker> {
-        let tracker = Arc::new(HeartbeatTracker::default());
+    /// Counts the heartbeats that `verifier` verifies.
+    pub fn new(verifier: MessageVerifier) -> HeartbeatTracker {
+        HeartbeatTracker {
+            last_heard_ms: Mutex::default(),
+            services_digests: Mutex::default(),
+            verifier,
+            revoked: Mutex::default(),
+            refusal_logged_ms: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// Starts following `topic` in the background, refusing the
+    /// identities `identities` says are revoked.
+    pub fn spawn(
+        client: ClientConfig,
+        topic: String,
+        verifier: MessageVerifier,
+        identities: Identities,
+    ) -> Arc<HeartbeatTracker> {
+        let tracker = Arc::new(HeartbeatTracker::new(verifier));
+        tokio::spawn(reload_revoked(tracker.clone(), identities));
         tokio::spawn(follow(tracker.clone(), client, topic));
         tracker
     }
@@ -69,24 +119,75 @@ impl HeartbeatTracker {
         hosts
     }
 
-    pub(crate) fn note(&self, payload: &[u8], timestamp_ms: Option<i64>) {
-        let Ok(event) = AgentEvent::from_json(payload) else {
-            return;
+    /// Replaces the revoked certificate ids.
+    pub(crate) fn set_revoked(&self, ids: impl IntoIterator<Item = Uuid>) {
+        *self.revoked.lock().expect("tracker lock") = ids.into_iter().collect();
+    }
+
+    /// Counts `message` when it is a heartbeat signed by an agent of the
+    /// host it names under an identity not revoked; says why not when it
+    /// is a heartbeat that is not. Other messages are passed over.
+    pub(crate) fn note<M: Message>(&self, message: &M, now_unix_s: i64) -> Result<(), Refused> {
+        let Some(Ok(event)) = message.payload().map(AgentEvent::from_json) else {
+            return Ok(());
         };
         let AgentEventKind::Heartbeat {
             services_digest, ..
         } = event.kind
         else {
-            return;
+            return Ok(());
         };
-        let at = timestamp_ms.unwrap_or(event.at_ms);
+        let certificate = signed::verify(&self.verifier, Channel::Events, message, now_unix_s)?;
+        certificate.check_host(&event.host)?;
+        if self
+            .revoked
+            .lock()
+            .expect("tracker lock")
+            .contains(&certificate.id)
+        {
+            return Err(Refused::Revoked(certificate.id));
+        }
+        let at = message.timestamp().to_millis().unwrap_or(event.at_ms);
+        self.record(event.host, at, services_digest);
+        Ok(())
+    }
+
+    /// Remembers a verified heartbeat, unless a later one is known.
+    fn record(&self, host: String, at: i64, services_digest: Option<String>) {
         let mut heard = self.last_heard_ms.lock().expect("tracker lock");
-        let last = heard.entry(event.host.clone()).or_insert(at);
+        let last = heard.entry(host.clone()).or_insert(at);
         if at >= *last {
             *last = at;
             drop(heard);
             let mut digests = self.services_digests.lock().expect("tracker lock");
-            digests.insert(event.host, services_digest);
+            digests.insert(host, services_digest);
+        }
+    }
+
+    /// Logs `refused`, unless another refusal was logged within the last
+    /// minute.
+    fn log_refused(&self, refused: &Refused, now_ms: i64) {
+        let last = self.refusal_logged_ms.load(Ordering::Relaxed);
+        if now_ms.saturating_sub(last) < LOG_REFUSED_EVERY_MS {
+            return;
+        }
+        self.refusal_logged_ms.store(now_ms, Ordering::Relaxed);
+        tracing::warn!(
+            reason = %refused,
+            "a heartbeat on the events topic is not counted (at most one such warning a minute)"
+        );
+    }
+}
+
+/// Reads the revoked identities every [`RELOAD_REVOKED`], for as long as
+/// it runs; a failed read keeps the last set.
+async fn reload_revoked(tracker: Arc<HeartbeatTracker>, identities: Identities) {
+    let mut tick = tokio::time::interval(RELOAD_REVOKED);
+    loop {
+        tick.tick().await;
+        match identities.revoked().await {
+            Ok(revoked) => tracker.set_revoked(revoked.into_keys()),
+            Err(e) => tracing::warn!(error = %e, "reading the revoked agent identities failed"),
         }
     }
 }
@@ -110,8 +211,9 @@ async fn follow(tracker: Arc<HeartbeatTracker>, client: ClientConfig, topic: Str
     loop {
         match consumer.recv().await {
             Ok(message) => {
-                if let Some(payload) = message.payload() {
-                    tracker.note(payload, message.timestamp().to_millis());
+                if let Err(refused) = tracker.note(&message, signed::unix_now()) {
+                    let now_ms = chrono::Utc::now().timestamp_millis();
+                    tracker.log_refused(&refused, now_ms);
                 }
             }
             Err(e) => {
@@ -162,63 +264,4 @@ pub(crate) fn consumer_config(kafka: &Kafka) -> ClientConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn beat(host: &str, at_ms: i64) -> Vec<u8> {
-        beat_holding(host, at_ms, None)
-    }
-
-    fn beat_holding(host: &str, at_ms: i64, digest: Option<&str>) -> Vec<u8> {
-        serde_json::to_vec(&AgentEvent {
-            host: host.into(),
-            agent_id: "a".into(),
-            at_ms,
-            kind: AgentEventKind::Heartbeat {
-                version: "0".into(),
-                running_profiles: vec![],
-                plugins: vec![],
-                machine_id: None,
-                started_at_ms: None,
-                labels: Default::default(),
-                services: Vec::new(),
-                services_digest: digest.map(str::to_owned),
-            },
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn hosts_holding_other_definitions_are_the_live_ones_with_another_digest() {
-        let tracker = HeartbeatTracker::default();
-        let now = chrono::Utc::now().timestamp_millis();
-        tracker.note(&beat_holding("current", 0, Some("d2")), Some(now));
-        tracker.note(&beat_holding("stale", 0, Some("d1")), Some(now));
-        tracker.note(&beat_holding("empty", 0, Some("e")), Some(now));
-        // An agent that predates service definitions reports no digest.
-        tracker.note(&beat_holding("old-agent", 0, None), Some(now));
-        tracker.note(&beat_holding("gone", 0, Some("d1")), Some(now - 600_000));
-        // A late, older heartbeat does not undo a newer one.
-        tracker.note(&beat_holding("synced", 0, Some("d2")), Some(now));
-        tracker.note(&beat_holding("synced", 0, Some("d1")), Some(now - 5_000));
-        let within = Duration::from_secs(30);
-        assert_eq!(
-            tracker.hosts_holding_other_services("d2", within),
-            ["empty", "stale"]
-        );
-    }
-
-    #[test]
-    fn remembers_the_latest_heartbeat_per_host() {
-        let tracker = HeartbeatTracker::default();
-        let now = chrono::Utc::now().timestamp_millis();
-        tracker.note(&beat("web-1", 0), Some(now - 1_000));
-        tracker.note(&beat("web-1", 0), Some(now - 60_000));
-        tracker.note(&beat("web-2", now - 40_000), None);
-        tracker.note(b"not json", Some(now));
-        let within = Duration::from_secs(30);
-        assert!(tracker.heard_within("web-1", within));
-        assert!(!tracker.heard_within("web-2", within));
-        assert!(!tracker.heard_within("web-3", within));
-    }
-}
+mod tests;

@@ -23,7 +23,7 @@ use odp_store::Database;
 use odp_store::{NewRequest, RequestDeadlines, RequestKind, RequestRow, RequestStatus, Requests};
 use uuid::Uuid;
 
-use self::deploy::{DeployOptions, Deployer};
+use self::deploy::{DeployOptions, Deployer, IssueIdentity};
 use self::heartbeats::HeartbeatTracker;
 use crate::error::ApiError;
 
@@ -51,16 +51,18 @@ pub enum DeployOutcome {
 }
 
 impl Control {
-    /// `command_secs`: how long a stop or an undeploy (now) may take.
-    pub fn new(
+    /// `command_secs`: how long a stop or an undeploy (now) may take;
+    /// `identities` issues the identity of each agent the deployer starts.
+    pub(crate) fn new(
         pool: Database,
         options: &DeployOptions,
         command_secs: i64,
+        identities: Arc<dyn IssueIdentity>,
     ) -> Result<Self, crate::control::deploy::DeployConfigError> {
         Ok(Control {
             requests: Requests::new(pool.clone()),
             pool,
-            deployer: options.build()?.map(Arc::from),
+            deployer: options.build(identities)?.map(Arc::from),
             deadlines: RequestDeadlines {
                 live_within_secs: options.agent_live_secs,
                 deploy_secs: options.deploy_timeout_secs,

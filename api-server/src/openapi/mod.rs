@@ -36,6 +36,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "profiles", description = "Starting, stopping, finding and importing profiles"),
         (name = "queries", description = "Flame graphs, tables, aggregates and diffs"),
         (name = "control", description = "Hosts, agent deploys and control requests"),
+        (name = "agents", description = "Agent identities: certificates binding an agent's key to its host"),
         (name = "schedules", description = "Cron schedules of profiles"),
         (name = "services", description = "Services defined once, and the live hosts that run them"),
         (name = "runs", description = "A service profiled on hosts chosen from those that run it, stopped when precise"),

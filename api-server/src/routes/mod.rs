@@ -1,3 +1,4 @@
+pub(crate) mod agents;
 pub(crate) mod aggregate;
 pub(crate) mod channels;
 pub(crate) mod diff;

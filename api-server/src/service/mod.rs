@@ -3,6 +3,7 @@
 //! route imports another route; what two of them share lives here.
 
 pub(crate) mod channels;
+pub(crate) mod identities;
 pub(crate) mod profiles;
 pub(crate) mod queries;
 pub(crate) mod rules;

@@ -37,9 +37,11 @@ pub(super) async fn heartbeats(shared: Arc<Shared>, every: Duration) {
             kind,
         }
         .to_json();
+        let signature = shared.identities[index].sign(Channel::Events, &payload);
         let record = FutureRecord::to(&shared.topics.events)
             .key(host)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(signed::headers(&signature));
         // Queued now, delivered in the background: a slow broker must not
         // bunch the next hosts' beats.
         match shared.producer(index).send_result(record) {

@@ -1,6 +1,10 @@
 //! A fleet simulator that speaks the real contracts: many simulated hosts,
 //! each behaving on Kafka as one agent would, beside the real stack.
 //!
+//! - Every host has an agent identity of its own, certified with the
+//!   api-server's command key as the api-server would certify a deployed
+//!   agent, and signs each message it sends with it
+//!   ([`odp_core::identity`]).
 //! - Every host heartbeats on the events topic (keyed by its id, one
 //!   stable agent id per host), the hosts spread over the interval, with
 //!   its labels, the defined services it runs (those of its last
@@ -30,13 +34,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use odp_core::command::{CommandAction, CommandVerifier, StartProfile};
+use odp_core::command::{
+    public_pem_of, CommandAction, CommandSigner, CommandVerifier, StartProfile,
+};
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
+use odp_core::identity::{
+    issue_certificate, AgentIdentity, AgentKey, Channel, IdentityError, MessageVerifier,
+};
 use odp_core::model::Language;
 use odp_core::runtime::RuntimeInfo;
 use odp_core::service::{services_digest, SyncServices};
 use odp_core::Snapshot;
-use odp_plumbing::Topics;
+use odp_plumbing::{signed, Topics};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -92,8 +101,10 @@ pub struct FleetOptions {
     /// librdkafka settings of its producers (`k=v,k=v`); the dev stack's
     /// [`TANSU_KAFKA_OPTIONS`] by default.
     pub kafka_options: String,
-    /// The api-server's command public key (SPKI PEM), as the agents get it.
-    pub command_public_key_pem: String,
+    /// The api-server's command signing key (PKCS#8 PEM): it certifies
+    /// each simulated host's identity, and its public half verifies the
+    /// commands, as the agents' copy does.
+    pub command_signing_key_pem: String,
     pub hosts: Vec<SimHost>,
     /// Each host heartbeats once per interval (the agent's `--heartbeat-secs`).
     pub heartbeat_every: Duration,
@@ -111,14 +122,14 @@ impl FleetOptions {
     pub fn new(
         kafka_bootstrap: &str,
         topics: &Topics,
-        command_public_key_pem: &str,
+        command_signing_key_pem: &str,
         hosts: Vec<SimHost>,
     ) -> Result<FleetOptions> {
         Ok(FleetOptions {
             kafka_bootstrap: kafka_bootstrap.to_owned(),
             topics: topics.clone(),
             kafka_options: TANSU_KAFKA_OPTIONS.to_owned(),
-            command_public_key_pem: command_public_key_pem.to_owned(),
+            command_signing_key_pem: command_signing_key_pem.to_owned(),
             hosts,
             heartbeat_every: Duration::from_secs(5),
             default_window: Duration::from_secs(10),
@@ -254,6 +265,8 @@ impl HostState {
 struct Shared {
     topics: Topics,
     producers: Vec<FutureProducer>,
+    /// Each host's identity, by its index.
+    identities: Vec<AgentIdentity>,
     hosts: HashMap<String, Mutex<HostState>>,
     order: Vec<String>,
     windows: Vec<Snapshot>,
@@ -318,12 +331,21 @@ impl FleetSim {
                     .map_err(|e| kafka_error("creating a fleet producer", e))
             })
             .collect::<Result<Vec<_>>>()?;
+        let key_error = |e: &dyn std::fmt::Display| DevError::Invalid(format!("command key: {e}"));
+        let signer = CommandSigner::from_private_pem(&options.command_signing_key_pem)
+            .map_err(|e| key_error(&e))?;
+        let public_pem =
+            public_pem_of(&options.command_signing_key_pem).map_err(|e| key_error(&e))?;
+        let message_verifier =
+            MessageVerifier::from_public_pem(&public_pem).map_err(|e| key_error(&e))?;
         let mut hosts = HashMap::new();
         let mut order = Vec::new();
+        let mut identities = Vec::with_capacity(options.hosts.len());
         for (index, host) in options.hosts.iter().enumerate() {
-            let verifier =
-                CommandVerifier::from_public_pem(&options.command_public_key_pem, &host.id)
-                    .map_err(|e| DevError::Invalid(format!("command public key: {e}")))?;
+            let verifier = CommandVerifier::from_public_pem(&public_pem, &host.id)
+                .map_err(|e| key_error(&e))?;
+            identities
+                .push(certify(&signer, &message_verifier, &host.id).map_err(|e| key_error(&e))?);
             let mut labels = discovered_labels();
             labels.extend(host.labels.clone());
             let state = HostState {
@@ -346,6 +368,7 @@ impl FleetSim {
         let shared = Arc::new(Shared {
             topics: options.topics.clone(),
             producers,
+            identities,
             hosts,
             order,
             windows: options.windows.clone(),
@@ -442,6 +465,19 @@ impl FleetSim {
     }
 }
 
+/// A new identity for `host`, certified for a day as the api-server
+/// certifies the agents it deploys.
+fn certify(
+    signer: &CommandSigner,
+    verifier: &MessageVerifier,
+    host: &str,
+) -> std::result::Result<AgentIdentity, IdentityError> {
+    let key = AgentKey::generate()?;
+    let now = signed::unix_now();
+    let (_, token) = issue_certificate(signer, host, &key.public_key(), now - 60, now + 86_400)?;
+    AgentIdentity::new(key, &token, verifier, host, now)
+}
+
 impl Drop for FleetSim {
     fn drop(&mut self) {
         self.abort();
@@ -462,9 +498,11 @@ impl Shared {
             kind,
         }
         .to_json();
+        let signature = self.identities[index].sign(Channel::Events, &payload);
         let record = FutureRecord::to(&self.topics.events)
             .key(host)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(signed::headers(&signature));
         let sent = self.producer(index).send(record, QUEUE_TIMEOUT).await;
         if sent.is_err() {
             bump(&self.counters.send_failures, 1);
@@ -475,9 +513,11 @@ impl Shared {
     async fn snapshot(&self, index: usize, snapshot: &Snapshot) -> bool {
         let payload = snapshot.encode();
         let key = snapshot.profile_id.to_string();
+        let signature = self.identities[index].sign(Channel::Stacks, &payload);
         let record = FutureRecord::to(&self.topics.stacks)
             .key(&key)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(signed::headers(&signature));
         let sent = self.producer(index).send(record, QUEUE_TIMEOUT).await;
         if sent.is_err() {
             bump(&self.counters.send_failures, 1);

@@ -4,16 +4,21 @@
 //!
 //! Needs the binaries built (`cargo build --workspace --bins`).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use odp_core::identity::{AgentIdentity, Channel};
 use odp_devstack::{
     pick_free_ports, workspace_binary, ServiceProcess, Stack, StackOptions, TANSU_KAFKA_OPTIONS,
 };
 use odp_plumbing::Topics;
+use odp_store::ProfileStatus;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sqlx::PgPool;
 use uuid::Uuid;
+
+use super::signing::{insert_profile, Issuer};
 
 /// The two stacks of each snapshot published.
 const HOT: (&[&str], u64) = (&["main", "hot"], 3);
@@ -26,8 +31,12 @@ pub(crate) struct Fleet {
     pub(crate) pool: PgPool,
     producer: FutureProducer,
     /// Profile `i` is published to stacks partition `i % 4`, so every
-    /// partition carries two of the eight.
+    /// partition carries two of the eight. All run on `h-1`.
     pub(crate) profiles: Vec<Uuid>,
+    /// The agent of `h-1`, which signs every snapshot.
+    agent: AgentIdentity,
+    /// The key the workers verify its certificate with.
+    command_public_key: PathBuf,
 }
 
 impl Fleet {
@@ -46,8 +55,16 @@ impl Fleet {
             .set("batch.num.messages", "1")
             .create()
             .unwrap();
-        let profiles = (0..8).map(|_| Uuid::new_v4()).collect();
+        let db = odp_store::Database::from(&pool);
+        let mut profiles = Vec::new();
+        for _ in 0..8 {
+            profiles.push(insert_profile(&db, "h-1", ProfileStatus::Dispatched).await);
+        }
+        let issuer = Issuer::new();
+        let command_public_key = issuer.write_public_key(stack.state_dir());
         Fleet {
+            agent: issuer.identity("h-1"),
+            command_public_key,
             stack,
             pool,
             producer,
@@ -76,6 +93,8 @@ impl Fleet {
             .args(["--topic-stacks", &topics.stacks])
             .args(["--topic-events", &topics.events])
             .args(["--topic-dead-letter", &topics.dead_letter])
+            .arg("--command-public-key")
+            .arg(&self.command_public_key)
             .args([
                 "--batch-max",
                 &batch_max.to_string(),
@@ -105,10 +124,12 @@ impl Fleet {
         let profile_id = self.profiles[profile];
         let payload = super::snapshot(profile_id, sequence as u64, &[HOT, COLD]).encode();
         let key = profile_id.to_string();
+        let signature = self.agent.sign(Channel::Stacks, &payload);
         let record = FutureRecord::to(&self.stack.topics().stacks)
             .key(&key)
             .partition(profile as i32 % Topics::STACKS_PARTITIONS)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(odp_plumbing::signed::headers(&signature));
         self.producer
             .send(record, Duration::from_secs(30))
             .await

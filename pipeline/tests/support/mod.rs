@@ -1,9 +1,12 @@
 //! What the pipeline's integration tests share: crafted windows, counts,
-//! and reading how alert deliveries went.
+//! reading how alert deliveries went, and agents the pipeline believes
+//! (`signing`) sending to a worker (`harness`).
 // Each test binary uses only some of it.
 #![allow(dead_code)]
 
 pub(crate) mod fleet;
+pub(crate) mod harness;
+pub(crate) mod signing;
 pub(crate) mod smtp_sink;
 
 use std::time::Duration;

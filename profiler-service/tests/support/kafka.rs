@@ -1,5 +1,7 @@
 //! A Tansu broker on a spare loopback port, and a harness that creates
-//! per-test topics, signs commands and records what the agent publishes.
+//! per-test topics, enrolls the agent (an identity issued with the
+//! api-server's key), signs commands and records what the agent publishes,
+//! with whether it was signed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -8,7 +10,11 @@ use std::time::{Duration, Instant};
 
 use odp_core::command::{generate_keypair, Command as OdpCommand, CommandAction, CommandSigner};
 use odp_core::event::{AgentEvent, AgentEventKind};
+use odp_core::identity::{
+    issue_certificate, AgentIdentity, AgentKey, Certificate, Channel, MessageVerifier,
+};
 use odp_core::Snapshot;
+use odp_plumbing::signed::{self, unix_now};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -41,16 +47,32 @@ pub enum Seen {
     },
 }
 
+/// How a snapshot or event seen was signed.
+#[derive(Debug, Clone)]
+pub struct SignatureCheck {
+    pub channel: Channel,
+    /// The agent and host its payload names.
+    pub agent_id: String,
+    pub host: String,
+    /// Its certificate, or why it does not verify with the api-server's
+    /// key.
+    pub certified: Result<Certificate, String>,
+}
+
 pub struct Harness {
     pub host: String,
     pub agent_id: String,
+    /// Where the agent's identity is saved (`--identity-dir`).
+    pub identity_dir: PathBuf,
     bootstrap: String,
     topics: [String; 4],
     key_path: PathBuf,
     signer: CommandSigner,
+    verifier: Arc<MessageVerifier>,
     producer: FutureProducer,
     /// Every message seen, with whether a `wait` already returned it.
     seen: Arc<Mutex<Vec<(Seen, bool)>>>,
+    signatures: Arc<Mutex<Vec<SignatureCheck>>>,
     _reader: tokio::task::JoinHandle<()>,
 }
 
@@ -94,7 +116,15 @@ impl Harness {
         let (private, public) = generate_keypair().unwrap();
         let key_path =
             Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}command.pub.pem"));
-        std::fs::write(&key_path, public).unwrap();
+        std::fs::write(&key_path, &public).unwrap();
+        let signer = CommandSigner::from_private_pem(&private).unwrap();
+        let verifier = Arc::new(MessageVerifier::from_public_pem(&public).unwrap());
+        // Enrolled as an admin would: a key of its own, certified for the
+        // host by the api-server's key.
+        let host = format!("host-{}", &Uuid::new_v4().simple().to_string()[..8]);
+        let identity_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}identity"));
+        let (key, token) = issue(&signer, &host);
+        AgentIdentity::save(&key, &token, &identity_dir).unwrap();
         let producer: FutureProducer = ClientConfig::new()
             .set("bootstrap.servers", broker.bootstrap())
             .set("partitioner", "murmur2_random")
@@ -120,7 +150,10 @@ impl Harness {
         }
         consumer.assign(&assignment).unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let signatures = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&seen);
+        let checks = Arc::clone(&signatures);
+        let checker = Arc::clone(&verifier);
         let names = topics.clone();
         let reader = tokio::spawn(async move {
             loop {
@@ -129,16 +162,28 @@ impl Harness {
                 };
                 let payload = m.payload().map(<[u8]>::to_vec);
                 let key = m.key().map(<[u8]>::to_vec);
+                let check = |channel, agent_id: &str, host: &str| SignatureCheck {
+                    channel,
+                    agent_id: agent_id.to_owned(),
+                    host: host.to_owned(),
+                    certified: signed::verify(&checker, channel, &m, unix_now())
+                        .map_err(|e| e.to_string()),
+                };
                 let item = if m.topic() == names[1] {
+                    let snapshot =
+                        Snapshot::decode(&payload.unwrap_or_default()).expect("snapshot decodes");
+                    let signed = check(Channel::Stacks, &snapshot.agent_id, &snapshot.host);
+                    checks.lock().unwrap().push(signed);
                     Seen::Stacks {
                         key: String::from_utf8(key.unwrap_or_default()).unwrap(),
-                        snapshot: Snapshot::decode(&payload.unwrap_or_default())
-                            .expect("snapshot decodes"),
+                        snapshot,
                     }
                 } else if m.topic() == names[2] {
-                    Seen::Event(
-                        AgentEvent::from_json(&payload.unwrap_or_default()).expect("event parses"),
-                    )
+                    let event =
+                        AgentEvent::from_json(&payload.unwrap_or_default()).expect("event parses");
+                    let signed = check(Channel::Events, &event.agent_id, &event.host);
+                    checks.lock().unwrap().push(signed);
+                    Seen::Event(event)
                 } else {
                     let reason = m.headers().and_then(|h| {
                         h.iter()
@@ -155,16 +200,83 @@ impl Harness {
             }
         });
         Harness {
-            host: format!("host-{}", &Uuid::new_v4().simple().to_string()[..8]),
+            host,
             agent_id: format!("agent-{}", &Uuid::new_v4().simple().to_string()[..8]),
+            identity_dir,
             bootstrap: broker.bootstrap().to_owned(),
             topics,
             key_path,
-            signer: CommandSigner::from_private_pem(&private).unwrap(),
+            signer,
+            verifier,
             producer,
             seen,
+            signatures,
             _reader: reader,
         }
+    }
+
+    /// A new agent key and its certificate for `host`, issued with the
+    /// api-server's key, as an admin enrolls an agent.
+    pub fn enroll(&self, host: &str) -> (AgentKey, String) {
+        issue(&self.signer, host)
+    }
+
+    /// A valid identity of an agent of `host`, issued with the api-server's
+    /// key.
+    pub fn identity_for(&self, host: &str) -> AgentIdentity {
+        let (key, token) = self.enroll(host);
+        AgentIdentity::new(key, &token, &self.verifier, host, unix_now()).unwrap()
+    }
+
+    /// Writes an event to the events topic keyed by its host, as an agent
+    /// would, signed by `identity` when given.
+    pub async fn send_event(&self, event: &AgentEvent, identity: Option<&AgentIdentity>) {
+        let payload = event.to_json();
+        let mut record = FutureRecord::to(&self.topics[2])
+            .key(&event.host)
+            .payload(&payload);
+        if let Some(identity) = identity {
+            record = record.headers(signed::headers(&identity.sign(Channel::Events, &payload)));
+        }
+        self.producer
+            .send(record, Duration::from_secs(10))
+            .await
+            .expect("event delivered");
+    }
+
+    /// How each snapshot and event of this harness's agent seen so far was
+    /// signed.
+    pub fn signatures(&self) -> Vec<SignatureCheck> {
+        let checks = self.signatures.lock().unwrap();
+        checks
+            .iter()
+            .filter(|c| c.agent_id == self.agent_id)
+            .cloned()
+            .collect()
+    }
+
+    /// What the agents of this harness's host logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}.log", self.host))
+    }
+
+    /// Checks that every snapshot and event of this harness's agent seen so
+    /// far carries headers that verify with the api-server's key and
+    /// certify the host the message names; returns how many snapshots and
+    /// events were checked.
+    pub fn assert_signed(&self) -> (usize, usize) {
+        let ours = self.signatures();
+        for check in &ours {
+            assert_eq!(check.host, self.host, "{check:?}");
+            let certified = check.certified.as_ref().map(|c| c.host.as_str());
+            assert_eq!(certified, Ok(self.host.as_str()), "{check:?}");
+        }
+        let count = |channel| ours.iter().filter(|c| c.channel == channel).count();
+        (count(Channel::Stacks), count(Channel::Events))
     }
 
     pub fn spawn_agent(&self) -> Killed {
@@ -173,13 +285,19 @@ impl Harness {
 
     /// [`spawn_agent`](Self::spawn_agent) with more flags.
     pub fn spawn_agent_with(&self, extra: &[&std::ffi::OsStr]) -> Killed {
-        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}.log", self.host));
+        let child = self.agent_command(extra).spawn().expect("start the agent");
+        Killed(child)
+    }
+
+    /// The command [`spawn_agent_with`](Self::spawn_agent_with) runs.
+    pub fn agent_command(&self, extra: &[&std::ffi::OsStr]) -> Command {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(log)
+            .open(self.log_path())
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_odp-profiler-service"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_odp-profiler-service"));
+        command
             .args(["--kafka-bootstrap", &self.bootstrap])
             .args([
                 "--topic-commands",
@@ -196,14 +314,18 @@ impl Harness {
             .args(["--host-id", &self.host, "--agent-id", &self.agent_id])
             .arg("--command-public-key")
             .arg(&self.key_path)
+            .arg("--identity-dir")
+            .arg(&self.identity_dir)
             .args(["--window-secs", "10", "--heartbeat-secs", "1"])
             .args(extra)
             .env("RUST_LOG", "info,odp_profiler_service=debug")
+            // The identity is the one in --identity-dir, whatever the
+            // test's environment holds.
+            .env_remove("ODP_AGENT_KEY")
+            .env_remove("ODP_AGENT_CERTIFICATE")
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start the agent");
-        Killed(child)
+            .stderr(log);
+        command
     }
 
     pub fn command_for(&self, host: &str, action: CommandAction) -> String {
@@ -330,4 +452,13 @@ impl Harness {
             .map(|(m, _)| m.clone())
             .collect()
     }
+}
+
+/// A new agent key and its certificate for `host`, valid for an hour.
+pub fn issue(signer: &CommandSigner, host: &str) -> (AgentKey, String) {
+    let key = AgentKey::generate().unwrap();
+    let now = unix_now();
+    let (_, token) = issue_certificate(signer, host, &key.public_key(), now - 60, now + 3600)
+        .expect("issue a certificate");
+    (key, token)
 }

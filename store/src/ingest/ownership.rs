@@ -7,9 +7,10 @@
 //! whatever they do: a profile's `agent_id` is set once, by its
 //! `profile_started` event or its first stored snapshot, whichever the
 //! pipeline sees first, and snapshots of that profile from any other agent
-//! are refused (the pipeline sends them to the dead-letter topic).
-//! Profiles the API never recorded (tests feeding the topic directly)
-//! have no row to own them, and their snapshots are stored as they come.
+//! are refused (the pipeline sends them to the dead-letter topic). The
+//! pipeline refuses snapshots of profiles the API never recorded, or that
+//! run on another host than the signer's, before they get here; a store
+//! called directly (tests, tools) stores those as they come.
 
 use std::collections::HashMap;
 
