@@ -38,8 +38,11 @@ const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
 const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
 const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 /// The message encodings this server reads.
 const ACCEPTED: &str = "identity,gzip";
+const INVALID_ARGUMENT: i32 = 3;
+const DEADLINE_EXCEEDED: i32 = 4;
 const UNIMPLEMENTED: i32 = 12;
 
 /// A gRPC status other than OK.
@@ -75,10 +78,54 @@ pub(super) async fn export(
         )
             .into_response();
     }
-    match call(&state, by, &headers, body).await {
+    let deadline = match headers.get(GRPC_TIMEOUT).map(deadline) {
+        None => None,
+        Some(Ok(deadline)) => Some(deadline),
+        Some(Err(failure)) => return trailers_only(failure),
+    };
+    let outcome = match deadline {
+        // The client has given up by then: answering later helps no one,
+        // and a transaction cut short rolls back (a retry stores it once).
+        Some(within) => tokio::time::timeout(within, call(&state, by, &headers, body))
+            .await
+            .unwrap_or_else(|_| {
+                Err(Failure {
+                    code: DEADLINE_EXCEEDED,
+                    message: format!("the call's grpc-timeout ({within:?}) passed"),
+                })
+            }),
+        None => call(&state, by, &headers, body).await,
+    };
+    match outcome {
         Ok(response) => answer(&response),
         Err(failure) => trailers_only(failure),
     }
+}
+
+/// A `grpc-timeout` header's duration: at most 8 digits and a unit
+/// (`H`ours, `M`inutes, `S`econds, `m`illi-, `u` micro-, `n`anoseconds).
+fn deadline(value: &HeaderValue) -> Result<std::time::Duration, Failure> {
+    use std::time::Duration;
+    let text = value.to_str().unwrap_or("");
+    let invalid = || Failure {
+        code: INVALID_ARGUMENT,
+        message: format!("grpc-timeout {text:?}: at most 8 digits and a unit (H, M, S, m, u or n)"),
+    };
+    let split = text.len().checked_sub(1).ok_or_else(invalid)?;
+    let (digits, unit) = text.split_at(split);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    let n: u64 = digits.parse().map_err(|_| invalid())?;
+    Ok(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return Err(invalid()),
+    })
 }
 
 async fn call(
@@ -258,5 +305,25 @@ mod tests {
         assert_eq!(refused.status(), StatusCode::OK);
         assert_eq!(refused.headers()[GRPC_STATUS], "7");
         assert_eq!(refused.headers()[GRPC_MESSAGE], "not 100%25 yours: %C3%BC");
+    }
+
+    #[test]
+    fn grpc_timeouts_read_as_the_spec_writes_them() {
+        use std::time::Duration;
+        let read = |text: &str| deadline(&HeaderValue::from_str(text).unwrap());
+        assert_eq!(read("2H").unwrap(), Duration::from_secs(7200));
+        assert_eq!(read("3M").unwrap(), Duration::from_secs(180));
+        assert_eq!(read("10S").unwrap(), Duration::from_secs(10));
+        assert_eq!(read("250m").unwrap(), Duration::from_millis(250));
+        assert_eq!(
+            read("99999999u").unwrap(),
+            Duration::from_micros(99_999_999)
+        );
+        assert_eq!(read("5n").unwrap(), Duration::from_nanos(5));
+        for bad in ["", "S", "10", "10s", "123456789S", "-1S", "1.5S", "10 S"] {
+            let failure = read(bad).unwrap_err();
+            assert_eq!(failure.code, INVALID_ARGUMENT, "{bad:?}");
+            assert!(failure.message.contains("grpc-timeout"), "{bad:?}");
+        }
     }
 }
