@@ -78,6 +78,8 @@ pub(crate) const CERTIFICATE_ENV: &str = "ODP_AGENT_CERTIFICATE";
 
 /// A new agent's identity: its private key and the certificate for it.
 pub(crate) struct AgentCredentials {
+    /// The identity's id, as recorded.
+    pub id: uuid::Uuid,
     pub key_pem: String,
     pub certificate: String,
 }
@@ -99,7 +101,14 @@ pub(crate) type IssueFuture<'a> =
 /// says why not. The api-server's is `service::identities::IdentityIssuer`.
 pub(crate) trait IssueIdentity: Send + Sync {
     fn issue_new<'a>(&'a self, host: &'a str, issued_by: &'a str) -> IssueFuture<'a>;
+
+    /// Revokes an identity whose agent is gone: its key lived only in
+    /// that process, so nothing may speak with it any more, and listing
+    /// it as valid would mislead. Failing to is logged, not fatal.
+    fn withdraw<'a>(&'a self, id: uuid::Uuid, why: &'a str) -> WithdrawFuture<'a>;
 }
+
+pub(crate) type WithdrawFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// Why the deployer flags do not make a deployer.
 #[derive(Debug, thiserror::Error)]
@@ -299,6 +308,8 @@ impl Deployer for LocalDeployer {
             // A bad flag or key makes the agent exit at once; say so now
             // rather than after the heartbeat timeout.
             if let Ok(status) = tokio::time::timeout(EARLY_EXIT_WINDOW, child.wait()).await {
+                let why = "deployer:local (the agent exited at once)";
+                self.identities.withdraw(credentials.id, why).await;
                 let log = std::fs::read_to_string(&log_path).unwrap_or_default();
                 if matches!(&status, Ok(s) if s.code() == Some(AGENT_EXIT_HOST_TAKEN)) {
                     tracing::info!(
@@ -319,10 +330,13 @@ impl Deployer for LocalDeployer {
             // Reap it when it exits (undeploy), so it leaves no zombie, and
             // let the host be deployed again.
             let (running, host) = (self.running.clone(), host.to_owned());
+            let identities = self.identities.clone();
             tokio::spawn(async move {
                 let status = child.wait().await;
                 running.lock().await.remove(&host);
                 tracing::info!(%host, ?status, "local agent exited");
+                let why = "deployer:local (the agent exited)";
+                identities.withdraw(credentials.id, why).await;
             });
             Ok(())
         })

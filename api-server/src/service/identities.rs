@@ -18,7 +18,7 @@ use odp_core::identity::{
 use odp_store::{Database, Identities, IdentityRow, NewIdentity};
 use uuid::Uuid;
 
-use crate::control::deploy::{AgentCredentials, IssueFuture, IssueIdentity};
+use crate::control::deploy::{AgentCredentials, IssueFuture, IssueIdentity, WithdrawFuture};
 use crate::error::ApiError;
 use crate::service::MAX_PAGE;
 use crate::validate::validate_name;
@@ -97,9 +97,20 @@ impl IssueIdentity for IdentityIssuer {
                 .map_err(|e| format!("issuing the agent's identity: {e}"))?;
             tracing::info!(identity = %row.id, host, by = issued_by, "agent identity issued");
             Ok(AgentCredentials {
+                id: row.id,
                 key_pem: key.to_pem(),
                 certificate,
             })
+        })
+    }
+
+    fn withdraw<'a>(&'a self, id: Uuid, why: &'a str) -> WithdrawFuture<'a> {
+        Box::pin(async move {
+            match self.identities.revoke(id, why).await {
+                Ok(_) => tracing::info!(identity = %id, why, "agent identity withdrawn"),
+                Err(e) => tracing::warn!(identity = %id, error = %e,
+                    "could not withdraw an unused agent identity; revoke it by hand"),
+            }
         })
     }
 }

@@ -11,6 +11,7 @@ struct StandInIssuer {
     signer: CommandSigner,
     public_pem: String,
     issued: std::sync::Mutex<Vec<(String, String)>>,
+    withdrawn: std::sync::Mutex<Vec<(uuid::Uuid, String)>>,
 }
 
 impl StandInIssuer {
@@ -20,6 +21,7 @@ impl StandInIssuer {
             signer: CommandSigner::from_private_pem(&private).unwrap(),
             public_pem,
             issued: Default::default(),
+            withdrawn: Default::default(),
         })
     }
 }
@@ -29,16 +31,22 @@ impl IssueIdentity for StandInIssuer {
         Box::pin(async move {
             let key = AgentKey::generate().map_err(|e| e.to_string())?;
             let now = chrono::Utc::now().timestamp();
-            let (_, certificate) =
+            let (id, certificate) =
                 issue_certificate(&self.signer, host, &key.public_key(), now, now + 86_400)
                     .map_err(|e| e.to_string())?;
             let issued = (host.to_owned(), issued_by.to_owned());
             self.issued.lock().unwrap().push(issued);
             Ok(AgentCredentials {
+                id,
                 key_pem: key.to_pem(),
                 certificate,
             })
         })
+    }
+
+    fn withdraw<'a>(&'a self, id: uuid::Uuid, why: &'a str) -> WithdrawFuture<'a> {
+        self.withdrawn.lock().unwrap().push((id, why.to_owned()));
+        Box::pin(async {})
     }
 }
 
@@ -167,9 +175,17 @@ fn script_deployer(dir: &std::path::Path, script: &str) -> LocalDeployer {
 #[tokio::test]
 async fn an_agent_refused_for_a_served_host_is_a_successful_deploy() {
     let dir = tempfile::tempdir().unwrap();
-    let deployer = script_deployer(dir.path(), "#!/bin/sh\necho host taken >&2\nexit 3\n");
+    let issuer = StandInIssuer::new();
+    let deployer = LocalDeployer {
+        identities: issuer.clone(),
+        ..script_deployer(dir.path(), "#!/bin/sh\necho host taken >&2\nexit 3\n")
+    };
     assert!(deployer.deploy("h").await.is_ok());
     assert!(deployer.running.lock().await.is_empty());
+    // The identity it was given died with it: withdrawn, not left valid.
+    let withdrawn = issuer.withdrawn.lock().unwrap().clone();
+    assert_eq!(withdrawn.len(), 1, "{withdrawn:?}");
+    assert!(withdrawn[0].1.contains("exited at once"), "{withdrawn:?}");
 }
 
 #[tokio::test]
@@ -229,6 +245,10 @@ async fn a_deploy_without_an_identity_starts_no_agent() {
     impl IssueIdentity for Refusing {
         fn issue_new<'a>(&'a self, _: &'a str, _: &'a str) -> IssueFuture<'a> {
             Box::pin(async { Err("database unavailable, retry later".to_owned()) })
+        }
+
+        fn withdraw<'a>(&'a self, _: uuid::Uuid, _: &'a str) -> WithdrawFuture<'a> {
+            unreachable!("nothing was issued")
         }
     }
     let dir = tempfile::tempdir().unwrap();
