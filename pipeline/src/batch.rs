@@ -4,7 +4,9 @@ use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::identity::Channel;
 use odp_core::Snapshot;
 
-use crate::authenticity::{unauthenticated, Authenticator};
+pub(crate) mod authenticity;
+
+use authenticity::{unauthenticated, Authenticator};
 
 /// A message as taken off the consumer, owned so the batch can outlive the
 /// poll that produced it.
@@ -215,8 +217,8 @@ pub(crate) fn commit_positions(messages: &[(String, i32, i64)]) -> Vec<(String, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authenticity::testing::{events, stacks, unsigned, Issuer, SOURCES};
-    use crate::authenticity::{Revoked, UNAUTHENTICATED};
+    use crate::batch::authenticity::testing::{events, stacks, unsigned, Issuer, SOURCES};
+    use crate::batch::authenticity::{Revoked, UNAUTHENTICATED};
     use odp_core::event::FinishReason;
     use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
     use odp_core::{EventKind, Frame};

@@ -15,7 +15,7 @@
 //! (`--command-public-key`) that is not revoked and name its certificate's
 //! host, and a snapshot or profile event must be for a profile started on
 //! that host; anything else is dead-lettered with the reason
-//! (`authenticity.rs`).
+//! (`batch/authenticity.rs`).
 //!
 //! Polling and processing are apart (`poll.rs`): batches wait in a bounded
 //! queue, and when it is full polling pauses the assigned partitions
@@ -40,7 +40,6 @@
 //! backoff.
 
 pub mod alerts;
-mod authenticity;
 mod batch;
 mod compaction;
 mod config;

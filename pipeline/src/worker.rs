@@ -12,7 +12,7 @@ use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
 
-use crate::authenticity::{self, Trust, UNAUTHENTICATED};
+use crate::batch::authenticity::{self, Trust, UNAUTHENTICATED};
 use crate::batch::{self, Prepared, RawMessage, Rejected, Sources};
 use crate::consumer::{InFlight, WorkerContext};
 use crate::detect::{DetectError, Detector};
