@@ -53,14 +53,26 @@ pub fn issue_identity(signing_key: &Path, host: &str, issued_by: &str) -> Result
     let signer = CommandSigner::from_private_pem(&pem).map_err(invalid)?;
     let verifier = MessageVerifier::from_public_pem(&public_pem_of(&pem).map_err(invalid)?)
         .map_err(invalid)?;
+    issue_with(&signer, &verifier, host, issued_by)
+}
+
+/// Issues an identity for `host` with `signer`, checked by `verifier` (the
+/// signer's public half), valid from now for
+/// [`DEFAULT_CERTIFICATE_DAYS`].
+pub fn issue_with(
+    signer: &CommandSigner,
+    verifier: &MessageVerifier,
+    host: &str,
+    issued_by: &str,
+) -> Result<IssuedIdentity> {
     let key = AgentKey::generate().map_err(invalid)?;
     let now = odp_plumbing::signed::unix_now();
     let expires = now + DEFAULT_CERTIFICATE_DAYS * 86_400;
     let (id, token) =
-        issue_certificate(&signer, host, &key.public_key(), now, expires).map_err(invalid)?;
+        issue_certificate(signer, host, &key.public_key(), now, expires).map_err(invalid)?;
     let key_pem = key.to_pem();
     let public_key = odp_core::identity::encode_public_key(&key.public_key());
-    let identity = AgentIdentity::new(key, &token, &verifier, host, now).map_err(invalid)?;
+    let identity = AgentIdentity::new(key, &token, verifier, host, now).map_err(invalid)?;
     let time = |s: i64| Utc.timestamp_opt(s, 0).single().unwrap_or_else(Utc::now);
     Ok(IssuedIdentity {
         identity,

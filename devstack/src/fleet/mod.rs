@@ -38,9 +38,7 @@ use odp_core::command::{
     public_pem_of, CommandAction, CommandSigner, CommandVerifier, StartProfile,
 };
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
-use odp_core::identity::{
-    issue_certificate, AgentIdentity, AgentKey, Channel, IdentityError, MessageVerifier,
-};
+use odp_core::identity::{AgentIdentity, Channel, MessageVerifier};
 use odp_core::model::Language;
 use odp_core::runtime::RuntimeInfo;
 use odp_core::service::{services_digest, SyncServices};
@@ -54,6 +52,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::agent_identity::issue_with;
 use crate::error::{kafka_error, DevError, Result};
 use crate::kafka::TANSU_KAFKA_OPTIONS;
 
@@ -344,8 +343,8 @@ impl FleetSim {
         for (index, host) in options.hosts.iter().enumerate() {
             let verifier = CommandVerifier::from_public_pem(&public_pem, &host.id)
                 .map_err(|e| key_error(&e))?;
-            identities
-                .push(certify(&signer, &message_verifier, &host.id).map_err(|e| key_error(&e))?);
+            let issued = issue_with(&signer, &message_verifier, &host.id, "fleet")?;
+            identities.push(issued.identity);
             let mut labels = discovered_labels();
             labels.extend(host.labels.clone());
             let state = HostState {
@@ -463,19 +462,6 @@ impl FleetSim {
             state.running.clear();
         }
     }
-}
-
-/// A new identity for `host`, certified for a day as the api-server
-/// certifies the agents it deploys.
-fn certify(
-    signer: &CommandSigner,
-    verifier: &MessageVerifier,
-    host: &str,
-) -> std::result::Result<AgentIdentity, IdentityError> {
-    let key = AgentKey::generate()?;
-    let now = signed::unix_now();
-    let (_, token) = issue_certificate(signer, host, &key.public_key(), now - 60, now + 86_400)?;
-    AgentIdentity::new(key, &token, verifier, host, now)
 }
 
 impl Drop for FleetSim {
