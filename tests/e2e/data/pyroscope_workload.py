@@ -1,8 +1,10 @@
 """A Python program profiled by Pyroscope's own SDK (pyroscope-io), which
 pushes its profiles to SERVER: two functions, `hot` doing about twice the
-work of `warm`. Prints the wall and CPU seconds its loop ran: py-spy, the SDK's sampler,
+work of `warm`. Prints the wall and CPU seconds its loop ran, and the wall
+seconds the SDK ran (configure to shutdown): py-spy, the SDK's sampler,
 samples the thread holding the GIL whether it is on a CPU or waiting for
-one, so what it earned is the wall time times the rate.
+one, so what the loop earned is its wall time times the rate, and what the
+SDK can send at most is its own wall time times the rate.
 
 usage: pyroscope_workload.py SERVER TOKEN APP SECONDS
 """
@@ -27,6 +29,7 @@ if "upload_interval" in inspect.signature(pyroscope.configure).parameters:
 else:
     # pyroscope-io 0.8: the /ingest API, every 10 s.
     options.update(auth_token=token)
+session_began = time.monotonic()
 pyroscope.configure(**options)
 
 
@@ -53,5 +56,6 @@ while time.time() < end:
 used = os.times()
 wall = time.monotonic() - began
 pyroscope.shutdown()
+session = time.monotonic() - session_began
 cpu = (used.user - start.user) + (used.system - start.system)
-print(json.dumps({"cpu_seconds": cpu, "wall_seconds": wall}))
+print(json.dumps({"cpu_seconds": cpu, "wall_seconds": wall, "session_seconds": session}))
