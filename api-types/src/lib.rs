@@ -61,6 +61,7 @@ macro_rules! wire_enum {
 
 pub mod channels;
 pub mod control;
+pub mod coverage;
 pub mod error;
 pub mod identities;
 pub mod profiles;
@@ -80,6 +81,7 @@ pub use odp_core::{ProfileStatus, Target};
 
 pub use channels::*;
 pub use control::*;
+pub use coverage::*;
 pub use error::*;
 pub use identities::*;
 pub use profiles::*;

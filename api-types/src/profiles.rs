@@ -214,6 +214,10 @@ pub struct Profile {
     /// `GET /api/v1/profiles/{id}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<ProfileRuntime>,
+    /// What the target earned against what the profile holds, and what
+    /// was lost and why. Only on `GET /api/v1/profiles/{id}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<crate::SampleCoverage>,
     pub links: ProfileLinks,
 }
 

@@ -133,6 +133,14 @@ pub struct TimelineWindow {
     pub event: EventKind,
     pub samples: i64,
     pub frequency_hz: i32,
+    /// Samples the target earned in the window (its CPU time × the rate);
+    /// null when the plugin's samples do not follow CPU time, or for
+    /// windows of agents that did not measure it.
+    #[serde(default)]
+    pub expected: Option<i64>,
+    /// Samples the target earned that the window lacks, by why.
+    #[serde(default)]
+    pub lost: crate::LostSamples,
 }
 
 /// A profile's windows in time order.

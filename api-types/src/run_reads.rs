@@ -64,6 +64,9 @@ pub struct RunTopResponse {
 pub struct RunTimelineJson {
     pub run_id: Uuid,
     pub windows: Vec<TimelineWindow>,
+    /// The members' windows summed: what their targets earned, what the
+    /// run holds, and what was lost and why.
+    pub coverage: crate::SampleCoverage,
 }
 
 /// One of a host's hottest functions.

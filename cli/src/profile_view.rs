@@ -4,7 +4,9 @@
 //! share.
 
 use chrono::{DateTime, Utc};
-use odp_client::types::{FunctionShare, Profile, ProfilesPage, SampleUnit, TopResponse};
+use odp_client::types::{
+    loss_in_words, FunctionShare, Profile, ProfilesPage, SampleCoverage, SampleUnit, TopResponse,
+};
 use odp_core::EventKind;
 
 use crate::table::Table;
@@ -154,6 +156,12 @@ pub(crate) fn profile_summary(
         }
         lines.push(("samples", samples));
     }
+    if let Some(coverage) = profile.coverage.as_ref().and_then(coverage_line) {
+        lines.push(("coverage", coverage));
+    }
+    if let Some(warning) = profile.coverage.as_ref().and_then(|c| c.warning.clone()) {
+        lines.push(("warning", warning));
+    }
     if let Some(runtime) = &profile.runtime {
         lines.push(("runtime", runtime_line(runtime)));
         if let Some(executable) = &runtime.runtime.executable {
@@ -166,6 +174,37 @@ pub(crate) fn profile_summary(
         lines.push(("agent", agent.clone()));
     }
     fields(&lines)
+}
+
+/// `1,007 of 1,006 expected from its CPU time (100.1%); lost: 12 paused
+/// by cost control; 3 unaccounted`; nothing for a profile that neither
+/// expected nor lost anything (the samples line says what it holds).
+fn coverage_line(coverage: &SampleCoverage) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(expected) = coverage.expected {
+        let share = match expected {
+            0 => String::new(),
+            e => format!(" ({})", percent(coverage.captured as f64 / e as f64)),
+        };
+        parts.push(format!(
+            "{} of {} expected from its CPU time{share}",
+            coverage.captured, expected
+        ));
+    }
+    let lost: Vec<String> = coverage
+        .lost
+        .reasons()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(reason, n)| format!("{n} {}", loss_in_words(reason)))
+        .collect();
+    if !lost.is_empty() {
+        parts.push(format!("lost: {}", lost.join(", ")));
+    }
+    if let Some(unaccounted) = coverage.unaccounted.filter(|&n| n > 0) {
+        parts.push(format!("{unaccounted} unaccounted"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// How long the profile ran against what was asked: `6.1 s of 6 s`,

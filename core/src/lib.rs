@@ -26,6 +26,7 @@
 
 pub mod command;
 pub mod cost;
+pub mod coverage;
 pub mod diff;
 pub mod event;
 pub mod filter;

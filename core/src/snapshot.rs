@@ -1,7 +1,7 @@
 //! Snapshots: one aggregation window of one profile on one agent, the
 //! message on `odp.stacks`.
 //!
-//! Layout (version 1), all integers LEB128 varints unless said otherwise:
+//! Layout (version 2), all integers LEB128 varints unless said otherwise:
 //!
 //! ```text
 //! magic "ODPS" | version u8 | codec u8 (0 none, 1 lz4) | body length u32 LE | body
@@ -11,7 +11,11 @@
 //!        | frames: count, then function str, module str, file str ("" = none), line (0 = none)
 //!        | threads: count, then tid, name str
 //!        | stacks: count, then tid (0 = none), count, depth, frame indexes root first
+//!        | coverage (version 2 on): expected + 1 (0 = unknown),
+//!          then loss reasons: count, then reason u8, samples
 //! ```
+//!
+//! Version 1 snapshots (no coverage) are still read.
 //!
 //! Frames are deduplicated within a snapshot, so a stack costs one small
 //! integer per frame. The `(agent id, profile id, sequence)` triple makes
@@ -22,11 +26,14 @@ use std::collections::HashMap;
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::coverage::{Coverage, CoverageError};
 use crate::model::{EventKind, Frame};
 use crate::wire::{Reader, WireError, Writer};
 
 pub const MAGIC: &[u8; 4] = b"ODPS";
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+/// The oldest version read: the same layout without coverage.
+const FIRST_VERSION: u8 = 1;
 const CODEC_NONE: u8 = 0;
 const CODEC_LZ4: u8 = 1;
 const HEADER_LEN: usize = 10;
@@ -74,6 +81,8 @@ pub enum SnapshotError {
     TrailingBytes(usize),
     #[error("the window's counts add up to more than {MAX_WINDOW_SAMPLES} samples")]
     TooManySamples,
+    #[error("malformed coverage: {0}")]
+    Coverage(#[from] CoverageError),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +121,8 @@ pub struct Snapshot {
     pub frames: Vec<Frame>,
     pub threads: Vec<ThreadInfo>,
     pub stacks: Vec<StackCount>,
+    /// What the window earned and lost, when the agent measured it.
+    pub coverage: Coverage,
 }
 
 impl Snapshot {
@@ -119,6 +130,30 @@ impl Snapshot {
         self.stacks
             .iter()
             .fold(0u64, |total, s| total.saturating_add(s.count))
+    }
+
+    /// The record of this window's loss on the way: the same window with
+    /// no samples, what it held counted as lost in transport, so that the
+    /// profile still says what its target earned and why it lacks it.
+    /// `None` for a window with no samples, which loses nothing.
+    pub fn lost_in_transport(&self) -> Option<Snapshot> {
+        let samples = self.total_samples();
+        if samples == 0 {
+            return None;
+        }
+        let mut coverage = self.coverage;
+        coverage
+            .lost
+            .add(crate::coverage::LossReason::Transport, samples);
+        Some(Snapshot {
+            host: self.host.clone(),
+            agent_id: self.agent_id.clone(),
+            frames: Vec::new(),
+            threads: Vec::new(),
+            stacks: Vec::new(),
+            coverage,
+            ..*self
+        })
     }
 
     /// The frames of one stack, root first.
@@ -186,6 +221,7 @@ impl Snapshot {
                 w.varint(u64::from(index));
             }
         }
+        self.coverage.encode(&mut w);
         w.into_inner()
     }
 
@@ -194,8 +230,9 @@ impl Snapshot {
         if bytes.len() < HEADER_LEN || &bytes[..4] != MAGIC {
             return Err(SnapshotError::BadMagic);
         }
-        if bytes[4] != VERSION {
-            return Err(SnapshotError::UnsupportedVersion(bytes[4]));
+        let version = bytes[4];
+        if !(FIRST_VERSION..=VERSION).contains(&version) {
+            return Err(SnapshotError::UnsupportedVersion(version));
         }
         let body_len = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
         if body_len > MAX_BODY_BYTES {
@@ -224,11 +261,11 @@ impl Snapshot {
                 body.len()
             )));
         }
-        decode_body(&body)
+        decode_body(&body, version)
     }
 }
 
-fn decode_body(body: &[u8]) -> Result<Snapshot, SnapshotError> {
+fn decode_body(body: &[u8], version: u8) -> Result<Snapshot, SnapshotError> {
     let mut r = Reader::new(body);
     let profile_id = Uuid::from_slice(r.take(16)?).expect("16 bytes make a uuid");
     let host = r.str()?;
@@ -306,6 +343,11 @@ fn decode_body(body: &[u8]) -> Result<Snapshot, SnapshotError> {
             count,
         });
     }
+    let coverage = if version >= 2 {
+        Coverage::decode(&mut r, MAX_WINDOW_SAMPLES)?
+    } else {
+        Coverage::default()
+    };
     if r.remaining() != 0 {
         return Err(SnapshotError::TrailingBytes(r.remaining()));
     }
@@ -323,6 +365,7 @@ fn decode_body(body: &[u8]) -> Result<Snapshot, SnapshotError> {
         frames,
         threads,
         stacks,
+        coverage,
     })
 }
 
@@ -410,6 +453,7 @@ impl SnapshotBuilder {
             frames: self.frames,
             threads,
             stacks,
+            coverage: Coverage::default(),
         }
     }
 }

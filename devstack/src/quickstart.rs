@@ -194,6 +194,7 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
             share * options.duration_secs as f64 * f64::from(options.frequency_hz)
         );
     }
+    print_coverage(&client, &id).await?;
 
     let svg_path = state_dir.join(format!("flamegraph-{id}.svg"));
     let svg = client.flamegraph(&id, "svg").await?;
@@ -221,6 +222,25 @@ pub async fn quickstart(options: QuickstartOptions) -> Result<()> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "odp-dev".into())
     );
+    Ok(())
+}
+
+/// The agent's own account of the profile: what the demo's CPU time
+/// earned, what was captured, and a warning when more than 2% is missing.
+async fn print_coverage(client: &odp_client::ApiClient, id: &Uuid) -> Result<()> {
+    let Some(coverage) = client.profile(id).await?.coverage else {
+        return Ok(());
+    };
+    if let Some(expected) = coverage.expected.filter(|&e| e > 0) {
+        println!(
+            "  (the agent counted {} of the {expected} samples the demo's CPU time earned: {:.1}%)",
+            coverage.captured,
+            100.0 * coverage.captured as f64 / expected as f64
+        );
+    }
+    if let Some(warning) = coverage.warning {
+        println!("  warning: {warning}");
+    }
     Ok(())
 }
 

@@ -35,6 +35,7 @@ pub mod agent;
 pub mod commands;
 pub mod config;
 pub mod cost;
+pub mod coverage;
 pub mod error;
 pub mod host_lock;
 pub mod identity;

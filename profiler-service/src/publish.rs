@@ -135,7 +135,8 @@ impl Publisher {
             max_bytes => {
                 let dir = &config.spool.dir;
                 let spool = Spool::open(dir, max_bytes)
-                    .map_err(|e| Error::Config(format!("--spool-dir {}: {e}", dir.display())))?;
+                    .map_err(|e| Error::Config(format!("--spool-dir {}: {e}", dir.display())))?
+                    .replacing_with(record_of_loss);
                 if !spool.is_empty() {
                     info!(dir = %dir.display(), snapshots = spool.len(), bytes = spool.bytes(),
                         "spooled snapshots from an earlier run will be resent first");
@@ -228,6 +229,7 @@ impl Publisher {
             self.metrics.spool_dropped.inc_by(pushed.dropped);
             warn!(
                 dropped = pushed.dropped,
+                reported_lost = pushed.replaced,
                 "spool full: oldest spooled snapshots dropped"
             );
         }
@@ -322,7 +324,9 @@ impl Publisher {
             (Finished::Dropped, _) => {
                 self.metrics.spool_dropped.inc();
                 warn!(profile_id = %snapshot.profile_id, sequence = snapshot.sequence,
-                    "spool full: oldest spooled snapshot dropped");
+                    "spool full: oldest spooled snapshot dropped; its samples are reported lost");
+                self.with_spool(move |spool| spool.push_replacement_of(&payload))
+                    .await?;
                 Ok(true)
             }
             (Finished::Kept, Err(e)) if permanent(&e) => {
@@ -501,4 +505,15 @@ fn event_name(kind: &AgentEventKind) -> &'static str {
         AgentEventKind::Cost(CostEventKind::WindowStats { .. }) => "window_stats",
         AgentEventKind::Cost(CostEventKind::WaitsSampled { .. }) => "waits_sampled",
     }
+}
+
+/// The spool's [`crate::spool::Replace`]: an evicted window becomes the
+/// record of its loss, which the pipeline stores in its place.
+fn record_of_loss(payload: &[u8]) -> Option<Vec<u8>> {
+    Some(
+        Snapshot::decode(payload)
+            .ok()?
+            .lost_in_transport()?
+            .encode(),
+    )
 }

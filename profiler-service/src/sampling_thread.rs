@@ -25,6 +25,7 @@ use uuid::Uuid;
 use crate::cost::control::Control;
 use crate::cost::duty::Duty;
 use crate::cost::CostSettings;
+use crate::coverage::CoverageMeter;
 use crate::plugin::identify::{self, LanguageRuntime};
 use crate::plugin::{OpenOptions, PluginError, Plugins, Session, WindowSink};
 use crate::targets::ProcFs;
@@ -182,7 +183,8 @@ pub fn run(
     let mut clock = WindowClock::new(spec.window, spec.duration, start, unix_ms());
     let mut sink = WindowSink::new();
     let mut next_rescan = start + RESCAN;
-    let mut lost = 0;
+    let mut meter =
+        CoverageMeter::start(procfs.clone(), &session.pids(), session.follows_cpu_time());
     let reason = loop {
         let now = Instant::now();
         let mut sleep = clock.sleep_for(now, TICK);
@@ -193,14 +195,16 @@ pub fn run(
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break FinishReason::Stopped,
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if let Err(e) = poll(session.as_mut(), &mut sink, &mut lost) {
+        if let Err(e) = poll(session.as_mut(), &mut sink, &mut meter) {
             emit(RunnerEvent::Failed(e.to_string()));
             return;
         }
         let now = Instant::now();
+        meter.tick(now);
         if let Some(duty) = &duty {
             if duty.is_on(now) == paused {
                 paused = !paused;
+                meter.set_paused(paused);
                 session.set_paused(paused);
             }
         }
@@ -209,7 +213,10 @@ pub fn run(
             match procfs.resolve(&spec.target) {
                 Ok(pids) => match sampled(procfs, spec, language, pids) {
                     pids if pids.is_empty() => break FinishReason::TargetExited,
-                    pids => session.sync_targets(&pids),
+                    pids => {
+                        session.sync_targets(&pids);
+                        meter.track(&pids);
+                    }
                 },
                 Err(e) => debug!(profile_id = %id, error = %e, "re-scan failed"),
             }
@@ -224,7 +231,7 @@ pub fn run(
                 &mut clock,
                 &mut control,
                 spec,
-                &mut lost,
+                &mut meter,
             );
             let next_hz = closed.next_hz;
             if !emit_window(&mut emit, closed) {
@@ -240,7 +247,7 @@ pub fn run(
     // What the kernel or the plugin's tool buffered since the last tick
     // belongs to the last window.
     match session.finish(&mut sink) {
-        Ok(stats) => lost += stats.lost,
+        Ok(stats) => meter.add_losses(&stats),
         Err(e) if at_end => {
             warn!(profile_id = %id, error = %e, "profile failed at its end");
             emit(RunnerEvent::Failed(e.to_string()));
@@ -248,14 +255,14 @@ pub fn run(
         }
         Err(e) => debug!(profile_id = %id, error = %e, "final drain failed"),
     }
-    if publish_final(sink.samples(), clock.sequence()) {
+    if publish_final(sink.samples(), clock.sequence()) || meter.has_pending() {
         let closed = close_window(
             session.as_mut(),
             &mut sink,
             &mut clock,
             &mut control,
             spec,
-            &mut lost,
+            &mut meter,
         );
         if !emit_window(&mut emit, closed) {
             return;
@@ -288,10 +295,10 @@ fn numbered_parts(window: Snapshot, max_bytes: usize, clock: &mut WindowClock) -
 fn poll(
     session: &mut dyn Session,
     sink: &mut WindowSink,
-    lost: &mut u64,
+    meter: &mut CoverageMeter,
 ) -> Result<(), PluginError> {
     let stats = session.poll(sink)?;
-    *lost += stats.lost;
+    meter.add_losses(&stats);
     Ok(())
 }
 
@@ -323,14 +330,14 @@ fn close_window(
     clock: &mut WindowClock,
     control: &mut Control,
     spec: &ProfileSpec,
-    lost: &mut u64,
+    meter: &mut CoverageMeter,
 ) -> Closed {
     let now = Instant::now();
     let bounds = clock.close(now, unix_ms());
-    if *lost > 0 {
-        warn!(profile_id = %spec.profile_id, sequence = bounds.sequence, lost = *lost,
-            "samples lost to full buffers in this window");
-        *lost = 0;
+    let coverage = meter.close(control.frequency());
+    if coverage.lost.overflow > 0 {
+        warn!(profile_id = %spec.profile_id, sequence = bounds.sequence,
+            lost = coverage.lost.overflow, "samples lost to full buffers in this window");
     }
     let mut snapshot = sink.take(SnapshotHeader {
         profile_id: spec.profile_id,
@@ -343,6 +350,7 @@ fn close_window(
         period: session.window_period(),
         frequency_hz: control.frequency(),
     });
+    snapshot.coverage = coverage;
     let outcome = control.close_window(&mut snapshot, now, session.helper_cpu_time());
     let mut reports = outcome.events;
     if let Some(waits) = session.take_wait_sampling() {

@@ -9,7 +9,10 @@
 //!
 //! The spool is plain synchronous file I/O; the publisher calls it from
 //! `spawn_blocking`. It never loses a snapshot without saying so: every
-//! eviction is returned to the caller, which counts and logs it.
+//! eviction is returned to the caller, which counts and logs it, and with
+//! a [`Replace`] function an evicted snapshot leaves a small one in its
+//! place that tells the pipeline what was lost (its samples, as lost in
+//! transport).
 
 use std::collections::VecDeque;
 use std::fs;
@@ -17,13 +20,31 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 const SUFFIX: &str = ".snap";
+/// A record of a loss (see [`Replace`]): evicted only when nothing else is
+/// left, since it is all that tells the pipeline a window existed.
+const RECORD_SUFFIX: &str = ".loss";
 const TMP_SUFFIX: &str = ".tmp";
+
+/// One spooled file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Spooled {
+    seq: u64,
+    size: u64,
+    record: bool,
+}
+
+/// Turns an evicted payload into the small one that says what was lost
+/// (`Snapshot::lost_in_transport`); `None` for one it cannot read or that
+/// says nothing more.
+pub type Replace = fn(&[u8]) -> Option<Vec<u8>>;
 
 /// What [`Spool::push`] did to make room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pushed {
     /// Older snapshots deleted to make room, counted now.
     pub dropped: u64,
+    /// Of those, the ones replaced by the record of their loss.
+    pub replaced: u64,
     /// The new snapshot was larger than the whole spool and was not kept.
     pub rejected: bool,
 }
@@ -45,14 +66,15 @@ pub enum Finished {
 pub struct Spool {
     dir: PathBuf,
     max_bytes: u64,
-    /// Sequence number and size of each spooled file, oldest first.
-    files: VecDeque<(u64, u64)>,
+    /// The spooled files, oldest first.
+    files: VecDeque<Spooled>,
     bytes: u64,
     next: u64,
     /// The file being resent, which eviction must not count yet.
     in_flight: Option<u64>,
     /// Whether the in-flight file was evicted while it was being sent.
     in_flight_evicted: bool,
+    replace: Option<Replace>,
 }
 
 impl Spool {
@@ -67,13 +89,14 @@ impl Spool {
             let Some(name) = name.to_str() else { continue };
             if name.ends_with(TMP_SUFFIX) {
                 fs::remove_file(entry.path())?;
-            } else if let Some(seq) = name.strip_suffix(SUFFIX).and_then(|s| s.parse().ok()) {
-                files.push((seq, entry.metadata()?.len()));
+            } else if let Some((seq, record)) = parse_name(name) {
+                let size = entry.metadata()?.len();
+                files.push(Spooled { seq, size, record });
             }
         }
         files.sort_unstable();
-        let next = files.last().map_or(0, |&(seq, _)| seq + 1);
-        let bytes = files.iter().map(|&(_, len)| len).sum();
+        let next = files.last().map_or(0, |f| f.seq + 1);
+        let bytes = files.iter().map(|f| f.size).sum();
         Ok(Spool {
             dir: dir.to_owned(),
             max_bytes,
@@ -82,7 +105,14 @@ impl Spool {
             next,
             in_flight: None,
             in_flight_evicted: false,
+            replace: None,
         })
+    }
+
+    /// Evicted snapshots are replaced by what `replace` makes of them.
+    pub fn replacing_with(mut self, replace: Replace) -> Spool {
+        self.replace = Some(replace);
+        self
     }
 
     pub fn len(&self) -> usize {
@@ -98,52 +128,108 @@ impl Spool {
         self.bytes
     }
 
-    fn path(&self, seq: u64) -> PathBuf {
+    fn path(&self, file: Spooled) -> PathBuf {
         // Zero-padded so names sort like numbers.
-        self.dir.join(format!("{seq:020}{SUFFIX}"))
+        let suffix = if file.record { RECORD_SUFFIX } else { SUFFIX };
+        self.dir.join(format!("{:020}{suffix}", file.seq))
     }
 
     /// Appends one encoded snapshot, first deleting the oldest ones if it
-    /// would not fit otherwise.
+    /// would not fit otherwise; those deleted are replaced by the record of
+    /// their loss when the spool has a [`Replace`] function.
     pub fn push(&mut self, payload: &[u8]) -> io::Result<Pushed> {
+        let (mut pushed, replacements) = self.push_evicting(payload, self.replace, false)?;
+        for replacement in replacements {
+            // A replacement that evicts is not replaced again: the records
+            // of losses cannot chase each other around the spool.
+            let (more, _) = self.push_evicting(&replacement, None, true)?;
+            pushed.dropped += more.dropped;
+        }
+        pushed.replaced = pushed.replaced.min(pushed.dropped);
+        Ok(pushed)
+    }
+
+    /// Replaces a snapshot evicted while in flight and then not delivered
+    /// ([`Finished::Dropped`]) by the record of its loss.
+    pub fn push_replacement_of(&mut self, payload: &[u8]) -> io::Result<Pushed> {
+        match self.replace.and_then(|replace| replace(payload)) {
+            Some(replacement) => self
+                .push_evicting(&replacement, None, true)
+                .map(|(pushed, _)| pushed),
+            None => Ok(Pushed::default()),
+        }
+    }
+
+    fn push_evicting(
+        &mut self,
+        payload: &[u8],
+        replace: Option<Replace>,
+        record: bool,
+    ) -> io::Result<(Pushed, Vec<Vec<u8>>)> {
         let len = payload.len() as u64;
         let mut pushed = Pushed::default();
+        let mut replacements = Vec::new();
         if len > self.max_bytes {
             pushed.rejected = true;
-            return Ok(pushed);
+            return Ok((pushed, replacements));
         }
         while self.bytes + len > self.max_bytes {
-            let Some((seq, size)) = self.files.pop_front() else {
+            // The oldest window goes first; records of losses only when
+            // nothing else is left.
+            let victim = self.files.iter().position(|f| !f.record).unwrap_or(0);
+            let Some(file) = self.files.remove(victim) else {
                 break;
             };
-            remove_if_present(&self.path(seq))?;
+            let (seq, size) = (file.seq, file.size);
+            let path = self.path(file);
+            let in_flight = self.in_flight == Some(seq);
+            let replacement = replace
+                .filter(|_| !in_flight)
+                .and_then(|replace| replace(&fs::read(&path).ok()?));
+            remove_if_present(&path)?;
             self.bytes -= size;
-            if self.in_flight == Some(seq) {
+            if in_flight {
                 self.in_flight_evicted = true;
-            } else {
-                pushed.dropped += 1;
+                continue;
+            }
+            pushed.dropped += 1;
+            if let Some(replacement) = replacement {
+                pushed.replaced += 1;
+                replacements.push(replacement);
             }
         }
+        self.write(payload, record)?;
+        Ok((pushed, replacements))
+    }
+
+    fn write(&mut self, payload: &[u8], record: bool) -> io::Result<()> {
+        let len = payload.len() as u64;
         let seq = self.next;
         let tmp = self.dir.join(format!("{seq:020}{TMP_SUFFIX}"));
         let mut file = fs::File::create(&tmp)?;
         file.write_all(payload)?;
         // On disk before it is visible under its final name.
         file.sync_data()?;
-        fs::rename(&tmp, self.path(seq))?;
+        let file = Spooled {
+            seq,
+            size: len,
+            record,
+        };
+        fs::rename(&tmp, self.path(file))?;
         self.next += 1;
-        self.files.push_back((seq, len));
+        self.files.push_back(file);
         self.bytes += len;
-        Ok(pushed)
+        Ok(())
     }
 
     /// Reads the oldest snapshot and marks it in flight, or `None` when the
     /// spool is empty.
     pub fn begin(&mut self) -> io::Result<Option<(u64, Vec<u8>)>> {
-        let Some(&(seq, _)) = self.files.front() else {
+        let Some(&file) = self.files.front() else {
             return Ok(None);
         };
-        let payload = fs::read(self.path(seq))?;
+        let seq = file.seq;
+        let payload = fs::read(self.path(file))?;
         self.in_flight = Some(seq);
         self.in_flight_evicted = false;
         Ok(Some((seq, payload)))
@@ -177,13 +263,22 @@ impl Spool {
             self.in_flight = None;
             self.in_flight_evicted = false;
         }
-        if let Some(at) = self.files.iter().position(|&(s, _)| s == seq) {
-            let (_, size) = self.files.remove(at).expect("position is in range");
-            remove_if_present(&self.path(seq))?;
-            self.bytes -= size;
+        if let Some(at) = self.files.iter().position(|f| f.seq == seq) {
+            let file = self.files.remove(at).expect("position is in range");
+            remove_if_present(&self.path(file))?;
+            self.bytes -= file.size;
         }
         Ok(())
     }
+}
+
+/// A spool file's sequence number, and whether it is a record of a loss.
+fn parse_name(name: &str) -> Option<(u64, bool)> {
+    let (stem, record) = match name.strip_suffix(SUFFIX) {
+        Some(stem) => (stem, false),
+        None => (name.strip_suffix(RECORD_SUFFIX)?, true),
+    };
+    Some((stem.parse().ok()?, record))
 }
 
 fn remove_if_present(path: &Path) -> io::Result<()> {
@@ -252,8 +347,8 @@ mod tests {
         assert_eq!(
             pushed,
             Pushed {
-                dropped: 0,
-                rejected: true
+                rejected: true,
+                ..Pushed::default()
             }
         );
         assert_eq!(spool.len(), 1);
@@ -276,5 +371,68 @@ mod tests {
         assert_eq!(spool.finish(seq, true).unwrap(), Finished::Delivered);
         let firsts: Vec<u8> = drain(&mut spool).iter().map(|p| p[0]).collect();
         assert_eq!(firsts, [2, 3]);
+    }
+
+    /// A stand-in for `Snapshot::lost_in_transport`: the first byte of
+    /// the record of a payload's loss.
+    fn record_of_loss(payload: &[u8]) -> Option<Vec<u8>> {
+        (payload[0] < 100).then(|| vec![payload[0] + 100; 2])
+    }
+
+    #[test]
+    fn evicted_snapshots_leave_the_record_of_their_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path(), 25)
+            .unwrap()
+            .replacing_with(record_of_loss);
+        spool.push(&[1; 10]).unwrap();
+        spool.push(&[2; 10]).unwrap();
+        // 1 makes room for 3 and leaves its record behind.
+        let pushed = spool.push(&[3; 10]).unwrap();
+        assert_eq!((pushed.dropped, pushed.replaced), (1, 1));
+        let firsts: Vec<u8> = drain(&mut spool).iter().map(|p| p[0]).collect();
+        assert_eq!(firsts, [2, 3, 101]);
+
+        // Evicted in flight, then not delivered: replaced on request.
+        spool.push(&[4; 10]).unwrap();
+        spool.push(&[5; 10]).unwrap();
+        let (seq, payload) = spool.begin().unwrap().unwrap();
+        spool.push(&[6; 10]).unwrap();
+        assert_eq!(spool.finish(seq, false).unwrap(), Finished::Dropped);
+        spool.push_replacement_of(&payload).unwrap();
+        let firsts: Vec<u8> = drain(&mut spool).iter().map(|p| p[0]).collect();
+        assert_eq!(firsts, [5, 6, 104]);
+    }
+
+    #[test]
+    fn records_of_loss_are_not_replaced_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path(), 9)
+            .unwrap()
+            .replacing_with(record_of_loss);
+        spool.push(&[1; 8]).unwrap();
+        // 1 leaves its record, which evicts 2 without a record of its own.
+        spool.push(&[2; 8]).unwrap();
+        let firsts: Vec<u8> = drain(&mut spool).iter().map(|p| p[0]).collect();
+        assert_eq!(firsts, [101]);
+    }
+
+    #[test]
+    fn windows_are_evicted_before_the_records_of_losses_even_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path(), 25)
+            .unwrap()
+            .replacing_with(record_of_loss);
+        for i in 1..=3u8 {
+            spool.push(&[i; 10]).unwrap();
+        }
+        drop(spool);
+        let mut spool = Spool::open(dir.path(), 25)
+            .unwrap()
+            .replacing_with(record_of_loss);
+        // 2 goes, not the older record of 1.
+        spool.push(&[4; 10]).unwrap();
+        let firsts: Vec<u8> = drain(&mut spool).iter().map(|p| p[0]).collect();
+        assert_eq!(firsts, [3, 101, 4, 102]);
     }
 }

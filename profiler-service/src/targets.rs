@@ -159,6 +159,21 @@ impl ProcFs {
         Some(parse_cgroup_paths(&text))
     }
 
+    /// The CPU a process has used (all its threads, utime + stime) and
+    /// when it started, in clock ticks (`/proc/PID/stat`).
+    pub fn cpu_ticks(&self, pid: u32) -> Option<CpuTicks> {
+        let stat = fs::read_to_string(self.pid_dir(pid).join("stat")).ok()?;
+        parse_stat_cpu(&stat)
+    }
+
+    /// Clock ticks since boot (`/proc/uptime`), the clock of
+    /// [`CpuTicks::started`].
+    pub fn uptime_ticks(&self) -> Option<u64> {
+        let uptime = fs::read_to_string(self.root.join("uptime")).ok()?;
+        let seconds: f64 = uptime.split_ascii_whitespace().next()?.parse().ok()?;
+        Some((seconds * TICKS_PER_SECOND as f64) as u64)
+    }
+
     /// The parent pid (`/proc/PID/stat`, the field after the state).
     pub fn ppid(&self, pid: u32) -> Option<u32> {
         let stat = fs::read_to_string(self.pid_dir(pid).join("stat")).ok()?;
@@ -369,6 +384,32 @@ pub fn parse_stat_state(stat: &str) -> Option<char> {
 }
 
 /// The parent pid of `/proc/PID/stat`, the field after the state.
+/// Clock ticks per second of `/proc`'s times (`USER_HZ`), 100 on every
+/// Linux architecture this agent runs on.
+pub const TICKS_PER_SECOND: u64 = 100;
+
+/// A process's CPU use and start time, in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// utime + stime, of all its threads.
+    pub used: u64,
+    /// When it started, in ticks since boot.
+    pub started: u64,
+}
+
+/// utime + stime (fields 14 and 15) and starttime (field 22) of a
+/// `/proc/*/stat` line, whose second field (the command, in parentheses)
+/// may itself hold spaces.
+pub fn parse_stat_cpu(stat: &str) -> Option<CpuTicks> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_ascii_whitespace().take(20).collect();
+    let field = |n: usize| -> Option<u64> { fields.get(n)?.parse().ok() };
+    Some(CpuTicks {
+        used: field(11)?.checked_add(field(12)?)?,
+        started: field(19)?,
+    })
+}
+
 pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_ascii_whitespace().nth(1)?.parse().ok()

@@ -1,7 +1,7 @@
 //! The snapshot spool against a real broker (Tansu): snapshots published
 //! while no broker listens are spooled and delivered in order once one
-//! starts on that port; a tiny spool drops its oldest and counts exactly
-//! what it dropped; an agent started over an earlier run's spool resends it.
+//! starts on that port; a tiny spool drops its oldest, counts exactly what
+//! it dropped, and leaves the record of each loss for the pipeline; an agent started over an earlier run's spool resends it.
 //! Every snapshot delivered, resent ones included, is signed by the agent's
 //! identity.
 //!
@@ -230,7 +230,11 @@ fn window(profile_id: Uuid, sequence: u64) -> Snapshot {
 fn window_of(host: &str, profile_id: Uuid, sequence: u64) -> Snapshot {
     let mut b = SnapshotBuilder::new();
     b.add(&[Frame::function("main"), Frame::function("hot")], 1, 10);
-    b.build(SnapshotHeader {
+    b.build(header(host, profile_id, sequence))
+}
+
+fn header(host: &str, profile_id: Uuid, sequence: u64) -> SnapshotHeader {
+    SnapshotHeader {
         profile_id,
         host: host.into(),
         agent_id: "a".into(),
@@ -240,7 +244,7 @@ fn window_of(host: &str, profile_id: Uuid, sequence: u64) -> Snapshot {
         event: EventKind::CpuClock,
         period: 1,
         frequency_hz: 99,
-    })
+    }
 }
 
 /// Sequences of one profile, in the order the broker holds them.
@@ -296,36 +300,60 @@ async fn broker_down_then_up_delivers_everything_in_order() {
     assert_eq!(sent, Sent::Acknowledged);
 }
 
+/// A window of 40 deep stacks of 10 samples each: kilobytes, against the
+/// few dozen bytes of the record of its loss.
+fn fat_window(profile_id: Uuid, sequence: u64) -> Snapshot {
+    let mut b = SnapshotBuilder::new();
+    for stack in 0..40 {
+        let frames: Vec<Frame> = (0..12)
+            .map(|depth| Frame::function(format!("service::handler_{stack}::step_{depth}")))
+            .collect();
+        b.add(&frames, 1, 10);
+    }
+    b.build(header(HOST, profile_id, sequence))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn full_spool_drops_the_oldest_and_counts_them_exactly() {
+async fn full_spool_replaces_the_oldest_by_the_record_of_their_loss() {
     let setup = Setup::new();
     let profile = Uuid::new_v4();
-    let size = window(profile, 0).encode().len() as u64;
+    let size = fat_window(profile, 0).encode().len() as u64;
+    let per_window = fat_window(profile, 0).total_samples();
     let total = 10u64;
-    assert!((0..total).all(|s| window(profile, s).encode().len() as u64 == size));
-    // Room for three.
+    // Room for three windows and the records of the others.
     let (publisher, metrics) = setup.publisher(3 * size + size / 2);
 
     for seq in 0..total {
-        let sent = publisher.snapshot(&window(profile, seq)).await.unwrap();
+        let sent = publisher.snapshot(&fat_window(profile, seq)).await.unwrap();
         assert_eq!(sent, Sent::Spooled);
     }
-    assert_eq!(setup.spooled_files(), 3);
 
     let _broker = start_broker(setup.port, &setup.topics).await;
     setup.wait_spool_empty().await;
     let dropped = counter(&metrics, "odp_agent_spool_dropped_total");
-    let delivered = setup.read_stacks((total - dropped) as usize).await;
-    // The oldest spooled snapshot may have been in a resend attempt when it
-    // was evicted: it counts as dropped only if that attempt failed.
-    assert_eq!(
-        delivered.len() as u64 + dropped,
-        total,
-        "every loss counted"
+    // Every window arrives: whole, or as the record of its loss.
+    let delivered = setup.read_stacks(total as usize).await;
+    let mut seqs = sequences(&delivered, profile);
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..total).collect::<Vec<_>>(), "each window once");
+    let whole: Vec<u64> = delivered
+        .iter()
+        .filter(|s| s.total_samples() > 0)
+        .map(|s| s.sequence)
+        .collect();
+    assert!(
+        whole.ends_with(&[7, 8, 9]),
+        "the newest are kept: {whole:?}"
     );
-    let seqs = sequences(&delivered, profile);
-    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
-    assert!(seqs.ends_with(&[7, 8, 9]), "the newest are kept: {seqs:?}");
+    assert_eq!(whole.len() as u64 + dropped, total, "every drop counted");
+    // What the windows held is stored or counted as lost in transport.
+    let stored: u64 = delivered.iter().map(Snapshot::total_samples).sum();
+    let lost: u64 = delivered.iter().map(|s| s.coverage.lost.transport).sum();
+    assert_eq!(
+        stored + lost,
+        total * per_window,
+        "{stored} stored, {lost} lost"
+    );
     assert!(dropped == 6 || dropped == 7, "dropped {dropped}");
 }
 

@@ -2,8 +2,10 @@
 //! MariaDB: exactly-once batch ingest (redeliveries and within-batch
 //! duplicates counted exactly), a profile owned by the agent that first
 //! acknowledged it, blocks larger than one statement may carry, and what
-//! reads the stored windows directly: the timeline and imported profiles.
+//! reads the stored windows directly: the timeline (with each window's
+//! coverage) and imported profiles.
 
+use odp_core::coverage::LossReason;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, Target};
 use odp_devstack::fixtures;
@@ -333,6 +335,41 @@ async fn the_timeline_is_of_the_first_event_in_time_order(db: Database) {
         .is_empty());
 }
 
+/// What a window earned and lost comes back with it; a window cut in parts
+/// counts its coverage once, and a window that carries none reads as
+/// unknown, not as zero.
+async fn the_timeline_carries_each_windows_coverage(db: Database) {
+    let profile = Uuid::new_v4();
+    let mut measured = window(profile, "agent", 0);
+    measured.coverage.expected = Some(14);
+    measured.coverage.lost.add(LossReason::Paused, 3);
+    measured.coverage.lost.add(LossReason::Transport, 1);
+    // The second part of the same window: same bounds, no coverage.
+    let mut part = window(profile, "agent", 1);
+    part.window_start_ms = measured.window_start_ms;
+    part.window_end_ms = measured.window_end_ms;
+    let mut unmeasured = window(profile, "agent", 2);
+    unmeasured.window_start_ms = measured.window_end_ms;
+    unmeasured.window_end_ms = measured.window_end_ms + 10_000;
+    store_snapshots(&db, &[&measured, &part, &unmeasured])
+        .await
+        .unwrap();
+    let timeline = profile_timeline(&db, profile).await.unwrap();
+    let seen: Vec<(i64, Option<i64>, i64, i64, i64)> = timeline
+        .iter()
+        .map(|w| {
+            (
+                w.samples,
+                w.expected,
+                w.lost.paused,
+                w.lost.transport,
+                w.lost.total(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [(20, Some(14), 3, 1, 4), (10, None, 0, 0, 0)]);
+}
+
 async fn an_import_is_a_finished_profile_with_its_window(db: Database) {
     let profile = Uuid::new_v4();
     let mut snapshot = window(profile, "import", 0);
@@ -425,6 +462,7 @@ on_both_backends!(
     several_profiles_per_batch_each_with_its_owner,
     large_blocks_are_stored_whole,
     the_timeline_is_of_the_first_event_in_time_order,
+    the_timeline_carries_each_windows_coverage,
     an_import_is_a_finished_profile_with_its_window,
     an_ingested_profile_sent_twice_is_stored_once,
 );

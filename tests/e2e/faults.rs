@@ -116,6 +116,7 @@ async fn through_faults_on(database: DatabaseKind) {
         captured * 100.0,
         h.platform.logs()
     );
+    check_the_profiles_own_account(&client, id, earned).await;
     assert_eq!(
         stored,
         acknowledged,
@@ -154,6 +155,35 @@ async fn through_faults_on(database: DatabaseKind) {
 }
 
 /// How long after now until a window that ended after now is stored.
+/// The profile's coverage, as the API reports it from the agent's own
+/// reading of the target's CPU time, agrees with the test's, and says
+/// nothing is missing.
+async fn check_the_profiles_own_account(client: &odp_client::ApiClient, id: Uuid, earned: f64) {
+    let profile = client.profile(id).await.expect("the profile");
+    let coverage = profile
+        .coverage
+        .expect("GET /profiles/{id} reports coverage");
+    let expected = coverage
+        .expected
+        .expect("a CPU profile of a native program expects samples") as f64;
+    println!(
+        "the profile's own account: expected {expected:.0}, captured {}, lost {:?}, \
+         unaccounted {:?}",
+        coverage.captured, coverage.lost, coverage.unaccounted
+    );
+    assert!(
+        (expected / earned - 1.0).abs() < 0.03,
+        "the agent expected {expected:.0} samples, the test measured {earned:.0}"
+    );
+    assert!(
+        coverage.captured as f64 >= 0.98 * expected,
+        "captured {} of {expected:.0} expected: {:?}",
+        coverage.captured,
+        coverage.warning
+    );
+    assert_eq!(coverage.warning, None);
+}
+
 async fn recovery(h: &Harness, pool: &Database, id: Uuid) -> Duration {
     let from = Instant::now();
     wait_stored_after(h, pool, id, Duration::from_secs(180)).await;

@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod common;
 mod control;
+mod coverage;
 mod db;
 mod db_faults;
 mod dead_letter;

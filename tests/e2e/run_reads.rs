@@ -168,6 +168,18 @@ async fn a_runs_aggregate_reads_in_every_format_and_compares_with_itself() {
     assert!(windows
         .iter()
         .all(|w| w["host"] == h.platform.host_id.as_str()));
+    // The run's coverage sums its members' windows: the native demo's
+    // CPU time says what to expect, and nearly all of it was captured.
+    let coverage = &timeline["coverage"];
+    let window_sum =
+        |field: &str| -> i64 { windows.iter().map(|w| w[field].as_i64().unwrap_or(0)).sum() };
+    assert_eq!(coverage["captured"].as_i64(), Some(window_sum("samples")));
+    assert_eq!(coverage["expected"].as_i64(), Some(window_sum("expected")));
+    let expected = coverage["expected"].as_f64().expect("expected samples");
+    assert!(
+        coverage["captured"].as_f64().unwrap() >= 0.9 * expected,
+        "{coverage}"
+    );
 
     // The run against itself, and a stratum of it against the whole:
     // nothing moves.

@@ -131,6 +131,9 @@ test('the flame graph shows demo_hot as the widest child of main', async () => {
   await admin.click('#runtime summary');
   assert.match(await admin.textContent('#runtime'), /cpu-split/);
   assert.match(await admin.textContent('#runtime .libraries'), /libc/);
+  // A native CPU profile's samples follow CPU time: the page compares the
+  // samples stored with those the demo's CPU time earned.
+  assert.match(await admin.textContent('#profile-coverage'), /Coverage: captured \d+ of \d+ expected \(\d+\.\d%\)/);
   await admin.screenshot({ path: `${SHOTS}profile.png`, fullPage: true });
 });
 
@@ -662,6 +665,10 @@ test('the start form runs a wall profile, whose page reads in wall time', async 
   await admin.waitForFunction(() => document.querySelector('canvas.flame')?.odpFlame.visibleFrames().length > 3);
   // Samples of a wall profile are time: the header says how much.
   assert.match(await admin.textContent('body'), /\d+\.\d+ s of wall time \(\d+ samples\)/);
+  // Wall samples do not follow CPU time: no expected count, no percentage.
+  const coverage = await admin.textContent('#profile-coverage');
+  assert.match(coverage, /^Coverage: \d+ samples/);
+  assert.doesNotMatch(coverage, /expected|%/);
   await admin.screenshot({ path: `${SHOTS}profile-wall.png`, fullPage: true });
 });
 

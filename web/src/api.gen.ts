@@ -1488,6 +1488,34 @@ export interface components {
         };
         /** @enum {string} */
         LibraryKind: "jar" | "python" | "shared";
+        /** @description Samples the target earned that are not in the profile, by why. */
+        LostSamples: {
+            /**
+             * Format: int64
+             * @description The kernel's ring buffer was full.
+             */
+            overflow: number;
+            /**
+             * Format: int64
+             * @description Cost control had sampling paused (its duty cycle).
+             */
+            paused: number;
+            /**
+             * Format: int64
+             * @description The kernel throttled the sampling event.
+             */
+            throttled: number;
+            /**
+             * Format: int64
+             * @description Sampled, but dropped on the way (the agent's spool was full).
+             */
+            transport: number;
+            /**
+             * Format: int64
+             * @description The process ran before the agent found it.
+             */
+            undiscovered: number;
+        };
         /**
          * @description `POST /api/v1/schedules`: a schedule of one host's target, or, with
          *     `run`, of a run of a service.
@@ -1510,6 +1538,7 @@ export interface components {
         /** @description A profile as the API shows it. */
         Profile: {
             agent_id?: string | null;
+            coverage?: null | components["schemas"]["SampleCoverage"];
             /** Format: date-time */
             created_at: string;
             /** Format: int64 */
@@ -1934,6 +1963,11 @@ export interface components {
         RunStatus: "dispatching" | "running" | "finished" | "stopped" | "precise" | "partial";
         /** @description A run's members' windows, in time order. */
         RunTimelineJson: {
+            /**
+             * @description The members' windows summed: what their targets earned, what the
+             *     run holds, and what was lost and why.
+             */
+            coverage: components["schemas"]["SampleCoverage"];
             /** Format: uuid */
             run_id: string;
             windows: components["schemas"]["TimelineWindow"][];
@@ -1984,6 +2018,35 @@ export interface components {
             libraries?: components["schemas"]["Library"][];
             /** @description More libraries were found than [`MAX_LIBRARIES`]. */
             libraries_truncated?: boolean;
+        };
+        /** @description A profile's (or a run's) samples against what its targets earned. */
+        SampleCoverage: {
+            /**
+             * Format: int64
+             * @description Samples stored.
+             */
+            captured: number;
+            /**
+             * Format: int64
+             * @description Samples the targets earned (their CPU time × the rate), over the
+             *     windows that measured it; null when none could (the event is not
+             *     CPU time, or the plugin's samples do not follow it).
+             */
+            expected?: number | null;
+            lost: components["schemas"]["LostSamples"];
+            /**
+             * Format: double
+             * @description The share of expected that is not captured, lost or unaccounted.
+             */
+            missing_share?: number | null;
+            /**
+             * Format: int64
+             * @description Expected less captured and lost: the gap no reason explains. Small
+             *     negative values are sampling noise (and CPU time's 10 ms ticks).
+             */
+            unaccounted?: number | null;
+            /** @description Said when more than 2% of expected is missing. */
+            warning?: string | null;
         };
         /**
          * @description What one sample of an answer stands for: `period` units of `unit`
@@ -2356,9 +2419,18 @@ export interface components {
         /** @description One window of a profile on one host. */
         TimelineWindow: {
             event: components["schemas"]["EventKind"];
+            /**
+             * Format: int64
+             * @description Samples the target earned in the window (its CPU time × the rate);
+             *     null when the plugin's samples do not follow CPU time, or for
+             *     windows of agents that did not measure it.
+             */
+            expected?: number | null;
             /** Format: int32 */
             frequency_hz: number;
             host: string;
+            /** @description Samples the target earned that the window lacks, by why. */
+            lost?: components["schemas"]["LostSamples"];
             /** Format: int64 */
             samples: number;
             /** Format: date-time */

@@ -36,8 +36,9 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
-/** A message box for errors and "not available" notes. */
-export function notice(kind: 'error' | 'info', text: string): HTMLElement {
+/** A message box for errors, warnings (something the user should know is
+ *  off, e.g. samples missing) and "not available" notes. */
+export function notice(kind: 'error' | 'warning' | 'info', text: string): HTMLElement {
   return h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
 }
 

@@ -2,10 +2,12 @@
 //! the one path every start takes, a user's or a schedule's (record it,
 //! deploy an agent if the host has none, publish the signed command).
 
+use odp_api_types::SampleCoverage;
 use odp_api_types::{Profile, StartRequest};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::cost::StartOptions;
 use odp_core::Target;
+use odp_store::profile_timeline;
 use odp_store::runtime::profile_runtime;
 use odp_store::{
     Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow, ProfileStatus, RequestKind,
@@ -273,8 +275,10 @@ pub(crate) async fn stop(
 pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ApiError> {
     let profile = get(state, id).await?;
     let runtime = profile_runtime(&state.pool, id).await?;
+    let windows = profile_timeline(&state.pool, id).await?;
     Ok(Profile {
         runtime,
+        coverage: Some(SampleCoverage::of(&windows)),
         ..Profile::from(profile)
     })
 }

@@ -36,11 +36,17 @@ impl Snapshot {
             .div_ceil(max_bytes)
             .clamp(2, self.stacks.len());
         let per_part = self.stacks.len().div_ceil(parts);
-        self.stacks
+        let mut parts: Vec<Snapshot> = self
+            .stacks
             .chunks(per_part)
             .map(|stacks| self.with_stacks(stacks))
             .flat_map(|part| part.split_to_fit(max_bytes))
-            .collect()
+            .collect();
+        // The window's coverage is counted once, with its first part.
+        for part in parts.iter_mut().skip(1) {
+            part.coverage = Default::default();
+        }
+        parts
     }
 
     /// At least as many bytes as [`Snapshot::encode`] gives: every varint
@@ -49,7 +55,8 @@ impl Snapshot {
     fn encoded_len_bound(&self) -> usize {
         const VARINT: usize = 10;
         let text = |s: &str| VARINT + s.len();
-        let header = 16 + text(&self.host) + text(&self.agent_id) + 8 * VARINT;
+        // The fixed fields, and the coverage trailer (at most 57 bytes).
+        let header = 16 + text(&self.host) + text(&self.agent_id) + 8 * VARINT + 6 * VARINT;
         let frames: usize = self
             .frames
             .iter()

@@ -225,3 +225,48 @@ proptest! {
         let _ = Snapshot::decode(&bytes);
     }
 }
+
+#[test]
+fn a_window_lost_on_the_way_leaves_its_samples_counted_as_lost() {
+    use crate::coverage::{Coverage, LossReason, Losses};
+    let mut window = sample_snapshot();
+    let mut lost = Losses::default();
+    lost.add(LossReason::Overflow, 2);
+    window.coverage = Coverage {
+        expected: Some(window.total_samples() + 5),
+        lost,
+    };
+    let record = window.lost_in_transport().expect("a window with samples");
+    let back = Snapshot::decode(&record.encode()).unwrap();
+    assert_eq!(back.total_samples(), 0);
+    assert_eq!(
+        (back.profile_id, back.sequence, back.host.as_str()),
+        (window.profile_id, window.sequence, window.host.as_str())
+    );
+    assert_eq!(back.coverage.expected, window.coverage.expected);
+    assert_eq!(
+        (back.coverage.lost.overflow, back.coverage.lost.transport),
+        (2, window.total_samples())
+    );
+    // The record itself has nothing more to lose.
+    assert!(back.lost_in_transport().is_none());
+}
+
+#[test]
+fn version_1_snapshots_without_coverage_are_still_read() {
+    let window = sample_snapshot();
+    let v2 = window.encode_uncompressed();
+    // Version 1: the same body without the coverage trailer (an unknown
+    // expected and no losses: two zero bytes).
+    let body = &v2[10..v2.len() - 2];
+    let mut v1 = b"ODPS".to_vec();
+    v1.extend([1, 0]);
+    v1.extend((body.len() as u32).to_le_bytes());
+    v1.extend(body);
+    let back = Snapshot::decode(&v1).unwrap();
+    assert_eq!(back, window);
+    assert!(matches!(
+        Snapshot::decode(&[b"ODPS".as_slice(), &[3, 0, 0, 0, 0, 0]].concat()),
+        Err(SnapshotError::UnsupportedVersion(3))
+    ));
+}

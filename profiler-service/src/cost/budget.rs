@@ -16,8 +16,8 @@
 use std::fs;
 use std::time::Duration;
 
-/// Nanoseconds per clock tick of `/proc/*/stat` (USER_HZ, 100 on Linux).
-const TICK_NANOS: u64 = 10_000_000;
+/// Nanoseconds per clock tick of `/proc/*/stat`.
+const TICK_NANOS: u64 = 1_000_000_000 / crate::targets::TICKS_PER_SECOND;
 
 #[derive(Debug, Clone)]
 pub struct Budget {
@@ -89,14 +89,9 @@ pub fn process_cpu_time(pid: u32) -> Option<Duration> {
     parse_stat_ticks(&stat).map(|ticks| Duration::from_nanos(ticks.saturating_mul(TICK_NANOS)))
 }
 
-/// utime + stime (fields 14 and 15) of a `/proc/*/stat` line, whose second
-/// field (the command, in parentheses) may itself hold spaces.
+/// utime + stime of a `/proc/*/stat` line.
 fn parse_stat_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
+    crate::targets::parse_stat_cpu(stat).map(|ticks| ticks.used)
 }
 
 #[cfg(test)]

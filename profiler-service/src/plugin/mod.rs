@@ -102,6 +102,15 @@ pub trait Session {
         Duration::ZERO
     }
 
+    /// Whether each thread earns the session's frequency in samples per
+    /// second it runs on a CPU, so that the target's CPU time says how many
+    /// samples to expect. True of the kernel's CPU clock; not of py-spy,
+    /// which also samples a thread waiting for the GIL or a CPU, nor of
+    /// JFR, whose execution samples skip native code.
+    fn follows_cpu_time(&self) -> bool {
+        false
+    }
+
     /// Whether the session measures only when the profile ends (a JVM's
     /// heap histogram): the runner then cuts no window while it runs and
     /// publishes the one `finish` fills, failing the profile if `finish`
@@ -227,6 +236,8 @@ pub struct PollStats {
     pub samples: u64,
     /// Samples the kernel or runtime dropped.
     pub lost: u64,
+    /// Samples the kernel did not take while it throttled the event.
+    pub throttled: u64,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -14,6 +14,7 @@ mod postgres;
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use odp_core::coverage::LossReason;
 use odp_core::Snapshot;
 use uuid::Uuid;
 
@@ -132,6 +133,10 @@ struct Window {
     period: i64,
     frequency_hz: i32,
     samples: i64,
+    /// What the target earned in the window, when the agent measured it.
+    expected: Option<i64>,
+    /// Samples lost, in [`LossReason::ALL`]'s order (the `lost_*` columns).
+    lost: [i64; 5],
     /// The snapshot as the agent sent it (frames deduplicated, LZ4).
     block: Vec<u8>,
 }
@@ -158,6 +163,13 @@ impl Window {
                 StoreError::Corrupt(format!("frequency {} out of range", s.frequency_hz))
             })?,
             samples: i64::try_from(s.total_samples()).unwrap_or(i64::MAX),
+            // Bounded by the decoder (`MAX_WINDOW_SAMPLES`).
+            expected: s
+                .coverage
+                .expected
+                .map(|e| i64::try_from(e).unwrap_or(i64::MAX)),
+            lost: LossReason::ALL
+                .map(|reason| i64::try_from(s.coverage.lost.get(reason)).unwrap_or(i64::MAX)),
             block: s.encode(),
         })
     }

@@ -150,7 +150,9 @@ async fn insert_windows(tx: &mut MySqlConnection, snapshots: &[&Snapshot]) -> Re
 async fn insert_statement(tx: &mut MySqlConnection, windows: Vec<Window>) -> Result<()> {
     let mut q = QueryBuilder::<MySql>::new(
         "insert into snapshots (profile_id, agent_id, `sequence`, host, window_start, window_end,
-                                event, period, frequency_hz, samples, block) ",
+                                event, period, frequency_hz, samples, block, expected_samples,
+                                lost_overflow, lost_throttled, lost_paused, lost_undiscovered,
+                                lost_transport) ",
     );
     q.push_values(windows, |mut row, w| {
         row.push_bind(w.profile_id)
@@ -163,7 +165,11 @@ async fn insert_statement(tx: &mut MySqlConnection, windows: Vec<Window>) -> Res
             .push_bind(w.period)
             .push_bind(w.frequency_hz)
             .push_bind(w.samples)
-            .push_bind(w.block);
+            .push_bind(w.block)
+            .push_bind(w.expected);
+        for samples in w.lost {
+            row.push_bind(samples);
+        }
     });
     q.build().execute(&mut *tx).await?;
     Ok(())

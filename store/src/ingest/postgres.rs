@@ -68,10 +68,13 @@ async fn insert_windows(
     }
     let rows: Vec<SnapshotKey> = sqlx::query_as(
         "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
-                                event, period, frequency_hz, samples, block)
+                                event, period, frequency_hz, samples, block, expected_samples,
+                                lost_overflow, lost_throttled, lost_paused, lost_undiscovered,
+                                lost_transport)
          select * from unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[],
                               $6::timestamptz[], $7::text[], $8::bigint[], $9::int[], $10::bigint[],
-                              $11::bytea[])
+                              $11::bytea[], $12::bigint[], $13::bigint[], $14::bigint[],
+                              $15::bigint[], $16::bigint[], $17::bigint[])
          on conflict (agent_id, profile_id, sequence) do nothing
          returning agent_id, profile_id, sequence",
     )
@@ -86,6 +89,12 @@ async fn insert_windows(
     .bind(&columns.frequencies)
     .bind(&columns.sample_totals)
     .bind(&columns.blocks)
+    .bind(&columns.expected)
+    .bind(&columns.lost[0])
+    .bind(&columns.lost[1])
+    .bind(&columns.lost[2])
+    .bind(&columns.lost[3])
+    .bind(&columns.lost[4])
     .fetch_all(&mut *tx)
     .await?;
     Ok(rows.into_iter().collect())
@@ -105,6 +114,9 @@ struct WindowColumns {
     frequencies: Vec<i32>,
     sample_totals: Vec<i64>,
     blocks: Vec<Vec<u8>>,
+    expected: Vec<Option<i64>>,
+    /// One column per loss reason.
+    lost: [Vec<i64>; 5],
 }
 
 impl WindowColumns {
@@ -120,5 +132,9 @@ impl WindowColumns {
         self.frequencies.push(w.frequency_hz);
         self.sample_totals.push(w.samples);
         self.blocks.push(w.block);
+        self.expected.push(w.expected);
+        for (column, samples) in self.lost.iter_mut().zip(w.lost) {
+            column.push(samples);
+        }
     }
 }

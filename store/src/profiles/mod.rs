@@ -121,6 +121,7 @@ impl From<ProfileRow> for odp_api_types::Profile {
             labels: row.labels,
             options: row.options,
             runtime: None,
+            coverage: None,
         }
     }
 }

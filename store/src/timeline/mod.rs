@@ -3,6 +3,7 @@
 //! `Snapshot::split_to_fit`) is one entry, its parts' samples summed.
 
 use chrono::{DateTime, Utc};
+use odp_api_types::LostSamples;
 pub use odp_api_types::TimelineWindow;
 use odp_core::EventKind;
 use uuid::Uuid;
@@ -18,7 +19,8 @@ pub async fn profile_timeline(
     profile_id: Uuid,
 ) -> Result<Vec<TimelineWindow>> {
     let rows: Vec<TimelineRow> = Sql::new(
-        "select host, window_start, window_end, event, samples, frequency_hz
+        "select host, window_start, window_end, event, samples, frequency_hz, expected_samples,
+                lost_overflow, lost_throttled, lost_paused, lost_undiscovered, lost_transport
          from snapshots
          where profile_id = $1
            and event = (select event from snapshots where profile_id = $1 order by id limit 1)
@@ -39,7 +41,13 @@ fn whole_windows(rows: impl Iterator<Item = TimelineWindow>) -> Vec<TimelineWind
                 if (&last.host, last.window_start, last.window_end)
                     == (&row.host, row.window_start, row.window_end) =>
             {
+                // Only a window's first part carries its coverage.
                 last.samples = last.samples.saturating_add(row.samples);
+                last.expected = match (last.expected, row.expected) {
+                    (Some(a), b) => Some(a.saturating_add(b.unwrap_or(0))),
+                    (None, b) => b,
+                };
+                last.lost = last.lost.plus(&row.lost);
             }
             _ => windows.push(row),
         }
@@ -57,6 +65,12 @@ struct TimelineRow {
     event: EventKind,
     samples: i64,
     frequency_hz: i32,
+    expected_samples: Option<i64>,
+    lost_overflow: i64,
+    lost_throttled: i64,
+    lost_paused: i64,
+    lost_undiscovered: i64,
+    lost_transport: i64,
 }
 
 impl From<TimelineRow> for TimelineWindow {
@@ -68,6 +82,14 @@ impl From<TimelineRow> for TimelineWindow {
             event: row.event,
             samples: row.samples,
             frequency_hz: row.frequency_hz,
+            expected: row.expected_samples,
+            lost: LostSamples {
+                overflow: row.lost_overflow,
+                throttled: row.lost_throttled,
+                paused: row.lost_paused,
+                undiscovered: row.lost_undiscovered,
+                transport: row.lost_transport,
+            },
         }
     }
 }
@@ -86,6 +108,8 @@ mod tests {
             event: EventKind::CpuClock,
             samples,
             frequency_hz: 999,
+            expected: None,
+            lost: LostSamples::default(),
         }
     }
 

@@ -1,8 +1,10 @@
 // Panels beside a flame graph: the hot-leaf table, detected issues, the
-// timeline of samples per window and the target's runtime.
+// timeline of samples per window, the profile's sample coverage and the
+// target's runtime.
 
 import { ApiError, get, LIVE_STATUSES, type Issue, type ProfileView, type Schemas, type TopFunction } from '../api';
 import type { FunctionTotals } from '../flame/sandwich';
+import { coverageText, coverageWarning, MISSING_WARNING_SHARE, windowCoverageText, windowIsShort } from '../coveragefmt';
 import { isImported } from '../profilefmt';
 import { h, notice, pct, when } from '../format';
 import { growthPoints, regressionDetail, regressionSummary, runtimeMatchText, type RegressionDetail } from '../rulefmt';
@@ -219,22 +221,25 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
   const weight = (w: Schemas['TimelineWindow']) => (axis.unit ? timelineWeight(w) : w.samples);
   const max = Math.max(...windows.map(weight), Number.MIN_VALUE);
   const tick = (v: number) => (axis.unit ? `${Number(v.toPrecision(3))} ${axis.unit}` : String(Math.round(v)));
+  const short = windows.filter(windowIsShort).length;
   const bars = h(
     'div',
     { class: 'timeline', id: 'timeline' },
-    ...windows.map((w) =>
-      h(
+    ...windows.map((w) => {
+      const coverage = windowCoverageText(w);
+      return h(
         'div',
         {
-          class: 'tl-bar',
+          class: windowIsShort(w) ? 'tl-bar tl-short' : 'tl-bar',
           title:
             `${w.host} ${when(w.window_start)} – ${when(w.window_end)}: ${w.samples} ${w.event} samples` +
-            (w.frequency_hz > 0 ? ` at ${w.frequency_hz} Hz (${timelineWeight(w).toFixed(2)} s sampled)` : ' (rate not recorded)'),
+            (w.frequency_hz > 0 ? ` at ${w.frequency_hz} Hz (${timelineWeight(w).toFixed(2)} s sampled)` : ' (rate not recorded)') +
+            (coverage ? `\n${coverage}` : ''),
         },
         h('div', { class: 'tl-fill', style: `height:${Math.max(2, (weight(w) / max) * 80)}px` }),
         h('div', { class: 'tl-label' }, w.frequency_hz > 0 ? `${w.frequency_hz} Hz` : 'n/a'),
-      ),
-    ),
+      );
+    }),
   );
   return h(
     'figure',
@@ -249,6 +254,42 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
       h('span', {}, when(windows[windows.length - 1].window_end)),
     ),
     h('figcaption', { class: 'tl-x-title', id: 'timeline-x' }, 'windows in time order (UTC), each labelled with its sampling rate'),
+    short
+      ? h(
+          'p',
+          { class: 'tl-short-note', id: 'timeline-short' },
+          `${short} of ${windows.length} ${windows.length === 1 ? 'window' : 'windows'} (hatched) captured less than ` +
+            `${100 - MISSING_WARNING_SHARE * 100}% of the samples their target earned; hover for why.`,
+        )
+      : null,
+  );
+}
+
+/** The profile's samples against what its target earned, lost samples by
+ *  reason, and a warning when more than 2% are missing. None for imported
+ *  profiles: the file's samples are all there is, nothing was earned. */
+export function coveragePanel(profile: ProfileView): HTMLElement | null {
+  const c = profile.coverage;
+  if (!c || isImported(profile)) return null;
+  const measured = c.expected !== null && c.expected !== undefined;
+  const warningText = coverageWarning(c);
+  const warning = warningText ? notice('warning', warningText) : null;
+  if (warning) warning.id = 'profile-coverage-warning';
+  return h(
+    'div',
+    { class: 'coverage', id: 'coverage' },
+    h(
+      'p',
+      {
+        class: 'muted',
+        id: 'profile-coverage',
+        title: measured
+          ? "Expected: the samples the target's CPU time earned at the sampling rate."
+          : "No expected count: this profile's samples do not follow CPU time.",
+      },
+      `Coverage: ${coverageText(c)}`,
+    ),
+    warning,
   );
 }
 

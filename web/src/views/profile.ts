@@ -12,7 +12,7 @@ import { codeSearchUrl } from '../settings';
 import { durationText, isImported, rateText, scheduleIdOf, sourceText } from '../profilefmt';
 import { downloadBar } from './downloads';
 import { FlamePanel } from './flamepanel';
-import { hotLeafTable, issuesPanel, runtimePanel, timelinePanel } from './panels';
+import { coveragePanel, hotLeafTable, issuesPanel, runtimePanel, timelinePanel } from './panels';
 import { labelChips, requesterCell, scheduleNames, stopButton, targetText } from './profiles';
 import { totalText } from '../units';
 import { runIdOf } from '../runfmt';
@@ -125,6 +125,7 @@ export async function profileView(id: string, route: Route, scope: ViewScope): P
         labelChips(profile.labels),
       ),
       imported ? h('p', { class: 'source', id: 'profile-source' }, `Source: ${sourceText(profile)}.`) : null,
+      coveragePanel(profile),
       stopButton(profile, () => window.dispatchEvent(new HashChangeEvent('hashchange'))),
       h('a', { href: href('compare', { baseline: id }) }, 'Compare with…'),
       runtimePanel(profile),

@@ -313,9 +313,11 @@ async fn timeline(
 ) -> Result<Json<RunTimelineJson>, ApiError> {
     caller.require(Role::Viewer)?;
     runs::row(&state, id).await?;
+    let windows = reads::timeline(&state, id).await?;
     Ok(Json(RunTimelineJson {
         run_id: id,
-        windows: reads::timeline(&state, id).await?,
+        coverage: odp_api_types::SampleCoverage::of(&windows),
+        windows,
     }))
 }
 

@@ -361,6 +361,9 @@ pub fn probe(
 struct ThreadEvent {
     pid: u32,
     sampler: Sampler,
+    /// When the kernel throttled the event (`PERF_RECORD_THROTTLE`'s
+    /// time), until it lets it go again.
+    throttled_at: Option<u64>,
 }
 
 /// Counters of one drain.
@@ -369,6 +372,9 @@ pub struct DrainStats {
     pub samples: u64,
     /// Samples the kernel dropped because a buffer was full.
     pub lost: u64,
+    /// Nanoseconds the kernel held events back for interrupting too often
+    /// (throttle to unthrottle), summed over threads.
+    pub throttled_ns: u64,
     /// Records that failed to parse (skipped).
     pub malformed: u64,
 }
@@ -400,7 +406,14 @@ impl PerfSet {
     ) -> Result<Self, OpenError> {
         let (choice, sampler) = probe(tid, frequency_hz, stacks, cycles)?;
         let mut threads = HashMap::new();
-        threads.insert(tid, ThreadEvent { pid, sampler });
+        threads.insert(
+            tid,
+            ThreadEvent {
+                pid,
+                sampler,
+                throttled_at: None,
+            },
+        );
         Ok(PerfSet {
             choice,
             stacks,
@@ -451,7 +464,11 @@ impl PerfSet {
                 }
             }
         })?;
-        let mut event = ThreadEvent { pid, sampler };
+        let mut event = ThreadEvent {
+            pid,
+            sampler,
+            throttled_at: None,
+        };
         if self.paused {
             if let Err(e) = event.sampler.disable() {
                 debug!(tid, error = %e, "cannot pause a new thread's event");
@@ -538,6 +555,12 @@ impl PerfSet {
                         out.push(raw);
                     }
                     Ok(PerfRecord::Lost(lost)) => stats.lost += lost.lost,
+                    Ok(PerfRecord::Throttle(at)) => thread.throttled_at = Some(at.time),
+                    Ok(PerfRecord::Unthrottle(at)) => {
+                        if let Some(since) = thread.throttled_at.take() {
+                            stats.throttled_ns += at.time.saturating_sub(since);
+                        }
+                    }
                     Ok(_) => {}
                     Err(e) => {
                         debug!(pid = thread.pid, error = %e, "skipping malformed perf record");

@@ -112,6 +112,10 @@ impl NativeSession {
         }
         stats.samples += drained.samples;
         stats.lost += drained.lost;
+        stats.throttled += drained
+            .throttled_ns
+            .saturating_mul(u64::from(self.frequency_hz))
+            / NANOS;
     }
 
     /// Adds the waits that ended (or went on) since the last poll, each as
@@ -193,6 +197,10 @@ impl Session for NativeSession {
 
     fn pids(&self) -> Vec<u32> {
         self.pids.iter().copied().collect()
+    }
+
+    fn follows_cpu_time(&self) -> bool {
+        self.event() == EventKind::CpuClock
     }
 
     fn window_period(&mut self) -> u64 {
