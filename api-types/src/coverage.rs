@@ -54,8 +54,10 @@ impl LostSamples {
     }
 }
 
-/// A profile's (or a run's) samples against what its targets earned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A profile's (or a run's) samples against what its targets earned. The
+/// default, nothing known, is what an answer of a server before coverage
+/// reads as.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct SampleCoverage {
     /// Samples the targets earned (their CPU time × the rate), over the
@@ -89,6 +91,18 @@ impl SampleCoverage {
                 captured_measured = captured_measured.saturating_add(window.samples);
             }
         }
+        SampleCoverage::from_sums(expected, captured, captured_measured, lost)
+    }
+
+    /// From sums over windows: `captured_measured` is the samples of the
+    /// windows that measured what they expected, `expected` their sum
+    /// (`None` when none did).
+    pub fn from_sums(
+        expected: Option<i64>,
+        captured: i64,
+        captured_measured: i64,
+        lost: LostSamples,
+    ) -> SampleCoverage {
         let unaccounted = expected.map(|e| e - captured_measured - lost.total());
         let missing_share = expected
             .filter(|&e| e > 0)

@@ -86,6 +86,10 @@ pub struct AggregateJson {
     pub snapshots: i64,
     pub samples: u64,
     pub hosts: Vec<HostSummary>,
+    /// What the windows' targets earned, what was captured, and what was
+    /// lost and why (before thread and stack filters).
+    #[serde(default)]
+    pub coverage: crate::SampleCoverage,
     pub root: FlameNode,
 }
 
@@ -95,7 +99,7 @@ pub struct AggregateJson {
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum AggregateBody {
-    Tree(AggregateJson),
+    Tree(Box<AggregateJson>),
     Speedscope(speedscope::File),
 }
 

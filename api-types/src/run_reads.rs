@@ -66,6 +66,7 @@ pub struct RunTimelineJson {
     pub windows: Vec<TimelineWindow>,
     /// The members' windows summed: what their targets earned, what the
     /// run holds, and what was lost and why.
+    #[serde(default)]
     pub coverage: crate::SampleCoverage,
 }
 

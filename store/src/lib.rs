@@ -70,7 +70,7 @@ pub use profiles::{
     Inserted, Labels, NewProfile, ProfileFilter, ProfileMode, ProfileRow, ProfileStatus, Profiles,
 };
 pub use query::{profile_frames, profile_stacks, ProfileStacks};
-pub use read::{read, HostView, Read, ReadResult, ReadScope};
+pub use read::{read, read_coverage, CoverageByEvent, HostView, Read, ReadResult, ReadScope};
 pub use reanalysis::{
     claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
     record_reanalysis_progress, release_reanalysis, Reanalysis, ReanalysisStatus,

@@ -790,6 +790,11 @@ export interface components {
         AggregateBody: components["schemas"]["AggregateJson"] | components["schemas"]["SpeedscopeFile"];
         /** @description A service's flame graph across its hosts and a time range. */
         AggregateJson: components["schemas"]["SampleUnit"] & {
+            /**
+             * @description What the windows' targets earned, what was captured, and what was
+             *     lost and why (before thread and stack filters).
+             */
+            coverage?: components["schemas"]["SampleCoverage"];
             event?: null | components["schemas"]["EventKind"];
             hosts: components["schemas"]["HostSummary"][];
             /** Format: int64 */
@@ -1967,7 +1972,7 @@ export interface components {
              * @description The members' windows summed: what their targets earned, what the
              *     run holds, and what was lost and why.
              */
-            coverage: components["schemas"]["SampleCoverage"];
+            coverage?: components["schemas"]["SampleCoverage"];
             /** Format: uuid */
             run_id: string;
             windows: components["schemas"]["TimelineWindow"][];
@@ -2019,7 +2024,11 @@ export interface components {
             /** @description More libraries were found than [`MAX_LIBRARIES`]. */
             libraries_truncated?: boolean;
         };
-        /** @description A profile's (or a run's) samples against what its targets earned. */
+        /**
+         * @description A profile's (or a run's) samples against what its targets earned. The
+         *     default, nothing known, is what an answer of a server before coverage
+         *     reads as.
+         */
         SampleCoverage: {
             /**
              * Format: int64

@@ -280,8 +280,14 @@ async fn aggregate(
         file_stem: format!("aggregate-{service}"),
         time_nanos: since.timestamp_nanos_opt(),
     };
+    // Only the JSON answer carries it: the other formats skip the query.
+    let coverage = match format {
+        Format::Json => odp_store::read_coverage(&state.pool, &read).await?,
+        _ => odp_store::CoverageByEvent::default(),
+    };
     render_merged(&state, &read, format, orientation, tree, title, |parts| {
         Json(AggregateJson {
+            coverage: coverage.of(parts.event),
             service: service.clone(),
             since,
             until,

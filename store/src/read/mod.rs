@@ -13,8 +13,11 @@
 //! per-group arrays (`array_agg`) and `= any` arrays for bulk lists, or
 //! rows grouped in Rust and chunked `in` lists.
 
+mod coverage;
 mod mysql;
 mod postgres;
+
+pub use coverage::{read_coverage, CoverageByEvent};
 
 use std::collections::{BTreeMap, HashSet};
 
