@@ -2,40 +2,16 @@
 //! error and whether it is significant, the aggregate's top functions, and
 //! the one answer every format of an empty aggregate gets.
 
-use odp_client::types::{AggregateJson, DiffJson, FunctionChange, Profile, SideSummary};
+use odp_client::types::{AggregateJson, DiffJson, Profile, SideSummary};
+use odp_core::diff::{is_significant, SIGNIFICANT_Z};
 use odp_core::stats::top_functions;
 
 use crate::profile_view::{percent, samples_line, samples_of, shares_table, TopRows};
 use crate::table::Table;
 use crate::text::{count, count_of, fields, runtime_line};
 
-/// A change is significant when it is at least this many standard errors.
-pub(crate) const SIGNIFICANT_Z: f64 = 3.0;
-
 /// Hosts named in an aggregate's first line; the others are counted.
 const HOSTS_NAMED: usize = 8;
-
-/// One standard error of a total-share change, in percentage points: the
-/// two sides' binomial errors combined (each sample has the function on
-/// its stack or not). `None` when a side has no samples.
-pub(crate) fn change_stderr(change: &FunctionChange, baseline: u64, target: u64) -> Option<f64> {
-    if baseline == 0 || target == 0 {
-        return None;
-    }
-    let variance = |p: f64, n: u64| p * (1.0 - p) / n as f64;
-    let (pb, pt) = (change.baseline_total_share, change.target_total_share);
-    Some(100.0 * (variance(pb, baseline) + variance(pt, target)).sqrt())
-}
-
-/// Whether `points` of change is beyond chance given its error.
-pub(crate) fn is_significant(points: f64, stderr: Option<f64>) -> bool {
-    match stderr {
-        None => false,
-        Some(stderr) if stderr > 0.0 => points.abs() >= SIGNIFICANT_Z * stderr,
-        // Both shares 0 or 100%: any change is certain.
-        Some(_) => points != 0.0,
-    }
-}
 
 /// What each side's profile ran on, when both are known, for the diff's
 /// header.
@@ -85,8 +61,11 @@ pub(crate) fn diff_text(
         .left_close("")
         .left("");
     for c in &diff.changes {
-        let stderr = change_stderr(c, nb, nt);
-        let significant = is_significant(c.delta_total_points, stderr);
+        // A server before errors were reported leaves them to the client.
+        let stderr = c
+            .delta_total_stderr_points
+            .or_else(|| c.total_stderr_points(nb, nt));
+        let significant = c.significant || is_significant(c.delta_total_points, stderr);
         table.row([
             c.function.clone(),
             percent(c.baseline_total_share),

@@ -45,6 +45,43 @@ pub struct FunctionChange {
     pub delta_total_points: f64,
     /// `target_self_share - baseline_self_share`, in percentage points.
     pub delta_self_points: f64,
+    /// One standard error of `delta_total_points`, in points: each side's
+    /// share is a binomial proportion over its samples, and the sides are
+    /// independent. Null when a side has no samples (or from a server
+    /// before it was reported).
+    #[serde(default)]
+    pub delta_total_stderr_points: Option<f64>,
+    /// Whether the change spans at least [`SIGNIFICANT_Z`] standard errors
+    /// (any change of a share known exactly, 0 or 100% on both sides).
+    #[serde(default)]
+    pub significant: bool,
+}
+
+/// A change is significant when it spans at least this many standard
+/// errors: about 3 in 1,000 changes of pure sampling noise do.
+pub const SIGNIFICANT_Z: f64 = 3.0;
+
+impl FunctionChange {
+    /// One standard error of the total-share change, in points, given each
+    /// side's samples; `None` when a side has none.
+    pub fn total_stderr_points(&self, baseline_samples: u64, target_samples: u64) -> Option<f64> {
+        if baseline_samples == 0 || target_samples == 0 {
+            return None;
+        }
+        let variance = |p: f64, n: u64| p * (1.0 - p) / n as f64;
+        let (pb, pt) = (self.baseline_total_share, self.target_total_share);
+        Some(100.0 * (variance(pb, baseline_samples) + variance(pt, target_samples)).sqrt())
+    }
+}
+
+/// Whether `points` of change is beyond chance given its error.
+pub fn is_significant(points: f64, stderr: Option<f64>) -> bool {
+    match stderr {
+        None => false,
+        Some(stderr) if stderr > 0.0 => points.abs() >= SIGNIFICANT_Z * stderr,
+        // Both shares 0 or 100%: any change is certain.
+        Some(_) => points != 0.0,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,8 +111,8 @@ pub fn diff(baseline: &[WeightedStack], target: &[WeightedStack], limit: usize) 
         target_samples: after.total,
         root: join_trees(&before, &after),
         changes: changes_between(
-            top_functions(baseline, usize::MAX),
-            top_functions(target, usize::MAX),
+            (top_functions(baseline, usize::MAX), before.total),
+            (top_functions(target, usize::MAX), after.total),
             limit,
         ),
     }
@@ -142,10 +179,11 @@ fn join(before: Option<&FlameNode>, after: Option<&FlameNode>, totals: (u64, u64
 }
 
 /// The `limit` functions whose total share moved most (then self share,
-/// then name), from each side's function table (as `top_functions` gives).
+/// then name), from each side's function table (as `top_functions` gives)
+/// and samples, each change with its error.
 pub fn changes_between(
-    baseline: Vec<FunctionShare>,
-    target: Vec<FunctionShare>,
+    (baseline, baseline_samples): (Vec<FunctionShare>, u64),
+    (target, target_samples): (Vec<FunctionShare>, u64),
     limit: usize,
 ) -> Vec<FunctionChange> {
     // (self share, total share) per function and side.
@@ -158,14 +196,23 @@ pub fn changes_between(
     }
     let mut out: Vec<FunctionChange> = by_function
         .into_iter()
-        .map(|(function, [(bs, bt), (ts, tt)])| FunctionChange {
-            function,
-            baseline_self_share: bs,
-            target_self_share: ts,
-            baseline_total_share: bt,
-            target_total_share: tt,
-            delta_total_points: (tt - bt) * 100.0,
-            delta_self_points: (ts - bs) * 100.0,
+        .map(|(function, [(bs, bt), (ts, tt)])| {
+            let mut change = FunctionChange {
+                function,
+                baseline_self_share: bs,
+                target_self_share: ts,
+                baseline_total_share: bt,
+                target_total_share: tt,
+                delta_total_points: (tt - bt) * 100.0,
+                delta_self_points: (ts - bs) * 100.0,
+                delta_total_stderr_points: None,
+                significant: false,
+            };
+            change.delta_total_stderr_points =
+                change.total_stderr_points(baseline_samples, target_samples);
+            change.significant =
+                is_significant(change.delta_total_points, change.delta_total_stderr_points);
+            change
         })
         .collect();
     out.sort_by(|a, b| {
@@ -286,6 +333,39 @@ mod tests {
         assert!(close(hot.baseline_self_share, 0.6) && close(hot.target_self_share, 0.3));
         assert!(close(hot.delta_self_points, -30.0));
         assert_eq!(diff(&baseline(), &target(), 1).changes.len(), 1);
+    }
+
+    #[test]
+    fn each_change_carries_its_error_and_whether_it_is_beyond_chance() {
+        let d = diff(&baseline(), &target(), 10);
+        let change = |name: &str| d.changes.iter().find(|c| c.function == name).unwrap();
+        // hot: 0.6 of 100 against 0.3 of 200.
+        let hot = change("hot");
+        let expected = 100.0 * (0.6f64 * 0.4 / 100.0 + 0.3 * 0.7 / 200.0).sqrt();
+        assert!(close(hot.delta_total_stderr_points.unwrap(), expected));
+        assert!(hot.significant, "-30 points against ± {expected:.1}");
+        // warm did not move; main is on every stack of both sides, a share
+        // known exactly, and did not move either.
+        assert!(!change("warm").significant && !change("main").significant);
+        assert_eq!(change("main").delta_total_stderr_points, Some(0.0));
+        // The same 10-point move is noise in 20 samples, not in 20,000.
+        let small = diff(
+            &[ws(&["a"], 6), ws(&["b"], 4)],
+            &[ws(&["a"], 5), ws(&["b"], 5)],
+            10,
+        );
+        let large = diff(
+            &[ws(&["a"], 6_000), ws(&["b"], 4_000)],
+            &[ws(&["a"], 5_000), ws(&["b"], 5_000)],
+            10,
+        );
+        assert!(!small.changes[0].significant && large.changes[0].significant);
+        // Without samples on a side there is no error to give.
+        let empty = diff(&[], &target(), 10);
+        assert!(empty
+            .changes
+            .iter()
+            .all(|c| c.delta_total_stderr_points.is_none() && !c.significant));
     }
 
     #[test]

@@ -346,6 +346,15 @@ async fn aggregates_filters_diffs_and_timelines() {
     let hot = change(&diff, "hot");
     assert!(close(&hot["baseline_total_share"], 0.75) && close(&hot["target_total_share"], 0.75));
     assert!(close(&hot["delta_total_points"], 0.0));
+    // Each change carries its error: gc's 25 points out of 80 and 40
+    // samples (0.25 and 0) are beyond 3 standard errors; hot did not move.
+    let gc = change(&diff, "gc");
+    let gc_stderr = 100.0 * (0.25f64 * 0.75 / 80.0).sqrt();
+    assert!(close(&gc["delta_total_stderr_points"], gc_stderr), "{gc}");
+    assert_eq!(
+        (gc["significant"].as_bool(), hot["significant"].as_bool()),
+        (Some(true), Some(false))
+    );
 
     // An aggregate side against a profile side.
     let mixed = ok(

@@ -1294,7 +1294,20 @@ export interface components {
              * @description `target_total_share - baseline_total_share`, in percentage points.
              */
             delta_total_points: number;
+            /**
+             * Format: double
+             * @description One standard error of `delta_total_points`, in points: each side's
+             *     share is a binomial proportion over its samples, and the sides are
+             *     independent. Null when a side has no samples (or from a server
+             *     before it was reported).
+             */
+            delta_total_stderr_points?: number | null;
             function: string;
+            /**
+             * @description Whether the change spans at least [`SIGNIFICANT_Z`] standard errors
+             *     (any change of a share known exactly, 0 or 100% on both sides).
+             */
+            significant?: boolean;
             /** Format: double */
             target_self_share: number;
             /** Format: double */

@@ -370,8 +370,8 @@ async fn diff_handler(
                 };
                 let root = trim_diff(join_trees(&whole(&before), &whole(&after)), max_nodes);
                 let changes = changes_between(
-                    before.top_functions(usize::MAX),
-                    after.top_functions(usize::MAX),
+                    (before.top_functions(usize::MAX), before.samples()),
+                    (after.top_functions(usize::MAX), after.samples()),
                     limit,
                 );
                 (root, changes)
