@@ -32,6 +32,9 @@ if ! ls /usr/lib/debug/.build-id >/dev/null 2>&1 || ! dpkg -s libc6-dbg >/dev/nu
   apt_install libc6-dbg
 fi
 command -v xz >/dev/null 2>&1 || { log "installing xz-utils"; apt_install xz-utils; }
+# The native plugin fetches stripped libraries' debug files from debuginfod
+# servers; its tests serve one with elfutils' own server.
+command -v debuginfod >/dev/null 2>&1 || { log "installing debuginfod (the debuginfod tests' server)"; apt_install debuginfod; }
 
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   log "installing the Postgres server binaries"

@@ -18,6 +18,9 @@ use odp_plumbing::{Kafka, KafkaArgs, Topics};
 use crate::cost::CostDefaults;
 use crate::error::{Error, Result};
 use crate::identity::{IdentityPlace, Secret, Verifier, CERTIFICATE_ENV, KEY_ENV};
+use crate::plugin::native::debuginfod::{
+    cache_dir as debuginfod_cache_dir, parse_urls, DebuginfodSettings,
+};
 use crate::plugin::PluginSettings;
 
 /// Longest aggregation window accepted, from flags or commands.
@@ -112,6 +115,16 @@ pub struct Args {
     /// `PATH`).
     #[arg(long, env = "ODP_JCMD", default_value = "jcmd")]
     pub jcmd: PathBuf,
+    /// debuginfod servers (space-separated `http`/`https` URLs) the
+    /// `native` plugin fetches the debug files of stripped libraries from,
+    /// by build id, to name their functions; the variable gdb and perf
+    /// read. Unset or empty: none.
+    #[arg(long, env = "DEBUGINFOD_URLS", value_name = "URLS")]
+    pub debuginfod_urls: Option<String>,
+    /// Where fetched debug files are cached (default: `debuginfod` in the
+    /// state directory).
+    #[arg(long, env = "DEBUGINFOD_CACHE_PATH")]
+    pub debuginfod_cache: Option<PathBuf>,
     /// Directory of the on-disk spool for snapshots the broker did not take
     /// (default: `odp-spool/<host id>` in the temporary directory).
     #[arg(long, env = "ODP_SPOOL_DIR")]
@@ -314,6 +327,10 @@ impl Args {
                 py_spy: self.py_spy,
                 python_native: self.python_native,
                 jcmd: self.jcmd,
+                debuginfod: DebuginfodSettings {
+                    urls: parse_urls(self.debuginfod_urls.as_deref().unwrap_or("")),
+                    cache_dir: debuginfod_cache_dir(self.debuginfod_cache, Some(&state_dir)),
+                },
             },
             spool: SpoolSettings {
                 dir: spool_dir,

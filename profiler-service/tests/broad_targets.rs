@@ -14,12 +14,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use odp_core::event::FinishReason;
-use odp_core::{Language, Target};
-use odp_profiler_service::cost::CostSettings;
+use odp_core::Target;
 use odp_profiler_service::plugin::Plugins;
-use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
+use odp_profiler_service::sampling_thread::{self, RunnerEvent};
 use odp_profiler_service::targets::{parse_cgroup_paths, ProcFs};
-use uuid::Uuid;
 
 mod support;
 
@@ -37,22 +35,9 @@ fn detached_burner(binary: &Path, seconds: u32) -> Detached {
 /// Runs a native profile and returns the pids it started on, the pids it
 /// saw samples from, and how it ended.
 fn profile(target: Target, duration: Duration) -> (Vec<u32>, Vec<u32>, FinishReason) {
-    let spec = ProfileSpec {
-        profile_id: Uuid::new_v4(),
-        host: "test-host".into(),
-        agent_id: "test-agent".into(),
-        target,
-        duration,
-        frequency_hz: 199,
-        window: Duration::from_secs(1),
-        cost: CostSettings::default(),
-        // A cgroup may hold other programs (Python tools...): the burner is
-        // native whatever the majority is.
-        plugin: Some(Language::Native),
-        event: None,
-        min_wait: None,
-        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
-    };
+    // A cgroup may hold other programs (Python tools...): the burner is
+    // native whatever the majority is.
+    let spec = support::native_spec(target, duration);
     let (_stop_tx, stop_rx) = mpsc::channel();
     let (mut started, mut sampled, mut finished) = (None, Vec::new(), None);
     sampling_thread::run(

@@ -6,6 +6,9 @@
 //! xz-compressed MiniDebugInfo section (Fedora). Needs cc, objcopy and
 //! strip (binutils), and xz (xz-utils).
 
+mod support;
+use support::run_command;
+
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,29 +20,21 @@ use odp_profiler_service::plugin::native::module_symbols::{ModuleSymbols, Symbol
 /// since an executable exports nothing in `.dynsym`.
 const FUNCTIONS: [&str; 3] = ["spin", "thread_burn", "main_burn"];
 
-fn run(command: &mut Command) {
-    let status = command
-        .status()
-        .unwrap_or_else(|e| panic!("{command:?}: {e} (cc and binutils are needed)"));
-    assert!(status.success(), "{command:?} failed");
-}
-
 /// A directory of its own per test, emptied first.
 fn workdir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("symbols-{test}"));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+    support::workdir(&format!("symbols-{test}"))
 }
 
 /// Builds tests/data/threads.c at `opt` (different levels make different
 /// builds, with different build ids).
 fn build(out: &Path, opt: &str) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/threads.c");
-    run(Command::new("cc")
-        .args([opt, "-pthread", "-o"])
-        .arg(out)
-        .arg(source));
+    run_command(
+        Command::new("cc")
+            .args([opt, "-pthread", "-o"])
+            .arg(out)
+            .arg(source),
+    );
 }
 
 /// The stated addresses of [`FUNCTIONS`] in an unstripped program.
@@ -61,25 +56,31 @@ fn addresses(program: &Path) -> Vec<(&'static str, u64)> {
 /// A copy of `program` stripped of `.symtab`, as distributions ship it.
 /// The debug sections of `program`, alone, into `debug`.
 fn only_keep_debug(program: &Path, debug: &Path) {
-    run(Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(program)
-        .arg(debug));
+    run_command(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(program)
+            .arg(debug),
+    );
 }
 
 /// Links `module` to its separate debug file `debug` (`.gnu_debuglink`).
 fn add_debuglink(module: &Path, debug: &Path) {
-    run(Command::new("objcopy")
-        .arg(format!("--add-gnu-debuglink={}", debug.display()))
-        .arg(module));
+    run_command(
+        Command::new("objcopy")
+            .arg(format!("--add-gnu-debuglink={}", debug.display()))
+            .arg(module),
+    );
 }
 
 fn stripped(program: &Path, out: &Path) {
-    run(Command::new("strip")
-        .arg("--strip-all")
-        .arg("-o")
-        .arg(out)
-        .arg(program));
+    run_command(
+        Command::new("strip")
+            .arg("--strip-all")
+            .arg("-o")
+            .arg(out)
+            .arg(program),
+    );
 }
 
 fn read(path: &Path) -> ModuleSymbols {
@@ -154,21 +155,25 @@ fn minidebuginfo_names_local_functions() {
     let debug = dir.join("prog.debug");
     only_keep_debug(&program, &debug);
     let mini = dir.join("mini");
-    run(Command::new("objcopy")
-        .arg("--strip-debug")
-        .arg(&debug)
-        .arg(&mini));
+    run_command(
+        Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(&debug)
+            .arg(&mini),
+    );
     // Compressed by xz itself, as the distributions' tools do.
-    run(Command::new("xz").arg("--keep").arg(&mini));
+    run_command(Command::new("xz").arg("--keep").arg(&mini));
     let mini_xz = dir.join("mini.xz");
     let shipped = dir.join("prog.stripped");
     stripped(&program, &shipped);
-    run(Command::new("objcopy")
-        .arg(format!(
-            "--add-section=.gnu_debugdata={}",
-            mini_xz.display()
-        ))
-        .arg(&shipped));
+    run_command(
+        Command::new("objcopy")
+            .arg(format!(
+                "--add-section=.gnu_debugdata={}",
+                mini_xz.display()
+            ))
+            .arg(&shipped),
+    );
 
     let symbols = read(&shipped);
     assert_eq!(symbols.source, SymbolSource::MiniDebugInfo);

@@ -923,6 +923,8 @@ test('the aggregate page lists its top functions and the profiles it merged, num
   assert.equal(await row.locator('a').getAttribute('href'), `#/profiles/${startedId}`);
   const listed = await admin.$$eval('#agg-profiles tbody tr td:nth-child(5)', (c) => [...new Set(c.map((x) => x.textContent))]);
   assert.deepEqual(listed, [event], 'only the profiles of the event merged');
+  // The merged native CPU profiles' coverage, summed by the API.
+  assert.match(await admin.textContent('#agg-coverage'), /Coverage: captured \d+ of \d+ expected \(\d+\.\d%\)/);
   const align = await admin.$$eval('#agg-hosts th, #agg-hosts tbody tr:first-child td', (cells) =>
     cells.map((c) => getComputedStyle(c).textAlign),
   );

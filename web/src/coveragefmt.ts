@@ -34,6 +34,11 @@ function lostTotal(lost: LostSamples | null | undefined): number {
   return lost ? LOSS_REASONS.reduce((n, [key]) => n + lost[key], 0) : 0;
 }
 
+/** All samples a coverage reports lost, whatever the reason. */
+export function lostSamples(c: SampleCoverage): number {
+  return lostTotal(c.lost);
+}
+
 /** "captured 800 of 1000 expected (80.0%)"; "800 samples" without an
  *  expected count. The share is the server's (1 − missing_share), which
  *  counts only windows that measured their CPU time; a target that earned

@@ -145,7 +145,8 @@ pub struct Plugins {
 impl Plugins {
     /// The standard plugins, reading `/proc` through `procfs`.
     pub fn standard(procfs: ProcFs, settings: PluginSettings) -> Self {
-        let native = native::NativePlugin::new(procfs.clone());
+        let native = native::NativePlugin::new(procfs.clone())
+            .with_debuginfod(native::debuginfod::Debuginfod::new(&settings.debuginfod));
         let python =
             python::PythonPlugin::new(procfs.clone(), settings.py_spy, settings.python_native);
         let jvm = jvm::JvmPlugin::new(procfs.clone(), settings.jcmd.clone());
@@ -219,6 +220,9 @@ pub struct PluginSettings {
     pub python_native: bool,
     /// jcmd, for the `jvm` plugin.
     pub jcmd: std::path::PathBuf,
+    /// The debuginfod servers the `native` plugin fetches the debug files
+    /// of stripped modules from, and its cache.
+    pub debuginfod: native::debuginfod::DebuginfodSettings,
 }
 
 impl Default for PluginSettings {
@@ -227,6 +231,8 @@ impl Default for PluginSettings {
             py_spy: "py-spy".into(),
             python_native: false,
             jcmd: "jcmd".into(),
+            // `DEBUGINFOD_URLS`, as gdb and perf on the host use it.
+            debuginfod: native::debuginfod::DebuginfodSettings::from_env(None),
         }
     }
 }

@@ -19,6 +19,41 @@ use odp_profiler_service::plugin::Plugins;
 use odp_profiler_service::sampling_thread::{self, ProfileSpec, RunnerEvent};
 use odp_profiler_service::targets::ProcFs;
 
+/// Runs a build step (cc, objcopy, strip), failing the test if it fails.
+pub fn run_command(command: &mut Command) {
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("{command:?}: {e} (cc and binutils are needed)"));
+    assert!(status.success(), "{command:?} failed");
+}
+
+/// A directory of its own per test under the target's temporary
+/// directory, emptied first.
+pub fn workdir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A native CPU profile of `target` at 199 Hz in 1 s windows.
+pub fn native_spec(target: odp_core::Target, duration: Duration) -> ProfileSpec {
+    ProfileSpec {
+        profile_id: uuid::Uuid::new_v4(),
+        host: "test-host".into(),
+        agent_id: "test-agent".into(),
+        target,
+        duration,
+        frequency_hz: 199,
+        window: Duration::from_secs(1),
+        cost: odp_profiler_service::cost::CostSettings::default(),
+        plugin: Some(odp_core::Language::Native),
+        event: None,
+        min_wait: None,
+        max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
+    }
+}
+
 /// Compiles tests/data/burn.c into the test's temporary directory.
 pub fn build_burner(name: &str) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/burn.c");

@@ -9,9 +9,10 @@ import { functionTotals } from '../flame/sandwich';
 import { h, isoToLocalInput, localInputToIso, notice, pct, when } from '../format';
 import { href, type Route, type ViewScope } from '../router';
 import { durationText } from '../profilefmt';
+import { lostSamples } from '../coveragefmt';
 import { downloadBar } from './downloads';
 import { FlamePanel } from './flamepanel';
-import { hotLeafTable, topRows } from './panels';
+import { coverageBlock, hotLeafTable, topRows } from './panels';
 import { frameMenu } from './profile';
 import { amount, EVENT_CHOICES, isTimed, totalText } from '../units';
 
@@ -174,6 +175,11 @@ export async function aggregateView(route: Route, scope: ViewScope): Promise<HTM
       `${totalText(agg.samples, agg)} from ${agg.profiles} profiles on ${agg.hosts.length} hosts, ${when(agg.since)} – ${when(agg.until)} · `,
       h('a', { href: listHref, id: 'agg-profiles-link' }, 'the profiles merged'),
     ),
+    // What the merged profiles' targets earned and what was lost: only when
+    // there is something to say beyond the total above.
+    ...(agg.coverage && (typeof agg.coverage.expected === 'number' || lostSamples(agg.coverage) > 0)
+      ? [coverageBlock(agg.coverage, 'agg')]
+      : []),
     agg.samples ? panel.root : notice('info', 'No samples in this range.'),
     h(
       'div',

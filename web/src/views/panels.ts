@@ -4,7 +4,7 @@
 
 import { ApiError, get, LIVE_STATUSES, type Issue, type ProfileView, type Schemas, type TopFunction } from '../api';
 import type { FunctionTotals } from '../flame/sandwich';
-import { coverageText, coverageWarning, MISSING_WARNING_SHARE, windowCoverageText, windowIsShort } from '../coveragefmt';
+import { coverageText, coverageWarning, MISSING_WARNING_SHARE, type SampleCoverage, windowCoverageText, windowIsShort } from '../coveragefmt';
 import { isImported } from '../profilefmt';
 import { h, notice, pct, when } from '../format';
 import { growthPoints, regressionDetail, regressionSummary, runtimeMatchText, type RegressionDetail } from '../rulefmt';
@@ -271,21 +271,28 @@ export async function timelinePanel(profileId: string): Promise<HTMLElement> {
 export function coveragePanel(profile: ProfileView): HTMLElement | null {
   const c = profile.coverage;
   if (!c || isImported(profile)) return null;
+  return coverageBlock(c, 'profile');
+}
+
+/** The coverage line and its warning, with ids `${prefix}-coverage` and
+ *  `${prefix}-coverage-warning` (the profile page and the aggregate page
+ *  show the same). */
+export function coverageBlock(c: SampleCoverage, prefix: string): HTMLElement {
   const measured = c.expected !== null && c.expected !== undefined;
   const warningText = coverageWarning(c);
   const warning = warningText ? notice('warning', warningText) : null;
-  if (warning) warning.id = 'profile-coverage-warning';
+  if (warning) warning.id = `${prefix}-coverage-warning`;
   return h(
     'div',
-    { class: 'coverage', id: 'coverage' },
+    { class: 'coverage', id: prefix === 'profile' ? 'coverage' : `${prefix}-coverage-block` },
     h(
       'p',
       {
         class: 'muted',
-        id: 'profile-coverage',
+        id: `${prefix}-coverage`,
         title: measured
-          ? "Expected: the samples the target's CPU time earned at the sampling rate."
-          : "No expected count: this profile's samples do not follow CPU time.",
+          ? "Expected: the samples the targets' CPU time earned at the sampling rate."
+          : "No expected count: these samples do not follow CPU time.",
       },
       `Coverage: ${coverageText(c)}`,
     ),

@@ -93,6 +93,13 @@ impl DebugLink {
         file_crc32(candidate).is_some_and(|c| c == crc)
     }
 
+    /// Opens `path` if it is this module's debug file (one a debuginfod
+    /// server sent, say).
+    pub fn open_file(&self, path: &Path) -> Option<ReadCache<File>> {
+        let cache = ReadCache::new(open_regular(path)?);
+        self.accepts(&cache).then_some(cache)
+    }
+
     /// Opens the module's debug file, searched under each root in turn (a
     /// container's root, then the host's: a build id names the same file
     /// everywhere).

@@ -1,6 +1,7 @@
 //! The `native` plugin: on-CPU sampling of any process through
 //! `perf_event_open`, symbolized from ELF symbol tables (debug files
-//! included), kallsyms and JIT perf maps.
+//! included, local or from debuginfod servers), kallsyms and JIT perf
+//! maps.
 //!
 //! User stacks are unwound with DWARF CFI (`.eh_frame`) from a copy of the
 //! user stack taken with each sample (`PERF_SAMPLE_REGS_USER` +
@@ -22,6 +23,7 @@
 
 pub mod blocked;
 pub mod debug_files;
+pub mod debuginfod;
 pub mod elf_symbols;
 pub mod kallsyms;
 pub mod module_symbols;
@@ -35,9 +37,11 @@ pub mod unwind;
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use odp_core::{EventKind, Frame, Language};
 
+use self::debuginfod::Debuginfod;
 use self::perf::{OpenError, PerfSet, RawSample};
 use self::session::NativeSession;
 use self::switches::{SchedSwitch, SwitchSet};
@@ -74,6 +78,9 @@ pub struct NativePlugin {
     /// Whether samples carry user stack copies for DWARF unwinding.
     user_stacks: bool,
     mode: Mode,
+    /// Where debug files of stripped modules are fetched from, if
+    /// anywhere; shared by the clones, so one agent fetches a file once.
+    debuginfod: Option<Arc<Debuginfod>>,
 }
 
 impl NativePlugin {
@@ -82,7 +89,15 @@ impl NativePlugin {
             procfs,
             user_stacks: true,
             mode: Mode::Cpu,
+            debuginfod: None,
         }
+    }
+
+    /// Names stripped modules from debug files `client` fetches (none
+    /// without a client).
+    pub fn with_debuginfod(mut self, client: Option<Arc<Debuginfod>>) -> Self {
+        self.debuginfod = client;
+        self
     }
 
     /// Switches user stack copies (and so DWARF unwinding) on or off; off,
@@ -145,8 +160,14 @@ impl Plugin for NativePlugin {
                 ))
             }
         };
-        let mut session =
-            NativeSession::new(self.mode, cpu, switches, self.procfs.clone(), frequency_hz);
+        let mut session = NativeSession::new(
+            self.mode,
+            cpu,
+            switches,
+            self.procfs.clone(),
+            frequency_hz,
+            self.debuginfod.clone(),
+        );
         session.sync_targets(pids);
         session.check_attached(pids)?;
         Ok(Box::new(session))

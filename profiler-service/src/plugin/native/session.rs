@@ -2,11 +2,13 @@
 //! (see [`Mode`]), over the threads of the target's processes.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use odp_core::EventKind;
 use tracing::{debug, info, warn};
 
+use super::debuginfod::Debuginfod;
 use super::perf::{OpenError, PerfSet, RawSample};
 use super::switches::{monotonic_now, SwitchSet, Wait};
 use super::symbolize::Symbols;
@@ -49,6 +51,7 @@ impl NativeSession {
         switches: Option<SwitchSet>,
         procfs: ProcFs,
         frequency_hz: u32,
+        debuginfod: Option<Arc<Debuginfod>>,
     ) -> Self {
         NativeSession {
             mode,
@@ -56,7 +59,7 @@ impl NativeSession {
             switches,
             waits: DurationSampler::seeded(frequency_hz),
             last_adapt: Instant::now(),
-            symbols: Symbols::new(procfs.clone()),
+            symbols: Symbols::new(procfs.clone()).with_debuginfod(debuginfod),
             unwinders: unwind::Unwinders::new(procfs.clone()),
             unwound: Vec::new(),
             procfs,

@@ -8,15 +8,20 @@
 //! ([`super::kallsyms`]), JIT code's from the process's perf map
 //! (`/tmp/perf-PID.map`, see [`super::perfmap`]). An address nothing
 //! resolves becomes `[unknown]` with the module it falls in, so a flame
-//! graph still says *where* it was (`[libc.so.6]`).
+//! graph still says *where* it was (`[libc.so.6]`). A module whose debug
+//! file a debuginfod server is still sending ([`super::debuginfod`]) stays
+//! grouped so until the file arrives; then its addresses are resolved
+//! again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use odp_core::Frame;
 use tracing::debug;
 
+use super::debuginfod::Debuginfod;
 use super::elf_symbols::demangle;
 use super::kallsyms;
 use super::module_symbols::{self, ModuleSymbols};
@@ -28,6 +33,10 @@ use crate::targets::{self, ProcFs};
 
 pub const UNKNOWN: &str = "[unknown]";
 pub const KERNEL: &str = "[kernel]";
+/// How often modules still waiting for a debug file ask for it again (the
+/// client itself waits [`super::debuginfod::RETRY_AFTER`] after a
+/// failure).
+const REQUEST_AGAIN_EVERY: Duration = Duration::from_secs(30);
 
 /// The symbol cache of one profile.
 pub struct Symbols {
@@ -36,6 +45,16 @@ pub struct Symbols {
     kernel: HashMap<u64, Frame>,
     processes: HashMap<u32, ProcessModules>,
     perf_maps: PerfMaps,
+    debuginfod: Option<DebuginfodWatch>,
+}
+
+/// What the symbolizer knows of its debuginfod client's progress.
+struct DebuginfodWatch {
+    client: Arc<Debuginfod>,
+    /// The client's generation last looked at.
+    generation: u64,
+    /// When modules still waiting last asked again.
+    asked_again_at: Instant,
 }
 
 impl Symbols {
@@ -46,11 +65,69 @@ impl Symbols {
             kernel: HashMap::new(),
             processes: HashMap::new(),
             perf_maps: PerfMaps::new(procfs.clone()),
+            debuginfod: None,
+        }
+    }
+
+    /// Stripped modules nothing else names get their debug files from
+    /// `client` (when there is one), in the background.
+    pub fn with_debuginfod(mut self, client: Option<Arc<Debuginfod>>) -> Self {
+        self.debuginfod = client.map(|client| DebuginfodWatch {
+            generation: client.generation(),
+            client,
+            asked_again_at: Instant::now(),
+        });
+        self
+    }
+
+    /// Forgets what was resolved in modules whose debug file has arrived
+    /// since, so they are read again with it; now and then asks again for
+    /// the files still missing (after a failure).
+    fn catch_up_with_debuginfod(&mut self) {
+        let Some(watch) = &mut self.debuginfod else {
+            return;
+        };
+        let generation = watch.client.generation();
+        let ask_again = watch.asked_again_at.elapsed() >= REQUEST_AGAIN_EVERY;
+        if generation == watch.generation && !ask_again {
+            return;
+        }
+        watch.generation = generation;
+        if ask_again {
+            watch.asked_again_at = Instant::now();
+        }
+        let mut arrived: Vec<(u32, u64, u64)> = Vec::new();
+        for (&pid, process) in &mut self.processes {
+            process.modules.retain(|mapping, placed| {
+                let Some((symbols, _)) = placed else {
+                    return true;
+                };
+                if symbols.debug_file_arrived(&watch.client) {
+                    arrived.push((pid, mapping.start, mapping.end));
+                    return false;
+                }
+                if let (true, Some(id)) = (ask_again, &symbols.awaiting) {
+                    watch.client.request(id);
+                }
+                true
+            });
+        }
+        if !arrived.is_empty() {
+            debug!(
+                mappings = arrived.len(),
+                "debug files arrived: symbolizing again"
+            );
+            self.user.retain(|&(pid, addr), _| {
+                !arrived
+                    .iter()
+                    .any(|&(p, start, end)| p == pid && (start..end).contains(&addr))
+            });
         }
     }
 
     /// Resolves the addresses of one process not yet cached, in one batch.
     pub fn resolve_user(&mut self, pid: u32, addrs: &[u64]) {
+        self.catch_up_with_debuginfod();
         if self.perf_maps.refresh(pid) {
             // A JIT named more code: what was unknown may have a name now,
             // and reused JIT memory may hold other code than before.
@@ -82,6 +159,7 @@ impl Symbols {
             return;
         }
         let procfs = &self.procfs;
+        let debuginfod = self.debuginfod.as_ref().map(|w| &*w.client);
         let mut reloaded = false;
         let process = self.processes.entry(pid).or_insert_with(|| {
             reloaded = true;
@@ -94,7 +172,7 @@ impl Symbols {
                 process.reload(procfs, pid);
                 reloaded = true;
             }
-            let frame = process.frame(procfs, pid, addr);
+            let frame = process.frame(procfs, pid, addr, debuginfod);
             self.user.insert((pid, addr), frame);
         }
     }
@@ -181,14 +259,20 @@ impl ProcessModules {
 
     /// The frame of one address: its function when a symbol covers it,
     /// else the module it is in.
-    fn frame(&mut self, procfs: &ProcFs, pid: u32, addr: u64) -> Frame {
+    fn frame(
+        &mut self,
+        procfs: &ProcFs,
+        pid: u32,
+        addr: u64,
+        debuginfod: Option<&Debuginfod>,
+    ) -> Frame {
         let Some(mapping) = find_exec_mapping(&self.maps, addr) else {
             return Frame::function(UNKNOWN);
         };
         let placed = self
             .modules
             .entry(mapping.clone())
-            .or_insert_with(|| place_module(procfs, pid, mapping));
+            .or_insert_with(|| place_module(procfs, pid, mapping, debuginfod));
         let name = placed
             .as_ref()
             .and_then(|(symbols, bias)| symbols.table.lookup(addr.checked_sub(*bias)?));
@@ -199,7 +283,12 @@ impl ProcessModules {
 
 /// The symbols of a mapping's module, shared with every process mapping
 /// the same file, and where the mapping puts them.
-fn place_module(procfs: &ProcFs, pid: u32, mapping: &ExecMapping) -> Placed {
+fn place_module(
+    procfs: &ProcFs,
+    pid: u32,
+    mapping: &ExecMapping,
+    debuginfod: Option<&Debuginfod>,
+) -> Placed {
     let symbols = if mapping.is_file() {
         let file = ModuleFile::open(procfs, pid, mapping)
             .map_err(|e| {
@@ -213,8 +302,16 @@ fn place_module(procfs: &ProcFs, pid: u32, mapping: &ExecMapping) -> Placed {
             .path
             .strip_suffix(" (deleted)")
             .unwrap_or(&mapping.path);
-        module_symbols::shared(file.key, || {
-            ModuleSymbols::read(file.into_file(), Path::new(path), &roots)
+        // Another profile may hold this module's symbols from before its
+        // debug file arrived: those are read again.
+        let stale = |held: &ModuleSymbols| debuginfod.is_some_and(|c| held.debug_file_arrived(c));
+        module_symbols::shared(file.key, stale, || {
+            ModuleSymbols::read_with_debuginfod(
+                file.into_file(),
+                Path::new(path),
+                &roots,
+                debuginfod,
+            )
         })
     } else if mapping.path == "[vdso]" {
         Arc::new(ModuleSymbols::from_image(&read_vdso_image(
