@@ -23,8 +23,11 @@ use crate::targets::{ProcFs, TICKS_PER_SECOND};
 /// How often the tracked processes' CPU time is read. A process that exits
 /// takes the CPU it used since the last read with it (its parent reaps it
 /// at once), so this bounds what a short-lived process's expected count
-/// misses, at about 10 µs per process per read.
+/// misses. Each read costs about 10 µs per process: past 10 processes the
+/// interval grows with their number ([`PER_PROCESS`]), keeping the reads
+/// near 100 a second.
 pub const READ_EVERY: Duration = Duration::from_millis(100);
+const PER_PROCESS: Duration = Duration::from_millis(10);
 
 pub struct CoverageMeter {
     procfs: ProcFs,
@@ -48,10 +51,12 @@ pub struct CoverageMeter {
 
 impl CoverageMeter {
     /// Starts measuring `pids` now; their CPU time so far is not counted.
+    /// A session whose samples do not follow CPU time reads nothing.
     pub fn start(procfs: ProcFs, pids: &[u32], follows_cpu: bool) -> Self {
         let began = procfs.uptime_ticks().unwrap_or(u64::MAX);
         let seen = pids
             .iter()
+            .filter(|_| follows_cpu)
             .filter_map(|&pid| Some((pid, procfs.cpu_ticks(pid)?.used)))
             .collect();
         CoverageMeter {
@@ -70,7 +75,8 @@ impl CoverageMeter {
 
     /// Reads the processes' CPU time when [`READ_EVERY`] has passed.
     pub fn tick(&mut self, now: Instant) {
-        if now.saturating_duration_since(self.last_read) >= READ_EVERY {
+        let every = READ_EVERY.max(PER_PROCESS * self.seen.len() as u32);
+        if now.saturating_duration_since(self.last_read) >= every {
             self.read();
         }
     }
@@ -79,6 +85,9 @@ impl CoverageMeter {
     /// their start when it falls inside the profile (what they used until
     /// now was not sampled), from now otherwise; gone ones are dropped.
     pub fn track(&mut self, pids: &[u32]) {
+        if !self.follows_cpu {
+            return;
+        }
         self.read();
         for &pid in pids {
             if self.seen.contains_key(&pid) {

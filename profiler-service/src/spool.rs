@@ -145,7 +145,6 @@ impl Spool {
             let (more, _) = self.push_evicting(&replacement, None, true)?;
             pushed.dropped += more.dropped;
         }
-        pushed.replaced = pushed.replaced.min(pushed.dropped);
         Ok(pushed)
     }
 

@@ -2,15 +2,14 @@
 //! the one path every start takes, a user's or a schedule's (record it,
 //! deploy an agent if the host has none, publish the signed command).
 
-use odp_api_types::SampleCoverage;
 use odp_api_types::{Profile, StartRequest};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::cost::StartOptions;
 use odp_core::Target;
-use odp_store::profile_timeline;
 use odp_store::runtime::profile_runtime;
 use odp_store::{
-    Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow, ProfileStatus, RequestKind,
+    read_coverage, Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow,
+    ProfileStatus, Read, RequestKind,
 };
 use uuid::Uuid;
 
@@ -275,10 +274,10 @@ pub(crate) async fn stop(
 pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ApiError> {
     let profile = get(state, id).await?;
     let runtime = profile_runtime(&state.pool, id).await?;
-    let windows = profile_timeline(&state.pool, id).await?;
+    let coverage = read_coverage(&state.pool, &Read::profile(id)).await?;
     Ok(Profile {
         runtime,
-        coverage: Some(SampleCoverage::of(&windows)),
+        coverage: Some(coverage.of(profile.event)),
         ..Profile::from(profile)
     })
 }

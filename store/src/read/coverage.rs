@@ -19,11 +19,16 @@ type CoverageRow = (String, i64, i64, i64, i64, i64, i64, i64, i64, i64);
 pub struct CoverageByEvent(Vec<(String, SampleCoverage)>);
 
 impl CoverageByEvent {
-    /// The coverage of the windows of `event`; nothing expected, captured
-    /// or lost for an event without windows (or none).
+    /// The coverage of the windows of `event` (of the only event there is
+    /// when `None`: a profile whose agent has not said what it measures
+    /// yet); nothing expected, captured or lost otherwise.
     pub fn of(&self, event: Option<EventKind>) -> SampleCoverage {
-        event
-            .and_then(|event| self.0.iter().find(|(e, _)| e == event.as_str()))
+        let found = match (event, self.0.as_slice()) {
+            (Some(event), all) => all.iter().find(|(e, _)| e == event.as_str()),
+            (None, [only]) => Some(only),
+            (None, _) => None,
+        };
+        found
             .map(|(_, coverage)| coverage.clone())
             .unwrap_or_default()
     }
