@@ -7,6 +7,8 @@ scripts/bootstrap.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# Doc links that point at moved or removed modules fail here.
+scripts/doc-links.sh
 # The end-to-end tests start the service binaries, so build them first.
 cargo build --workspace --bins
 log=$(mktemp)

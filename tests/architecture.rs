@@ -97,6 +97,11 @@ fn forbidden() -> Vec<(&'static str, &'static str)> {
     for to in ["odp-store", "odp-api-server", "odp-pipeline"] {
         arrows.push(("odp-profiler-service", to));
     }
+    // The agent links odp-core: SVG is drawn by the api-server alone.
+    arrows.push(("odp-core", "inferno"));
+    // The store keeps the domain's values (odp-core), not the REST
+    // contract's: renaming an API field must not change what is stored.
+    arrows.push(("odp-store", "odp-api-types"));
     arrows.push(("odp-api-server", "odp-pipeline"));
     arrows.push(("odp-pipeline", "odp-api-server"));
     for client in ["odp-client", "odpctl"] {
@@ -207,6 +212,52 @@ fn no_import_circle_between_modules() {
     assert!(
         found.is_empty(),
         "import circles between modules:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {dir:?}: {e}")) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn api_server_routes_reach_the_store_only_through_service() {
+    // ARCHITECTURE.md: routes parse, authorize, call an operation in
+    // `service/` and map its result; the store is the services' to call.
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../api-server/src/routes");
+    let files = files_under(&routes);
+    // So a wrong path cannot pass vacuously.
+    assert!(
+        files.iter().any(|f| f.ends_with("routes/profiles.rs")),
+        "{files:?}"
+    );
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            if line.contains("odp_store") {
+                found.push(format!(
+                    "{}:{}: {}",
+                    file.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "routes that use odp_store directly:\n{}",
         found.join("\n")
     );
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
 use axum::http::header::CONTENT_LENGTH;
+use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -23,8 +24,23 @@ use crate::error::ApiError;
 pub(crate) const DRAIN_LIMIT: u64 = 64 << 20;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How a route answers an error: routes that speak another protocol's
+/// error shape (OTLP's `google.rpc.Status`, Connect's, gRPC's trailers)
+/// answer a refused body in it too.
+pub(crate) type Refusal = fn(&HeaderMap, ApiError) -> Response;
+
 /// Answers 413 to a request that declares a body over `limit` bytes.
 pub(crate) async fn refuse_declared_oversize(limit: u64, request: Request, next: Next) -> Response {
+    refuse_declared_oversize_as(limit, |_, e| e.into_response(), request, next).await
+}
+
+/// [`refuse_declared_oversize`], answering with `refusal`.
+pub(crate) async fn refuse_declared_oversize_as(
+    limit: u64,
+    refusal: Refusal,
+    request: Request,
+    next: Next,
+) -> Response {
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -32,11 +48,13 @@ pub(crate) async fn refuse_declared_oversize(limit: u64, request: Request, next:
         .and_then(|v| v.parse::<u64>().ok());
     match declared {
         Some(length) if length > limit => {
+            let (parts, body) = request.into_parts();
             if length <= DRAIN_LIMIT {
-                let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain(request.into_body())).await;
+                let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain(body)).await;
             }
-            ApiError::PayloadTooLarge(format!("the request body exceeds {limit} bytes"))
-                .into_response()
+            let refused =
+                ApiError::PayloadTooLarge(format!("the request body exceeds {limit} bytes"));
+            refusal(&parts.headers, refused)
         }
         _ => next.run(request).await,
     }

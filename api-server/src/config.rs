@@ -141,6 +141,9 @@ pub struct ServeConfig {
     /// is refused (422) before anything is created.
     #[arg(long, env = "ODP_MAX_RUN_HOSTS_PER_USER", default_value_t = 2000)]
     pub max_run_hosts_per_user: u64,
+    /// Bounds on continuous profiles' rates and budgets (issue 29).
+    #[command(flatten)]
+    pub continuous: crate::ContinuousLimits,
 }
 
 impl ServeConfig {

@@ -5,7 +5,7 @@
 //! host; the host's agent answers on `odp.events`, which the pipeline turns
 //! into the profile's status. Queries read the stored samples back as flame
 //! graphs (JSON, folded, SVG) and top-function tables. Every `/api` route
-//! but the OpenAPI document (`/api/openapi.json`, see [`openapi`]) needs a
+//! but the OpenAPI document (`/api/openapi.json`, see `openapi/`) needs a
 //! bearer token.
 
 mod auth;
@@ -27,8 +27,12 @@ mod routes;
 pub mod scheduler;
 mod security_headers;
 mod service;
+
+pub use service::continuous::ContinuousLimits;
 mod tls;
+mod trigger_firings;
 mod validate;
+mod views;
 mod web;
 
 use std::future::Future;
@@ -37,6 +41,7 @@ use std::time::Duration;
 
 use axum::{Extension, Json, Router};
 use odp_core::command::CommandSigner;
+use odp_store::ContinuousProfiles;
 use odp_store::Database;
 use odp_store::Profiles;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -81,6 +86,8 @@ pub struct AppState {
     /// Hosts one user's running runs may profile at once
     /// (`--max-run-hosts-per-user`).
     pub max_run_hosts_per_user: u64,
+    /// The operator's bounds on continuous profiles' rates and budgets.
+    pub continuous_limits: crate::ContinuousLimits,
     /// Issues agent identities with the command key and records them.
     pub identities: Arc<IdentityIssuer>,
 }
@@ -105,7 +112,6 @@ pub fn app(state: AppState) -> Router {
         }))
         // After the 1 MiB limit, which must not apply to uploads.
         .merge(uploads.layer(timeout(2 * state.request_timeout)))
-        .merge(ingest::router().layer(timeout(2 * state.request_timeout)))
         .layer(Extension(openapi::DocumentJson(document.into())))
         .layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
@@ -114,10 +120,12 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The routes under the global 1 MiB body limit, the upload routes with
-/// their own limit, and the OpenAPI document of both: every route is
-/// registered with `routes!`, which reads its path and methods from the
-/// handler's `#[utoipa::path]`, so the two cannot drift.
+/// The routes under the global 1 MiB body limit, the upload routes (the
+/// import and the ingest routes) with their own limits, and the OpenAPI
+/// document of both: every route is registered with `routes!`, which reads
+/// its path and methods from the handler's `#[utoipa::path]`, so the two
+/// cannot drift (gRPC's method, no HTTP/JSON operation, is the one route
+/// added without it).
 fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
     let (bounded, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(routes::profiles::start, routes::list::list))
@@ -131,14 +139,19 @@ fn route_parts() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenAp
         .merge(routes::timeline::router())
         .merge(routes::schedules::router())
         .merge(routes::services::router())
+        .merge(routes::continuous::router())
+        .merge(routes::triggers::router())
         .merge(routes::runs::router())
         .merge(routes::rules::router())
         .merge(routes::channels::router())
         .merge(routes::agents::router())
+        .merge(routes::enrollment::router())
         .routes(routes!(health))
         .routes(routes!(openapi::openapi_json))
         .split_for_parts();
-    let (uploads, uploads_document) = routes::import::router().split_for_parts();
+    let (uploads, uploads_document) = routes::import::router()
+        .merge(ingest::router())
+        .split_for_parts();
     document.merge(uploads_document);
     (bounded, uploads, document)
 }
@@ -227,6 +240,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         egress: Arc::new(config.alert_destinations.policy()),
         read_limits: Arc::new(ReadLimits::new(config.limits.clone())),
         max_run_hosts_per_user: config.max_run_hosts_per_user,
+        continuous_limits: config.continuous,
         identities,
     })
 }
@@ -246,8 +260,16 @@ fn authenticator(config: &ServeConfig) -> Result<Authenticator, ServeError> {
 }
 
 /// Marks starts that no agent acknowledged in time as expired, so users
-/// see a clear end state instead of `dispatched` forever.
-async fn expire_unacknowledged(profiles: Profiles, after: Duration) {
+/// see a clear end state instead of `dispatched` forever; and ends the
+/// continuous segments whose agent went away without ending them, a few
+/// minutes after their hour (an agent reports a segment's end as soon as
+/// the hour is over, or its spool's windows when its broker is back).
+async fn expire_unacknowledged(
+    profiles: Profiles,
+    continuous: ContinuousProfiles,
+    after: Duration,
+) {
+    const SEGMENT_GRACE: Duration = Duration::from_secs(600);
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     loop {
         tick.tick().await;
@@ -255,6 +277,11 @@ async fn expire_unacknowledged(profiles: Profiles, after: Duration) {
             Ok(0) => {}
             Ok(n) => tracing::info!(expired = n, "expired unacknowledged profile requests"),
             Err(e) => tracing::warn!(error = %e, "expiring unacknowledged requests failed"),
+        }
+        match continuous.close_overdue_segments(SEGMENT_GRACE).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(closed = n, "closed continuous segments no agent ended"),
+            Err(e) => tracing::warn!(error = %e, "closing overdue continuous segments failed"),
         }
     }
 }
@@ -267,6 +294,9 @@ pub async fn serve(
     tokio::spawn(state.control.clone().reconcile_forever());
     tokio::spawn(service::run_precision::watch_forever(state.clone()));
     if let Some(tracker) = state.control.heartbeats() {
+        if let Some(reports) = tracker.take_firings() {
+            tokio::spawn(trigger_firings::act_forever(state.clone(), reports));
+        }
         let live_within = state.control.live_within();
         tokio::spawn(control::services_sync::sync_forever(
             state.pool.clone(),
@@ -277,6 +307,7 @@ pub async fn serve(
     }
     tokio::spawn(expire_unacknowledged(
         state.profiles.clone(),
+        ContinuousProfiles::new(state.pool.clone()),
         Duration::from_secs(config.start_ack_timeout_secs),
     ));
     if config.scheduler {

@@ -1,7 +1,7 @@
 //! Stacks as the file formats flame graph tools read: JSON (the caller's
 //! own shape), folded text, SVG, pprof and speedscope. Every endpoint that
 //! answers with stacks (one profile, and aggregates of several) renders
-//! them here.
+//! them here, and every SVG (differential ones too) is drawn here.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -165,6 +165,39 @@ fn render_svg(
     Ok(svg)
 }
 
+/// The differential SVG of two sides' folded stacks: inferno's
+/// `differential` turns them into `stack baseline target` lines, normalized
+/// so both sides have the same total, and `flamegraph` draws them with the
+/// target's widths, colored by growth (red) or shrinkage (blue).
+pub(crate) fn differential_svg(
+    baseline_folded: &str,
+    target_folded: &str,
+    title: String,
+) -> Result<Vec<u8>, ApiError> {
+    let failed =
+        |e: &dyn std::fmt::Display| ApiError::Internal(format!("diff rendering failed: {e}"));
+    let options = inferno::differential::Options {
+        normalize: true,
+        strip_hex: false,
+    };
+    let mut lines = Vec::new();
+    inferno::differential::from_readers(
+        options,
+        baseline_folded.as_bytes(),
+        target_folded.as_bytes(),
+        &mut lines,
+    )
+    .map_err(|e| failed(&e))?;
+    let text = String::from_utf8(lines).map_err(|e| failed(&e))?;
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = title;
+    options.count_name = "samples".into();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut svg)
+        .map_err(|e| failed(&e))?;
+    Ok(svg)
+}
+
 /// What one sample of `event` stands for, each standing for `period` of
 /// its units: views multiply counts by it to show time (or bytes), so that
 /// a wall or off-CPU profile reads in seconds, not samples.
@@ -230,6 +263,21 @@ mod tests {
         let svg = String::from_utf8(svg).unwrap();
         assert!(svg.starts_with("<?xml"));
         assert!(svg.contains("hot") && svg.contains("warm"));
+    }
+
+    #[test]
+    fn renders_a_differential_svg() {
+        let baseline = "main;hot 60\nmain;warm 40\n";
+        // Twice the samples; hot went from 60% to 30%, cool is new.
+        let target = "main;hot 60\nmain;warm 80\nmain;cool 60\n";
+        let svg = differential_svg(baseline, target, "diff".into()).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(svg.starts_with("<?xml"));
+        for name in ["hot", "warm", "cool"] {
+            assert!(svg.contains(name), "{name}");
+        }
+        // Differential colors: hot shrank (blue), cool grew (red).
+        assert!(svg.contains("rgb(") && svg.contains("diff"));
     }
 
     /// The height at which the SVG draws `function`'s frame.

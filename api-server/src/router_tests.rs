@@ -87,6 +87,7 @@ impl InProcess {
             egress: Default::default(),
             read_limits: Default::default(),
             max_run_hosts_per_user: 2000,
+            continuous_limits: Default::default(),
             identities,
         };
         InProcess {
@@ -119,11 +120,26 @@ impl InProcess {
         };
         let now = chrono::Utc::now().timestamp();
         let token = mint_hs256(SECRET, &grant, now, 300).unwrap();
-        let request = Request::builder()
+        self.send(method, path, body, Some(&token)).await
+    }
+
+    /// Sends `body` (if any) with the bearer `token` (if any) and returns
+    /// the status and JSON.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder()
             .method(method)
             .uri(path)
-            .header(header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request
             .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
             .unwrap();
         let response = app(self.state.clone()).oneshot(request).await.unwrap();
@@ -133,6 +149,20 @@ impl InProcess {
             status,
             serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         )
+    }
+
+    /// Every one of `calls` is a 403 for viewers and profilers.
+    async fn assert_admin_only(&self, calls: &[(Method, &str, Option<Value>)]) {
+        for role in [Role::Viewer, Role::Profiler] {
+            for (method, path, body) in calls {
+                let (status, body) = self.call_as(role, method.clone(), path, body.clone()).await;
+                assert_eq!(
+                    status,
+                    StatusCode::FORBIDDEN,
+                    "{role:?} {method} {path}: {body}"
+                );
+            }
+        }
     }
 
     /// The commands published so far, verified as host `h1`'s agent would.
@@ -249,4 +279,6 @@ async fn a_start_the_broker_does_not_take_fails_and_says_so() {
     assert_eq!(api.commands().len(), 1);
 }
 
+mod enrollment;
 mod identities;
+mod ingest_limits;

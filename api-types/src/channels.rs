@@ -1,20 +1,11 @@
 //! Alert channels and the log of what was sent to them.
 
 use chrono::{DateTime, Utc};
+use odp_core::domain::{ChannelKind, DeliveryStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::enabled;
-
-wire_enum! {
-    /// How a channel sends its alerts.
-    pub enum ChannelKind {
-        /// POSTs each alert as JSON signed with the secret (`X-ODP-Signature`).
-        Webhook => "webhook",
-        /// Mails each alert as plain text through an SMTP relay.
-        Email => "email",
-    }
-}
 
 /// `POST /api/v1/channels`: a webhook or an email channel, told apart by
 /// `kind`.
@@ -195,15 +186,6 @@ pub struct Channel {
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ChannelList {
     pub channels: Vec<Channel>,
-}
-
-wire_enum! {
-    /// Where a delivery stands.
-    pub enum DeliveryStatus {
-        Pending => "pending",
-        Delivered => "delivered",
-        Failed => "failed",
-    }
 }
 
 /// One alert to a channel and how sending it went.

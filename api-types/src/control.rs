@@ -2,28 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use odp_core::command::UndeployMode;
+use odp_core::domain::{RequestKind, RequestStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-
-wire_enum! {
-    /// What a control request asks for.
-    pub enum RequestKind {
-        Deploy => "deploy",
-        Undeploy => "undeploy",
-        Stop => "stop",
-    }
-}
-
-wire_enum! {
-    /// Where a control request stands.
-    pub enum RequestStatus {
-        Requested => "requested",
-        Dispatched => "dispatched",
-        Running => "running",
-        Finished => "finished",
-        Failed => "failed",
-    }
-}
 
 /// A deploy, undeploy or stop request and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

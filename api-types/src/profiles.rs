@@ -4,40 +4,11 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
+use odp_core::domain::ProfileMode;
 use odp_core::runtime::ProfileRuntime;
 use odp_core::{EventKind, ProfileStatus, Target};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-
-wire_enum! {
-    /// What a profile measures. Profiles of different modes of one target
-    /// may run at the same time (a CPU and an allocation profile); two of
-    /// the same mode may not.
-    pub enum ProfileMode {
-        Cpu => "cpu",
-        Wall => "wall",
-        #[serde(rename = "off-cpu")]
-        OffCpu => "off-cpu",
-        Lock => "lock",
-        Alloc => "alloc",
-        Heap => "heap",
-    }
-}
-
-impl ProfileMode {
-    /// The mode of a profile measuring `event` (CPU when the agent's
-    /// default event is asked for).
-    pub fn of(event: Option<EventKind>) -> ProfileMode {
-        match event {
-            None | Some(EventKind::Cycles | EventKind::CpuClock) => ProfileMode::Cpu,
-            Some(EventKind::Wall) => ProfileMode::Wall,
-            Some(EventKind::OffCpu) => ProfileMode::OffCpu,
-            Some(EventKind::Lock) => ProfileMode::Lock,
-            Some(EventKind::AllocBytes) => ProfileMode::Alloc,
-            Some(EventKind::HeapBytes) => ProfileMode::Heap,
-        }
-    }
-}
 
 /// `POST /api/v1/profiles`: profile processes on a host, given by exactly
 /// one of `pid`, `process_name`, `cmdline` or `cgroup`.
@@ -136,6 +107,13 @@ pub struct ProfileOptions {
     /// (0, 1]; the agent's default (0.01) when absent.
     #[serde(default)]
     pub overhead_budget: Option<f64>,
+    /// `pid` targets only: profile the process's descendants too (those
+    /// alive at the start and those it forks later) and every thread of
+    /// each; false when absent. Per CPU, a child is sampled from its first
+    /// sample; where the agent samples per thread, descendants and threads
+    /// are found by rescans (once a second), missing what lives shorter.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_children: bool,
 }
 
 /// Atys' Algorithm 1; absent fields take the defaults shown.
@@ -256,6 +234,15 @@ pub struct ProfilesPage {
     pub profiles: Vec<Profile>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
+}
+
+/// What Pyroscope's `/ingest` stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct IngestedProfiles {
+    /// The profiles stored, one per event the body measures (the same
+    /// ones again for a retry); none for a body without samples.
+    pub profiles: Vec<Uuid>,
 }
 
 /// A refused start: the target already has a live profile of this mode.

@@ -6,6 +6,7 @@ use odp_core::diff::{DiffNode, FunctionChange};
 use odp_core::flamegraph::FlameNode;
 use odp_core::speedscope;
 use odp_core::stats::FunctionShare;
+use odp_core::timeline::TimelineWindow;
 use odp_core::EventKind;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -125,26 +126,6 @@ pub struct DiffJson {
     pub root: DiffNode,
     /// Largest total-share changes first.
     pub changes: Vec<FunctionChange>,
-}
-
-/// One window of a profile on one host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
-pub struct TimelineWindow {
-    pub host: String,
-    pub window_start: DateTime<Utc>,
-    pub window_end: DateTime<Utc>,
-    pub event: EventKind,
-    pub samples: i64,
-    pub frequency_hz: i32,
-    /// Samples the target earned in the window (its CPU time × the rate);
-    /// null when the plugin's samples do not follow CPU time, or for
-    /// windows of agents that did not measure it.
-    #[serde(default)]
-    pub expected: Option<i64>,
-    /// Samples the target earned that the window lacks, by why.
-    #[serde(default)]
-    pub lost: crate::LostSamples,
 }
 
 /// A profile's windows in time order.

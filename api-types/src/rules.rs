@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use odp_core::domain::ReanalysisStatus;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -100,16 +101,6 @@ pub struct RuleView {
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct RulesResponse {
     pub rules: Vec<Rule>,
-}
-
-wire_enum! {
-    /// Where a re-analysis stands.
-    pub enum ReanalysisStatus {
-        Pending => "pending",
-        Running => "running",
-        Finished => "finished",
-        Failed => "failed",
-    }
 }
 
 /// A re-analysis of past profiles after a rule changed.

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
+
 use odp_core::flamegraph::FlameNode;
 use odp_core::run::outliers::{FunctionMove, OutlierOptions};
 use odp_core::speedscope;
@@ -131,4 +133,40 @@ pub struct RunHostsResponse {
     pub hosts: Vec<RunHost>,
     /// The flagged hosts, most different first.
     pub outliers: Vec<String>,
+}
+
+/// A host of a run and how much of its samples a finding's rule matched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct RunIssueHost {
+    pub host: String,
+    pub profile_id: Uuid,
+    /// Percent of the host's samples (or the rule kind's score).
+    pub share: f64,
+    pub samples: u64,
+}
+
+/// A rule that flagged a run's merged samples: one finding (and one alert
+/// per channel) for the whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct RunIssue {
+    /// The finding on the merged samples of every member.
+    #[serde(flatten)]
+    pub issue: crate::Issue,
+    /// The hosts where the rule measures most, highest first (at most 5).
+    pub hosts: Vec<RunIssueHost>,
+}
+
+/// `GET /api/v1/runs/{id}/issues`: what the rules found in the run once it
+/// ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct RunIssuesResponse {
+    pub run_id: Uuid,
+    /// When the rules judged the run; `null` while it runs and until the
+    /// pipeline has evaluated it (about a second after it ended).
+    pub evaluated_at: Option<DateTime<Utc>>,
+    /// Largest share first.
+    pub issues: Vec<RunIssue>,
 }

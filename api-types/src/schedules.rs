@@ -2,13 +2,14 @@
 
 use chrono::{DateTime, Utc};
 use odp_core::cost::StartOptions;
-use odp_core::run::{HostSelection, StopRule};
+use odp_core::domain::{ProfileMode, RunOutcome};
+use odp_core::run::ScheduleRun;
 use odp_core::Target;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::enabled;
-use crate::profiles::{ProfileMode, ProfileOptions};
+use crate::profiles::ProfileOptions;
 
 /// `POST /api/v1/schedules`: the target as for a start (one of `pid`,
 /// `process_name`, `cmdline` or `cgroup`), and when to profile it.
@@ -69,33 +70,6 @@ pub struct CreateScheduleRequest {
 
 fn utc() -> String {
     "UTC".into()
-}
-
-/// The run a run schedule starts each time it fires, as `POST
-/// /api/v1/runs` would (the service, duration, frequency, window and
-/// options are the schedule's own).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleRun {
-    /// Which of the live hosts running the service: `"all"` (default),
-    /// `{"count": K}` or `{"percent": P}`, chosen anew at each firing.
-    #[serde(default = "all_hosts")]
-    pub hosts: HostSelection,
-    #[serde(default)]
-    #[cfg_attr(feature = "schema", schema(max_items = 4))]
-    pub stratify_by: Vec<String>,
-    /// The same seed at every firing (random each time when absent).
-    #[serde(default)]
-    pub seed: Option<u64>,
-    #[serde(default)]
-    pub strict: bool,
-    #[serde(default)]
-    pub stop_when: Option<StopRule>,
-}
-
-fn all_hosts() -> HostSelection {
-    HostSelection::All
 }
 
 /// `POST /api/v1/schedules` with `run`: a schedule that starts a run of a
@@ -201,22 +175,6 @@ pub struct ScheduleWithRuns {
     #[serde(flatten)]
     pub schedule: Schedule,
     pub runs: Vec<RunView>,
-}
-
-wire_enum! {
-    /// What happened to one occurrence of a schedule.
-    pub enum RunOutcome {
-        /// A profile was started; `profile_id` links it (a run schedule's
-        /// run: `run_id`).
-        Started => "started",
-        /// Not fired: it fell due while no scheduler ran, or too long ago.
-        Missed => "missed",
-        /// Not fired: the target already had a live profile (a run
-        /// schedule: its previous run is still running).
-        SkippedBusy => "skipped_busy",
-        /// Firing failed; `detail` says why.
-        Failed => "failed",
-    }
 }
 
 /// One firing of a schedule.

@@ -106,3 +106,23 @@ pub struct ServiceHostsResponse {
     pub live_within_secs: u64,
     pub hosts: Vec<ServiceHost>,
 }
+
+/// `GET /api/v1/services/{name}/trend`: a function's share of the
+/// service's samples and the CPU it takes, step by step, each with its
+/// standard error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct TrendResponse {
+    pub service: String,
+    /// The regex a frame of a stack matches for its samples to count.
+    pub function: String,
+    /// The event the samples measure; absent when none were stored.
+    pub event: Option<odp_core::EventKind>,
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    pub step_secs: u64,
+    /// Only these hosts; every host when empty.
+    pub hosts: Vec<String>,
+    /// One per step, gaps included (no windows: no share).
+    pub points: Vec<odp_core::trend::TrendPoint>,
+}

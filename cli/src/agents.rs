@@ -44,6 +44,20 @@ pub(crate) enum AgentAction {
     /// Revoke an agent identity: the pipeline and the api-server refuse
     /// what it signs within about 30 seconds.
     Revoke { id: String },
+    /// One-time enrollment tokens: an agent started with one makes its own
+    /// key and enrolls itself.
+    Token {
+        #[command(subcommand)]
+        action: crate::enrollment::TokenAction,
+    },
+    /// Enrollment tokens, newest first: state, uses, what each enrolled.
+    Tokens {
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=500))]
+        limit: u32,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub(crate) async fn run(client: &ApiClient, action: AgentAction) -> anyhow::Result<()> {
@@ -69,6 +83,8 @@ pub(crate) async fn run(client: &ApiClient, action: AgentAction) -> anyhow::Resu
             let revoked = client.revoke_agent_identity(id).await?;
             eprintln!("revoked agent identity {id} of host {}", revoked.host);
         }
+        AgentAction::Token { action } => crate::enrollment::run(client, action).await?,
+        AgentAction::Tokens { limit, json } => crate::enrollment::list(client, limit, json).await?,
     }
     Ok(())
 }
@@ -188,6 +204,31 @@ mod tests {
         assert!(!parses(&["enroll", "web-1", "--days", "3651"]));
         assert!(parses(&["identities", "--host", "web-1", "--json"]));
         assert!(parses(&["revoke", "5b0f5c2e-8d1a-4c3e-9a57-1f2d3c4b5a69"]));
+    }
+
+    #[test]
+    fn token_create_takes_a_host_a_span_and_uses_in_range() {
+        assert!(parses(&["token", "create", "web-1"]));
+        assert!(parses(&[
+            "token",
+            "create",
+            "web-1",
+            "--expires",
+            "2d",
+            "--uses",
+            "1000"
+        ]));
+        assert!(!parses(&["token", "create"]));
+        assert!(!parses(&["token", "create", "web-1", "--expires", "soon"]));
+        assert!(!parses(&["token", "create", "web-1", "--uses", "0"]));
+        assert!(!parses(&["token", "create", "web-1", "--uses", "1001"]));
+        assert!(parses(&[
+            "token",
+            "revoke",
+            "5b0f5c2e-8d1a-4c3e-9a57-1f2d3c4b5a69"
+        ]));
+        assert!(parses(&["tokens", "--limit", "5", "--json"]));
+        assert!(!parses(&["tokens", "--limit", "0"]));
     }
 
     #[tokio::test]

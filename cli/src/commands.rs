@@ -138,8 +138,25 @@ enum Command {
         #[command(subcommand)]
         action: crate::services::ServiceAction,
     },
+    /// A function's share of a service's samples and the cores it keeps
+    /// busy, step by step over a time range, each with its ± (one
+    /// standard error).
+    Trend(crate::trend::TrendArgs),
+    /// Services profiled always, at a low rate and within a CPU budget per
+    /// host: on, list, show, set, off, resume, delete.
+    Continuous {
+        #[command(subcommand)]
+        action: crate::continuous::ContinuousAction,
+    },
+    /// Profile a service's host when its CPU or memory growth crosses a
+    /// threshold: create, list, show, set, off, resume, delete.
+    Triggers {
+        #[command(subcommand)]
+        action: crate::triggers::TriggerAction,
+    },
     /// Agent identities (admin): enroll an agent (its key made here, the
-    /// certificate from the api-server), list them, revoke one.
+    /// certificate from the api-server), list them, revoke one; one-time
+    /// enrollment tokens an agent enrolls itself with.
     Agents {
         #[command(subcommand)]
         action: crate::agents::AgentAction,
@@ -257,6 +274,9 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rules { action } => crate::rules::run(&client, action).await?,
         Command::Channels { action } => crate::channels::run(&client, action).await?,
         Command::Services { action } => crate::services::run(&client, action).await?,
+        Command::Continuous { action } => crate::continuous::run(&client, action).await?,
+        Command::Triggers { action } => crate::triggers::run(&client, action).await?,
+        Command::Trend(args) => crate::trend::run(&client, args).await?,
         Command::Agents { action } => crate::agents::run(&client, action).await?,
         Command::Run { action } => crate::runs::run(&client, action, width).await?,
         Command::Files(command) => crate::files::run(&client, command).await?,

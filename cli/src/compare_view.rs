@@ -4,7 +4,8 @@
 
 use odp_client::types::{AggregateJson, DiffJson, Profile, SideSummary};
 use odp_core::diff::{is_significant, SIGNIFICANT_Z};
-use odp_core::stats::top_functions;
+use odp_profile::top::top_functions;
+use odp_profile::View;
 
 use crate::profile_view::{percent, samples_line, samples_of, shares_table, TopRows};
 use crate::table::Table;
@@ -115,7 +116,7 @@ pub(crate) fn aggregate_text(aggregate: &AggregateJson, rows: TopRows) -> String
         "{}: {named}\n",
         samples_of(aggregate.samples, aggregate.event, &aggregate.units, &of),
     );
-    let functions = top_functions(&aggregate.root.to_stacks(), usize::MAX);
+    let functions = top_functions(&View::from_flame_graph(&aggregate.root), usize::MAX);
     out.push_str(&shares_table(&functions, rows));
     out
 }

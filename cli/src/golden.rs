@@ -304,6 +304,26 @@ fn agent_identities_show_their_state_and_enroll_says_where_the_files_are() {
 }
 
 #[test]
+fn enrollment_tokens_show_their_state_and_create_says_how_to_start_the_agent() {
+    use odp_client::types::{CreatedEnrollmentToken, EnrollmentTokenList};
+    let list: EnrollmentTokenList = data!("enrollment-tokens.json");
+    let table = crate::enrollment::tokens_table(&list);
+    golden("enrollment-tokens.txt", &table);
+    for state in ["unused", "used", "revoked", "expired"] {
+        assert!(table.contains(&format!(" {state} ")), "{state}: {table}");
+    }
+    assert!(table.contains("2 identities"), "{table}");
+    // Listed tokens carry no secret to show.
+    assert!(!table.contains("odp-enroll-"), "{table}");
+    let empty = EnrollmentTokenList { tokens: vec![] };
+    assert!(crate::enrollment::tokens_table(&empty).ends_with("(no enrollment tokens)\n"));
+    let created: CreatedEnrollmentToken = data!("enrollment-token-created.json");
+    let summary = crate::enrollment::created_summary(&created, "https://odp.example.com:8443");
+    golden("enrollment-token-created.txt", &summary);
+    assert!(summary.contains(&created.secret), "{summary}");
+}
+
+#[test]
 fn wait_progress_says_time_and_samples() {
     use crate::follow::{progress_line, stored_samples};
     let running: Profile = data!("profile-running.json");

@@ -17,6 +17,8 @@ mod channels;
 mod commands;
 mod compare;
 mod compare_view;
+mod continuous;
+mod enrollment;
 mod exit;
 mod files;
 mod follow;
@@ -32,6 +34,8 @@ mod services;
 mod table;
 mod term;
 mod text;
+mod trend;
+mod triggers;
 mod units;
 mod when;
 

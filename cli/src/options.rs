@@ -80,6 +80,10 @@ pub(crate) struct StartOptionArgs {
     /// CPU the agent may spend on the profile, share of one core (0.01 = 1%).
     #[arg(long, value_name = "SHARE")]
     overhead_budget: Option<f64>,
+    /// With --pid: profile the process's descendants too (those alive now
+    /// and those it forks later), with all their threads.
+    #[arg(long)]
+    include_children: bool,
 }
 
 impl StartOptionArgs {
@@ -109,6 +113,7 @@ impl StartOptionArgs {
                     period_secs,
                 }),
             overhead_budget: self.overhead_budget,
+            include_children: self.include_children,
         };
         (options != ProfileOptions::default()).then_some(options)
     }
@@ -189,6 +194,10 @@ mod tests {
         assert_eq!(
             request(&["--no-fda"]).unwrap(),
             json!({"options": {"fda": {"enabled": false}}})
+        );
+        assert_eq!(
+            request(&["--include-children"]).unwrap(),
+            json!({"options": {"include_children": true}})
         );
         assert!(request(&["--fda", "0.1", "--no-fda"]).is_err());
         assert!(request(&["--duty-cycle", "2"]).is_err());

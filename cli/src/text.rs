@@ -145,6 +145,9 @@ pub(crate) fn options_line(options: &StartOptions) -> String {
     if let Some(budget) = options.overhead_budget {
         parts.push(format!("overhead budget {}% of a core", budget * 100.0));
     }
+    if options.include_children {
+        parts.push("with its children".to_owned());
+    }
     if parts.is_empty() {
         "-".to_owned()
     } else {

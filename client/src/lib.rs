@@ -6,8 +6,9 @@ use std::time::Duration;
 
 pub use odp_api_types as types;
 use odp_api_types::{
-    AgentIdentityList, AgentIdentityRecord, IssueAgentIdentityRequest, IssuedAgentIdentity,
-    Profile, ProfileStatus, ProfilesPage, Run, RunPrecision, TopResponse,
+    AgentIdentityList, AgentIdentityRecord, CreateEnrollmentTokenRequest, CreatedEnrollmentToken,
+    EnrollAgentRequest, EnrollmentToken, EnrollmentTokenList, IssueAgentIdentityRequest,
+    IssuedAgentIdentity, Profile, ProfileStatus, ProfilesPage, Run, RunPrecision, TopResponse,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -66,13 +67,21 @@ pub struct Reply {
     pub text: String,
 }
 
-/// An HTTP client that also trusts `ca_pem` when given.
+/// An HTTP client that also trusts the certificates of `ca_pem` (one, or
+/// a bundle) when given.
 pub fn http_client(ca_pem: Option<&[u8]>) -> Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(30));
     if let Some(pem) = ca_pem {
-        let cert = reqwest::Certificate::from_pem(pem)
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
             .map_err(|e| ClientError::Setup(format!("reading the API's CA certificate: {e}")))?;
-        builder = builder.add_root_certificate(cert);
+        if certs.is_empty() {
+            return Err(ClientError::Setup(
+                "reading the API's CA certificate: no certificate in it".into(),
+            ));
+        }
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
     }
     builder
         .build()
@@ -354,6 +363,38 @@ impl ApiClient {
     pub async fn revoke_agent_identity(&self, id: impl Display) -> Result<AgentIdentityRecord> {
         let path = format!("/api/v1/agents/identities/{id}");
         self.typed(reqwest::Method::DELETE, &path, None, 200).await
+    }
+
+    /// Creates an enrollment token for a host (admin); its secret is in
+    /// the answer only.
+    pub async fn create_enrollment_token(
+        &self,
+        request: &CreateEnrollmentTokenRequest,
+    ) -> Result<CreatedEnrollmentToken> {
+        let path = "/api/v1/agents/enrollment-tokens";
+        self.send(reqwest::Method::POST, path, Some(request), 201)
+            .await
+    }
+
+    /// Enrollment tokens, newest first (admin).
+    pub async fn enrollment_tokens(&self, limit: u32) -> Result<EnrollmentTokenList> {
+        let path = format!("/api/v1/agents/enrollment-tokens?limit={limit}");
+        self.get(&path).await
+    }
+
+    /// Revokes an enrollment token (admin); returns it as revoked.
+    pub async fn revoke_enrollment_token(&self, id: impl Display) -> Result<EnrollmentToken> {
+        let path = format!("/api/v1/agents/enrollment-tokens/{id}");
+        self.typed(reqwest::Method::DELETE, &path, None, 200).await
+    }
+
+    /// Enrolls an agent with an enrollment token: the request's public key
+    /// certified for its host. Needs no bearer token (a client made with
+    /// an empty one sends none).
+    pub async fn enroll_agent(&self, request: &EnrollAgentRequest) -> Result<IssuedAgentIdentity> {
+        let path = "/api/v1/agents/enroll";
+        self.send(reqwest::Method::POST, path, Some(request), 201)
+            .await
     }
 
     /// Sends `body` as it is (`content_type`), with the bearer token when

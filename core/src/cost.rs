@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::model::{EventKind, Language};
+use crate::Target;
 
 /// Per-profile cost-control settings; every field absent means "the
 /// agent's default".
@@ -55,6 +56,13 @@ pub struct StartOptions {
     /// missing from the profile, so the default records every wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_wait_us: Option<u64>,
+    /// A pid target's descendants are profiled too: those alive at the
+    /// start and those forked later, with every thread of each; for pid
+    /// targets only. Left out when false, so commands and stored options
+    /// without it read as before; an agent older than the option ignores
+    /// it and profiles the pid alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_children: bool,
 }
 
 /// Longest [`StartOptions::min_wait_us`] accepted: 10 s.
@@ -135,6 +143,8 @@ pub enum OptionsError {
     PluginCannotMeasure { plugin: Language, event: EventKind },
     #[error("no plugin measures {event}; {}", Language::MEASURES)]
     NoPluginMeasures { event: EventKind },
+    #[error("include_children applies to pid targets only, not to {0}")]
+    ChildrenOfPidOnly(String),
 }
 
 /// `value` when it lies in (0, `top`], else why not.
@@ -177,6 +187,19 @@ impl StartOptions {
             }
             (None, Some(event)) if !Language::ALL.iter().any(|l| l.measures(event)) => {
                 Err(OptionsError::NoPluginMeasures { event })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the options against the profile's target: following
+    /// children is defined for one process, whose descendants are its
+    /// tree; a broad target already designates every process it wants.
+    pub fn check_target(&self, target: &Target) -> Result<(), OptionsError> {
+        match target {
+            Target::Pid(_) => Ok(()),
+            other if self.include_children => {
+                Err(OptionsError::ChildrenOfPidOnly(other.to_string()))
             }
             _ => Ok(()),
         }
@@ -328,6 +351,7 @@ mod tests {
             plugin: Some(Language::Native),
             event: Some(EventKind::OffCpu),
             min_wait_us: Some(50),
+            include_children: true,
         };
         let command = start();
         let token = signer.sign_with_options(&command, &options).unwrap();
@@ -358,6 +382,7 @@ mod tests {
             plugin: Some(Language::Jvm),
             event: Some(EventKind::HeapBytes),
             min_wait_us: None,
+            include_children: false,
         };
         assert_eq!(ok.check(99), Ok(()));
         let bad = |options: StartOptions| options.check(99).unwrap_err().to_string();
@@ -427,6 +452,32 @@ mod tests {
             ..ok.clone()
         })
         .contains("python plugin cannot measure off-cpu"));
+    }
+
+    #[test]
+    fn children_are_followed_for_pid_targets_only_and_absent_when_not() {
+        let children = StartOptions {
+            include_children: true,
+            ..StartOptions::default()
+        };
+        assert_eq!(children.check_target(&Target::Pid(7)), Ok(()));
+        let err = children
+            .check_target(&Target::ProcessName("sh".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("include_children applies to pid targets only"),
+            "{err}"
+        );
+        assert!(err.contains("process \"sh\""), "{err}");
+        let cgroup = Target::Cgroup("/system.slice".into());
+        assert_eq!(StartOptions::default().check_target(&cgroup), Ok(()));
+        // Off, the field is left out: a command or a stored row reads as
+        // before the option existed.
+        let json = serde_json::to_value(StartOptions::default()).unwrap();
+        assert_eq!(json, serde_json::json!({}));
+        let json = serde_json::to_value(&children).unwrap();
+        assert_eq!(json, serde_json::json!({"include_children": true}));
     }
 
     #[test]

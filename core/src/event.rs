@@ -108,6 +108,16 @@ pub enum AgentEventKind {
         profile_id: Option<Uuid>,
         reason: String,
     },
+    /// A trigger's condition held on the host for its whole period
+    /// ([`crate::trigger`]): the api-server decides whether to profile.
+    TriggerFired {
+        trigger_id: Uuid,
+        /// What the agent measured over the period, in the condition's
+        /// unit ([`crate::trigger::TriggerCondition::unit`]).
+        observed: f64,
+        /// When the condition began to hold (unix ms, agent's clock).
+        held_since_ms: i64,
+    },
     /// Cost-control reports (FSP pruning, FDA and budget frequency
     /// changes), tagged by their own `type`.
     #[serde(untagged)]
@@ -126,7 +136,7 @@ impl AgentEvent {
     /// The profile this event is about, if any.
     pub fn profile_id(&self) -> Option<Uuid> {
         match &self.kind {
-            AgentEventKind::Heartbeat { .. } => None,
+            AgentEventKind::Heartbeat { .. } | AgentEventKind::TriggerFired { .. } => None,
             AgentEventKind::ProfileStarted { profile_id, .. }
             | AgentEventKind::ProfileFinished { profile_id, .. }
             | AgentEventKind::ProfileFailed { profile_id, .. } => Some(*profile_id),

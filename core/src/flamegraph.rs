@@ -1,11 +1,8 @@
-//! Flame graph trees: stacks merged by common prefix, each node knowing its
-//! inclusive (`total`) and exclusive (`self_count`) samples.
-
-use std::collections::HashMap;
+//! Flame graph trees as reads answer them: stacks merged by common prefix,
+//! each node knowing its inclusive (`total`) and exclusive (`self_count`)
+//! samples. Plain data: `odp-profile` builds them from its model.
 
 use serde::{Deserialize, Serialize};
-
-use crate::model::WeightedStack;
 
 pub const ROOT_NAME: &str = "all";
 
@@ -13,6 +10,15 @@ pub const ROOT_NAME: &str = "all";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlameNode {
     pub name: String,
+    /// The source file of the node's code, when its frames name one
+    /// (py-spy's Python frames, imported profiles with lines): what "view
+    /// source" opens. A node merges a function's frames of every line;
+    /// `odp-profile` says which file and line it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The line in `file` (see there), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     /// Samples in this node and everything it called.
     pub total: u64,
     /// Samples where this node was the leaf.
@@ -30,144 +36,52 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Arena node while building: children looked up by name.
-struct BuildNode {
-    name: String,
-    total: u64,
-    self_count: u64,
-    children: HashMap<String, usize>,
-}
-
-/// Builds the tree under a synthetic root named [`ROOT_NAME`].
-pub fn build(stacks: &[WeightedStack]) -> FlameNode {
-    let mut arena = vec![BuildNode {
-        name: ROOT_NAME.to_owned(),
-        total: 0,
-        self_count: 0,
-        children: HashMap::new(),
-    }];
-    for stack in stacks {
-        if stack.count == 0 {
-            continue;
-        }
-        arena[0].total += stack.count;
-        let mut at = 0;
-        for frame in &stack.frames {
-            at = match arena[at].children.get(frame) {
-                Some(&child) => child,
-                None => {
-                    let child = arena.len();
-                    arena.push(BuildNode {
-                        name: frame.clone(),
-                        total: 0,
-                        self_count: 0,
-                        children: HashMap::new(),
-                    });
-                    arena[at].children.insert(frame.clone(), child);
-                    child
-                }
-            };
-            arena[at].total += stack.count;
-        }
-        arena[at].self_count += stack.count;
-    }
-    freeze(&mut arena, 0)
-}
-
-fn freeze(arena: &mut [BuildNode], index: usize) -> FlameNode {
-    let mut child_ids: Vec<(String, usize)> = arena[index].children.drain().collect();
-    child_ids.sort();
-    let children = child_ids
-        .into_iter()
-        .map(|(_, id)| freeze(arena, id))
-        .collect();
-    let name = std::mem::take(&mut arena[index].name);
-    let node = &arena[index];
-    FlameNode {
-        name,
-        total: node.total,
-        self_count: node.self_count,
-        children,
-        merged: 0,
-    }
-}
-
-impl FlameNode {
-    /// Depth of the deepest stack (the root counts as 1).
-    pub fn depth(&self) -> usize {
-        1 + self
-            .children
-            .iter()
-            .map(FlameNode::depth)
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Walks the tree back into stacks (without the synthetic root).
-    pub fn to_stacks(&self) -> Vec<WeightedStack> {
-        let mut out = Vec::new();
-        let mut path = Vec::new();
-        for child in &self.children {
-            child.collect(&mut path, &mut out);
-        }
-        out
-    }
-
-    fn collect(&self, path: &mut Vec<String>, out: &mut Vec<WeightedStack>) {
-        path.push(self.name.clone());
-        if self.self_count > 0 {
-            out.push(WeightedStack {
-                frames: path.clone(),
-                count: self.self_count,
-            });
-        }
-        for child in &self.children {
-            child.collect(path, out);
-        }
-        path.pop();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::folded::to_folded;
-    use proptest::prelude::*;
 
-    fn ws(frames: &[&str], count: u64) -> WeightedStack {
-        WeightedStack {
-            frames: frames.iter().map(|s| s.to_string()).collect(),
-            count,
-        }
+    #[test]
+    fn only_an_other_node_carries_how_many_it_stands_for() {
+        let leaf = |name: &str, total, merged| FlameNode {
+            name: name.to_owned(),
+            file: None,
+            line: None,
+            total,
+            self_count: total,
+            children: Vec::new(),
+            merged,
+        };
+        let json = serde_json::to_value(leaf("hot", 6, 0)).unwrap();
+        assert!(json.get("merged").is_none(), "{json}");
+        let other = serde_json::to_value(leaf("other", 4, 3)).unwrap();
+        assert_eq!(other["merged"], 3);
+        let back: FlameNode = serde_json::from_value(json).unwrap();
+        assert_eq!(back, leaf("hot", 6, 0));
     }
 
     #[test]
-    fn merges_common_prefixes() {
-        let root = build(&[
-            ws(&["main", "hot"], 6),
-            ws(&["main", "warm"], 3),
-            ws(&["main"], 1),
-        ]);
-        assert_eq!(root.name, "all");
-        assert_eq!(root.total, 10);
-        let main = &root.children[0];
-        assert_eq!(
-            (main.name.as_str(), main.total, main.self_count),
-            ("main", 10, 1)
+    fn a_node_names_its_source_only_when_known() {
+        let mut node = FlameNode {
+            name: "crunch_numbers".to_owned(),
+            file: None,
+            line: None,
+            total: 1,
+            self_count: 1,
+            children: Vec::new(),
+            merged: 0,
+        };
+        let bare = serde_json::to_value(&node).unwrap();
+        assert!(
+            bare.get("file").is_none() && bare.get("line").is_none(),
+            "{bare}"
         );
-        let names: Vec<&str> = main.children.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["hot", "warm"]);
-        assert_eq!(root.depth(), 3);
-    }
-
-    proptest! {
-        #[test]
-        fn tree_preserves_every_sample(stacks in proptest::collection::vec(
-            (proptest::collection::vec("[a-d]", 1..6), 1u64..100), 0..40)) {
-            let stacks: Vec<WeightedStack> = stacks.into_iter().map(|(frames, count)| WeightedStack { frames, count }).collect();
-            let root = build(&stacks);
-            prop_assert_eq!(root.total, stacks.iter().map(|s| s.count).sum::<u64>());
-            prop_assert_eq!(to_folded(&root.to_stacks()), to_folded(&stacks));
-        }
+        node.file = Some("hot_python.py".to_owned());
+        node.line = Some(15);
+        let json = serde_json::to_value(&node).unwrap();
+        assert_eq!(
+            (&json["file"], &json["line"]),
+            (&"hot_python.py".into(), &15.into())
+        );
+        assert_eq!(serde_json::from_value::<FlameNode>(json).unwrap(), node);
     }
 }

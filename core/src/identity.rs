@@ -65,6 +65,8 @@ pub enum IdentityError {
         "signed by an agent of host {certified:?}, but the message speaks for host {claimed:?}"
     )]
     WrongHost { certified: String, claimed: String },
+    #[error("certificate {id} was revoked")]
+    Revoked { id: Uuid },
     #[error("invalid key: {0}")]
     Key(String),
     #[error("{what}: {error}")]

@@ -12,9 +12,15 @@
 //! - [`event`]: lifecycle and heartbeat messages on `odp.events`, with
 //!   [`runtime`]: what an agent learned about a target's runtime, and
 //!   [`liveness`]: which of several agents claiming one host keeps it;
-//! - [`folded`], [`flamegraph`] and [`stats`]: what queries turn stored
-//!   stacks into; [`filter`], [`merge`] and [`diff`]: how they select,
-//!   aggregate across instances and compare them;
+//! - [`flamegraph`], [`stats`] and [`diff`]: the shapes reads answer in
+//!   (flame graph nodes, function shares, differential nodes and when a
+//!   change is significant), which `odp-profile` computes; [`folded`]:
+//!   stacks as text; [`filter`] and [`merge`]: how reads select stacks
+//!   and aggregate across instances;
+//! - [`domain`]: the enums stored and shown by name (a profile's mode,
+//!   requests', deliveries', re-analyses' and schedule runs' states), with
+//!   [`status`]: a profile's lifecycle; [`timeline`]: a profile's windows
+//!   and what they earned against what they hold;
 //! - [`pprof`] and [`speedscope`]: the files other tools exchange
 //!   profiles in;
 //! - [`hash`] and [`partition`]: the content hashes that make storage
@@ -25,9 +31,11 @@
 //! pipeline sends such input to the dead-letter topic with the error's text.
 
 pub mod command;
+pub mod continuous;
 pub mod cost;
 pub mod coverage;
 pub mod diff;
+pub mod domain;
 pub mod event;
 pub mod filter;
 pub mod flamegraph;
@@ -48,7 +56,10 @@ pub mod snapshot;
 pub mod speedscope;
 pub mod stats;
 pub mod status;
+pub mod timeline;
 pub mod token;
+pub mod trend;
+pub mod trigger;
 pub mod wire;
 
 pub use model::{EventKind, Frame, Language, Target, WeightedStack};

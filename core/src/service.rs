@@ -19,12 +19,18 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use uuid::Uuid;
 
+use crate::continuous::{AssignmentError, ContinuousAssignment, MAX_ASSIGNMENTS};
 use crate::model::{Target, TargetError};
+use crate::trigger::{TriggerAssignment, TriggerError, MAX_TRIGGERS};
 
 /// Most service definitions one sync may carry (each is checked against
 /// every process of the host once per heartbeat).
 pub const MAX_SERVICES: usize = 1024;
+/// Most revoked identities one sync may carry: unexpired revocations
+/// only, and certificates live for days.
+pub const MAX_REVOKED: usize = 10_000;
 /// Longest service name, in bytes (as the API's names).
 pub const MAX_SERVICE_NAME_LEN: usize = 253;
 
@@ -38,27 +44,91 @@ pub struct ServiceDefinition {
     pub target: Target,
 }
 
-/// The action of a `sync_services` command: every service definition, and
-/// their [`services_digest`] (which the agent recomputes and checks).
+/// The action of a `sync_services` command: every service definition, the
+/// agent identities the api-server revoked (whose certificates have not
+/// expired), and their [`sync_digest`] (which the agent recomputes and
+/// checks).
+///
+/// The revocations ride with the definitions so that an agent learns of
+/// them the way it learns of services: a revocation changes the digest
+/// every agent reports, and the api-server syncs each again. An agent then
+/// ignores heartbeats its host's revoked identities sign: a stolen
+/// identity cannot make it yield its host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncServices {
     pub services: Vec<ServiceDefinition>,
+    /// Ids of revoked certificates, sorted (absent from older api-servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked: Vec<Uuid>,
+    /// The continuous profiles, sorted by id (absent from older
+    /// api-servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continuous: Vec<ContinuousAssignment>,
+    /// The triggers, sorted by id (absent from older api-servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<TriggerAssignment>,
     pub digest: String,
 }
 
 impl SyncServices {
-    /// The sync of these definitions, sorted by name, with their digest.
-    pub fn new(mut services: Vec<ServiceDefinition>) -> SyncServices {
-        services.sort_by(|a, b| a.name.cmp(&b.name));
-        let digest = services_digest(&services);
-        SyncServices { services, digest }
+    /// The sync of these definitions, sorted by name, revoking nothing.
+    pub fn new(services: Vec<ServiceDefinition>) -> SyncServices {
+        SyncServices::with_revoked(services, Vec::new())
     }
 
-    /// Checks the definitions ([`check_definitions`]) and that the digest
-    /// is theirs.
+    /// The sync of these definitions, sorted by name, and revocations,
+    /// sorted, with their digest.
+    pub fn with_revoked(services: Vec<ServiceDefinition>, revoked: Vec<Uuid>) -> SyncServices {
+        SyncServices::with_continuous(services, revoked, Vec::new())
+    }
+
+    /// The sync of these definitions, sorted by name, revocations and
+    /// continuous profiles, each sorted, with their digest.
+    pub fn with_continuous(
+        mut services: Vec<ServiceDefinition>,
+        mut revoked: Vec<Uuid>,
+        mut continuous: Vec<ContinuousAssignment>,
+    ) -> SyncServices {
+        services.sort_by(|a, b| a.name.cmp(&b.name));
+        revoked.sort_unstable();
+        revoked.dedup();
+        continuous.sort_by_key(|a| a.id);
+        let digest = sync_digest(&services, &revoked, &continuous, &[]);
+        SyncServices {
+            services,
+            revoked,
+            continuous,
+            triggers: Vec::new(),
+            digest,
+        }
+    }
+
+    /// This sync with `triggers` too, sorted by id, and its digest again.
+    pub fn with_triggers(mut self, mut triggers: Vec<TriggerAssignment>) -> SyncServices {
+        triggers.sort_by_key(|t| t.id);
+        self.digest = sync_digest(&self.services, &self.revoked, &self.continuous, &triggers);
+        self.triggers = triggers;
+        self
+    }
+
+    /// Checks the definitions ([`check_definitions`]), the number of
+    /// revocations, the continuous profiles ([`check_assignments`]), and
+    /// that the digest is theirs.
     pub fn check(&self) -> Result<(), ServiceError> {
         check_definitions(&self.services)?;
-        let computed = services_digest(&self.services);
+        if self.revoked.len() > MAX_REVOKED {
+            return Err(ServiceError::TooManyRevoked {
+                count: self.revoked.len(),
+            });
+        }
+        check_assignments(&self.continuous, &self.services)?;
+        check_triggers(&self.triggers, &self.services)?;
+        let computed = sync_digest(
+            &self.services,
+            &self.revoked,
+            &self.continuous,
+            &self.triggers,
+        );
         if computed != self.digest {
             return Err(ServiceError::DigestMismatch {
                 sent: self.digest.clone(),
@@ -85,6 +155,12 @@ pub enum ServiceError {
     TargetKind { name: String, target: Target },
     #[error("service {name:?}: {source}")]
     Target { name: String, source: TargetError },
+    #[error("{count} revoked identities, at most {MAX_REVOKED}")]
+    TooManyRevoked { count: usize },
+    #[error(transparent)]
+    Continuous(#[from] AssignmentError),
+    #[error(transparent)]
+    Trigger(#[from] TriggerError),
     #[error("digest {sent:?} is not that of the definitions ({computed})")]
     DigestMismatch { sent: String, computed: String },
 }
@@ -143,6 +219,62 @@ pub fn check_definitions(services: &[ServiceDefinition]) -> Result<(), ServiceEr
     Ok(())
 }
 
+/// Checks continuous profiles as the agent takes them: at most
+/// [`MAX_ASSIGNMENTS`], each valid ([`ContinuousAssignment::check`]), none
+/// twice, each for a service `services` defines.
+pub fn check_assignments(
+    continuous: &[ContinuousAssignment],
+    services: &[ServiceDefinition],
+) -> Result<(), AssignmentError> {
+    if continuous.len() > MAX_ASSIGNMENTS {
+        return Err(AssignmentError::TooMany {
+            count: continuous.len(),
+        });
+    }
+    let mut ids = HashSet::with_capacity(continuous.len());
+    for assignment in continuous {
+        assignment.check()?;
+        if !ids.insert(assignment.id) {
+            return Err(AssignmentError::Duplicate { id: assignment.id });
+        }
+        if !services.iter().any(|s| s.name == assignment.service) {
+            return Err(AssignmentError::UnknownService {
+                id: assignment.id,
+                service: assignment.service.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks triggers as the agent takes them: at most [`MAX_TRIGGERS`], each
+/// valid ([`TriggerAssignment::check`]), none twice, each for a service
+/// `services` defines.
+pub fn check_triggers(
+    triggers: &[TriggerAssignment],
+    services: &[ServiceDefinition],
+) -> Result<(), TriggerError> {
+    if triggers.len() > MAX_TRIGGERS {
+        return Err(TriggerError::TooMany {
+            count: triggers.len(),
+        });
+    }
+    let mut ids = HashSet::with_capacity(triggers.len());
+    for trigger in triggers {
+        trigger.check()?;
+        if !ids.insert(trigger.id) {
+            return Err(TriggerError::Duplicate { id: trigger.id });
+        }
+        if !services.iter().any(|s| s.name == trigger.service) {
+            return Err(TriggerError::UnknownService {
+                id: trigger.id,
+                service: trigger.service.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Version tag of the digest's encoding: a change of encoding changes
 /// every digest, which only makes api-servers sync agents once more.
 const DIGEST_DOMAIN: &[u8] = b"odp-services-v1\n";
@@ -174,11 +306,109 @@ pub fn services_digest(services: &[ServiceDefinition]) -> String {
             ctx.update(field.as_bytes());
         }
     }
-    ctx.finish()
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(ctx.finish())
+}
+
+/// The digest of a sync: [`services_digest`] of the definitions when
+/// nothing is revoked (what agents and api-servers before revocations
+/// compute), else the SHA-256 of that digest, `revoked\n` and the sorted
+/// ids' 16 bytes each. With continuous profiles, the SHA-256 of that
+/// digest, `continuous\n` and each assignment by id (see `put_assignment`).
+/// With triggers, the SHA-256 of that digest, `triggers\n` and each
+/// trigger by id ([`TriggerAssignment::digest_into`]). What older
+/// api-servers and agents compute stays the same without them.
+pub fn sync_digest(
+    services: &[ServiceDefinition],
+    revoked: &[Uuid],
+    continuous: &[ContinuousAssignment],
+    triggers: &[TriggerAssignment],
+) -> String {
+    let mut digest = services_digest(services);
+    if !revoked.is_empty() {
+        let mut ids = revoked.to_vec();
+        ids.sort_unstable();
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(digest.as_bytes());
+        ctx.update(b"revoked\n");
+        for id in &ids {
+            ctx.update(id.as_bytes());
+        }
+        digest = hex(ctx.finish());
+    }
+    if !continuous.is_empty() {
+        let mut sorted: Vec<&ContinuousAssignment> = continuous.iter().collect();
+        sorted.sort_by_key(|a| a.id);
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(digest.as_bytes());
+        ctx.update(b"continuous\n");
+        for assignment in sorted {
+            put_assignment(&mut ctx, assignment);
+        }
+        digest = hex(ctx.finish());
+    }
+    if !triggers.is_empty() {
+        let mut sorted: Vec<&TriggerAssignment> = triggers.iter().collect();
+        sorted.sort_by_key(|t| t.id);
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(digest.as_bytes());
+        ctx.update(b"triggers\n");
+        for trigger in sorted {
+            trigger.digest_into(&mut ctx);
+        }
+        digest = hex(ctx.finish());
+    }
+    digest
+}
+
+/// An assignment's canonical encoding: its 16 id bytes; its service and
+/// event as u64 little-endian lengths and UTF-8; its rate and budget as u32
+/// little-endian; then its hosts ([`digest_hosts`]).
+fn put_assignment(ctx: &mut ring::digest::Context, assignment: &ContinuousAssignment) {
+    ctx.update(assignment.id.as_bytes());
+    digest_text(ctx, &assignment.service);
+    digest_text(ctx, assignment.event.as_str());
+    ctx.update(&assignment.frequency_hz.to_le_bytes());
+    ctx.update(&assignment.cpu_budget_ppm.to_le_bytes());
+    digest_hosts(ctx, assignment.hosts.as_deref());
+}
+
+/// A text in a digest: its length (u64 little-endian), then its UTF-8.
+pub(crate) fn digest_text(ctx: &mut ring::digest::Context, text: &str) {
+    ctx.update(&(text.len() as u64).to_le_bytes());
+    ctx.update(text.as_bytes());
+}
+
+/// A host list in a digest: the count (u64, `u64::MAX` for every host),
+/// then each host ([`digest_text`]).
+pub(crate) fn digest_hosts(ctx: &mut ring::digest::Context, hosts: Option<&[String]>) {
+    match hosts {
+        None => ctx.update(&u64::MAX.to_le_bytes()),
+        Some(hosts) => {
+            ctx.update(&(hosts.len() as u64).to_le_bytes());
+            for host in hosts {
+                digest_text(ctx, host);
+            }
+        }
+    }
+}
+
+/// Whether a host list of an assignment or a trigger covers `host`
+/// (absent: every host).
+pub(crate) fn hosts_cover(hosts: Option<&[String]>, host: &str) -> bool {
+    hosts.is_none_or(|hosts| hosts.binary_search_by(|h| h.as_str().cmp(host)).is_ok())
+}
+
+/// Whether a host list is what agents rely on: sorted, unique and at most
+/// [`crate::continuous::MAX_ASSIGNED_HOSTS`].
+pub(crate) fn hosts_are_valid(hosts: Option<&[String]>) -> bool {
+    hosts.is_none_or(|hosts| {
+        hosts.len() <= crate::continuous::MAX_ASSIGNED_HOSTS
+            && hosts.windows(2).all(|pair| pair[0] < pair[1])
+    })
+}
+
+fn hex(digest: ring::digest::Digest) -> String {
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A target's kind (its JSON `by`) and value as text.
@@ -342,203 +572,4 @@ pub fn clean_label_value(raw: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn def(name: &str, target: Target) -> ServiceDefinition {
-        ServiceDefinition {
-            name: name.into(),
-            target,
-        }
-    }
-
-    fn sample() -> Vec<ServiceDefinition> {
-        vec![
-            def("checkout", Target::ProcessName("checkout".into())),
-            def("search", Target::CommandLine("java .*--app=search".into())),
-            def("cart", Target::Cgroup("/system.slice/cart.service".into())),
-        ]
-    }
-
-    #[test]
-    fn digest_is_stable_and_order_independent() {
-        let services = sample();
-        let digest = services_digest(&services);
-        assert_eq!(digest.len(), 64);
-        assert!(digest
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
-        // Every order of the same definitions has the same digest.
-        let mut reversed = services.clone();
-        reversed.reverse();
-        assert_eq!(services_digest(&reversed), digest);
-        let mut rotated = services.clone();
-        rotated.rotate_left(1);
-        assert_eq!(services_digest(&rotated), digest);
-        // Pinned (and reproduced by an independent Python implementation of
-        // the documented encoding): a change must be deliberate, versioned.
-        assert_eq!(
-            digest,
-            "7f123203aafbc5600e6d6611a8907cfc74b6d4e2f6ab7f1afcc86510e7144796"
-        );
-        assert_eq!(
-            services_digest(&[]),
-            "c1963a3fdde54e9aa0916a820cc1567ae1283816efc35c58ae1ac8f2e9c55418"
-        );
-    }
-
-    #[test]
-    fn digest_sees_every_field() {
-        let base = services_digest(&sample());
-        let mut renamed = sample();
-        renamed[0].name = "checkout2".into();
-        let mut retargeted = sample();
-        retargeted[0].target = Target::CommandLine("checkout".into());
-        let mut fewer = sample();
-        fewer.pop();
-        for other in [renamed, retargeted, fewer, Vec::new()] {
-            assert_ne!(services_digest(&other), base);
-        }
-        // Length prefixes keep ("ab", "c") and ("a", "bc") apart.
-        assert_ne!(
-            services_digest(&[def("ab", Target::ProcessName("c".into()))]),
-            services_digest(&[def("a", Target::ProcessName("bc".into()))])
-        );
-    }
-
-    #[test]
-    fn sync_sorts_and_carries_its_digest() {
-        let sync = SyncServices::new(sample());
-        let names: Vec<&str> = sync.services.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["cart", "checkout", "search"]);
-        assert_eq!(sync.digest, services_digest(&sample()));
-        sync.check().unwrap();
-
-        let mut forged = sync.clone();
-        forged.services.pop();
-        assert!(matches!(
-            forged.check(),
-            Err(ServiceError::DigestMismatch { .. })
-        ));
-        let json = serde_json::to_value(&sync).unwrap();
-        assert_eq!(json["services"][0]["name"], "cart");
-        assert_eq!(json["services"][0]["target"]["by"], "cgroup");
-        assert_eq!(json["digest"], sync.digest.as_str());
-    }
-
-    #[test]
-    fn definitions_are_checked() {
-        let err = |services: Vec<ServiceDefinition>| check_definitions(&services).unwrap_err();
-        assert!(matches!(
-            err(vec![def("a b", Target::ProcessName("x".into()))]),
-            ServiceError::Name { .. }
-        ));
-        assert!(matches!(
-            err(vec![def("", Target::ProcessName("x".into()))]),
-            ServiceError::Name { .. }
-        ));
-        assert!(matches!(
-            err(vec![
-                def("a", Target::ProcessName("x".into())),
-                def("a", Target::ProcessName("y".into()))
-            ]),
-            ServiceError::Duplicate { .. }
-        ));
-        assert!(matches!(
-            err(vec![def("a", Target::Pid(7))]),
-            ServiceError::TargetKind { .. }
-        ));
-        assert!(matches!(
-            err(vec![def("a", Target::Imported("pprof".into()))]),
-            ServiceError::TargetKind { .. }
-        ));
-        assert!(matches!(
-            err(vec![def("a", Target::CommandLine("(".into()))]),
-            ServiceError::Target { .. }
-        ));
-        assert!(matches!(
-            err(vec![def("a", Target::Cgroup("relative".into()))]),
-            ServiceError::Target { .. }
-        ));
-        let many: Vec<ServiceDefinition> = (0..=MAX_SERVICES)
-            .map(|i| def(&format!("s{i}"), Target::ProcessName("x".into())))
-            .collect();
-        assert!(matches!(err(many), ServiceError::TooMany { .. }));
-        check_definitions(&sample()).unwrap();
-        check_definitions(&[]).unwrap();
-        let message = err(vec![def("a", Target::Pid(7))]).to_string();
-        assert!(
-            message.contains("\"a\"") && message.contains("pid 7"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn operator_labels_parse_and_validate() {
-        let labels = parse_operator_labels(["zone=eu-1", "version=1.2.3", "team=a=b"]).unwrap();
-        assert_eq!(labels["zone"], "eu-1");
-        assert_eq!(labels["version"], "1.2.3");
-        assert_eq!(labels["team"], "a=b", "split at the first `=`");
-        assert!(parse_operator_labels([]).unwrap().is_empty());
-
-        let err = |items: &[&str]| parse_operator_labels(items.iter().copied()).unwrap_err();
-        assert!(matches!(err(&["zone"]), LabelError::NotKeyValue { .. }));
-        assert_eq!(err(&["=a"]), LabelError::EmptyKey);
-        assert!(matches!(err(&["Zone=a"]), LabelError::Key { .. }));
-        assert!(matches!(err(&["zo ne=a"]), LabelError::Key { .. }));
-        assert!(matches!(err(&["-zone=a"]), LabelError::Key { .. }));
-        assert!(matches!(err(&["zöne=a"]), LabelError::Key { .. }));
-        let long_key = format!("{}=a", "k".repeat(MAX_LABEL_KEY_LEN + 1));
-        assert!(matches!(err(&[&long_key]), LabelError::Key { .. }));
-        let longest_key = format!("{}=a", "k".repeat(MAX_LABEL_KEY_LEN));
-        parse_operator_labels([longest_key.as_str()]).unwrap();
-        assert!(matches!(err(&["zone="]), LabelError::EmptyValue { .. }));
-        let long_value = format!("zone={}", "v".repeat(MAX_LABEL_VALUE_LEN + 1));
-        assert!(matches!(
-            err(&[&long_value]),
-            LabelError::ValueTooLong { .. }
-        ));
-        assert!(matches!(err(&["zone=a\nb"]), LabelError::ValueChars { .. }));
-        assert!(matches!(
-            err(&["zone=a", "zone=b"]),
-            LabelError::Duplicate { .. }
-        ));
-        for key in DISCOVERED_LABELS {
-            let item = format!("{key}=x");
-            let e = err(&[&item]);
-            assert!(matches!(e, LabelError::Discovered { .. }), "{key}: {e}");
-            assert!(e.to_string().contains("discovered"));
-        }
-        let many: Vec<String> = (0..=MAX_OPERATOR_LABELS)
-            .map(|i| format!("k{i}=v"))
-            .collect();
-        assert!(matches!(
-            parse_operator_labels(many.iter().map(String::as_str)).unwrap_err(),
-            LabelError::TooMany { .. }
-        ));
-        assert_eq!(
-            err(&["zone="]).to_string(),
-            "label \"zone\" has an empty value"
-        );
-    }
-
-    #[test]
-    fn discovered_values_are_cleaned() {
-        assert_eq!(
-            clean_label_value("  Intel(R) Xeon(R)\tCPU,  E5 \n").as_deref(),
-            Some("Intel(R) Xeon(R) CPU E5")
-        );
-        assert_eq!(clean_label_value(" \n\t"), None);
-        let long = "w".repeat(MAX_LABEL_VALUE_LEN + 10);
-        assert_eq!(clean_label_value(&long).unwrap().len(), MAX_LABEL_VALUE_LEN);
-        let words = "ab ".repeat(100);
-        let cleaned = clean_label_value(&words).unwrap();
-        assert!(cleaned.len() <= MAX_LABEL_VALUE_LEN && cleaned.ends_with("ab"));
-        let wide = "é".repeat(MAX_LABEL_VALUE_LEN);
-        let cleaned = clean_label_value(&wide).unwrap();
-        assert!(cleaned.len() <= MAX_LABEL_VALUE_LEN);
-        for value in [cleaned.as_str(), "Intel(R) Xeon(R) CPU E5"] {
-            check_label_value("cpu_model", value).unwrap();
-        }
-    }
-}
+mod tests;

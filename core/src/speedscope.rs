@@ -1,9 +1,9 @@
-//! speedscope's file format (https://www.speedscope.app/file-format-schema.json):
+//! speedscope's file format (<https://www.speedscope.app/file-format-schema.json>):
 //! frames shared by index, and one sampled profile whose samples are lists
 //! of frame indexes, root first, each with a weight.
 //!
 //! [`to_speedscope`] writes it (as exports do), with the strict types
-//! below; [`parse`] reads any speedscope file, sampled or evented, with
+//! below; [`parse()`] reads any speedscope file, sampled or evented, with
 //! lenient types of its own (see `speedscope_parse.rs`).
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Reading speedscope files (https://www.speedscope.app/file-format-schema.json)
+//! Reading speedscope files (<https://www.speedscope.app/file-format-schema.json>)
 //! into stacks of [`Frame`]s: what `format=speedscope` imports.
 //!
 //! A file holds a table of frames shared by its profiles, and one or more

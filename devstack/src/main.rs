@@ -1,7 +1,7 @@
 //! `odp-dev`: runs the local ODP stack in the background for development.
 //!
 //! Each subcommand is a thin wrapper over a library function of
-//! `odp_devstack`; add new ones to [`Command`] and [`run`].
+//! `odp_devstack`; add new ones to `Command` and `run` below.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! The three ODP services running against a [`Stack`]: api-server,
+//! The three ODP services running against a [`Stack`](crate::Stack): api-server,
 //! pipeline and one profiler-service (agent) for this machine. Used by the
 //! quick start and the end-to-end tests, so both run exactly the same way.
 

@@ -5,6 +5,7 @@ use odp_core::identity::Channel;
 use odp_core::Snapshot;
 
 pub(crate) mod authenticity;
+pub(crate) mod segments;
 
 use authenticity::{unauthenticated, Authenticator};
 

@@ -78,7 +78,7 @@ impl Detector {
     }
 
     /// Evaluates a running profile at most once per `interval` (see
-    /// [`crate::pacing`]); without this, every batch.
+    /// the `pacing` module); without this, every batch.
     pub fn evaluating_every(self, interval: Duration) -> Detector {
         Detector {
             pacer: std::sync::Mutex::new(Pacer::new(interval)),
@@ -105,6 +105,8 @@ impl Detector {
             let due = detector.pacer().take_due(Instant::now());
             detector.evaluate_all(&pool, &due).await;
             detector.evaluate_queued(&pool).await;
+            let rules = detector.rules(&pool).await;
+            crate::run_detect::evaluate_ended_runs(&pool, &rules).await;
             tokio::select! {
                 _ = stop.changed() => {}
                 _ = tokio::time::sleep(DEFERRED_TICK) => {}
@@ -278,7 +280,7 @@ async fn evaluate_on(
     let data = odp_store::profile_frames(pool, profile_id).await?;
     // A run is compared with its schedule's earlier runs once it ended.
     let history = match rules.history_runs() {
-        Some(runs) if identity.ended => schedule_history(pool, profile_id, runs).await?,
+        Some(runs) if identity.ended => run_history(pool, profile_id, runs).await?,
         _ => None,
     };
     let mut found = rules.evaluate(&ProfileInput {
@@ -286,10 +288,21 @@ async fn evaluate_on(
         runtime,
         ..ProfileInput::new(&service, &data)
     });
-    name_stacks(&mut found, &data);
+    odp_rules::name_stacks(&mut found, &data);
+    // A run's member leaves the rules its run judges to the run's own
+    // evaluation, which alerts once for every host.
+    let judged_by_run: Vec<String> = match identity.run {
+        Some(_) => found
+            .iter()
+            .filter(|d| rules.judged_per_run(&d.rule_id))
+            .map(|d| d.rule_id.clone())
+            .collect(),
+        None => Vec::new(),
+    };
     let subject = (alerting == Alerting::On).then(|| AlertSubject {
         service: &service,
         host: identity.host.as_deref().unwrap_or_default(),
+        except_rules: &judged_by_run,
     });
     let new = odp_store::save_detections(pool, profile_id, subject, &found).await?;
     if !new.is_empty() {
@@ -298,34 +311,20 @@ async fn evaluate_on(
     Ok(found.len())
 }
 
-/// Writes each hit stack's frame names into it, from the profile they were
-/// found in: detections keep them, as no global table of stacks does.
-fn name_stacks(found: &mut [odp_rules::Detection], data: &odp_profile::ProfileFrames) {
-    let by_id: std::collections::HashMap<Uuid, &[u32]> = data
-        .stacks
-        .iter()
-        .map(|s| (s.stack_id, s.frames.as_slice()))
-        .collect();
-    for hit in found.iter_mut().flat_map(|d| d.stacks.iter_mut()) {
-        if let Some(frames) = by_id.get(&hit.stack_id) {
-            hit.frames = frames
-                .iter()
-                .map(|&i| {
-                    let frame = &data.frames[i as usize];
-                    odp_core::model::display_name(&frame.function, &frame.module)
-                })
-                .collect();
-        }
-    }
-}
-
-/// The previous runs of the schedule `profile_id` is a run of, if any.
-async fn schedule_history(
+/// What `profile_id` is compared with: the previous runs of its schedule,
+/// or for a continuous segment the same hour of the previous weeks
+/// ([`odp_store::previous_segments`]); none for other profiles.
+async fn run_history(
     pool: &Database,
     profile_id: Uuid,
     runs: usize,
 ) -> Result<Option<RunHistory>, StoreError> {
-    let previous = odp_store::previous_schedule_runs(pool, profile_id, runs as i64).await?;
+    let mut previous = odp_store::previous_schedule_runs(pool, profile_id, runs as i64).await?;
+    let mut baseline = share_regression::Baseline::Schedule;
+    if previous.is_empty() {
+        previous = odp_store::previous_segments(pool, profile_id, runs as i64).await?;
+        baseline = share_regression::Baseline::Continuous;
+    }
     if previous.is_empty() {
         return Ok(None);
     }
@@ -334,7 +333,10 @@ async fn schedule_history(
         data.push(odp_store::profile_frames(pool, id).await?);
     }
     let rules_hit = odp_store::rules_hit(pool, &previous, share_regression::KIND).await?;
-    Ok(Some(RunHistory::from_runs(&data, rules_hit)))
+    let mut history = RunHistory::from_runs(&data, rules_hit);
+    history.profiles = previous.iter().map(Uuid::to_string).collect();
+    history.baseline = baseline;
+    Ok(Some(history))
 }
 
 async fn load_rules(pool: &Database) -> Result<Arc<RuleSet>, StoreError> {

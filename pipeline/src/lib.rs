@@ -53,6 +53,7 @@ mod poll;
 pub mod reanalysis;
 mod rejoin;
 pub mod retention;
+pub mod run_detect;
 mod worker;
 
 pub use config::{AlertOptions, Config};

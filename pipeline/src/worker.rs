@@ -1,5 +1,6 @@
 //! The consume → store → commit loop.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use odp_store::StoreError;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
+use uuid::Uuid;
 
 use crate::batch::authenticity::{self, Trust, UNAUTHENTICATED};
 use crate::batch::{self, Prepared, RawMessage, Rejected, Sources};
@@ -402,8 +404,51 @@ async fn reject_foreign_hosts(
         return Ok(());
     }
     let profiles = odp_store::Profiles::new(pool.clone());
-    let hosts = retry_transient("look up the hosts of profiles", || profiles.hosts(&named)).await?;
+    let mut hosts =
+        retry_transient("look up the hosts of profiles", || profiles.hosts(&named)).await?;
+    open_continuous_segments(pool, decoded, &mut hosts).await?;
     authenticity::reject_foreign_hosts(decoded, &hosts);
+    Ok(())
+}
+
+/// Opens the continuous profiles' segments the batch's unknown profiles
+/// are ([`batch::segments`]) and adds their hosts to `hosts`. Reads the
+/// configurations only when a batch names a profile the store lacks.
+async fn open_continuous_segments(
+    pool: &Database,
+    decoded: &batch::Decoded,
+    hosts: &mut HashMap<Uuid, String>,
+) -> Result<(), PipelineError> {
+    let unknown = batch::segments::unknown(decoded, hosts);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let continuous = odp_store::ContinuousProfiles::new(pool.clone());
+    let assignments =
+        retry_transient("read the continuous profiles", || continuous.assignments()).await?;
+    let segments = batch::segments::segments(&unknown, &assignments);
+    for &(message, assignment, segment_start_s) in &segments {
+        let segment = odp_store::Segment {
+            profile_id: message.profile_id,
+            assignment,
+            host: &message.host,
+            segment_start_s,
+            agent_id: &message.agent_id,
+        };
+        let opened = retry_transient("open a continuous segment", || {
+            continuous.open_segment(&segment)
+        })
+        .await?;
+        if opened {
+            tracing::info!(profile_id = %message.profile_id, host = %message.host,
+                continuous = %assignment.id, segment_start_s, "continuous segment opened");
+        }
+    }
+    // Opened now or by another worker meanwhile, or not at all when its
+    // configuration was deleted: the store says which.
+    let ids: Vec<Uuid> = segments.iter().map(|(m, _, _)| m.profile_id).collect();
+    let profiles = odp_store::Profiles::new(pool.clone());
+    hosts.extend(retry_transient("look up the hosts of segments", || profiles.hosts(&ids)).await?);
     Ok(())
 }
 

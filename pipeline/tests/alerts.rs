@@ -139,7 +139,7 @@ async fn new_detections_are_delivered_once_signed_and_retried() {
     assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
     let channels = odp_store::list_channels(&pool).await.unwrap();
     assert_eq!(channels.len(), 4);
-    assert_eq!(channels[0].kind, "webhook");
+    assert_eq!(channels[0].kind, ChannelKind::Webhook);
 
     let id = Uuid::new_v4();
     sqlx::query(

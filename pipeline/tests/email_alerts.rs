@@ -102,7 +102,7 @@ async fn new_detections_are_mailed_once_and_retried_through_a_refusing_relay() {
     );
     let channels = odp_store::list_channels(&pool).await.unwrap();
     let listed = channels.iter().find(|c| c.id == mail.id).unwrap();
-    assert_eq!(listed.kind, "email");
+    assert_eq!(listed.kind, ChannelKind::Email);
     assert_eq!(listed.email_to, ["oncall@example.com", "perf@example.com"]);
 
     let id = Uuid::new_v4();

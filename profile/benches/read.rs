@@ -2,7 +2,9 @@
 //! same stacks as folded text, in one run (`cargo bench -p odp-profile
 //! --bench read`). The profile is the shape: 100,000 distinct
 //! stacks of about 12 frames drawn from 4,000 functions of ~25 characters,
-//! about 700,000 samples.
+//! about 700,000 samples. Then the same stacks as py-spy reports them, each
+//! frame with its file and one of three lines: the flame graph's nodes name
+//! them ("view source"), which only such profiles pay for.
 
 use std::time::{Duration, Instant};
 
@@ -30,14 +32,28 @@ impl Rng {
     }
 }
 
-fn synthetic_profile() -> Profile {
+/// Lines per function of a located profile.
+const LINES: usize = 3;
+
+/// The profile; `located`, with every frame's file and one of
+/// [`LINES`] lines, as py-spy reports Python frames.
+fn synthetic_profile(located: bool) -> Profile {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut b = ProfileBuilder::default();
-    let functions: Vec<u32> = (0..FUNCTIONS)
+    let lines = if located { LINES } else { 1 };
+    // Per function, its frame at each line.
+    let functions: Vec<Vec<u32>> = (0..FUNCTIONS)
         .map(|i| {
-            b.frame(&Frame::function(format!(
-                "com.example.svc.Handler{i:05}.run"
-            )))
+            (0..lines)
+                .map(|l| {
+                    let mut frame = Frame::function(format!("com.example.svc.Handler{i:05}.run"));
+                    if located {
+                        frame.file = Some(format!("svc/handlers/h{:03}.py", i / 40));
+                        frame.line = Some((i % 40 * 20 + l) as u32);
+                    }
+                    b.frame(&frame)
+                })
+                .collect()
         })
         .collect();
     let w = b.window(Window {
@@ -57,7 +73,8 @@ fn synthetic_profile() -> Profile {
         // Shallow frames come from a few hot callers, deeper ones spread.
         for depth in 0..8 + rng.below(9) {
             let pool = (8usize << depth).min(FUNCTIONS);
-            frames.push(functions[rng.below(pool)]);
+            let lines = &functions[rng.below(pool)];
+            frames.push(lines[rng.below(lines.len())]);
         }
         let count = 1 + rng.below(12) as u64;
         b.samples(w, 1, &frames, count);
@@ -78,7 +95,7 @@ fn time<T>(what: &str, runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 }
 
 fn main() {
-    let profile = synthetic_profile();
+    let profile = synthetic_profile(false);
     let block = profile.encode(Level::Small);
     println!(
         "profile: {} stacks, {} tree nodes, {} samples, block {:.2} MB",
@@ -137,6 +154,9 @@ fn main() {
     let (top_time, _) = time("top 20 (decode → table)", 5, || {
         top::top_functions(&view_of_block(), 20)
     });
+    time("diff tree (two views → tree, 8192 nodes)", 5, || {
+        odp_profile::diff::diff_tree(&[&view], &[&view], 8192).baseline_total
+    });
     let (svg, _) = time("SVG (decode → pruned stacks → inferno)", 3, || {
         let view = view_of_block();
         let pruned = stacks::pruned_stacks(&view, view.samples() / 12_000);
@@ -159,4 +179,35 @@ fn main() {
     );
     println!("top:  {:.2}x inferno (target <= 0.25x)", ratio(top_time));
     println!("SVG:  {:.2}x inferno (target <= 1.0x)", ratio(svg));
+    located();
+}
+
+/// The flame graph read of the profile with files and lines.
+fn located() {
+    let profile = synthetic_profile(true);
+    let block = profile.encode(Level::Small);
+    println!();
+    println!(
+        "with files and lines: {} frames, {} tree nodes, block {:.2} MB",
+        profile.frames.len(),
+        profile.tree.len(),
+        block.len() as f64 / 1e6
+    );
+    let view_of = |profile: &Profile| {
+        let names = NameTree::new(profile);
+        let sums = profile.select(&Selection::default(), &names);
+        names.view(&weigh(&[&sums])[0])
+    };
+    time("  name tree + select + weigh + view", 5, || {
+        view_of(&profile).samples()
+    });
+    let view = view_of(&profile);
+    time("  flame::build (one view)", 5, || {
+        flame::build(&view, 8192, None).total
+    });
+    let (_, json) = time("flame graph JSON (decode → tree, 8192 nodes)", 5, || {
+        let view = view_of(&Profile::decode(&block).unwrap());
+        serde_json::to_vec(&flame::build(&view, 8192, None)).unwrap()
+    });
+    println!("  JSON {:.2} MB", json.len() as f64 / 1e6);
 }

@@ -36,6 +36,11 @@ pub fn build(view: &View, budget: usize, focus: Option<u32>) -> FlameNode {
         .expect("the focus is a node of the view")
 }
 
+/// The flame graph of no samples: the root alone.
+pub fn empty() -> FlameNode {
+    build(&View::default(), 1, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +106,14 @@ mod tests {
         assert_eq!((main.children[2].total, main.children[2].merged), (15, 2));
         assert_eq!(names_of(&main.children[0]), ["a1", OTHER_NAME]);
         assert_eq!(main.children[0].children[1].total, 5);
+    }
+
+    #[test]
+    fn nothing_is_the_root_alone() {
+        let root = empty();
+        assert_eq!(root.name, odp_core::flamegraph::ROOT_NAME);
+        assert_eq!((root.total, root.self_count, root.merged), (0, 0, 0));
+        assert!(root.children.is_empty());
     }
 
     #[test]

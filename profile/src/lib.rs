@@ -13,9 +13,12 @@
 //! - [`NameTree`]: the same tree by frames' display names, as users see
 //!   it, and [`View`]: a selection's counts on it, merged across profiles;
 //! - [`flame`]: flame graph trees cut to a node budget, with exact totals;
+//! - [`sources`]: the file and line each node of a view names;
 //! - [`top`]: the hottest functions with error bounds;
 //! - [`many`]: flame graphs and top tables of many views without merging
 //!   their trees (aggregates);
+//! - [`diff`]: differential flame graphs of two sides, cut to a node
+//!   budget, and the functions whose shares moved most;
 //! - [`stacks`]: stacks by name for folded, pprof, speedscope and SVG;
 //! - [`windows`]: dropping and merging windows (retention, downsampling);
 //! - [`frames`]: samples per distinct stack with frames deduplicated, what
@@ -26,7 +29,7 @@
 //! Decoding never panics on bad input.
 
 pub mod codec;
-pub mod diff_trim;
+pub mod diff;
 pub mod flame;
 pub mod frames;
 pub mod jfr;
@@ -34,6 +37,7 @@ pub mod many;
 pub mod names;
 pub mod profile;
 pub mod select;
+pub mod sources;
 pub mod stacks;
 pub mod top;
 pub mod tree;
@@ -45,5 +49,6 @@ pub use frames::{FrameRef, ProfileFrames, StackSamples};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
 pub use select::{scale, weigh, NodeSums, Selection};
+pub use sources::{SourceLine, Sources};
 pub use tree::StackTree;
 pub use view::View;

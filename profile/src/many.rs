@@ -191,18 +191,30 @@ fn emit(shared: &Shared<'_>, nodes: &mut [Merged], at: usize) -> FlameNode {
     if rest > 0 {
         children.push(FlameNode {
             name: OTHER_NAME.to_owned(),
+            file: None,
+            line: None,
             total: rest,
             self_count: rest,
             children: Vec::new(),
             merged: cut_children(shared, node, &kept, nodes),
         });
     }
+    // The smallest location of the views' nodes merged here, as
+    // `View::merge` would give it (see `crate::sources`); the root's
+    // members are the views' roots, which have none.
+    let source = node
+        .members
+        .iter()
+        .filter_map(|&(view, n)| shared.views[view].sources.get(n))
+        .min();
     FlameNode {
         name: if at == 0 {
             ROOT_NAME.to_owned()
         } else {
             shared.names[node.name as usize].to_owned()
         },
+        file: source.map(|s| s.file.clone()),
+        line: source.and_then(|s| s.line),
         total: node.total,
         self_count: node.self_count,
         children,

@@ -9,6 +9,7 @@
 use odp_core::filter::StackFilter;
 
 use crate::profile::Profile;
+use crate::sources::Sources;
 use crate::tree::{StackTree, ROOT};
 use crate::view::View;
 
@@ -22,6 +23,8 @@ pub struct NameTree {
     pub tree: StackTree,
     /// Per node of the profile's tree, its node here.
     node_map: Vec<u32>,
+    /// Per node here, the file and line of its frames.
+    sources: Sources,
 }
 
 impl NameTree {
@@ -54,11 +57,13 @@ impl NameTree {
             }
             (tree, node_map)
         };
+        let sources = Sources::of_profile(&profile.frames, &profile.tree, &node_map, tree.len());
         NameTree {
             names,
             frame_names,
             tree,
             node_map,
+            sources,
         }
     }
 
@@ -77,6 +82,7 @@ impl NameTree {
             names: self.names.clone(),
             tree: self.tree.clone(),
             counts: self.project(counts),
+            sources: self.sources.clone(),
         }
     }
 

@@ -139,6 +139,17 @@ impl StackTree {
         out
     }
 
+    /// Per node, its `counts` plus its descendants': the totals of a
+    /// flame graph's boxes.
+    pub fn totals(&self, counts: &[u64]) -> Vec<u64> {
+        let mut totals = counts.to_vec();
+        // Parents precede their children, so one backward pass sums subtrees.
+        for node in (1..self.len()).rev() {
+            totals[self.parents[node] as usize] += totals[node];
+        }
+        totals
+    }
+
     /// Depth of every node (the root is 0).
     pub fn depths(&self) -> Vec<u32> {
         let mut depths = vec![0u32; self.len()];

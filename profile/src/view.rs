@@ -7,6 +7,9 @@
 
 use std::collections::HashMap;
 
+use odp_core::flamegraph::FlameNode;
+
+use crate::sources::Sources;
 use crate::tree::{StackTree, ROOT};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +20,8 @@ pub struct View {
     pub tree: StackTree,
     /// Self count per node of `tree`.
     pub counts: Vec<u64>,
+    /// Per node of `tree`, the file and line of its code, when known.
+    pub sources: Sources,
 }
 
 impl Default for View {
@@ -26,6 +31,7 @@ impl Default for View {
             names: Vec::new(),
             tree: StackTree::default(),
             counts: vec![0],
+            sources: Sources::default(),
         }
     }
 }
@@ -38,13 +44,7 @@ impl View {
 
     /// Totals per node: each node's self count plus its descendants'.
     pub fn totals(&self) -> Vec<u64> {
-        let mut totals = self.counts.clone();
-        // Parents precede their children, so one backward pass sums subtrees.
-        for node in (1..self.tree.len()).rev() {
-            let parent = self.tree.parent(node as u32) as usize;
-            totals[parent] += totals[node];
-        }
-        totals
+        self.tree.totals(&self.counts)
     }
 
     /// Per name: (self samples, total samples).
@@ -98,62 +98,110 @@ impl View {
         View::merge(&views)
     }
 
-    /// The views added up: identical call paths (by name) merge.
+    /// The views added up: identical call paths (by name) merge, each
+    /// with the smallest source location of the nodes it merges.
     pub fn merge(views: &[View]) -> View {
         let mut out = View::default();
-        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut ids = HashMap::new();
+        let mut located = Vec::new();
         for view in views {
-            let names: Vec<u32> = view
-                .names
-                .iter()
-                .map(|name| {
-                    *ids.entry(name.clone()).or_insert_with(|| {
-                        out.names.push(name.clone());
-                        (out.names.len() - 1) as u32
-                    })
-                })
-                .collect();
-            let mut nodes = vec![ROOT; view.tree.len()];
-            for node in 1..view.tree.len() as u32 {
-                let parent = nodes[view.tree.parent(node) as usize];
-                let name = names[view.tree.frame(node) as usize];
-                let merged = out.tree.child(parent, name);
-                nodes[node as usize] = merged;
-                if merged as usize == out.counts.len() {
-                    out.counts.push(0);
-                }
-            }
+            let nodes = out.graft(view, &mut ids);
             for (node, &count) in view.counts.iter().enumerate() {
                 out.counts[nodes[node] as usize] += count;
             }
+            if !view.sources.is_empty() {
+                located.push((&view.sources, nodes));
+            }
         }
+        out.sources = Sources::merge(
+            located.iter().map(|(s, nodes)| (*s, nodes.as_slice())),
+            out.tree.len(),
+        );
         out
     }
+
+    /// Adds `other`'s names and call paths to this view's, without their
+    /// samples or sources, and returns per node of `other` its node here. `ids` holds
+    /// this view's names' ids, as earlier grafts left it.
+    pub(crate) fn graft(&mut self, other: &View, ids: &mut HashMap<String, u32>) -> Vec<u32> {
+        let names: Vec<u32> = other
+            .names
+            .iter()
+            .map(|name| {
+                *ids.entry(name.clone()).or_insert_with(|| {
+                    self.names.push(name.clone());
+                    (self.names.len() - 1) as u32
+                })
+            })
+            .collect();
+        let mut nodes = vec![ROOT; other.tree.len()];
+        for node in 1..other.tree.len() as u32 {
+            let parent = nodes[other.tree.parent(node) as usize];
+            let name = names[other.tree.frame(node) as usize];
+            nodes[node as usize] = self.tree.child(parent, name);
+        }
+        self.counts.resize(self.tree.len(), 0);
+        nodes
+    }
+
+    /// A flame graph (as a read answers it) back on the model: each node's
+    /// own samples on its path, so what is computed from the view (a
+    /// client's top table) is what the read's stacks give, with each
+    /// node's file and line. The root's own samples are no function's and
+    /// are left out; an `other` node stays a node of that name.
+    pub fn from_flame_graph(root: &FlameNode) -> View {
+        let mut view = View::default();
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut sources = vec![None];
+        let mut todo = vec![(root, ROOT)];
+        while let Some((node, at)) = todo.pop() {
+            for child in &node.children {
+                let name = *ids.entry(child.name.as_str()).or_insert_with(|| {
+                    view.names.push(child.name.clone());
+                    (view.names.len() - 1) as u32
+                });
+                let id = view.tree.child(at, name);
+                view.counts.resize(view.tree.len(), 0);
+                view.counts[id as usize] += child.self_count;
+                sources.resize(view.tree.len(), None);
+                // A node's children have a name each, so this is its only
+                // node here.
+                sources[id as usize] = child.file.as_deref().map(|file| (file, child.line));
+                todo.push((child, id));
+            }
+        }
+        view.sources = Sources::of_nodes(&sources);
+        view
+    }
+}
+
+/// Views of stacks by name, for tests: `(frames, count)`, root first.
+#[cfg(test)]
+pub(crate) fn view_of_stacks(stacks: &[(&[&str], u64)]) -> View {
+    let mut v = View::default();
+    for (frames, count) in stacks {
+        let ids: Vec<u32> = frames
+            .iter()
+            .map(|f| match v.names.iter().position(|n| n == f) {
+                Some(i) => i as u32,
+                None => {
+                    v.names.push(f.to_string());
+                    (v.names.len() - 1) as u32
+                }
+            })
+            .collect();
+        let node = v.tree.intern(&ids) as usize;
+        v.counts.resize(v.tree.len(), 0);
+        v.counts[node] += count;
+    }
+    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn view(stacks: &[(&[&str], u64)]) -> View {
-        let mut v = View::default();
-        for (frames, count) in stacks {
-            let ids: Vec<u32> = frames
-                .iter()
-                .map(|f| match v.names.iter().position(|n| n == f) {
-                    Some(i) => i as u32,
-                    None => {
-                        v.names.push(f.to_string());
-                        (v.names.len() - 1) as u32
-                    }
-                })
-                .collect();
-            let node = v.tree.intern(&ids) as usize;
-            v.counts.resize(v.tree.len(), 0);
-            v.counts[node] += count;
-        }
-        v
-    }
+    use view_of_stacks as view;
 
     #[test]
     fn an_empty_view_has_a_root_without_samples() {
@@ -162,6 +210,31 @@ mod tests {
         assert_eq!(crate::flame::build(&empty, 10, None).total, 0);
         assert!(crate::top::top_functions(&empty, 10).is_empty());
         assert!(crate::stacks::weighted_stacks(&empty).is_empty());
+    }
+
+    #[test]
+    fn a_flame_graph_reads_back_as_its_stacks() {
+        let v = view(&[
+            (&["main", "hot"], 6),
+            (&["main", "warm"], 3),
+            (&["main"], 1),
+            (&["b", "c"], 2),
+        ]);
+        let full = crate::flame::build(&v, usize::MAX, None);
+        let back = View::from_flame_graph(&full);
+        assert_eq!(back.samples(), 12);
+        assert_eq!(crate::flame::build(&back, usize::MAX, None), full);
+        let top = |v: &View| crate::top::top_functions(v, 10);
+        assert_eq!(top(&back), top(&v));
+        // Cut to main and hot: warm and b's subtree are `other`s, which
+        // read back as one function of that name.
+        let cut = View::from_flame_graph(&crate::flame::build(&v, 2, None));
+        let table: Vec<(String, u64, u64)> = top(&cut)
+            .into_iter()
+            .map(|f| (f.function, f.self_samples, f.total_samples))
+            .collect();
+        let expected = [("hot", 6, 6), ("other", 5, 5), ("main", 1, 10)];
+        assert_eq!(table, expected.map(|(f, s, t)| (f.to_owned(), s, t)));
     }
 
     #[test]

@@ -15,7 +15,11 @@
 //! - over the whole profile from raw counts, the bias weighting removes.
 //!
 //! A third profile at a fixed rate near FDA's mean shows what the same
-//! sample budget buys spent evenly.
+//! sample budget buys spent evenly. For each mode the bench also prints
+//! how many samples it took until the four shares each reached a standard
+//! error of ε (read window by window, as a run's stop rule reads them),
+//! and how far from the truth they were then: FDA's reason to exist would
+//! be fewer samples for the same precision.
 //!
 //! Run by hand: `cargo bench -p odp-profiler-service --bench fda` (about
 //! 95 s; needs perf_event access like the live tests).
@@ -159,6 +163,52 @@ fn score(snapshots: &[Snapshot], cpu: &CpuLog) -> Score {
     }
 }
 
+/// The standard errors a stop rule is held to.
+const EPSILONS: [f64; 3] = [0.02, 0.01, 0.005];
+
+/// When a profile's whole-profile shares of the phase functions first
+/// reach a standard error of `epsilon` (each, period-weighted as reads
+/// merge windows), read window by window as a run's stop rule reads them:
+/// the samples used by then, the seconds, and the largest error of the
+/// four shares against the truth over the same seconds.
+fn reach(snapshots: &[Snapshot], cpu: &CpuLog, epsilon: f64) -> Option<(u64, f64, f64)> {
+    let start = snapshots.first()?.window_start_ms;
+    let (mut weighted, mut weight_sq) = ([0.0; 4], 0.0);
+    let (mut weight_total, mut samples) = (0.0, 0u64);
+    for s in snapshots {
+        let counts = phase_counts(s);
+        let period = s.period as f64;
+        let n = s.total_samples();
+        for i in 0..4 {
+            weighted[i] += counts[i] * period;
+        }
+        weight_total += n as f64 * period;
+        weight_sq += n as f64 * period * period;
+        samples += n;
+        if weight_total <= 0.0 {
+            continue;
+        }
+        // Kish's effective sample size of samples weighted by period.
+        let effective = weight_total * weight_total / weight_sq;
+        let shares = weighted.map(|w| w / weight_total);
+        let stderr = shares
+            .iter()
+            .map(|p| (p * (1.0 - p) / effective).sqrt())
+            .fold(0.0, f64::max);
+        if stderr <= epsilon && shares.iter().any(|&p| p > 0.0) {
+            let truth = cpu.truth(start, s.window_end_ms);
+            let phase_total: f64 = weighted.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+            let error = weighted
+                .iter()
+                .zip(truth)
+                .map(|(w, t)| (w / phase_total - t).abs())
+                .fold(0.0, f64::max);
+            return Some((samples, (s.window_end_ms - start) as f64 / 1000.0, error));
+        }
+    }
+    None
+}
+
 fn main() {
     let binary = common::build_workload("workload-bench-fda");
     let child = Command::new(&binary)
@@ -208,10 +258,11 @@ fn main() {
 
     drop(child);
     let cpu = cpu_log.join().expect("read the workload's CPU log");
-    let fixed = score(&fixed, &cpu);
+    let (fixed_windows, budget_windows) = (fixed, budget);
+    let fixed = score(&fixed_windows, &cpu);
     let trajectory: Vec<u32> = adaptive.iter().map(|s| s.frequency_hz).collect();
     let fda = score(&adaptive, &cpu);
-    let budget = score(&budget, &cpu);
+    let budget = score(&budget_windows, &cpu);
     println!("FDA frequency per 1 s window: {trajectory:?}");
     println!(
         "{:<14} {:>9} {:>9}   {:>8} {:>8} {:>10}   (MAE of the phase functions' shares)",
@@ -234,6 +285,23 @@ fn main() {
         ratio(fda.profile_mae, fixed.profile_mae),
         ratio(fda.window_mae, fixed.window_mae),
     );
+    println!("samples until the phase functions' shares each reach a standard error of ε (as a stop rule reads the windows; error: the largest against the truth then):");
+    for epsilon in EPSILONS {
+        let mut line = format!("  ε {epsilon:<6}");
+        for (name, snapshots) in [
+            (format!("fixed {FIXED_HZ} Hz"), &fixed_windows),
+            ("FDA".to_owned(), &adaptive),
+            (format!("fixed {BUDGET_HZ} Hz"), &budget_windows),
+        ] {
+            line.push_str(&match reach(snapshots, &cpu, epsilon) {
+                Some((samples, secs, error)) => {
+                    format!("  {name}: {samples} samples in {secs:.0} s (error {error:.4})")
+                }
+                None => format!("  {name}: not reached in {SECONDS} s"),
+            });
+        }
+        println!("{line}");
+    }
     println!(
         "MAE of FDA's profile shares against the fixed run's: {:.4}",
         mae(&fda.profile_shares, 1.0, fixed.profile_shares)

@@ -16,7 +16,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use odp_core::{flamegraph, Snapshot, WeightedStack};
+use odp_core::flamegraph::FlameNode;
+use odp_core::Snapshot;
+use odp_profile::{flame, NameTree, ProfileBuilder, Selection};
 use odp_profiler_service::cost::fsp;
 use odp_profiler_service::cost::CostSettings;
 
@@ -25,17 +27,15 @@ mod common;
 const SHARES: [f64; 2] = [0.99, 0.90];
 const REPEAT: u32 = 30;
 
-fn aggregate(snapshots: &[Snapshot]) -> flamegraph::FlameNode {
-    let mut stacks = Vec::new();
+fn aggregate(snapshots: &[Snapshot]) -> FlameNode {
+    let mut builder = ProfileBuilder::default();
     for s in snapshots {
-        for st in &s.stacks {
-            stacks.push(WeightedStack {
-                frames: s.stack_frames(st).map(|f| f.display_name()).collect(),
-                count: st.count,
-            });
-        }
+        builder.add_snapshot(s);
     }
-    flamegraph::build(&stacks)
+    let profile = builder.build();
+    let names = NameTree::new(&profile);
+    let sums = profile.select(&Selection::default(), &names);
+    flame::build(&names.view(&sums.samples), usize::MAX, None)
 }
 
 /// Seconds per aggregation of all windows, the mean over `REPEAT` runs.

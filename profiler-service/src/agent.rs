@@ -1,13 +1,18 @@
 //! The agent's main loop: commands in, profiles started and stopped,
-//! heartbeats out, and a clean exit on a signal or an `undeploy`.
+//! heartbeats and triggers' firings ([`crate::trigger_watch`]) out, and a
+//! clean exit on a signal or an `undeploy`.
 //!
 //! Every profile is one task (plus its sampling thread); the loop only
 //! starts, signals and reaps them, so a slow broker never delays a stop.
+//! Continuous profiles' segments ([`crate::continuous`]) are started and
+//! stopped by the same loop, through the same path as commands' profiles,
+//! whenever a sync, a heartbeat's scan, a part's end or a segment boundary
+//! may change what should run.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
 use odp_core::cost::StartOptions;
@@ -21,8 +26,10 @@ use uuid::Uuid;
 
 use crate::commands::{self, AgentState, Decision, Intake, Received, Rejection, Verdict};
 use crate::config::Config;
+use crate::continuous::{LiveServices, Now, Scheduler};
 use crate::cost::CostSettings;
 use crate::error::{Error, Result};
+use crate::heartbeat::{heartbeats, Beat};
 use crate::host_lock::HostLock;
 use crate::metrics::AgentMetrics;
 use crate::peers::PeerWatch;
@@ -33,7 +40,10 @@ use crate::replay::{ReplayGuard, ReplayStore};
 use crate::sampling_thread::ProfileSpec;
 use crate::services::{self as host_services, ServiceBook, ServiceStore};
 use crate::targets::ProcFs;
+use crate::trigger_watch;
 use crate::window::unix_ms;
+
+mod segments;
 
 /// How long running profiles get to flush on shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -64,6 +74,12 @@ struct Agent {
     /// The service definitions held, which heartbeats scan for.
     services: watch::Sender<Arc<ServiceBook>>,
     service_store: ServiceStore,
+    /// What the heartbeats' last scan found live.
+    live: watch::Receiver<LiveServices>,
+    /// The continuous profiles' parts among `running`.
+    continuous: Scheduler,
+    /// Assignments last found without room, to warn once per change.
+    over_cap: Vec<Uuid>,
     metrics: Arc<AgentMetrics>,
 }
 
@@ -71,8 +87,10 @@ impl AgentState for Agent {
     fn is_running(&self, profile_id: &Uuid) -> bool {
         self.running.contains_key(profile_id)
     }
+    /// Profiles that commands started: continuous segments have their own
+    /// bound ([`crate::continuous::MAX_SEGMENTS`]).
     fn running_count(&self) -> usize {
-        self.running.len()
+        self.running.len() - self.continuous.running()
     }
     fn draining(&self) -> bool {
         self.draining
@@ -121,19 +139,21 @@ pub async fn run_until(
         machine_id: Some(config.machine_id.clone()),
         started_at_ms,
     };
+    // Before the peers are read: the revocations an earlier run was sent.
+    let service_store = ServiceStore::new(&config.state_dir);
+    let book = load_services(&service_store);
+    let (services, services_rx) = watch::channel(Arc::new(book));
     let peers = tokio::select! {
-        peers = watch_peers(&config, me) => peers?,
+        peers = watch_peers(&config, me, services_rx.clone()) => peers?,
         () = &mut shutdown => return Ok(()),
     };
 
     // Before any profile runs, so an earlier run's spool goes out first.
     let resender = publisher.spawn_resender();
-    let service_store = ServiceStore::new(&config.state_dir);
-    let book = load_services(&service_store);
-    let (services, services_rx) = watch::channel(Arc::new(book));
     let labels = host_services::host_labels(&config.labels);
     info!(?labels, "host labels");
     let (heartbeat, running_rx) = watch::channel(Vec::new());
+    let (scanned, live) = watch::channel(LiveServices::default());
     let beats = tokio::spawn(heartbeats(
         publisher.clone(),
         Beat {
@@ -146,8 +166,17 @@ pub async fn run_until(
             metrics: metrics.clone(),
         },
         running_rx,
+        services_rx.clone(),
+        scanned,
+    ));
+    let triggers = tokio::spawn(trigger_watch::watch_triggers(
+        config.host_id.clone(),
+        ProcFs::default(),
+        publisher.clone(),
+        metrics.clone(),
         services_rx,
     ));
+    let continuous = Scheduler::new(&config.host_id, config.continuous_segment);
     let mut agent = Agent {
         config,
         publisher,
@@ -162,6 +191,9 @@ pub async fn run_until(
         heartbeat,
         services,
         service_store,
+        live,
+        continuous,
+        over_cap: Vec::new(),
         metrics,
     };
 
@@ -187,6 +219,7 @@ pub async fn run_until(
         }
         Some(Err(e)) => {
             beats.abort();
+            triggers.abort();
             if let Some(resender) = &resender {
                 resender.abort();
             }
@@ -198,6 +231,7 @@ pub async fn run_until(
     agent.stop_all();
     agent.reap_all().await;
     beats.abort();
+    triggers.abort();
     // What is still spooled stays on disk for the next start.
     if let Some(resender) = &resender {
         resender.abort();
@@ -213,9 +247,13 @@ pub async fn run_until(
 /// Connects the watch of this host's heartbeats (retrying while the events
 /// topic is missing) and refuses to go on when a live agent on another
 /// machine already serves the host.
-async fn watch_peers(config: &Config, me: AgentClaim) -> Result<PeerWatch> {
+async fn watch_peers(
+    config: &Config,
+    me: AgentClaim,
+    services: watch::Receiver<Arc<ServiceBook>>,
+) -> Result<PeerWatch> {
     let mut peers = loop {
-        match PeerWatch::connect(config, me.clone()).await {
+        match PeerWatch::connect(config, me.clone(), services.clone()).await {
             Ok(peers) => break peers,
             Err(e) => {
                 warn!(error = %e, "events topic not ready, retrying");
@@ -234,7 +272,15 @@ async fn watch_peers(config: &Config, me: AgentClaim) -> Result<PeerWatch> {
 
 impl Agent {
     async fn serve(&mut self, intake: &Intake, shutdown: &mut (impl Future<Output = ()> + Unpin)) {
+        // The assignments an earlier run kept start with the first scan.
+        let mut scans_open = true;
         loop {
+            // Slept on the monotonic clock, planned by the wall clock's
+            // boundaries: a late wake is set right by the plan it makes.
+            let wake = self.continuous.next_wake(Now::read()).map(|at_ms| {
+                let ms = u64::try_from(at_ms - unix_ms()).unwrap_or(0);
+                tokio::time::Instant::now() + Duration::from_millis(ms)
+            });
             tokio::select! {
                 biased;
                 () = &mut *shutdown => {
@@ -248,6 +294,13 @@ impl Agent {
                         return;
                     }
                 }
+                () = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)),
+                    if wake.is_some() => self.plan_continuous(),
+                changed = self.live.changed(), if scans_open => match changed {
+                    Ok(()) => self.plan_continuous(),
+                    // The heartbeats ended (the agent is stopping).
+                    Err(_) => scans_open = false,
+                },
                 received = intake.next() => match received {
                     Ok(received) => {
                         let flow = self.handle(intake, &received).await;
@@ -296,10 +349,15 @@ impl Agent {
         self.metrics.command("accepted");
         let (command, options) = command;
         let command_id = command.id;
-        match commands::decide(command, self) {
+        match commands::decide(*command, self) {
             Decision::Start(start) => {
-                match self.config.cost.resolve(start.frequency_hz, &options) {
-                    Ok(cost) => self.start(start, cost, &options),
+                let cost = options
+                    .check_target(&start.target)
+                    .and_then(|()| self.config.cost.resolve(start.frequency_hz, &options));
+                match cost {
+                    Ok(cost) => {
+                        self.start(start, cost, &options, 0);
+                    }
                     Err(reason) => {
                         let rejection = Rejection {
                             command_id: Some(command_id),
@@ -324,8 +382,11 @@ impl Agent {
                 Flow::Exit
             }
             Decision::Undeploy(UndeployMode::Drain) => {
-                info!(%command_id, running = self.running.len(), "undeploy drain: no new profiles");
+                info!(%command_id, running = self.running.len(),
+                    "undeploy drain: no new profiles, continuous ones stop now");
                 self.draining = true;
+                // Continuous segments would never drain: stopped, flushed.
+                self.plan_continuous();
                 if self.running.is_empty() {
                     Flow::Exit
                 } else {
@@ -342,8 +403,11 @@ impl Agent {
                     };
                     self.reject(rejection, intake, received).await;
                 } else {
-                    info!(%command_id, services = sync.services.len(), digest = %sync.digest,
-                        "service definitions replaced");
+                    info!(%command_id, services = sync.services.len(),
+                        revoked = sync.revoked.len(), continuous = sync.continuous.len(),
+                        triggers = sync.triggers.len(), digest = %sync.digest,
+                        "service definitions, revocations, continuous profiles and triggers replaced");
+                    self.plan_continuous();
                 }
                 Flow::Continue
             }
@@ -368,12 +432,21 @@ impl Agent {
         Ok(())
     }
 
-    fn start(&mut self, start: StartProfile, cost: CostSettings, options: &StartOptions) {
+    /// Starts a profile, its windows numbered from `first_sequence`;
+    /// whether it started (if not, its `profile_failed` is on its way).
+    fn start(
+        &mut self,
+        start: StartProfile,
+        cost: CostSettings,
+        options: &StartOptions,
+        first_sequence: u64,
+    ) -> bool {
         let spec = ProfileSpec {
             profile_id: start.profile_id,
             host: self.config.host_id.clone(),
             agent_id: self.config.agent_id.clone(),
             target: start.target,
+            include_children: options.include_children,
             duration: Duration::from_millis(start.duration_ms),
             frequency_hz: start.frequency_hz,
             window: start
@@ -390,12 +463,21 @@ impl Agent {
         let plugins = self.plugins.clone();
         let publisher = self.publisher.clone();
         let cost_events = self.config.cost_events;
-        match profile_task::start(plugins, self.procfs.clone(), spec, publisher, cost_events) {
+        let started = profile_task::start(
+            plugins,
+            self.procfs.clone(),
+            spec,
+            publisher,
+            cost_events,
+            first_sequence,
+        );
+        match started {
             Ok((handle, task)) => {
                 self.running.insert(start.profile_id, handle);
                 let task = self.tasks.spawn(task);
                 self.task_profiles.insert(task.id(), start.profile_id);
                 self.publish_running();
+                true
             }
             Err(e) => {
                 error!(profile_id = %start.profile_id, error = %e, "cannot start profile");
@@ -405,6 +487,7 @@ impl Agent {
                     error: e.to_string(),
                 };
                 tokio::spawn(async move { publisher.event_or_warn(kind).await });
+                false
             }
         }
     }
@@ -455,11 +538,17 @@ impl Agent {
         };
         if let Some(profile_id) = self.task_profiles.remove(&task) {
             self.running.remove(&profile_id);
+            let scan = self.live.borrow().scan;
+            if self.continuous.ended(&profile_id, Now::read(), scan) {
+                self.plan_continuous();
+            }
         }
         self.publish_running();
     }
 
-    fn stop_all(&self) {
+    /// Stops every profile, continuous ones included, and starts no more.
+    fn stop_all(&mut self) {
+        self.draining = true;
         for handle in self.running.values() {
             handle.stop();
         }
@@ -506,82 +595,6 @@ fn load_services(store: &ServiceStore) -> ServiceBook {
             warn!(path = %store.path().display(), error = %e,
                 "cannot use the kept service definitions; holding none until the next sync");
             ServiceBook::default()
-        }
-    }
-}
-
-/// What every heartbeat says besides the running profiles and services.
-struct Beat {
-    every: Duration,
-    plugins: Vec<String>,
-    machine_id: String,
-    started_at_ms: i64,
-    /// Discovered and operator labels, fixed for the agent's life.
-    labels: BTreeMap<String, String>,
-    /// Where the service scan looks (the agent and its helpers left out of
-    /// broad targets, as for profiles).
-    procfs: ProcFs,
-    metrics: Arc<AgentMetrics>,
-}
-
-async fn heartbeats(
-    publisher: Publisher,
-    beat: Beat,
-    running: watch::Receiver<Vec<Uuid>>,
-    services: watch::Receiver<Arc<ServiceBook>>,
-) {
-    let mut tick = tokio::time::interval(beat.every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let running_profiles = running.borrow().clone();
-        let book = services.borrow().clone();
-        // One scan per heartbeat, the only one: what it reports is at most
-        // one interval old.
-        let live = live_services(&book, &beat).await;
-        publisher
-            .event_or_warn(AgentEventKind::Heartbeat {
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                running_profiles,
-                plugins: beat.plugins.clone(),
-                machine_id: Some(beat.machine_id.clone()),
-                started_at_ms: Some(beat.started_at_ms),
-                labels: beat.labels.clone(),
-                services: live,
-                services_digest: Some(book.digest().to_owned()),
-            })
-            .await;
-    }
-}
-
-/// The defined services with live processes now, scanned off the async
-/// threads; none (with a warning) when `/proc` cannot be listed.
-async fn live_services(book: &Arc<ServiceBook>, beat: &Beat) -> Vec<String> {
-    if book.is_empty() {
-        return Vec::new();
-    }
-    let (scan_book, procfs) = (Arc::clone(book), beat.procfs.clone());
-    let started = Instant::now();
-    let scanned = tokio::task::spawn_blocking(move || scan_book.live(&procfs)).await;
-    let took = started.elapsed();
-    beat.metrics.service_scanned(took);
-    match scanned {
-        Ok(Ok(live)) => {
-            debug!(
-                services = book.definitions().len(),
-                live = live.len(),
-                took_us = took.as_micros() as u64,
-                "service scan"
-            );
-            live
-        }
-        Ok(Err(e)) => {
-            warn!(error = %e, "cannot scan processes for services");
-            Vec::new()
-        }
-        Err(e) => {
-            warn!(error = %e, "service scan failed");
-            Vec::new()
         }
     }
 }

@@ -51,7 +51,7 @@ pub struct Rejection {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// A verified command, with the cost-control options of a start.
-    Accepted(Command, StartOptions),
+    Accepted(Box<Command>, StartOptions),
     Rejected(Rejection),
     /// Another host's command sharing the partition: not ours to judge.
     NotOurs,
@@ -82,7 +82,7 @@ pub fn check(
     };
     let token = token.trim();
     match verifier.verify_with_options(token, now_unix_s) {
-        Ok((command, options)) => Verdict::Accepted(command, options),
+        Ok((command, options)) => Verdict::Accepted(Box::new(command), options),
         Err(e) => {
             // Unusable messages, and commands no api-server issues (valid
             // for longer than any command may be), go to the dead letters.

@@ -17,6 +17,7 @@ use odp_plumbing::{Kafka, KafkaArgs, Topics};
 
 use crate::cost::CostDefaults;
 use crate::error::{Error, Result};
+use crate::identity::enroll::Enrollment;
 use crate::identity::{IdentityPlace, Secret, Verifier, CERTIFICATE_ENV, KEY_ENV};
 use crate::plugin::native::debuginfod::{
     cache_dir as debuginfod_cache_dir, parse_urls, DebuginfodSettings,
@@ -111,6 +112,13 @@ pub struct Args {
     /// the interpreter (py-spy `--native`; costs more per sample).
     #[arg(long, env = "ODP_PYTHON_NATIVE")]
     pub python_native: bool,
+    /// Native CPU profiles of process-name, command-line and cgroup targets
+    /// sample the threads each rescan finds, as pid targets do, instead of
+    /// every CPU. Per-CPU sampling (the default where the agent has
+    /// system-wide perf rights) catches processes that live less than a
+    /// rescan period.
+    #[arg(long, env = "ODP_NATIVE_PER_THREAD")]
+    pub native_per_thread: bool,
     /// jcmd executable for the `jvm` plugin (a bare name is looked up in
     /// `PATH`).
     #[arg(long, env = "ODP_JCMD", default_value = "jcmd")]
@@ -186,6 +194,30 @@ pub struct Args {
     /// `ODP_AGENT_CERTIFICATE`.
     #[arg(skip = Secret::from_env(CERTIFICATE_ENV).map(|s| s.0))]
     pub agent_certificate: Option<String>,
+    /// A one-time enrollment token (`odpctl agents token create HOST`):
+    /// when the agent has no identity, it makes its key pair, has the
+    /// api-server at `--api-url` certify the public half, and writes both
+    /// into its identity directory before it starts. Not used once it has
+    /// one. Prefer the environment variable: a command line is visible to
+    /// every user of the machine.
+    #[arg(long, env = ENROLLMENT_TOKEN_ENV, hide_env_values = true, value_parser = secret)]
+    pub enrollment_token: Option<Secret>,
+    /// The api-server's URL, for enrollment, e.g.
+    /// https://odp.example.com:8443.
+    #[arg(long, env = "ODP_API_URL")]
+    pub api_url: Option<String>,
+    /// CA certificate (PEM) to check the api-server's TLS certificate with
+    /// when enrolling, e.g. the development one (default: the system's CA
+    /// bundle).
+    #[arg(long, env = "ODP_CACERT")]
+    pub cacert: Option<PathBuf>,
+}
+
+/// The environment variable of `--enrollment-token`.
+pub const ENROLLMENT_TOKEN_ENV: &str = "ODP_ENROLLMENT_TOKEN";
+
+fn secret(text: &str) -> std::result::Result<Secret, std::convert::Infallible> {
+    Ok(Secret(text.to_owned()))
 }
 
 impl Args {
@@ -251,6 +283,10 @@ pub struct Config {
     /// This agent's key and certificate: everything it publishes is signed
     /// with them ([`crate::identity`]).
     pub identity: Arc<AgentIdentity>,
+    /// How long each segment of a continuous profile lasts: the
+    /// pipeline derives segments' profile ids from
+    /// [`odp_core::continuous::SEGMENT_SECS`], so only tests shorten it.
+    pub continuous_segment: Duration,
     /// The api-server's key as the checker of other agents' messages
     /// ([`crate::peers`]); the same key as `command_public_key_pem`.
     pub verifier: Verifier,
@@ -302,6 +338,12 @@ impl Args {
             key: self.agent_key,
             certificate: self.agent_certificate,
         };
+        if let Some(token) = self.enrollment_token {
+            let enrollment = enrollment(token, self.api_url, self.cacert.as_deref())?;
+            place
+                .enroll_if_new(&enrollment, &host_id)
+                .map_err(|e| Error::Config(format!("--enrollment-token: {e}")))?;
+        }
         let identity = place.load(
             &verifier,
             &self.command_public_key,
@@ -319,6 +361,9 @@ impl Args {
             command_public_key_pem: pem,
             window: Duration::from_secs(self.window_secs),
             heartbeat: Duration::from_secs(self.heartbeat_secs),
+            continuous_segment: Duration::from_secs(
+                odp_core::continuous::SEGMENT_SECS.unsigned_abs(),
+            ),
             cost,
             cost_events: self.cost_events,
             metrics_listen: self.metrics_listen,
@@ -327,6 +372,7 @@ impl Args {
                 py_spy: self.py_spy,
                 python_native: self.python_native,
                 jcmd: self.jcmd,
+                native_per_cpu: !self.native_per_thread,
                 debuginfod: DebuginfodSettings {
                     urls: parse_urls(self.debuginfod_urls.as_deref().unwrap_or("")),
                     cache_dir: debuginfod_cache_dir(self.debuginfod_cache, Some(&state_dir)),
@@ -353,6 +399,31 @@ impl Args {
         config.validate()?;
         Ok(config)
     }
+}
+
+/// What `--enrollment-token` enrolls with: the API's URL (required) and
+/// the CA certificates it is checked with (`--cacert`, else the system's).
+fn enrollment(token: Secret, api_url: Option<String>, cacert: Option<&Path>) -> Result<Enrollment> {
+    let api_url = api_url
+        .filter(|url| !url.trim().is_empty())
+        .ok_or_else(|| {
+            Error::Config("--enrollment-token needs --api-url (ODP_API_URL)".to_owned())
+        })?;
+    let ca_file = match cacert {
+        Some(path) => Some(path.to_owned()),
+        None if api_url.starts_with("https:") => crate::ca_bundle::system_ca_bundle(),
+        None => None,
+    };
+    let ca_pem = ca_file
+        .map(|path| {
+            fs::read(&path).map_err(|e| Error::Config(format!("--cacert {}: {e}", path.display())))
+        })
+        .transpose()?;
+    Ok(Enrollment {
+        token,
+        api_url,
+        ca_pem,
+    })
 }
 
 impl Config {

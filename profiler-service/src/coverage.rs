@@ -24,7 +24,7 @@ use crate::targets::{ProcFs, TICKS_PER_SECOND};
 /// takes the CPU it used since the last read with it (its parent reaps it
 /// at once), so this bounds what a short-lived process's expected count
 /// misses. Each read costs about 10 µs per process: past 10 processes the
-/// interval grows with their number ([`PER_PROCESS`]), keeping the reads
+/// interval grows with their number (`PER_PROCESS` each), keeping the reads
 /// near 100 a second.
 pub const READ_EVERY: Duration = Duration::from_millis(100);
 const PER_PROCESS: Duration = Duration::from_millis(10);
@@ -46,6 +46,12 @@ pub struct CoverageMeter {
     paused_ticks: u64,
     undiscovered_ticks: u64,
     /// Samples lost this window for reasons the plugin reports.
+    /// Whether the session samples new processes from their start, so
+    /// that their CPU time before a rescan finds them is not lost.
+    sees_new: bool,
+    /// Samples of processes only the session saw (born and gone between
+    /// two rescans), expected as taken: nothing else measured their CPU.
+    expected_as_sampled: u64,
     lost: Losses,
 }
 
@@ -69,8 +75,17 @@ impl CoverageMeter {
             earned: 0,
             paused_ticks: 0,
             undiscovered_ticks: 0,
+            sees_new: false,
+            expected_as_sampled: 0,
             lost: Losses::default(),
         }
+    }
+
+    /// For sessions that see new processes from their first sample (the
+    /// native per-CPU mode): a process found late was sampled all along.
+    pub fn seeing_new_processes(mut self, sees_new: bool) -> Self {
+        self.sees_new = sees_new;
+        self
     }
 
     /// Reads the processes' CPU time when [`READ_EVERY`] has passed.
@@ -98,7 +113,9 @@ impl CoverageMeter {
             };
             if ticks.started >= self.began {
                 self.earned += ticks.used;
-                self.undiscovered_ticks += ticks.used;
+                if !self.sees_new {
+                    self.undiscovered_ticks += ticks.used;
+                }
             }
             self.seen.insert(pid, ticks.used);
         }
@@ -116,10 +133,12 @@ impl CoverageMeter {
         self.lost.add(reason, samples);
     }
 
-    /// What a plugin's poll says it lost.
-    pub fn add_losses(&mut self, stats: &PollStats) {
+    /// What a plugin's poll says it lost, and the samples it expects as
+    /// taken (of processes no rescan saw).
+    pub fn add_poll(&mut self, stats: &PollStats) {
         self.add_lost(LossReason::Overflow, stats.lost);
         self.add_lost(LossReason::Throttled, stats.throttled);
+        self.expected_as_sampled += stats.expected_as_sampled;
     }
 
     /// Whether the open window has anything to report: CPU time earned or
@@ -127,7 +146,7 @@ impl CoverageMeter {
     /// what the target earned while sampling was paused would go unsaid.
     pub fn has_pending(&mut self) -> bool {
         self.read();
-        (self.follows_cpu && self.earned > 0) || self.lost.total() > 0
+        (self.follows_cpu && self.earned + self.expected_as_sampled > 0) || self.lost.total() > 0
     }
 
     /// Closes the window sampled at `frequency_hz`: its coverage, and a
@@ -142,9 +161,10 @@ impl CoverageMeter {
         let expected = self.follows_cpu.then(|| {
             lost.add(LossReason::Paused, samples(self.paused_ticks));
             lost.add(LossReason::Undiscovered, samples(self.undiscovered_ticks));
-            samples(self.earned)
+            samples(self.earned) + self.expected_as_sampled
         });
         self.earned = 0;
+        self.expected_as_sampled = 0;
         self.paused_ticks = 0;
         self.undiscovered_ticks = 0;
         Coverage { expected, lost }
@@ -218,6 +238,26 @@ mod tests {
         proc.set(7, 710, 100);
         assert!(meter.has_pending());
         assert_eq!(meter.close(99).expected, Some(10));
+    }
+
+    #[test]
+    fn a_session_that_sees_new_processes_loses_nothing_to_late_discovery() {
+        let proc = FakeProc::new(10_000);
+        proc.set(7, 0, 100);
+        let mut meter = CoverageMeter::start(proc.procfs(), &[7], true).seeing_new_processes(true);
+        proc.set(8, 30, 10_050);
+        meter.track(&[7, 8]);
+        // A process that lived between two rescans: its samples stand for
+        // its CPU time.
+        meter.add_poll(&PollStats {
+            samples: 5,
+            expected_as_sampled: 5,
+            ..PollStats::default()
+        });
+        let coverage = meter.close(100);
+        assert_eq!(coverage.expected, Some(30 + 5));
+        assert_eq!(coverage.lost.undiscovered, 0);
+        assert_eq!(meter.close(100).expected, Some(0));
     }
 
     #[test]

@@ -19,6 +19,8 @@ use odp_core::identity::{
 
 use crate::error::Error;
 
+pub mod enroll;
+
 /// The agent key's PKCS#8 PEM, as contents (a deployer's way to hand it
 /// over without a file).
 pub const KEY_ENV: &str = "ODP_AGENT_KEY";
@@ -98,7 +100,8 @@ impl IdentityPlace {
                     "no usable identity for this agent of host {host}: {problem}. \
                      An agent needs a key and a certificate the api-server issued for its host: \
                      enroll it with `odpctl agents enroll {host} --out {dir}` (admin), \
-                     or let the api-server deploy it",
+                     start it with a token from `odpctl agents token create {host}` \
+                     (--enrollment-token, with --api-url), or let the api-server deploy it",
                     dir = self.dir.display()
                 ))
             })

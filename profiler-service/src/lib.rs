@@ -10,11 +10,15 @@
 //! Layout:
 //! - [`config`]: flags and the validated [`Config`];
 //! - [`identity`]: the agent's key and the certificate the api-server
-//!   issued for it, which sign everything it publishes;
+//!   issued for it, which sign everything it publishes, and its
+//!   enrollment with a one-time token when it has none;
 //! - [`commands`]: intake from Kafka, verification and the decision taken;
 //! - [`replay`]: the ids of the commands taken, kept in the state directory
 //!   so a restarted agent refuses them as replays;
-//! - [`agent`]: the main loop tying commands, profiles and heartbeats;
+//! - [`agent`]: the main loop tying commands, profiles and heartbeats
+//!   ([`heartbeat`]);
+//! - [`continuous`]: which segments of the continuous profiles assigned
+//!   to the host run now;
 //! - [`host_lock`] and [`peers`]: one agent per host id, on this machine
 //!   by a lock file, across machines by the host's heartbeats;
 //! - [`profile_task`] and [`sampling_thread`]: one profile, its async task
@@ -28,15 +32,21 @@
 //!   discovery and the Kafka producer;
 //! - [`services`]: what heartbeats say of the host: its labels, and which
 //!   defined services (kept in the state directory) have live processes;
+//! - [`triggers`] and [`trigger_watch`]: the triggers assigned to the
+//!   host, evaluated from `/proc` every second and reported when their
+//!   condition held;
 //! - [`spool`]: the bounded on-disk FIFO of snapshots the broker did not
 //!   take, resent in order once it is back.
 
 pub mod agent;
+mod ca_bundle;
 pub mod commands;
 pub mod config;
+pub mod continuous;
 pub mod cost;
 pub mod coverage;
 pub mod error;
+pub mod heartbeat;
 pub mod host_lock;
 pub mod identity;
 pub mod metrics;
@@ -49,6 +59,8 @@ pub mod sampling_thread;
 pub mod services;
 pub mod spool;
 pub mod targets;
+pub mod trigger_watch;
+pub mod triggers;
 pub mod window;
 
 use odp_plumbing::ShutdownSignals;

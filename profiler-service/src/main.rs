@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use odp_profiler_service::config::ENROLLMENT_TOKEN_ENV;
 use odp_profiler_service::identity::{CERTIFICATE_ENV, KEY_ENV};
 use odp_profiler_service::{Args, Error};
 use tracing_subscriber::EnvFilter;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
     // starts its threads: changing the environment races with them.
     std::env::remove_var(KEY_ENV);
     std::env::remove_var(CERTIFICATE_ENV);
+    std::env::remove_var(ENROLLMENT_TOKEN_ENV);
     let result = config.and_then(|config| {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -31,6 +31,8 @@ pub struct AgentMetrics {
     pub(crate) spool_bytes: Gauge,
     service_scans: Counter,
     service_scan_seconds: Counter<f64, AtomicU64>,
+    triggers_fired: Counter,
+    trigger_read_seconds: Counter<f64, AtomicU64>,
 }
 
 impl AgentMetrics {
@@ -97,12 +99,30 @@ impl AgentMetrics {
             "Wall-clock seconds spent scanning the host's processes for the defined services",
             metrics.service_scan_seconds.clone(),
         );
+        r.register(
+            "odp_agent_triggers_fired",
+            "Triggers whose condition held on the host and that were reported",
+            metrics.triggers_fired.clone(),
+        );
+        r.register(
+            "odp_agent_trigger_read_seconds",
+            "Wall-clock seconds spent reading the triggers' processes (once a second while any)",
+            metrics.trigger_read_seconds.clone(),
+        );
         Arc::new(metrics)
     }
 
     pub(crate) fn service_scanned(&self, took: Duration) {
         self.service_scans.inc();
         self.service_scan_seconds.inc_by(took.as_secs_f64());
+    }
+
+    pub(crate) fn trigger_fired(&self) {
+        self.triggers_fired.inc();
+    }
+
+    pub(crate) fn triggers_read(&self, took: Duration) {
+        self.trigger_read_seconds.inc_by(took.as_secs_f64());
     }
 
     pub(crate) fn command(&self, outcome: &'static str) {

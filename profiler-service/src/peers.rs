@@ -10,8 +10,12 @@
 //!
 //! Only heartbeats signed by an agent the api-server enrolled for this host
 //! count ([`crate::identity`]): anyone who can write to the topic could
-//! otherwise stop this agent with one forged heartbeat.
+//! otherwise stop this agent with one forged heartbeat. Nor do those of an
+//! identity the api-server revoked since (the revocations come with the
+//! service definitions, [`odp_core::service::SyncServices`], and are kept
+//! across restarts with them): a stolen identity cannot take the host.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use odp_core::event::{AgentEvent, AgentEventKind};
@@ -21,11 +25,13 @@ use odp_core::partition::partition_for_key;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::identity::Verifier;
+use crate::services::ServiceBook;
 use crate::window::unix_ms;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,8 +75,13 @@ pub struct PeerWatch {
 }
 
 impl PeerWatch {
-    /// Assigns the host's events partition from `--peer-live-secs` ago.
-    pub async fn connect(config: &Config, me: AgentClaim) -> Result<PeerWatch> {
+    /// Assigns the host's events partition from `--peer-live-secs` ago;
+    /// `services` holds the identities the api-server revoked.
+    pub async fn connect(
+        config: &Config,
+        me: AgentClaim,
+        services: watch::Receiver<Arc<ServiceBook>>,
+    ) -> Result<PeerWatch> {
         let topic = config.topics.events.clone();
         let mut client = config.kafka.client(&[]);
         client
@@ -92,7 +103,7 @@ impl PeerWatch {
             consumer,
             end_at_start,
             claims: HostClaims::new(config.host_id.clone()),
-            trust: Trust::new(config.verifier.clone(), config.host_id.clone()),
+            trust: Trust::new(config.verifier.clone(), config.host_id.clone(), services),
             me,
             live_ms,
         })
@@ -199,27 +210,36 @@ fn observe(claims: &mut HostClaims, trust: &mut Trust, message: &BorrowedMessage
 struct Trust {
     verifier: Verifier,
     host: String,
+    /// The last sync's book: the identities revoked since they were issued.
+    services: watch::Receiver<Arc<ServiceBook>>,
     /// Heartbeats ignored since the last warning.
     ignored: u64,
     warned_at: Option<Instant>,
 }
 
 impl Trust {
-    fn new(verifier: Verifier, host: String) -> Trust {
+    fn new(verifier: Verifier, host: String, services: watch::Receiver<Arc<ServiceBook>>) -> Trust {
         Trust {
             verifier,
             host,
+            services,
             ignored: 0,
             warned_at: None,
         }
     }
 
     /// Whether `event`, a heartbeat naming this host, was signed by an
-    /// agent whose certificate is for this host.
+    /// agent whose certificate is for this host and not revoked.
     fn admits(&mut self, event: &AgentEvent, message: &BorrowedMessage<'_>) -> bool {
         let now = odp_plumbing::signed::unix_now();
         let checked = odp_plumbing::signed::verify(&self.verifier, Channel::Events, message, now)
-            .and_then(|certificate| certificate.check_host(&event.host));
+            .and_then(|certificate| {
+                certificate.check_host(&event.host)?;
+                match self.services.borrow().is_revoked(certificate.id) {
+                    true => Err(IdentityError::Revoked { id: certificate.id }),
+                    false => Ok(()),
+                }
+            });
         let Err(error) = checked else {
             return true;
         };
@@ -229,14 +249,14 @@ impl Trust {
 
     fn ignore(&mut self, event: &AgentEvent, error: &IdentityError) {
         debug!(agent_id = %event.agent_id, error = %error,
-            "heartbeat ignored: not signed by an agent enrolled for this host");
+            "heartbeat ignored: not signed by an agent enrolled for this host, or revoked");
         self.ignored += 1;
         if self.warned_at.is_some_and(|at| at.elapsed() < WARN_EVERY) {
             return;
         }
         warn!(ignored = self.ignored, agent_id = %event.agent_id, error = %error,
             "ignoring heartbeats for this host that no agent enrolled for it signed \
-             (forged, or from an agent without an identity)");
+             (forged, from an agent without an identity, or revoked)");
         self.ignored = 0;
         self.warned_at = Some(Instant::now());
     }

@@ -3,7 +3,7 @@
 //!
 //! The task never waits for the broker while the thread samples: a window
 //! is handed to a delivery task of its own, and once
-//! [`WINDOWS_IN_FLIGHT`] wait for acknowledgement the next goes to the
+//! `WINDOWS_IN_FLIGHT` windows wait for acknowledgement the next goes to the
 //! on-disk spool at once, so the small channel between thread and task
 //! drains however slow, frozen or gone Kafka is. Events are queued in
 //! order and delivered apart.
@@ -46,12 +46,16 @@ pub enum Outcome {
 
 /// Starts the sampling thread of a profile and returns its stop handle and
 /// the future that publishes its results (to be spawned by the caller).
+/// Its windows are numbered from `first_sequence` on: a continuous
+/// profile's segment may run in several parts on one agent, whose numbers
+/// must not meet ([`crate::continuous`]); 0 for any other profile.
 pub fn start(
     plugins: Plugins,
     procfs: ProcFs,
     spec: ProfileSpec,
     publisher: Publisher,
     cost_events: bool,
+    first_sequence: u64,
 ) -> Result<(
     StopHandle,
     impl std::future::Future<Output = (Uuid, Outcome)>,
@@ -70,7 +74,7 @@ pub fn start(
         .map_err(Error::Thread)?;
     Ok((
         StopHandle(stop_tx),
-        publish(spec, rx, publisher, cost_events),
+        publish(spec, rx, publisher, cost_events, first_sequence),
     ))
 }
 
@@ -79,6 +83,7 @@ async fn publish(
     mut rx: mpsc::Receiver<RunnerEvent>,
     publisher: Publisher,
     cost_events: bool,
+    first_sequence: u64,
 ) -> (Uuid, Outcome) {
     let profile_id = spec.profile_id;
     let mut tally = Tally::default();
@@ -109,7 +114,8 @@ async fn publish(
                 runtime_version: runtime.version,
                 runtime: runtime_info,
             }),
-            RunnerEvent::Window(snapshot) => {
+            RunnerEvent::Window(mut snapshot) => {
+                snapshot.sequence += first_sequence;
                 let samples = snapshot.total_samples();
                 let sequence = snapshot.sequence;
                 if deliveries.len() >= WINDOWS_IN_FLIGHT && publisher.has_spool() {

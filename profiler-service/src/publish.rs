@@ -501,6 +501,7 @@ fn event_name(kind: &AgentEventKind) -> &'static str {
         AgentEventKind::ProfileFinished { .. } => "profile_finished",
         AgentEventKind::ProfileFailed { .. } => "profile_failed",
         AgentEventKind::CommandRejected { .. } => "command_rejected",
+        AgentEventKind::TriggerFired { .. } => "trigger_fired",
         AgentEventKind::Cost(CostEventKind::ProfileAdjusted { .. }) => "profile_adjusted",
         AgentEventKind::Cost(CostEventKind::WindowStats { .. }) => "window_stats",
         AgentEventKind::Cost(CostEventKind::WaitsSampled { .. }) => "waits_sampled",

@@ -28,7 +28,7 @@ use crate::cost::CostSettings;
 use crate::coverage::CoverageMeter;
 use crate::plugin::identify::{self, LanguageRuntime};
 use crate::plugin::{OpenOptions, PluginError, Plugins, Session, WindowSink};
-use crate::targets::ProcFs;
+use crate::targets::{ProcFs, Selector};
 use crate::window::{publish_final, unix_ms, WindowClock};
 
 /// How often buffers are drained.
@@ -43,6 +43,8 @@ pub struct ProfileSpec {
     pub host: String,
     pub agent_id: String,
     pub target: Target,
+    /// A pid target's descendants are sampled too.
+    pub include_children: bool,
     pub duration: Duration,
     /// The requested frequency (cost control may lower it).
     pub frequency_hz: u32,
@@ -101,7 +103,14 @@ pub fn run(
     mut emit: impl FnMut(RunnerEvent) -> bool,
 ) {
     let id = spec.profile_id;
-    let pids = match procfs.resolve(&spec.target) {
+    let selector = match Selector::of_profile(&spec.target, spec.include_children) {
+        Ok(selector) => selector,
+        Err(e) => {
+            emit(RunnerEvent::Failed(format!("cannot list processes: {e}")));
+            return;
+        }
+    };
+    let pids = match procfs.resolve_selector(&selector) {
         Ok(pids) if !pids.is_empty() => pids,
         Ok(_) => {
             emit(RunnerEvent::Failed(
@@ -150,6 +159,8 @@ pub fn run(
         control.frequency(),
         &OpenOptions {
             min_wait: spec.min_wait,
+            target: Some(spec.target.clone()),
+            include_children: spec.include_children,
         },
     ) {
         Ok(session) => session,
@@ -184,7 +195,8 @@ pub fn run(
     let mut sink = WindowSink::new();
     let mut next_rescan = start + RESCAN;
     let mut meter =
-        CoverageMeter::start(procfs.clone(), &session.pids(), session.follows_cpu_time());
+        CoverageMeter::start(procfs.clone(), &session.pids(), session.follows_cpu_time())
+            .seeing_new_processes(session.sees_new_processes());
     let reason = loop {
         let now = Instant::now();
         let mut sleep = clock.sleep_for(now, TICK);
@@ -210,9 +222,13 @@ pub fn run(
         }
         if now >= next_rescan {
             next_rescan = now + RESCAN;
-            match procfs.resolve(&spec.target) {
+            match procfs.resolve_selector(&selector) {
                 Ok(pids) => match sampled(procfs, spec, language, pids) {
-                    pids if pids.is_empty() => break FinishReason::TargetExited,
+                    // Processes that each live less than a rescan period
+                    // may all be gone at the rescan, yet sampled.
+                    pids if pids.is_empty() && !session.sampled_target_lately() => {
+                        break FinishReason::TargetExited
+                    }
                     pids => {
                         session.sync_targets(&pids);
                         meter.track(&pids);
@@ -247,7 +263,7 @@ pub fn run(
     // What the kernel or the plugin's tool buffered since the last tick
     // belongs to the last window.
     match session.finish(&mut sink) {
-        Ok(stats) => meter.add_losses(&stats),
+        Ok(stats) => meter.add_poll(&stats),
         Err(e) if at_end => {
             warn!(profile_id = %id, error = %e, "profile failed at its end");
             emit(RunnerEvent::Failed(e.to_string()));
@@ -298,7 +314,7 @@ fn poll(
     meter: &mut CoverageMeter,
 ) -> Result<(), PluginError> {
     let stats = session.poll(sink)?;
-    meter.add_losses(&stats);
+    meter.add_poll(&stats);
     Ok(())
 }
 

@@ -8,15 +8,20 @@
 //! `/proc` once for all definitions with the profiles' own matching rules
 //! ([`ProcFs::any_live`]), off the async threads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use uuid::Uuid;
+
+use odp_core::continuous::ContinuousAssignment;
 use odp_core::service::{
     clean_label_value, services_digest, ServiceDefinition, SyncServices, LABEL_ARCH, LABEL_CORES,
     LABEL_CPU_MODEL, LABEL_KERNEL,
 };
+use odp_core::trigger::TriggerAssignment;
+use odp_core::Target;
 
 use crate::targets::{ProcFs, Selector};
 
@@ -25,6 +30,15 @@ use crate::targets::{ProcFs, Selector};
 pub struct ServiceBook {
     services: Vec<ServiceDefinition>,
     selectors: Vec<Selector>,
+    /// Certificates the api-server revoked: heartbeats they sign are not
+    /// this host's agents' ([`crate::peers`]).
+    revoked: HashSet<Uuid>,
+    /// The services profiled continuously ([`crate::continuous`]), sorted
+    /// by id, each for a service of `services`.
+    continuous: Vec<ContinuousAssignment>,
+    /// The triggers ([`crate::triggers`]), sorted by id, each for a
+    /// service of `services`.
+    triggers: Vec<TriggerAssignment>,
     digest: String,
 }
 
@@ -34,6 +48,9 @@ impl Default for ServiceBook {
         ServiceBook {
             services: Vec::new(),
             selectors: Vec::new(),
+            revoked: HashSet::new(),
+            continuous: Vec::new(),
+            triggers: Vec::new(),
             digest: services_digest(&[]),
         }
     }
@@ -52,8 +69,16 @@ impl ServiceBook {
         Ok(ServiceBook {
             services: sync.services.clone(),
             selectors,
+            revoked: sync.revoked.iter().copied().collect(),
+            continuous: sync.continuous.clone(),
+            triggers: sync.triggers.clone(),
             digest: sync.digest.clone(),
         })
+    }
+
+    /// Whether the api-server revoked the certificate `id`.
+    pub fn is_revoked(&self, id: Uuid) -> bool {
+        self.revoked.contains(&id)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -64,7 +89,37 @@ impl ServiceBook {
         &self.services
     }
 
-    /// [`services_digest`] of the definitions held.
+    /// The continuous profiles assigned, checked with the definitions
+    /// ([`SyncServices::check`]).
+    pub fn assignments(&self) -> &[ContinuousAssignment] {
+        &self.continuous
+    }
+
+    /// The triggers assigned, checked with the definitions
+    /// ([`SyncServices::check`]).
+    pub fn triggers(&self) -> &[TriggerAssignment] {
+        &self.triggers
+    }
+
+    /// The target of the service named `name`, if defined.
+    pub fn target_of(&self, name: &str) -> Option<&Target> {
+        self.services
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| &s.target)
+    }
+
+    /// The live processes of the service named `name`, sorted, by its
+    /// target compiled once ([`ProcFs::resolve`]'s rules); none when it is
+    /// not defined.
+    pub fn resolve(&self, name: &str, procfs: &ProcFs) -> io::Result<Vec<u32>> {
+        match self.services.iter().position(|s| s.name == name) {
+            Some(index) => procfs.resolve_selector(&self.selectors[index]),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The digest of the sync held ([`odp_core::service::sync_digest`]).
     pub fn digest(&self) -> &str {
         &self.digest
     }
@@ -224,8 +279,6 @@ fn count_processors(cpuinfo: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use odp_core::Target;
-
     use super::*;
 
     fn sync(services: &[(&str, Target)]) -> SyncServices {
@@ -283,6 +336,77 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let none = discover_labels(empty.path());
         assert_eq!(none.keys().collect::<Vec<_>>(), [LABEL_ARCH]);
+    }
+
+    #[test]
+    fn revocations_are_kept_with_the_definitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ServiceStore::new(dir.path());
+        let stolen = Uuid::from_u128(7);
+        let sync = SyncServices::with_revoked(Vec::new(), vec![stolen]);
+        store.save(&sync).unwrap();
+        let book = store.load().unwrap().unwrap();
+        assert!(book.is_revoked(stolen));
+        assert!(!book.is_revoked(Uuid::from_u128(8)));
+        assert_eq!(book.digest(), sync.digest);
+        assert!(!ServiceBook::default().is_revoked(stolen));
+    }
+
+    #[test]
+    fn continuous_assignments_are_kept_with_the_definitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ServiceStore::new(dir.path());
+        let assignment = ContinuousAssignment {
+            id: Uuid::from_u128(3),
+            service: "sleeper".into(),
+            event: odp_core::EventKind::CpuClock,
+            frequency_hz: 19,
+            cpu_budget_ppm: 5_000,
+            hosts: Some(vec!["web-1".into()]),
+        };
+        let sync = SyncServices::with_continuous(
+            sync(&[("sleeper", Target::ProcessName("sleep".into()))]).services,
+            Vec::new(),
+            vec![assignment.clone()],
+        );
+        store.save(&sync).unwrap();
+        let book = store.load().unwrap().unwrap();
+        assert_eq!(book.assignments(), [assignment]);
+        assert_eq!(book.digest(), sync.digest);
+        assert_eq!(
+            book.target_of("sleeper"),
+            Some(&Target::ProcessName("sleep".into()))
+        );
+        assert_eq!(book.target_of("other"), None);
+        assert!(ServiceBook::default().assignments().is_empty());
+    }
+
+    #[test]
+    fn triggers_are_kept_with_the_definitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ServiceStore::new(dir.path());
+        let trigger = TriggerAssignment {
+            id: Uuid::from_u128(5),
+            service: "sleeper".into(),
+            condition: odp_core::trigger::TriggerCondition::CpuAbove {
+                percent: 80,
+                for_secs: 30,
+            },
+            cooldown_secs: 600,
+            hosts: Some(vec!["web-1".into()]),
+        };
+        let sync = sync(&[("sleeper", Target::ProcessName("sleep".into()))])
+            .with_triggers(vec![trigger.clone()]);
+        store.save(&sync).unwrap();
+        let book = store.load().unwrap().unwrap();
+        assert_eq!(book.triggers(), [trigger]);
+        assert_eq!(book.digest(), sync.digest);
+        assert!(ServiceBook::default().triggers().is_empty());
+        // A trigger for a service the sync does not define is refused.
+        let mut orphan = sync.clone();
+        orphan.triggers[0].service = "other".into();
+        let orphan = SyncServices::new(orphan.services).with_triggers(orphan.triggers);
+        assert!(ServiceBook::new(&orphan).is_err());
     }
 
     #[test]
@@ -349,6 +473,9 @@ mod tests {
 
         let bad = SyncServices {
             services: Vec::new(),
+            revoked: Vec::new(),
+            continuous: Vec::new(),
+            triggers: Vec::new(),
             digest: "0".repeat(64),
         };
         assert!(ServiceBook::new(&bad).unwrap_err().contains("digest"));

@@ -8,11 +8,12 @@
 //! Broad targets (a command-line regex, a cgroup) never designate the agent
 //! itself or its descendants (py-spy, jcmd): a regex like `java` would
 //! otherwise match `jcmd`, and a cgroup the agent shares with its target
-//! would make it sample itself. The matching rules live in [`matching`].
+//! would make it sample itself. The matching rules live in `targets/matching.rs`.
 
 mod matching;
 
 use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -69,14 +70,21 @@ impl ProcFs {
         // Compiled per scan (once a second at most): validated by the API
         // and the agent's command check, so an error here only comes from
         // a command that skipped both.
-        match Selector::new(target)? {
-            Selector::Pid(pid) => Ok(if self.is_alive(pid) {
-                vec![pid]
+        self.resolve_selector(&Selector::new(target)?)
+    }
+
+    /// The live processes a compiled target designates, sorted
+    /// ([`resolve`](Self::resolve)).
+    pub fn resolve_selector(&self, selector: &Selector) -> io::Result<Vec<u32>> {
+        match selector {
+            Selector::Pid(pid) => Ok(if self.is_alive(*pid) {
+                vec![*pid]
             } else {
                 Vec::new()
             }),
             Selector::Nothing => Ok(Vec::new()),
-            selector => self.scan(|pid| self.selects(&selector, &ProcessFacts::new(pid))),
+            Selector::Descendants(root) => self.tree(*root),
+            selector => self.scan(|pid| self.selects(selector, &ProcessFacts::new(pid))),
         }
     }
 
@@ -110,10 +118,17 @@ impl ProcFs {
         Ok(found)
     }
 
+    /// Whether a live process is one a selector designates, reading its
+    /// `/proc` files now.
+    pub fn designates(&self, selector: &Selector, pid: u32) -> bool {
+        self.selects(selector, &ProcessFacts::new(pid))
+    }
+
     /// Whether a process is one a selector designates (liveness aside).
     fn selects(&self, selector: &Selector, facts: &ProcessFacts) -> bool {
         match selector {
             Selector::Pid(pid) => facts.pid == *pid,
+            Selector::Descendants(root) => self.descends_from(facts.pid, *root),
             Selector::Name(name) => facts
                 .comm(self)
                 .is_some_and(|comm| comm_matches(comm, name)),
@@ -131,6 +146,37 @@ impl ProcFs {
             }
             Selector::Nothing => false,
         }
+    }
+
+    /// A live process and its live descendants, sorted: one read of every
+    /// process's parent, then the tree from `root` down. A descendant
+    /// whose parent exited was re-parented (to init or a subreaper) and
+    /// is no longer found here.
+    fn tree(&self, root: u32) -> io::Result<Vec<u32>> {
+        if !self.is_alive(root) {
+            return Ok(Vec::new());
+        }
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for pid in numeric_entries(&self.root)? {
+            if let Some(parent) = self.ppid(pid).filter(|&parent| parent != pid) {
+                children.entry(parent).or_default().push(pid);
+            }
+        }
+        let mut tree = vec![root];
+        let mut seen = HashSet::from([root]);
+        let mut next = 0;
+        while let Some(&pid) = tree.get(next) {
+            next += 1;
+            for &child in children.get(&pid).into_iter().flatten() {
+                // A pid loop only exists in a broken fake tree.
+                if seen.insert(child) {
+                    tree.push(child);
+                }
+            }
+        }
+        tree.retain(|&pid| pid == root || self.is_alive(pid));
+        tree.sort_unstable();
+        Ok(tree)
     }
 
     /// Every live process the predicate accepts, sorted.
@@ -166,6 +212,14 @@ impl ProcFs {
         parse_stat_cpu(&stat)
     }
 
+    /// The resident memory of a process, in bytes: `/proc/PID/statm`'s
+    /// resident pages times the page size.
+    pub fn rss_bytes(&self, pid: u32) -> Option<u64> {
+        let statm = fs::read_to_string(self.pid_dir(pid).join("statm")).ok()?;
+        let pages = parse_statm_resident(&statm)?;
+        pages.checked_mul(rustix::param::page_size() as u64)
+    }
+
     /// Clock ticks since boot (`/proc/uptime`), the clock of
     /// [`CpuTicks::started`].
     pub fn uptime_ticks(&self) -> Option<u64> {
@@ -181,12 +235,16 @@ impl ProcFs {
     }
 
     fn is_agent_or_descendant(&self, pid: u32) -> bool {
-        let Some(agent) = self.agent else {
-            return false;
-        };
+        self.agent
+            .is_some_and(|agent| self.descends_from(pid, agent))
+    }
+
+    /// Whether the process is `ancestor` or descends from it, by the
+    /// parent pids of `/proc`.
+    fn descends_from(&self, pid: u32, ancestor: u32) -> bool {
         let mut current = pid;
         for _ in 0..MAX_ANCESTRY {
-            if current == agent {
+            if current == ancestor {
                 return true;
             }
             match self.ppid(current) {
@@ -261,6 +319,9 @@ impl ProcFs {
 pub enum Selector {
     /// One process by id.
     Pid(u32),
+    /// A process and its descendants (`include_children`), by the parent
+    /// pids of `/proc`.
+    Descendants(u32),
     /// Processes by `comm` ([`comm_matches`]).
     Name(String),
     /// Processes whose command line matches, not the agent's own.
@@ -287,6 +348,16 @@ impl Selector {
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             ),
             Target::Imported(_) => Selector::Nothing,
+        })
+    }
+
+    /// The selector of a profile: with `include_children`, a pid's
+    /// descendants too (the option is refused for other targets before a
+    /// profile starts, and changes nothing of them here).
+    pub fn of_profile(target: &Target, include_children: bool) -> io::Result<Selector> {
+        Ok(match Selector::new(target)? {
+            Selector::Pid(pid) if include_children => Selector::Descendants(pid),
+            selector => selector,
         })
     }
 }
@@ -383,7 +454,6 @@ pub fn parse_stat_state(stat: &str) -> Option<char> {
     after.split_ascii_whitespace().next()?.chars().next()
 }
 
-/// The parent pid of `/proc/PID/stat`, the field after the state.
 /// Clock ticks per second of `/proc`'s times (`USER_HZ`), 100 on every
 /// Linux architecture this agent runs on.
 pub const TICKS_PER_SECOND: u64 = 100;
@@ -410,9 +480,15 @@ pub fn parse_stat_cpu(stat: &str) -> Option<CpuTicks> {
     })
 }
 
+/// The parent pid of `/proc/PID/stat`, the field after the state.
 pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// The resident pages of `/proc/PID/statm` (its second field).
+pub fn parse_statm_resident(statm: &str) -> Option<u64> {
+    statm.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 /// `/proc/PID/cmdline` as one line: arguments are NUL-terminated, so the

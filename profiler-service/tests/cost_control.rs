@@ -30,6 +30,7 @@ fn profile(
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target: Target::Pid(pid),
+        include_children: false,
         duration,
         frequency_hz,
         window,

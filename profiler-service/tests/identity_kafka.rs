@@ -230,7 +230,8 @@ fn an_agent_without_a_usable_identity_does_not_start() {
     let how = |dir: &std::path::Path| {
         format!(
             "enroll it with `odpctl agents enroll identity-test --out {}` (admin), \
-             or let the api-server deploy it",
+             start it with a token from `odpctl agents token create identity-test` \
+             (--enrollment-token, with --api-url), or let the api-server deploy it",
             dir.display()
         )
     };

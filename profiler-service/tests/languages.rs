@@ -52,6 +52,7 @@ fn profile(
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target: Target::Pid(pid),
+        include_children: false,
         duration,
         frequency_hz,
         window: Duration::from_secs(1),
@@ -175,6 +176,7 @@ fn py_spy_cpu_counts_in_the_overhead_budget() {
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target: Target::Pid(python.id()),
+        include_children: false,
         duration: Duration::from_secs(5),
         frequency_hz: 99,
         window: Duration::from_secs(1),
@@ -393,6 +395,7 @@ fn a_python_target_matched_with_a_native_process_samples_the_python_one() {
     std::thread::sleep(Duration::from_millis(500));
     let spec = ProfileSpec {
         target: Target::CommandLine("hot_python\\.py".into()),
+        include_children: false,
         ..support::profile_spec(python.0, Duration::from_secs(3), 99)
     };
     let outcome = run_spec(&Plugins::default(), &spec);

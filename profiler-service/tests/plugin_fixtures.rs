@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use odp_core::Frame;
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::Snapshot;
+use odp_core::{EventKind, Frame};
+use odp_profile::{flame, NameTree, Profile, Selection};
 use odp_profiler_service::plugin::jvm::attach::Attach;
 use odp_profiler_service::plugin::jvm::jfr::{self, SampleEvent};
 use odp_profiler_service::plugin::python::raw;
@@ -114,6 +117,57 @@ fn py_spy_raw_output_parses_into_the_expected_stacks() {
     }));
     assert!(actual.contains("crunch_numbers (hot_python.py:"));
     check_golden(&fixtures().join("py-spy/hot_python.folded"), &actual);
+}
+
+/// The captured Python frames keep their file and line through the
+/// agent's snapshot up to the flame graph a read answers: each node names its function's file and the
+/// first of its lines the samples show (`odp_profile::sources`).
+#[test]
+fn py_spy_frames_reach_the_flame_graph_with_file_and_line() {
+    let text = fs::read_to_string(fixtures().join("py-spy/hot_python.raw")).unwrap();
+    let (stacks, _) = raw::parse(&text);
+    // As the agent sends them: one window's snapshot, on the wire.
+    let mut b = SnapshotBuilder::new();
+    for stack in &stacks {
+        b.add(&stack.frames, stack.tid.unwrap_or(0), stack.count);
+    }
+    let sent = b.build(SnapshotHeader {
+        profile_id: uuid::Uuid::nil(),
+        host: "h".into(),
+        agent_id: "a".into(),
+        sequence: 0,
+        window_start_ms: 0,
+        window_end_ms: 2_000,
+        event: EventKind::Wall,
+        period: 10_000_000,
+        frequency_hz: 100,
+    });
+    let profile = Profile::from_snapshot(&Snapshot::decode(&sent.encode()).unwrap());
+    let names = NameTree::new(&profile);
+    let view = names.view(&profile.select(&Selection::default(), &names).samples);
+    let root = flame::build(&view, usize::MAX, None);
+    let node = |path: &[&str]| {
+        path.iter().fold(&root, |node, name| {
+            let found = node.children.iter().find(|c| c.name == *name);
+            found.unwrap_or_else(|| panic!("no {name} under {}", node.name))
+        })
+    };
+    let source = |path: &[&str]| {
+        let n = node(path);
+        (n.file.as_deref(), n.line)
+    };
+    assert_eq!(source(&["<module>"]), (Some("hot_python.py"), Some(41)));
+    // main at lines 34, 35 and 36; crunch_numbers at 15 and 16.
+    assert_eq!(
+        source(&["<module>", "main"]),
+        (Some("hot_python.py"), Some(34))
+    );
+    let crunch = ["<module>", "main", "crunch_numbers"];
+    assert_eq!(source(&crunch), (Some("hot_python.py"), Some(15)));
+    assert_eq!(node(&crunch).total, 145 + 28);
+    let run = ["_bootstrap", "_bootstrap_inner", "run"];
+    assert_eq!(source(&run), (Some("threading.py"), Some(982)));
+    assert_eq!(root.file, None);
 }
 
 #[test]

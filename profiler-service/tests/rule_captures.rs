@@ -445,6 +445,7 @@ fn capture(programs: &Programs, workload: &Workload) -> String {
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target: Target::Pid(target.id()),
+        include_children: false,
         duration: Duration::from_secs(workload.seconds + WARMUP_WINDOWS),
         frequency_hz: FREQUENCY_HZ,
         window: Duration::from_secs(1),

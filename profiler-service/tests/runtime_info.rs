@@ -68,6 +68,7 @@ fn profile_spec(pid: u32, event: Option<EventKind>, duration: Duration) -> Profi
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target: Target::Pid(pid),
+        include_children: false,
         duration,
         frequency_hz: 99,
         window: Duration::from_secs(1),

@@ -35,6 +35,7 @@ fn profile(target: Target, duration: Duration, window: Duration, frequency_hz: u
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target,
+        include_children: false,
         duration,
         frequency_hz,
         window,

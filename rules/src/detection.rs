@@ -1,5 +1,8 @@
 //! What a rule found in a profile.
 
+use std::collections::HashMap;
+
+use odp_profile::ProfileFrames;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -40,4 +43,25 @@ pub struct Detection {
     /// functions), for people.
     #[serde(default)]
     pub detail: serde_json::Value,
+}
+
+/// Writes each hit stack's frame names into it, from the profile they were
+/// found in: detections keep them, as no global table of stacks does.
+pub fn name_stacks(found: &mut [Detection], data: &ProfileFrames) {
+    let by_id: HashMap<Uuid, &[u32]> = data
+        .stacks
+        .iter()
+        .map(|s| (s.stack_id, s.frames.as_slice()))
+        .collect();
+    for hit in found.iter_mut().flat_map(|d| d.stacks.iter_mut()) {
+        if let Some(frames) = by_id.get(&hit.stack_id) {
+            hit.frames = frames
+                .iter()
+                .map(|&i| {
+                    let frame = &data.frames[i as usize];
+                    odp_core::model::display_name(&frame.function, &frame.module)
+                })
+                .collect();
+        }
+    }
 }

@@ -29,13 +29,14 @@ use odp_profile::ProfileFrames;
 pub mod detection;
 pub mod library_version;
 pub mod rule_def;
+pub mod run;
 pub mod runtime_option;
 pub mod seed;
 pub mod share_regression;
 pub mod stack_share;
 pub mod version;
 
-pub use detection::{Detection, StackHit};
+pub use detection::{name_stacks, Detection, StackHit};
 pub use rule_def::RuleDef;
 pub use share_regression::RunHistory;
 
@@ -139,6 +140,8 @@ pub enum SpecError {
     PreviousRuns,
     #[error("min_share_pct must be a percentage")]
     MinSharePct,
+    #[error("k_stderr must be a number from 0 to 20")]
+    KStderr,
     #[error("a runtime_option rule needs `flag`, `version` or both")]
     NothingToMatch,
 }
@@ -199,6 +202,9 @@ pub struct ProfileIdentity {
     pub service: Option<String>,
     /// The profile ended normally (finished or stopped).
     pub ended: bool,
+    /// The run the profile is a member of: the run's own evaluation
+    /// alerts for the rules it judges ([`RuleSet::judged_per_run`]).
+    pub run: Option<uuid::Uuid>,
 }
 
 /// The service a profile belongs to, what per-service thresholds are keyed
@@ -287,18 +293,44 @@ impl RuleSet {
     pub fn reads_runtime(&self) -> bool {
         self.rules.iter().any(|r| r.kind.reads_runtime())
     }
+
+    /// Whether a run's merged samples judge this rule: kinds that read one
+    /// process's runtime or a schedule's history are judged per profile,
+    /// and so are rules this set does not hold.
+    pub fn judged_per_run(&self, rule_id: &str) -> bool {
+        self.rule(rule_id)
+            .is_some_and(|r| !r.kind.reads_runtime() && r.kind.history_runs().is_none())
+    }
+
+    /// The share (or score) of `profile` the rule measures, whether or not
+    /// it reaches the threshold: how one host of a run compares with the
+    /// others on a finding of the whole run. `None` for an unknown rule or
+    /// nothing matched.
+    pub fn measure(&self, rule_id: &str, profile: &ProfileInput<'_>) -> Option<f64> {
+        let rule = self.rule(rule_id)?;
+        CompiledRule::share(&rule.kind.measure(profile))
+    }
+
+    fn rule(&self, rule_id: &str) -> Option<&CompiledRule> {
+        self.rules.iter().find(|r| r.def.id == rule_id)
+    }
 }
 
 impl CompiledRule {
+    /// The share of samples matched, or the kind's own score.
+    fn share(evidence: &Evidence) -> Option<f64> {
+        match evidence.score_pct {
+            Some(score) => Some(score),
+            None if evidence.matched == 0 || evidence.total == 0 => None,
+            None => Some(evidence.matched as f64 * 100.0 / evidence.total as f64),
+        }
+    }
+
     /// The detection if the rule flags the profile.
     fn check(&self, profile: &ProfileInput<'_>) -> Option<Detection> {
         let evidence = self.kind.measure(profile);
         let threshold = self.def.threshold_for(profile.service);
-        let share = match evidence.score_pct {
-            Some(score) => score,
-            None if evidence.matched == 0 || evidence.total == 0 => return None,
-            None => evidence.matched as f64 * 100.0 / evidence.total as f64,
-        };
+        let share = Self::share(&evidence)?;
         let above = match evidence.score_pct {
             Some(score) => score > 0.0 && score >= threshold,
             None => share >= threshold,
@@ -349,6 +381,23 @@ pub(crate) fn top_stacks(mut hits: Vec<StackHit>) -> Vec<StackHit> {
     hits
 }
 
+/// Test helper: an enabled `stack_share` rule.
+#[cfg(test)]
+pub(crate) fn stack_share_rule(id: &str, spec: serde_json::Value, threshold: f64) -> RuleDef {
+    RuleDef {
+        id: id.into(),
+        title: "t".into(),
+        explanation: "e".into(),
+        fix: "f".into(),
+        link: "https://example.invalid".into(),
+        kind: stack_share::KIND.into(),
+        spec,
+        threshold_pct: threshold,
+        service_thresholds: Default::default(),
+        enabled: true,
+    }
+}
+
 /// Test helper: a profile from stacks of `(function, module)` frames.
 #[cfg(test)]
 pub(crate) fn profile(stacks: &[(&[(&str, &str)], u64)]) -> ProfileFrames {
@@ -387,20 +436,7 @@ pub(crate) fn profile(stacks: &[(&[(&str, &str)], u64)]) -> ProfileFrames {
 mod tests {
     use super::*;
 
-    fn def(id: &str, spec: serde_json::Value, threshold: f64) -> RuleDef {
-        RuleDef {
-            id: id.into(),
-            title: "t".into(),
-            explanation: "e".into(),
-            fix: "f".into(),
-            link: "https://example.invalid".into(),
-            kind: stack_share::KIND.into(),
-            spec,
-            threshold_pct: threshold,
-            service_thresholds: Default::default(),
-            enabled: true,
-        }
-    }
+    use crate::stack_share_rule as def;
 
     #[test]
     fn per_service_thresholds_override_the_rule_s() {
@@ -462,6 +498,7 @@ mod tests {
             host: Some("h-1".into()),
             service: service.map(str::to_owned),
             ended: false,
+            run: None,
         };
         assert_eq!(service_of(&id(Some("svc"), Some(Target::Pid(1)))), "svc");
         assert_eq!(

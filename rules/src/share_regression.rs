@@ -32,6 +32,28 @@ struct Spec {
     /// Functions under this self share in the new run are noise.
     #[serde(default = "default_min_share_pct")]
     min_share_pct: f64,
+    /// A growth counts only when it exceeds this many standard errors of
+    /// the difference of the two shares (binomial on each side), so a
+    /// short or quiet profile does not alert on chance; absent: every
+    /// growth counts.
+    #[serde(default)]
+    k_stderr: Option<f64>,
+    /// What the profile is compared with: a schedule's previous runs (the
+    /// default), or a continuous segment's same hour of earlier weeks.
+    #[serde(default)]
+    baseline: Baseline,
+}
+
+/// Which profiles a rule compares with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// The previous runs of the profile's schedule.
+    #[default]
+    Schedule,
+    /// For a continuous segment, the same host's segments of the same hour
+    /// in earlier weeks.
+    Continuous,
 }
 
 fn default_previous_runs() -> usize {
@@ -46,6 +68,8 @@ fn default_min_share_pct() -> f64 {
 pub struct ShareRegression {
     previous_runs: usize,
     min_share_pct: f64,
+    k_stderr: Option<f64>,
+    baseline: Baseline,
 }
 
 impl ShareRegression {
@@ -57,9 +81,17 @@ impl ShareRegression {
         if !(0.0..=100.0).contains(&spec.min_share_pct) {
             return Err(SpecError::MinSharePct);
         }
+        if spec
+            .k_stderr
+            .is_some_and(|k| !(k.is_finite() && (0.0..=20.0).contains(&k)))
+        {
+            return Err(SpecError::KStderr);
+        }
         Ok(ShareRegression {
             previous_runs: spec.previous_runs,
             min_share_pct: spec.min_share_pct,
+            k_stderr: spec.k_stderr,
+            baseline: spec.baseline,
         })
     }
 }
@@ -74,6 +106,14 @@ pub struct RunHistory {
     pub self_share_pct: HashMap<String, f64>,
     /// Rules that flagged any of the runs.
     pub rules_hit: BTreeSet<String>,
+    /// Their samples, all together: the baseline's share is known to
+    /// within its binomial error over them.
+    pub samples: u64,
+    /// Their profile ids, most recent first, for the detail's diff link.
+    pub profiles: Vec<String>,
+    /// What kind of profiles they are: only the rules comparing with that
+    /// kind judge the profile.
+    pub baseline: Baseline,
 }
 
 impl RunHistory {
@@ -89,6 +129,9 @@ impl RunHistory {
             runs: runs.len(),
             self_share_pct: sums.into_iter().map(|(f, sum)| (f, sum / n)).collect(),
             rules_hit,
+            samples: runs.iter().map(|r| r.samples).sum(),
+            profiles: Vec::new(),
+            baseline: Baseline::Schedule,
         }
     }
 }
@@ -115,11 +158,26 @@ struct Growth {
     function: String,
     share: f64,
     baseline: f64,
+    /// Standard error of `share - baseline`, in points.
+    stderr: f64,
+}
+
+/// Standard error, in percentage points, of the difference between a
+/// share of `n` samples and one of `n_baseline`, each binomial.
+fn difference_stderr(share_pct: f64, n: u64, baseline_pct: f64, n_baseline: u64) -> f64 {
+    let side = |pct: f64, n: u64| {
+        let p = pct / 100.0;
+        p * (1.0 - p) / n.max(1) as f64
+    };
+    (side(share_pct, n) + side(baseline_pct, n_baseline)).sqrt() * 100.0
 }
 
 impl RuleKind for ShareRegression {
     fn measure(&self, profile: &ProfileInput<'_>) -> Evidence {
-        let Some(history) = profile.history.filter(|h| h.runs > 0) else {
+        let Some(history) = profile
+            .history
+            .filter(|h| h.runs > 0 && h.baseline == self.baseline)
+        else {
             return Evidence::default();
         };
         let data = profile.data;
@@ -127,14 +185,24 @@ impl RuleKind for ShareRegression {
             .into_iter()
             .filter(|(_, share)| *share >= self.min_share_pct)
             .map(|(function, share)| {
-                let baseline = history.self_share_pct.get(&function).copied();
+                let baseline = history
+                    .self_share_pct
+                    .get(&function)
+                    .copied()
+                    .unwrap_or(0.0);
                 Growth {
-                    baseline: baseline.unwrap_or(0.0),
+                    stderr: difference_stderr(share, data.samples, baseline, history.samples),
+                    baseline,
                     function,
                     share,
                 }
             })
-            .filter(|g| g.share > g.baseline)
+            .filter(|g| {
+                g.share > g.baseline
+                    && self
+                        .k_stderr
+                        .is_none_or(|k| g.share - g.baseline > k * g.stderr)
+            })
             .collect();
         grown.sort_by(|a, b| {
             (b.share - b.baseline)
@@ -159,11 +227,13 @@ impl RuleKind for ShareRegression {
             flag: !new_rules.is_empty(),
             detail: json!({
                 "runs_compared": history.runs,
+                "baseline_profiles": history.profiles,
                 "functions": grown.iter().map(|g| json!({
                     "function": g.function,
                     "share_pct": g.share,
                     "baseline_pct": g.baseline,
                     "growth_points": g.share - g.baseline,
+                    "growth_stderr_points": g.stderr,
                 })).collect::<Vec<_>>(),
                 "new_rules": new_rules,
             }),
@@ -249,6 +319,58 @@ mod tests {
         // Without history (not a scheduled run) nothing is compared.
         let data = run(90);
         assert!(set.evaluate(&ProfileInput::new("svc", &data)).is_empty());
+    }
+
+    /// A run of `samples` with `parse`'s self share at `pct`%.
+    fn run_of(parse_pct: u64, samples: u64) -> ProfileFrames {
+        profile(&[
+            (&[("main", ""), ("parse", "")], parse_pct * samples / 100),
+            (&[("main", "")], (100 - parse_pct) * samples / 100),
+        ])
+    }
+
+    #[test]
+    fn with_k_stderr_only_a_growth_beyond_chance_counts() {
+        let significant = RuleDef {
+            spec: json!({"previous_runs": 1, "k_stderr": 3.0, "baseline": "continuous"}),
+            ..rule(1.0)
+        };
+        let (set, errors) = RuleSet::compile([significant]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let check = |baseline: ProfileFrames, now: ProfileFrames| {
+            let history = RunHistory {
+                baseline: Baseline::Continuous,
+                ..RunHistory::from_runs(&[baseline], BTreeSet::new())
+            };
+            let input = ProfileInput {
+                history: Some(&history),
+                ..ProfileInput::new("svc", &now)
+            };
+            set.evaluate(&input)
+        };
+        // 10% to 12% over 10,000 samples a side: the difference's standard
+        // error is 0.44 points, and 2 points is 4.5 of them.
+        let found = check(run_of(10, 10_000), run_of(12, 10_000));
+        assert_eq!(found.len(), 1);
+        let growth = &found[0].detail["functions"][0];
+        let stderr = growth["growth_stderr_points"].as_f64().unwrap();
+        assert!((stderr - 0.442).abs() < 0.001, "{growth}");
+        // The same shares over 100 samples a side: 4.4 points of error, so
+        // 2 points is chance.
+        assert!(check(run_of(10, 100), run_of(12, 100)).is_empty());
+        // A schedule's runs are not this rule's baseline.
+        let history = RunHistory::from_runs(&[run_of(10, 10_000)], BTreeSet::new());
+        let now = run_of(20, 10_000);
+        let input = ProfileInput {
+            history: Some(&history),
+            ..ProfileInput::new("svc", &now)
+        };
+        assert!(set.evaluate(&input).is_empty());
+        let (_, errors) = RuleSet::compile([RuleDef {
+            spec: json!({"k_stderr": -1.0}),
+            ..rule(1.0)
+        }]);
+        assert_eq!(errors.len(), 1, "a negative k is refused");
     }
 
     #[test]

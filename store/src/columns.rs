@@ -6,8 +6,10 @@
 use std::error::Error;
 use std::str::FromStr;
 
+use serde::de::DeserializeOwned;
 use sqlx::error::BoxDynError;
-use sqlx::{Database, Decode, Type};
+use sqlx::types::Json;
+use sqlx::{Database, Decode, MySql, Postgres, Type};
 
 /// A `text not null` column parsed into `T`.
 pub struct Text<T>(pub(crate) T);
@@ -74,12 +76,13 @@ macro_rules! read_as_text {
 read_as_text!(
     odp_core::EventKind,
     odp_core::ProfileStatus,
-    odp_api_types::ProfileMode,
-    odp_api_types::RequestKind,
-    odp_api_types::RequestStatus,
-    odp_api_types::DeliveryStatus,
-    odp_api_types::ReanalysisStatus,
-    odp_api_types::RunOutcome
+    odp_core::domain::ProfileMode,
+    odp_core::domain::RequestKind,
+    odp_core::domain::RequestStatus,
+    odp_core::domain::ChannelKind,
+    odp_core::domain::DeliveryStatus,
+    odp_core::domain::ReanalysisStatus,
+    odp_core::domain::RunOutcome
 );
 pub(crate) use read_as_text;
 
@@ -87,4 +90,59 @@ impl<T> From<OptionalText<T>> for Option<T> {
     fn from(column: OptionalText<T>) -> Option<T> {
         column.0
     }
+}
+
+/// A list column: Postgres' array (`text[]`, `uuid[]`), MySQL's JSON
+/// array (uuids hyphenated).
+pub(crate) struct List<T>(Vec<T>);
+
+impl<T> From<List<T>> for Vec<T> {
+    fn from(list: List<T>) -> Vec<T> {
+        list.0
+    }
+}
+
+impl<T> Type<Postgres> for List<T>
+where
+    Vec<T>: Type<Postgres>,
+{
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <Vec<T> as Type<Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+        <Vec<T> as Type<Postgres>>::compatible(ty)
+    }
+}
+
+impl<'r, T> Decode<'r, Postgres> for List<T>
+where
+    Vec<T>: Decode<'r, Postgres>,
+{
+    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, BoxDynError> {
+        Ok(List(<Vec<T> as Decode<Postgres>>::decode(value)?))
+    }
+}
+
+impl<T> Type<MySql> for List<T> {
+    fn type_info() -> sqlx::mysql::MySqlTypeInfo {
+        <Json<Vec<T>> as Type<MySql>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::mysql::MySqlTypeInfo) -> bool {
+        <Json<Vec<T>> as Type<MySql>>::compatible(ty)
+    }
+}
+
+impl<'r, T: DeserializeOwned> Decode<'r, MySql> for List<T> {
+    fn decode(value: sqlx::mysql::MySqlValueRef<'r>) -> Result<Self, BoxDynError> {
+        let Json(list) = <Json<Vec<T>> as Decode<MySql>>::decode(value)?;
+        Ok(List(list))
+    }
+}
+
+/// A count the columns keep as `integer`.
+pub(crate) fn whole(value: u32) -> crate::Result<i32> {
+    i32::try_from(value)
+        .map_err(|_| crate::StoreError::Statement(format!("{value} exceeds an integer")))
 }

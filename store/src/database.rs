@@ -64,7 +64,7 @@ impl Database {
             Backend::Postgres => crate::pool::connect_with(url, config).await?.into(),
             Backend::MySql => {
                 let url = url.replacen("mariadb://", "mysql://", 1);
-                crate::pool::mysql::connect_with(&url, config).await?.into()
+                crate::pool::open::<sqlx::MySql>(&url, config).await?.into()
             }
         })
     }

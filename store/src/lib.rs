@@ -9,6 +9,11 @@
 //! upserts, arrays against `in` lists, `COPY`, advisory locks). One
 //! behaviour suite (`store/tests`) runs on both backends.
 //!
+//! The store keeps the domain's values (`odp-core`'s enums, stored by
+//! name, and its own rows), never the REST contract's: `odp-api-types`
+//! is no dependency, and the api-server maps rows to the bodies it
+//! answers with.
+//!
 //! Only `migrations/` (Postgres) and `migrations/mysql` change the schema;
 //! [`Database::migrate`] applies them at start-up. Ingest writes each
 //! batch in one transaction, so it is stored whole or not at all, and
@@ -19,10 +24,12 @@ mod alerts;
 mod blocks;
 mod channels;
 mod columns;
+mod continuous;
 mod cpu;
 mod database;
 mod detections;
 pub mod downsample;
+mod enrollment;
 mod identities;
 mod imports;
 mod ingest;
@@ -41,23 +48,30 @@ mod schedules;
 mod services;
 mod sql;
 mod timeline;
+mod triggers;
 
 use sqlx::mysql::MySqlDatabaseError;
 use thiserror::Error;
 
 pub use agents::{host_is_live, list_agents, record_agent_event, AgentRow};
-pub use odp_api_types::ChannelKind;
+pub use odp_core::domain::ChannelKind;
 
 pub use alerts::{claim_due_deliveries, record_attempt, AttemptOutcome, DueDelivery};
 pub use blocks::{compact_profile, load_profile, load_profiles, profiles_to_compact, Compacted};
 pub use channels::{
     channel_deliveries, create_channel, delete_channel, get_channel, list_channels, update_channel,
-    ChannelPatch, ChannelRow, DeliveryFilter, DeliveryRow, NewChannel,
+    ChannelPatch, ChannelRow, DeliveryAttempt, DeliveryFilter, DeliveryRow, NewChannel,
+};
+pub use continuous::{
+    ContinuousPatch, ContinuousProfiles, ContinuousRow, NewContinuous, Segment, CONTINUOUS_LABEL,
 };
 pub use database::{Backend, Database};
 pub use detections::{
-    previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
-    AlertSubject, Issue, IssueStack,
+    previous_schedule_runs, previous_segments, profile_identity, profile_issues, rules_hit,
+    save_detections, AlertSubject, Issue, IssueStack, SEGMENT_BASELINE_PERIOD,
+};
+pub use enrollment::{
+    Enrollment, EnrollmentTokenRow, EnrollmentTokens, NewEnrollmentToken, Refusal,
 };
 pub use identities::{Identities, IdentityRow, NewIdentity};
 pub use imports::{
@@ -70,7 +84,9 @@ pub use profiles::{
     Inserted, Labels, NewProfile, ProfileFilter, ProfileMode, ProfileRow, ProfileStatus, Profiles,
 };
 pub use query::{profile_frames, profile_stacks, ProfileStacks};
-pub use read::{read, read_coverage, CoverageByEvent, HostView, Read, ReadResult, ReadScope};
+pub use read::{
+    read, read_coverage, read_window_counts, CoverageByEvent, HostView, Read, ReadResult, ReadScope,
+};
 pub use reanalysis::{
     claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
     record_reanalysis_progress, release_reanalysis, Reanalysis, ReanalysisStatus,
@@ -84,13 +100,17 @@ pub use rules::{
     create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,
     RuleRow,
 };
-pub use runs::{NewRun, RunEnd, RunHost, RunHostRow, RunRow, RunState, Runs};
+pub use runs::{NewRun, RunEnd, RunHost, RunHostRow, RunIssue, RunRow, RunState, Runs};
 pub use schedules::{
     claim_run, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow, SchedulerTick,
     Schedules, SCHEDULER_LOCK_KEY,
 };
 pub use services::{NewService, ServiceHost, ServicePatch, ServiceRow, Services};
 pub use timeline::{profile_timeline, TimelineWindow};
+pub use triggers::{
+    Claim, FiringReport, FiringRow, HeldBack, NewTrigger, Settled, TriggerPatch, TriggerRow,
+    Triggers,
+};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -197,6 +217,24 @@ impl StoreError {
             | StoreError::UnsupportedUrl(_) => false,
         }
     }
+}
+
+/// `outcome`, a unique key's refusal (a name taken) as a
+/// [`StoreError::Conflict`] saying `taken`.
+pub(crate) fn conflict_if_taken<T>(
+    outcome: Result<T>,
+    taken: impl FnOnce() -> String,
+) -> Result<T> {
+    match outcome {
+        Err(e) if e.violation() == Some(Violation::Unique) => Err(StoreError::Conflict(taken())),
+        other => other,
+    }
+}
+
+/// A row this store just wrote, read back: its absence is corruption
+/// (`what`, such as `schedule <id>`, vanished).
+pub(crate) fn written<T>(row: Option<T>, what: impl FnOnce() -> String) -> Result<T> {
+    row.ok_or_else(|| StoreError::Corrupt(format!("{} vanished", what())))
 }
 
 /// The key of MySQL's duplicate-entry error (1062): `… for key 'name'`,

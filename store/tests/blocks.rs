@@ -12,6 +12,9 @@ use block_fixtures::{
     count, exec, insert_profile, leaves, snapshot_leaves, store_window, window, Arg,
 };
 use chrono::{Duration, Utc};
+use odp_core::flamegraph::FlameNode;
+use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
+use odp_core::{EventKind, Frame};
 use odp_store::{compact_profile, load_profile, load_profiles, profile_stacks, Database};
 use support::on_both_backends;
 use uuid::Uuid;
@@ -265,7 +268,75 @@ async fn legacy_rows_load_and_compact(db: Database) {
     assert_eq!(threads.samples(), 3 + later_gc, "thread names kept");
 }
 
+/// A Python frame as py-spy reports it: the line executing.
+fn python(function: &str, line: u32) -> Frame {
+    Frame {
+        function: function.to_owned(),
+        module: "hot_python".to_owned(),
+        file: Some("hot_python.py".to_owned()),
+        line: Some(line),
+    }
+}
+
+/// A Python profile's flame graph names each node's file and line, from
+/// its windows and from its compacted block: the first line of each
+/// function the samples show ("view source").
+async fn a_python_profiles_flame_graph_names_files_and_lines(db: Database) {
+    let start = Utc::now() - Duration::hours(1);
+    let id = Uuid::new_v4();
+    insert_profile(&db, id, 0, "finished", start).await;
+    // The main thread's stacks of the captured py-spy fixture
+    // (profiler-service/tests/fixtures/py-spy/hot_python.raw).
+    let (module, crunch) = (python("<module>", 41), python("crunch_numbers", 16));
+    let mut b = SnapshotBuilder::new();
+    b.add(&[module.clone(), python("main", 35), crunch], 1, 145);
+    b.add(&[module.clone(), python("main", 34)], 1, 1);
+    let light = python("light_work", 21);
+    b.add(&[module.clone(), python("main", 36), light], 1, 23);
+    let crunch = python("crunch_numbers", 15);
+    b.add(&[module, python("main", 35), crunch], 1, 28);
+    let snapshot = b.build(SnapshotHeader {
+        profile_id: id,
+        host: "h-0".into(),
+        agent_id: "agent-0".into(),
+        sequence: 0,
+        window_start_ms: start.timestamp_millis(),
+        window_end_ms: start.timestamp_millis() + 2_000,
+        event: EventKind::Wall,
+        period: 10_000_000,
+        frequency_hz: 100,
+    });
+    store_window(&db, &snapshot).await;
+    fn source<'a>(root: &'a FlameNode, path: &[&str]) -> (Option<&'a str>, Option<u32>) {
+        let node = path.iter().fold(root, |node, name| {
+            let child = node.children.iter().find(|c| c.name == *name);
+            child.unwrap_or_else(|| panic!("no {name} under {}", node.name))
+        });
+        (node.file.as_deref(), node.line)
+    }
+    for compacted in [false, true] {
+        if compacted {
+            compact_profile(&db, id).await.unwrap();
+        }
+        let read = odp_store::read(&db, &odp_store::Read::profile(id))
+            .await
+            .unwrap();
+        let root = read.flame_graph(usize::MAX, None).unwrap();
+        let file = Some("hot_python.py");
+        assert_eq!(source(&root, &["<module>"]), (file, Some(41)));
+        assert_eq!(source(&root, &["<module>", "main"]), (file, Some(34)));
+        let crunch = source(&root, &["<module>", "main", "crunch_numbers"]);
+        assert_eq!(crunch, (file, Some(15)), "compacted: {compacted}");
+        assert_eq!(
+            source(&root, &["<module>", "main", "light_work"]),
+            (file, Some(21))
+        );
+        assert_eq!((root.file.as_deref(), root.line), (None, None));
+    }
+}
+
 on_both_backends!(
+    a_python_profiles_flame_graph_names_files_and_lines,
     legacy_rows_load_and_compact,
     loads_what_was_stored,
     compaction_keeps_totals_and_is_idempotent,

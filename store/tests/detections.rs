@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use odp_api_types::DeliveryStatus;
+use odp_core::domain::DeliveryStatus;
 use odp_core::Target;
 use odp_rules::StackHit;
 use odp_store::{AlertSubject, Database, DeliveryFilter};
@@ -21,6 +21,7 @@ use support::{execute, on_both_backends};
 const CHECKOUT: AlertSubject<'static> = AlertSubject {
     service: "checkout",
     host: "h1",
+    except_rules: &[],
 };
 
 async fn deliveries(db: &Database, channel_id: Uuid) -> Vec<(Uuid, String)> {

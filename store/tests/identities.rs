@@ -28,7 +28,7 @@ async fn identities_are_listed_by_host_and_revoked_once(db: Database) {
     let web1 = identities.record(&issued("web-1", 365)).await.unwrap();
     let web2 = identities.record(&issued("web-2", 365)).await.unwrap();
     let expired = identities.record(&issued("web-1", -1)).await.unwrap();
-    assert_eq!(identities.get(web1.id).await.unwrap().unwrap(), web1);
+    assert_eq!(identities.get(web1.issued.id).await.unwrap().unwrap(), web1);
     assert_eq!(identities.get(Uuid::new_v4()).await.unwrap(), None);
 
     let of_web1: Vec<Uuid> = identities
@@ -36,19 +36,27 @@ async fn identities_are_listed_by_host_and_revoked_once(db: Database) {
         .await
         .unwrap()
         .iter()
-        .map(|i| i.id)
+        .map(|i| i.issued.id)
         .collect();
     assert_eq!(of_web1.len(), 2);
-    assert!(of_web1.contains(&web1.id) && of_web1.contains(&expired.id));
+    assert!(of_web1.contains(&web1.issued.id) && of_web1.contains(&expired.issued.id));
     assert_eq!(identities.list(None, 10).await.unwrap().len(), 3);
     assert_eq!(identities.list(None, 1).await.unwrap().len(), 1);
 
     assert!(identities.revoked().await.unwrap().is_empty());
-    let revoked = identities.revoke(web1.id, "bob").await.unwrap().unwrap();
+    let revoked = identities
+        .revoke(web1.issued.id, "bob")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(revoked.revoked_by.as_deref(), Some("bob"));
     let first = revoked.revoked_at.unwrap();
     // Revoking again keeps the first revocation.
-    let again = identities.revoke(web1.id, "carol").await.unwrap().unwrap();
+    let again = identities
+        .revoke(web1.issued.id, "carol")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (again.revoked_at, again.revoked_by.as_deref()),
         (Some(first), Some("bob"))
@@ -59,11 +67,14 @@ async fn identities_are_listed_by_host_and_revoked_once(db: Database) {
     );
     // An expired identity, revoked, is not worth listing as revoked: its
     // certificate is refused anyway.
-    identities.revoke(expired.id, "bob").await.unwrap();
+    identities.revoke(expired.issued.id, "bob").await.unwrap();
     let listed = identities.revoked().await.unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed.get(&web1.id).map(String::as_str), Some("web-1"));
-    assert!(!listed.contains_key(&web2.id));
+    assert_eq!(
+        listed.get(&web1.issued.id).map(String::as_str),
+        Some("web-1")
+    );
+    assert!(!listed.contains_key(&web2.issued.id));
 }
 
 async fn profiles_name_the_host_they_were_started_on(db: Database) {

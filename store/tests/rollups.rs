@@ -123,6 +123,65 @@ async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
     );
 }
 
+/// Per window, its samples and those with `serve` on their stack, sorted
+/// by (host, start).
+fn expected_counts(windows: &[Snapshot]) -> Vec<(String, i64, u64, u64)> {
+    let mut counts: Vec<(String, i64, u64, u64)> = windows
+        .iter()
+        .map(|w| {
+            let serve = w
+                .stacks
+                .iter()
+                .filter(|s| {
+                    s.frames
+                        .iter()
+                        .any(|&f| w.frames[f as usize].function == "serve")
+                })
+                .map(|s| s.count)
+                .sum();
+            (w.host.clone(), w.window_start_ms, w.total_samples(), serve)
+        })
+        .collect();
+    counts.sort();
+    counts
+}
+
+async fn window_counts(db: &Database, start: DateTime<Utc>) -> Vec<(String, i64, u64, u64)> {
+    let serve = odp_core::filter::StackFilter::new(Some("^serve$"), None).unwrap();
+    let (event, windows) = odp_store::read_window_counts(db, &fleet_reads(start)[0], &serve)
+        .await
+        .unwrap()
+        .expect("windows");
+    assert_eq!(event, odp_core::EventKind::CpuClock);
+    let mut counts: Vec<(String, i64, u64, u64)> = windows
+        .into_iter()
+        .map(|w| (w.host, w.start_ms, w.samples, w.matched))
+        .collect();
+    counts.sort();
+    counts
+}
+
+/// A function's trend is made of each window's own counts, read from the
+/// profiles' blocks and, once rolled up, from their rollups alike.
+async fn window_counts_are_each_windows_own(db: Database) {
+    let (start, profiles, all) = fleet(&db).await;
+    let expected = expected_counts(&all);
+    assert_eq!(expected.len(), 32);
+    assert!(expected.iter().all(|(_, _, n, m)| m < n && *m > 0));
+    assert_eq!(window_counts(&db, start).await, expected);
+    let done = odp_store::roll_up(&db, &profiles).await.unwrap();
+    assert_eq!(done.rolled, 4);
+    assert_eq!(window_counts(&db, start).await, expected, "rolled up");
+    let nothing = odp_store::read_window_counts(
+        &db,
+        &odp_devstack::fixtures::service_read(start - Duration::days(9), start - Duration::days(8)),
+        &odp_core::filter::StackFilter::default(),
+    )
+    .await
+    .unwrap();
+    assert!(nothing.is_none());
+}
+
 /// A profile alone in its service waits for others before it is rolled
 /// up or read alone.
 async fn a_lone_profile_waits_for_others(db: Database) {
@@ -141,4 +200,5 @@ on_both_backends!(
     aggregates_are_exact_sums,
     rollups_answer_as_the_profiles_they_hold,
     a_lone_profile_waits_for_others,
+    window_counts_are_each_windows_own,
 );

@@ -4,14 +4,19 @@
 
 use odp_core::ProfileStatus;
 use odp_core::Target;
+use std::time::Duration;
+
+use odp_rules::run::{HostShare, RunFinding};
 use odp_store::{
-    Database, Inserted, Labels, NewProfile, NewRun, ProfileMode, Profiles, RunEnd, RunHost,
-    RunState, Runs,
+    AlertSubject, Database, Inserted, Labels, NewProfile, NewRun, ProfileMode, Profiles, RunEnd,
+    RunHost, RunState, Runs,
 };
 use serde_json::json;
 use uuid::Uuid;
 
+mod detect_fixtures;
 mod support;
+use detect_fixtures::{detection, seed, webhook};
 use support::on_both_backends;
 
 fn run(service: &str) -> NewRun<serde_json::Value, serde_json::Value, serde_json::Value> {
@@ -230,7 +235,117 @@ async fn host_starts_are_recorded_and_live_members_counted(db: Database) {
     assert_eq!(runs.running_for("alice").await.unwrap().len(), 1);
 }
 
+fn host_share(host: &str, profile_id: Uuid, share: f64) -> HostShare {
+    HostShare {
+        host: host.into(),
+        profile_id,
+        share,
+        samples: 100,
+    }
+}
+
+async fn an_ended_run_is_judged_once_and_alerts_under_its_hottest_host(db: Database) {
+    seed(&db).await;
+    let channel = odp_store::create_channel(&db, &webhook("ops", "check*", true))
+        .await
+        .unwrap();
+    let runs = Runs::new(&db);
+    let asked = run("checkout");
+    runs.create(&asked).await.unwrap();
+    let (cool, hot) = (
+        member(&db, asked.id, "h1").await,
+        member(&db, asked.id, "h2").await,
+    );
+    let settled = Duration::ZERO;
+    assert!(
+        runs.awaiting_detection(settled, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "still running"
+    );
+    let end = RunEnd {
+        state: RunState::Finished,
+        reason: "every member ended",
+        reached_epsilon: None,
+        samples_used: Some(200),
+    };
+    assert!(runs.end(asked.id, &end).await.unwrap());
+    let due: Vec<Uuid> = runs
+        .awaiting_detection(settled, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(due, [asked.id]);
+    let long = Duration::from_secs(3600);
+    assert!(
+        runs.awaiting_detection(long, 10).await.unwrap().is_empty(),
+        "not settled yet"
+    );
+
+    let finding = RunFinding {
+        detection: detection("jvm-stringbuffer", 90, Vec::new()),
+        hosts: vec![host_share("h2", hot, 70.0), host_share("h1", cool, 20.0)],
+    };
+    assert!(runs
+        .save_detections(asked.id, "checkout", std::slice::from_ref(&finding))
+        .await
+        .unwrap());
+    assert!(
+        !runs
+            .save_detections(asked.id, "checkout", &[finding])
+            .await
+            .unwrap(),
+        "a run is judged once"
+    );
+    assert!(runs
+        .awaiting_detection(settled, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(runs
+        .get(asked.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .detected_at
+        .is_some());
+
+    let issues = runs.issues(asked.id).await.unwrap();
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].issue.rule_id, "jvm-stringbuffer");
+    assert_eq!(issues[0].issue.title, "java.lang.StringBuffer");
+    let named: Vec<&str> = issues[0].hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(named, ["h2", "h1"]);
+
+    // A member leaves the run's rules to the run: nothing more is queued.
+    let subject = AlertSubject {
+        service: "checkout",
+        host: "h1",
+        except_rules: &["jvm-stringbuffer".to_owned()],
+    };
+    let own = detection("jvm-stringbuffer", 20, Vec::new());
+    odp_store::save_detections(&db, cool, Some(subject), &[own])
+        .await
+        .unwrap();
+
+    let due = odp_store::claim_due_deliveries(&db, 10, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(due.len(), 1, "one alert for the run: {due:?}");
+    let alert = &due[0];
+    assert_eq!(alert.channel_id, channel.id);
+    assert_eq!(alert.run_id, Some(asked.id));
+    assert_eq!((alert.profile_id, alert.host.as_str()), (hot, "h2"));
+    assert_eq!(alert.service, "checkout");
+    assert_eq!(alert.hosts.len(), 2);
+    assert_eq!(alert.hosts[0].share, 70.0);
+}
+
 on_both_backends!(
     a_run_is_recorded_with_its_members_and_ends_once,
     host_starts_are_recorded_and_live_members_counted,
+    an_ended_run_is_judged_once_and_alerts_under_its_hottest_host,
 );

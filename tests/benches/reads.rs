@@ -425,6 +425,25 @@ async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) {
         "<= 1 s",
         &format!(", {:.2} MB", size as f64 / 1e6),
     );
+    // One function's trend over the same range: each window's own counts
+    // (1,000 hosts' windows, read from the hourly rollup) instead of one
+    // merged tree; the aggregate above is its baseline.
+    let hot = format!("%5E{}%24", urlencode(&function(3)));
+    let (trend, trend_size) = api
+        .get(&format!(
+            "/api/v1/services/bench-fleet/trend?function={hot}&{range}"
+        ))
+        .await;
+    ratio(
+        "fleet trend of one function",
+        trend,
+        took,
+        "<= 300 ms",
+        &format!(
+            ", {:.1} kB (vs the aggregate JSON)",
+            trend_size as f64 / 1e3
+        ),
+    );
     println!(
         "  storage: {:.1} MB on disk vs {:.1} MB gzip pprof: {:.2}x (target <= 1.0x); \
          MB by table: {}",

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::common;
 use crate::db::{count, Param};
 
-const SECRET: &str = "first-secret-0123456789";
+pub(crate) const SECRET: &str = "first-secret-0123456789";
 const ROTATED: &str = "second-secret-9876543210";
 
 async fn call(client: &ApiClient, method: Method, path: &str, body: Option<&Value>) -> Reply {
@@ -28,7 +28,7 @@ async fn post(client: &ApiClient, body: &Value) -> Reply {
 
 /// The next webhook call's JSON body, once its signature is checked to be
 /// made with `secret`.
-async fn next_call(
+pub(crate) async fn next_call(
     received: &mut mpsc::UnboundedReceiver<(String, Vec<u8>)>,
     secret: &str,
 ) -> Value {
@@ -43,7 +43,7 @@ async fn next_call(
 /// The receivers and relays here listen on loopback, which alert channels
 /// may not point at by default: allow-listed in the api-server and the
 /// pipeline, as an operator allows an in-cluster relay.
-fn loopback_allowed(options: &mut PlatformOptions) {
+pub(crate) fn loopback_allowed(options: &mut PlatformOptions) {
     options.with_agent = false;
     let allow = (
         "ODP_ALERT_ALLOWED_DESTINATIONS".to_owned(),
@@ -65,7 +65,7 @@ fn email(name: &str) -> Value {
 
 /// A webhook receiver answering 204 to every POST; yields each request's
 /// `X-ODP-Signature` header and body.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Vec<u8>)>) {
+pub(crate) async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Vec<u8>)>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let (sent, received) = mpsc::unbounded_channel();
@@ -122,6 +122,7 @@ async fn detect(db: &Database, profile: uuid::Uuid, service: &str, rule: &str) {
     let subject = odp_store::AlertSubject {
         service,
         host: "web-1",
+        except_rules: &[],
     };
     let found = odp_rules::Detection {
         rule_id: rule.to_owned(),

@@ -345,3 +345,22 @@ pub(crate) async fn define_demo_service(h: &Harness) -> serde_json::Value {
     );
     found
 }
+
+/// A log without its terminal colours.
+pub(crate) fn plain_log(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // `ESC [ … m`: skip to the final letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

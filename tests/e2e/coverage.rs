@@ -65,23 +65,175 @@ async fn a_duty_cycled_profile_reports_its_pauses_and_warns() {
     assert_eq!(aggregate.coverage, coverage);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn processes_found_late_are_counted_as_undiscovered() {
-    let h = common::start("coverage-late", 2).await;
+/// A demo that lives for the whole profile, and a loop of `run_secs`
+/// runs of it (the loop's shell waits for each, so its children's CPU
+/// time counts them all).
+fn resident_and_loop(h: &Harness, runs: u32, run_secs: &str) -> (ServiceProcess, ServiceProcess) {
     let binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
-    // A demo that lives for the whole profile, and a loop of one-second
-    // runs of it: each is found at the agent's next re-scan (once a
-    // second), after part of its run.
     let resident = h.spawn_demo_for(120);
     let script = format!(
-        "for i in $(seq 40); do {} --seconds 1; done",
+        "for i in $(seq {runs}); do {} --seconds {run_secs}; done",
         binary.display()
     );
-    let _loop = ServiceProcess::builder("demo-loop", "sh")
+    let runs = ServiceProcess::builder("demo-loop", "sh")
         .args(["-c", &script])
         .log_dir(h.stack.log_dir())
         .spawn()
         .expect("start the loop");
+    (resident, runs)
+}
+
+/// CPU seconds of `pid` itself and of its children it waited for
+/// (`/proc/PID/stat`: utime, stime, cutime, cstime, in 1/100 s).
+fn cpu_seconds(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let fields: Vec<u64> = stat[stat.rfind(')').expect("stat's name") + 2..]
+        .split(' ')
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse().expect("a tick count"))
+        .collect();
+    (
+        (fields[0] + fields[1]) as f64 / 100.0,
+        (fields[2] + fields[3]) as f64 / 100.0,
+    )
+}
+
+/// The demos' CPU seconds read every 50 ms, with the time of each read:
+/// the resident demo's own, and the loop's reaped children's.
+struct CpuMeter {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    reader: std::thread::JoinHandle<Vec<(i64, f64)>>,
+}
+
+impl CpuMeter {
+    fn start(resident: u32, runs: u32) -> CpuMeter {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let reader = std::thread::spawn(move || {
+            let mut reads = Vec::new();
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                let used = cpu_seconds(resident).0 + cpu_seconds(runs).1;
+                reads.push((chrono::Utc::now().timestamp_millis(), used));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            reads
+        });
+        CpuMeter { stop, reader }
+    }
+
+    fn stop(self) -> CpuReads {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        CpuReads(self.reader.join().expect("the CPU reader"))
+    }
+}
+
+struct CpuReads(Vec<(i64, f64)>);
+
+impl CpuReads {
+    /// CPU seconds used from `from_ms` to `to_ms`, each end read linearly
+    /// between the two reads around it.
+    fn between(&self, from_ms: i64, to_ms: i64) -> f64 {
+        self.at(to_ms) - self.at(from_ms)
+    }
+
+    fn at(&self, ms: i64) -> f64 {
+        let after = self.0.partition_point(|(t, _)| *t < ms);
+        assert!(after > 0 && after < self.0.len(), "no CPU read around {ms}");
+        let ((t0, c0), (t1, c1)) = (self.0[after - 1], self.0[after]);
+        c0 + (c1 - c0) * (ms - t0) as f64 / (t1 - t0).max(1) as f64
+    }
+}
+
+/// What a profile's windows cover: the first's start and the last's end
+/// (Unix milliseconds), the CPU seconds their samples stand for, and the
+/// rates they were taken at.
+struct WindowSpan {
+    from_ms: i64,
+    to_ms: i64,
+    sampled_seconds: f64,
+    rates: std::collections::BTreeSet<u64>,
+}
+
+async fn window_span(h: &Harness, id: Uuid) -> WindowSpan {
+    let timeline = h
+        .platform
+        .client()
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/v1/profiles/{id}/timeline"),
+            None,
+            200,
+        )
+        .await
+        .expect("the timeline");
+    let times = |key: &str| -> Vec<i64> {
+        timeline["windows"]
+            .as_array()
+            .expect("windows")
+            .iter()
+            .map(|w| {
+                chrono::DateTime::parse_from_rfc3339(w[key].as_str().expect("a time"))
+                    .expect("RFC 3339")
+                    .timestamp_millis()
+            })
+            .collect()
+    };
+    let windows = timeline["windows"].as_array().expect("windows");
+    let rate = |w: &serde_json::Value| w["frequency_hz"].as_u64().expect("a rate").max(1);
+    WindowSpan {
+        from_ms: times("window_start").into_iter().min().expect("a window"),
+        to_ms: times("window_end").into_iter().max().expect("a window"),
+        sampled_seconds: windows
+            .iter()
+            .map(|w| w["samples"].as_f64().expect("samples") / rate(w) as f64)
+            .sum(),
+        rates: windows.iter().map(rate).collect(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_processes_are_sampled_from_their_first_sample() {
+    let h = common::start("coverage-short", 2).await;
+    // Runs of 0.1 s: a re-scan (once a second) would find few of them.
+    let (resident, runs) = resident_and_loop(&h, 400, "0.1");
+    let meter = CpuMeter::start(resident.pid(), runs.pid());
+    // At one rate throughout: a debug-built agent sampling every process
+    // on every CPU would otherwise lower it to stay in its default budget,
+    // and a window's rate is the one in force at its end.
+    let request = json!({"host": h.platform.host_id, "process_name": "cpu-split",
+        "duration_secs": 12, "frequency_hz": 99,
+        "options": {"overhead_budget": 1.0, "fda": {"enabled": false}}});
+    let (id, coverage) = profile_to_the_end(&h, &request).await;
+    // What the demos used over the seconds the profile's windows cover,
+    // against the CPU seconds its samples stand for.
+    let span = window_span(&h, id).await;
+    assert_eq!(span.rates.iter().copied().collect::<Vec<_>>(), [99]);
+    let used = meter.stop().between(span.from_ms, span.to_ms);
+    println!(
+        "a loop of 0.1 s processes: {coverage:?}; sampled {:.2} CPU seconds (rates {:?} Hz), \
+         the demos used {used:.2}",
+        span.sampled_seconds, span.rates
+    );
+    assert_eq!(coverage.lost.undiscovered, 0, "{coverage:?}");
+    assert!(
+        span.sampled_seconds >= 0.95 * used - 0.2 && span.sampled_seconds <= 1.03 * used + 0.2,
+        "{:.2} CPU seconds sampled of {used:.2} the demos used",
+        span.sampled_seconds
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_thread_sampling_counts_processes_found_late_as_undiscovered() {
+    let h = common::start_configured("coverage-late", |o| {
+        o.window_secs = 2;
+        o.agent_env
+            .push(("ODP_NATIVE_PER_THREAD".into(), "true".into()));
+    })
+    .await;
+    // One-second runs: with one event per thread, each is found at the
+    // agent's next re-scan (once a second), after part of its run.
+    let (resident, _runs) = resident_and_loop(&h, 40, "1");
     let request = json!({"host": h.platform.host_id, "process_name": "cpu-split",
         "duration_secs": 12, "frequency_hz": 99});
     let (_, coverage) = profile_to_the_end(&h, &request).await;

@@ -18,7 +18,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::common;
+use crate::{channels, common};
 
 const SIMULATED: usize = 60;
 
@@ -49,6 +49,9 @@ async fn a_stratified_run_over_a_simulated_fleet_and_a_real_agent() {
         o.window_secs = 2;
         o.agent_env
             .push(("ODP_LABELS".into(), "zone=z1,version=v1".into()));
+        let with_agent = o.with_agent;
+        channels::loopback_allowed(o);
+        o.with_agent = with_agent;
     })
     .await;
     let admin = h.platform.client();
@@ -122,6 +125,20 @@ async fn a_stratified_run_over_a_simulated_fleet_and_a_real_agent() {
         .map(|h| (h.id.clone(), h.labels["zone"].clone()))
         .collect();
 
+    // Every host spends about 60% in demo_hot: a rule at 40% flags each
+    // member, and the run alerts once for all of them.
+    admin
+        .call(Method::POST, "/api/v1/rules", Some(&demo_hot_rule()), 201)
+        .await
+        .expect("create the rule");
+    let (url, mut calls) = channels::receiver().await;
+    let channel = json!({"kind": "webhook", "name": "fleet", "url": url,
+                         "secret": channels::SECRET, "service_pattern": "demo"});
+    admin
+        .call(Method::POST, "/api/v1/channels", Some(&channel), 201)
+        .await
+        .expect("create the channel");
+
     let request = json!({
         "service": "demo", "hosts": {"count": 10}, "stratify_by": ["zone"], "seed": 7,
         "duration_secs": 8, "window_secs": 2,
@@ -184,6 +201,9 @@ async fn a_stratified_run_over_a_simulated_fleet_and_a_real_agent() {
         "{precision}"
     );
 
+    let hosts_named = the_run_alerts_once(&admin, &id, &chosen, &mut calls).await;
+    assert!(hosts_named >= 5, "every member ran demo_hot");
+
     // The same seed again, once the first has ended: the same hosts.
     let again = admin
         .call(Method::POST, "/api/v1/runs", Some(&request), 202)
@@ -198,6 +218,98 @@ async fn a_stratified_run_over_a_simulated_fleet_and_a_real_agent() {
     assert_eq!(stats.commands_rejected, 0, "{stats:?}");
     assert_eq!(stats.send_failures, 0, "{stats:?}");
     sim.stop();
+}
+
+fn demo_hot_rule() -> Value {
+    json!({
+        "id": "fleet-demo-hot",
+        "title": "demo_hot on the hot path",
+        "explanation": "demo_hot takes most of the CPU",
+        "fix": "cool demo_hot down",
+        "link": "https://example.com/demo-hot",
+        "kind": "stack_share",
+        "spec": {"function": "^demo_hot$"},
+        "threshold_pct": 40.0,
+    })
+}
+
+/// The run's finding on its merged samples, with the hosts where it is
+/// highest, and its one alert: one webhook call for the run (none per
+/// member). Returns how many hosts the finding names.
+async fn the_run_alerts_once(
+    admin: &odp_devstack::ApiClient,
+    run: &str,
+    chosen: &[String],
+    calls: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>,
+) -> usize {
+    let found = common::wait_for_body(
+        admin,
+        &format!("/api/v1/runs/{run}/issues"),
+        Duration::from_secs(60),
+        |b| !b["evaluated_at"].is_null(),
+    )
+    .await;
+    let issues = found["issues"].as_array().unwrap();
+    let issue = issues
+        .iter()
+        .find(|i| i["rule_id"] == "fleet-demo-hot")
+        .unwrap_or_else(|| panic!("the run's demo_hot finding: {found}"));
+    let share = issue["share"].as_f64().unwrap();
+    assert!((40.0..90.0).contains(&share), "{issue}");
+    let hosts = issue["hosts"].as_array().unwrap();
+    assert!(!hosts.is_empty() && hosts.len() <= 5, "{issue}");
+    let shares: Vec<f64> = hosts.iter().map(|h| h["share"].as_f64().unwrap()).collect();
+    assert!(
+        shares.windows(2).all(|w| w[0] >= w[1]),
+        "highest first: {issue}"
+    );
+    for host in hosts {
+        let name = host["host"].as_str().unwrap();
+        assert!(
+            chosen.iter().any(|c| c == name),
+            "{name} is not a member: {issue}"
+        );
+    }
+
+    let alert = channels::next_call(calls, channels::SECRET).await;
+    assert_eq!(alert["run_id"], run, "{alert}");
+    assert_eq!(alert["rule"]["id"], "fleet-demo-hot", "{alert}");
+    assert_eq!(alert["host"], hosts[0]["host"], "{alert}");
+    assert_eq!(alert["profile_id"], hosts[0]["profile_id"], "{alert}");
+    assert_eq!(
+        alert["hosts"].as_array().unwrap().len(),
+        hosts.len(),
+        "{alert}"
+    );
+    // The members were judged too (each flags the rule), but alert no more.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    while let Ok((_, body)) = calls.try_recv() {
+        let extra: Value = serde_json::from_slice(&body).unwrap();
+        assert_ne!(extra["run_id"], run, "a second alert for the run: {extra}");
+        assert!(
+            !extra["run_id"].is_null(),
+            "a member alerted on its own: {extra}"
+        );
+    }
+    let member = hosts[0]["profile_id"].as_str().unwrap();
+    let own = admin
+        .call(
+            Method::GET,
+            &format!("/api/v1/profiles/{member}/issues"),
+            None,
+            200,
+        )
+        .await
+        .unwrap();
+    assert!(
+        own["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["rule_id"] == "fleet-demo-hot"),
+        "the member's own detection is kept: {own}"
+    );
+    hosts.len()
 }
 
 /// Records the simulator's windows from the real agent profiling the demo

@@ -312,13 +312,15 @@ async fn the_sdk_pushes_live_over_tls_what_the_program_earned() {
     .await
     .expect("workload");
     // py-spy samples the thread holding the GIL, on a CPU or waiting for
-    // one: on a loaded machine that is more than its CPU time. The loop
-    // earned its wall time at the rate; the SDK can have sent at most its
-    // own run's wall time at the rate (the start and the last upload, on a
-    // loaded machine, add most of a second).
+    // one: on a loaded machine that is more than its CPU time. Its timer
+    // draws the gaps between samples from an exponential distribution
+    // (against aliasing), so the samples in T seconds are Poisson with mean
+    // T x rate: the loop earned about its wall time at the rate, and the
+    // SDK can have sent about its own run's wall time at the rate, each
+    // within four standard deviations (CI stops 33 and 34 failed a fixed
+    // 5% bound: 860 against 800, 851 against 807).
     let loop_earned = ran.wall_seconds * 100.0;
     let session_earned = ran.session_seconds * 100.0;
-
     let (profiles, total) = stored(&client, "pylive").await;
     assert!(!profiles.is_empty(), "nothing arrived");
     let (hot, warm) = hot_and_warm(&client, &profiles).await;
@@ -332,12 +334,12 @@ async fn the_sdk_pushes_live_over_tls_what_the_program_earned() {
         ran.cpu_seconds,
     );
     assert!(
-        hot + warm >= 0.90 * loop_earned,
+        hot + warm >= poisson_bounds(loop_earned).0,
         "{:.0} stored in the loop against {loop_earned:.0} earned",
         hot + warm
     );
     assert!(
-        total as f64 <= 1.05 * session_earned,
+        total as f64 <= poisson_bounds(session_earned).1,
         "{total} stored against at most {session_earned:.0} the SDK could sample"
     );
 
@@ -365,6 +367,12 @@ async fn the_sdk_pushes_live_over_tls_what_the_program_earned() {
         (0.55..=0.78).contains(&share),
         "hot {hot:.0} against warm {warm:.0}: {share:.2}"
     );
+}
+
+/// Four standard deviations either side of a Poisson count's mean.
+fn poisson_bounds(mean: f64) -> (f64, f64) {
+    let spread = 4.0 * mean.sqrt();
+    (mean - spread, mean + spread)
 }
 
 /// The self samples of `hot` and `warm` over `profiles`.

@@ -221,6 +221,7 @@ async fn the_pipeline_checks_where_it_connects_and_the_log_tells_no_answers() {
     let subject = odp_store::AlertSubject {
         service: "outbound",
         host: "web-1",
+        except_rules: &[],
     };
     odp_store::save_detections(&h.store().await, profile, Some(subject), &[found])
         .await

@@ -8,7 +8,8 @@
 //!   no agent acknowledged yet, nor stop a running one;
 //! - a validly signed window for a profile that does not exist, or that
 //!   runs on another host, is refused;
-//! - a revoked identity's windows are refused.
+//! - a revoked identity's windows are refused, and its heartbeats do not
+//!   make its host's real agent yield.
 //!
 //! What is refused goes to the dead-letter topic with the reason.
 
@@ -186,8 +187,60 @@ async fn forged_heartbeats_neither_stop_the_real_agent_nor_make_a_host_live() {
     assert!(stored_snapshots(&h, id).await > 0, "{ended:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_identity_of_the_host_cannot_make_its_agent_yield() {
+    let mut h = common::start("wirepeer", 2).await;
+    let host = h.platform.host_id.clone();
+    let admin = h.platform.client();
+    wait_live(&h, &host).await;
+    // An identity enrolled for this very host, then revoked: a stolen one.
+    let stolen =
+        odp_devstack::agent_identity::issue_identity(&h.platform.signing_key, &host, "e2e")
+            .unwrap();
+    odp_devstack::agent_identity::record_identity(h.stack.database_url(), &stolen.record)
+        .await
+        .unwrap();
+    let path = format!("/api/v1/agents/identities/{}", stolen.record.id);
+    let revoked = admin.request(Method::DELETE, &path, None).await.unwrap();
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    // The api-server syncs every live agent with the new revocations.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = common::plain_log(&h.platform.agent.as_mut().unwrap().log_tail(400));
+        if log.contains("replaced") && log.contains("revoked=1") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no revocation reached the agent:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    let producer = common::producer(h.stack.kafka_bootstrap());
+    let events = h.stack.topics().events.clone();
+    for _ in 0..4 {
+        let forged = older_agents_heartbeat(&host);
+        common::send_signed(&h, &producer, &stolen.identity, &events, &host, &forged).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let agent = h.platform.agent.as_mut().expect("the harness's agent");
+    assert!(
+        agent.try_status().unwrap().is_none(),
+        "the real agent yielded to a revoked identity:\n{}",
+        agent.log_tail(30)
+    );
+    let why = format!("certificate {} was revoked", stolen.record.id);
+    assert!(
+        common::plain_log(&agent.log_tail(400)).contains(&why),
+        "the agent says why it ignored the heartbeats:\n{}",
+        agent.log_tail(30)
+    );
+}
+
 /// Waits until the API lists `host` as live: its real agent is up.
-async fn wait_live(h: &Harness, host: &str) {
+pub(crate) async fn wait_live(h: &Harness, host: &str) {
     let admin = h.platform.client();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {

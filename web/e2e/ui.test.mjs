@@ -897,6 +897,59 @@ function assertStackFiles(files, stem, fn) {
   assert.match(files.folded.bytes.toString(), new RegExp(`^\\S*${fn}\\S* \\d+$`, 'm'));
 }
 
+/** A real py-spy capture (speedscope, with each frame's file and line). */
+const PY_SPY_CAPTURE = new URL('../../core/tests/fixtures/py-spy.speedscope.json', import.meta.url).pathname;
+
+test("View source shows a Python frame's file:line, copies it without a template and opens the template's link", async () => {
+  await admin.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(BASE).origin });
+  const imported = await admin.evaluate(
+    async (text) => {
+      const r = await fetch('/api/v1/profiles/import?service=e2e-python-source&format=speedscope', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${sessionStorage.getItem('odp.token')}`, 'content-type': 'application/json' },
+        body: text,
+      });
+      return { status: r.status, body: await r.json().catch(() => null) };
+    },
+    readFileSync(PY_SPY_CAPTURE, 'utf8'),
+  );
+  assert.equal(imported.status, 201, JSON.stringify(imported.body));
+  const profile = `#/profiles/${imported.body.id}`;
+  await gotoFlame(admin, profile);
+  // crunch_numbers was sampled at lines 15 and 16: the node names the first.
+  const location = 'speedscope_workload.py:15';
+  await clickFrame(admin, 'crunch_numbers', 'canvas.flame', 'right');
+  await admin.waitForSelector('.flame-menu:not([hidden])');
+  assert.equal(await admin.textContent('.flame-menu .menu-title'), 'crunch_numbers');
+  await admin.screenshot({ path: `${ARTIFACTS}view-source-menu.png`, fullPage: true });
+  // No source URL template yet: the entry copies file:line.
+  await admin.click(`.flame-menu button:has-text("View source ${location}")`);
+  await admin.waitForFunction(() => /Copied the source location/.test(document.querySelector('.flame-status').textContent));
+  assert.equal(await admin.evaluate(() => navigator.clipboard.readText()), location);
+
+  await admin.goto(`${BASE}/#/settings`);
+  await admin.fill('#source-url', 'https://github.com/org/repo/blob/main/{file}#L{line}');
+  await admin.click('#settings-save');
+  await admin.waitForSelector('#settings-saved:has-text("saved")');
+  await gotoFlame(admin, profile);
+  await clickFrame(admin, 'crunch_numbers', 'canvas.flame', 'right');
+  await admin.waitForSelector('.flame-menu:not([hidden])');
+  assert.equal(
+    await admin.getAttribute(`.flame-menu a:has-text("View source ${location}")`, 'href'),
+    'https://github.com/org/repo/blob/main/speedscope_workload.py#L15',
+  );
+  // A frame without a file (the demo's native profile) still searches code
+  // for its name.
+  await gotoFlame(admin, `#/profiles/${startedId}`);
+  await clickFrame(admin, 'demo_hot', 'canvas.flame', 'right');
+  await admin.waitForSelector('.flame-menu:not([hidden])');
+  assert.match(await admin.getAttribute('.flame-menu a:has-text("View source")', 'href'), /demo_hot/);
+  await admin.goto(`${BASE}/#/settings`);
+  await admin.fill('#source-url', '');
+  await admin.click('#settings-save');
+  await admin.waitForSelector('#settings-saved:has-text("saved")');
+});
+
 test('every profile and aggregate downloads as SVG, pprof, speedscope and folded, with its filters', async () => {
   await gotoFlame(admin, `#/profiles/${startedId}`);
   assertStackFiles(await downloadEach(admin), `profile-${startedId}`, 'demo_hot');
@@ -1265,6 +1318,13 @@ let runId; // the run the form started
 
 test('a run from the form on 1 host finishes, and its page shows progress, the merged graph, top functions, hosts and members', async () => {
   await demoIdle(admin);
+  // A rule the demo's runs hit: the run is judged on its merged samples.
+  const runRule = {
+    id: 'e2e-run-demo-hot', title: 'demo_hot runs hot', explanation: 'demo_hot takes most of the CPU',
+    fix: 'cool demo_hot down', link: 'https://example.com/demo-hot', kind: 'stack_share', spec: { function: '^demo_hot$' }, threshold_pct: 30,
+  };
+  const createdRule = await apiCall(admin, 'POST', '/api/v1/rules', runRule);
+  assert.equal(createdRule.status, 201, JSON.stringify(createdRule.body));
   await admin.goto(`${BASE}/#/runs?start=${SERVICE}`);
   await admin.waitForSelector('#run-stratify-arch', { state: 'attached' });
   await admin.fill('#run-count', '1');
@@ -1349,6 +1409,42 @@ test('a run from the form on 1 host finishes, and its page shows progress, the m
   } finally {
     await admin.unroute(hostsRoute);
   }
+  // With hosts chosen in two strata, the second links to a diff by label.
+  const runRoute = (url) => url.pathname === `/api/v1/runs/${runId}`;
+  await admin.route(runRoute, async (route) => {
+    const real = await (await route.fetch()).json();
+    const strata = [...real.selection.strata, { labels: { arch: 'e2e-other' }, eligible: 1, chosen: 1 }];
+    await route.fulfill({ json: { ...real, selection: { ...real.selection, strata } } });
+  });
+  try {
+    await admin.reload();
+    const other = admin.locator('#run-strata tr[data-stratum="arch=e2e-other"] a.stratum-compare');
+    await other.waitFor();
+    const compare = new URLSearchParams((await other.getAttribute('href')).split('?')[1]);
+    assert.equal(compare.get('baseline_run'), runId);
+    assert.match(compare.get('baseline_labels'), /^arch:\S+$/);
+    assert.equal(compare.get('target_labels'), 'arch:e2e-other');
+    assert.equal(await admin.$$eval('#run-strata a.stratum-compare', (links) => links.length), 1, 'the first stratum is the baseline');
+  } finally {
+    await admin.unroute(runRoute);
+  }
+  await flameReady(admin);
+  // Once judged, the run's finding names the host where it is highest.
+  let judged = null;
+  for (let i = 0; i < 100 && !judged; i++) {
+    const found = (await apiCall(admin, 'GET', `/api/v1/runs/${runId}/issues`)).body;
+    if (found.evaluated_at) judged = found;
+    else await admin.waitForTimeout(200);
+  }
+  assert.ok(judged, 'the pipeline judged the ended run');
+  const finding = judged.issues.find((i) => i.rule_id === 'e2e-run-demo-hot');
+  assert.ok(finding && finding.hosts[0].host === services.host_id, JSON.stringify(judged));
+  await admin.reload();
+  const issue = admin.locator('#issues li[data-rule="e2e-run-demo-hot"]');
+  await issue.waitFor();
+  assert.match(await issue.textContent(), /demo_hot runs hot — [\d.]+% of samples \(threshold 30%\).*Highest on/s);
+  const hottest = issue.locator(`.issue-hosts a[data-host="${services.host_id}"]`);
+  assert.equal(await hottest.getAttribute('href'), `#/profiles/${profileId}`);
   await flameReady(admin);
   // A top-function row highlights its frames.
   await top.click();
@@ -1434,4 +1530,278 @@ test("a run schedule's history links the run it started", async () => {
   await runEnded(admin);
   await admin.screenshot({ path: `${ARTIFACTS}run-scheduled.png`, fullPage: true });
   assert.equal((await apiCall(admin, 'DELETE', `/api/v1/schedules/${id}`)).status, 204);
+});
+
+test('continuous: admin turns a service always on through the form, sees a refusal marked, changes its rate and turns it off; a viewer sees the state without buttons', async () => {
+  if (!admin.listenerCount('dialog')) admin.on('dialog', (d) => void d.accept());
+  // Services of their own, on processes no host runs: no segment starts,
+  // so the demo stays free for the other tests' profiles. The twin has the
+  // same processes, so a second continuous profile of them is a 409.
+  const ALWAYS = 'e2e-always';
+  const TWIN = 'e2e-always-twin';
+  for (const name of [ALWAYS, TWIN]) {
+    const defined = await apiCall(admin, 'POST', '/api/v1/services', { name, process_name: 'e2e-always-idle' });
+    assert.equal(defined.status, 201, JSON.stringify(defined.body));
+  }
+  const configOf = async () => (await apiCall(admin, 'GET', '/api/v1/continuous')).body.continuous.find((c) => c.service === ALWAYS);
+  const row = `#services-table tr[data-service="${ALWAYS}"]`;
+  const cell = `${row} td.continuous`;
+  await admin.goto(`${BASE}/#/services`);
+  await admin.waitForSelector(`${cell}[data-continuous="none"]`);
+  assert.equal(await admin.$(`${cell} a.continuous-segments`), null);
+
+  // "Profile always…" opens the form with the defaults; a rate past the
+  // operator's limit is refused beside it, naming the limits, the rate marked.
+  await admin.click(`${row} button.continuous-create`);
+  await admin.waitForSelector(`#continuous-form[data-service="${ALWAYS}"][data-mode="create"]`);
+  assert.equal(await admin.inputValue('#continuous-event'), 'cpu-clock');
+  assert.equal(await admin.inputValue('#continuous-frequency_hz'), '19');
+  assert.equal(await admin.inputValue('#continuous-cpu_budget_percent'), '0.5');
+  await admin.fill('#continuous-frequency_hz', '100000');
+  await admin.click('#continuous-submit');
+  await admin.waitForSelector('#continuous-result .notice.error');
+  assert.match(await admin.textContent('#continuous-result'), /^Not turned on: `frequency_hz` 100000 is outside this server's limits for continuous profiles: 1 to \d+ Hz/);
+  assert.equal(await admin.getAttribute('#continuous-frequency_hz', 'aria-invalid'), 'true');
+  await admin.screenshot({ path: `${ARTIFACTS}continuous-refused.png`, fullPage: true });
+  assert.equal(await configOf(), undefined, 'nothing was turned on');
+
+  // At 19 Hz on the one host, it is on.
+  await admin.fill('#continuous-frequency_hz', '19');
+  await admin.fill('#continuous-hosts', services.host_id);
+  await admin.click('#continuous-submit');
+  await admin.waitForSelector(`${cell}[data-continuous="on"]`);
+  assert.equal(await admin.isHidden('#continuous-panel'), true, 'the form closes once saved');
+  assert.match(await admin.textContent('#services-message'), new RegExp(`^${ALWAYS} is profiled always: `));
+  assert.equal(
+    await admin.textContent(`${cell} .continuous-state`),
+    `always on: cpu-clock at 19 Hz, ≤0.5 % of a core per host (${services.host_id})`,
+  );
+  const on = await configOf();
+  assert.deepEqual([on.enabled, on.frequency_hz, on.hosts], [true, 19, [services.host_id]]);
+  assert.equal(await admin.getAttribute(`${cell} a.continuous-segments`, 'href'), `#/profiles?labels=continuous%3A${on.id}`);
+  await admin.screenshot({ path: `${ARTIFACTS}continuous-on.png`, fullPage: true });
+
+  // The twin's processes are profiled always already: the 409 shows beside its form.
+  await admin.click(`#services-table tr[data-service="${TWIN}"] button.continuous-create`);
+  await admin.waitForSelector(`#continuous-form[data-service="${TWIN}"]`);
+  await admin.click('#continuous-submit');
+  await admin.waitForSelector('#continuous-result .notice.error');
+  assert.match(await admin.textContent('#continuous-result'), /^Not turned on: .*profiles the same processes/);
+  await admin.click('#continuous-cancel');
+  assert.equal(await admin.isHidden('#continuous-panel'), true);
+
+  // "Change…" opens the same form filled in: 29 Hz on every host.
+  await admin.click(`${row} button.continuous-change`);
+  await admin.waitForSelector(`#continuous-form[data-service="${ALWAYS}"][data-mode="change"]`);
+  assert.equal(await admin.inputValue('#continuous-frequency_hz'), '19');
+  assert.equal(await admin.inputValue('#continuous-hosts'), services.host_id);
+  await admin.fill('#continuous-frequency_hz', '29');
+  await admin.fill('#continuous-hosts', '');
+  await admin.click('#continuous-submit');
+  await admin.waitForFunction(
+    (sel) => document.querySelector(sel)?.textContent === 'always on: cpu-clock at 29 Hz, ≤0.5 % of a core per host (every host)',
+    `${cell} .continuous-state`,
+  );
+  const changed = await configOf();
+  assert.deepEqual([changed.id, changed.frequency_hz, changed.hosts ?? null], [on.id, 29, null]);
+
+  // "Turn off": off, with what "Turn on" would resume.
+  await admin.click(`${row} button.continuous-toggle`);
+  await admin.waitForSelector(`${cell}[data-continuous="off"]`);
+  assert.equal(await admin.textContent(`${cell} .continuous-state`), 'off');
+  assert.match(await admin.textContent(`${cell} .continuous-config`), /cpu-clock at 29 Hz/);
+  assert.equal(await admin.textContent(`${row} button.continuous-toggle`), 'Turn on');
+  assert.equal((await configOf()).enabled, false);
+  await admin.screenshot({ path: `${ARTIFACTS}continuous-off.png`, fullPage: true });
+
+  // Its segments: the profiles list filtered by its label.
+  await admin.click(`${cell} a.continuous-segments`);
+  await admin.waitForSelector('#profiles-table');
+  assert.equal(await admin.inputValue('#filter-labels'), `continuous:${on.id}`);
+
+  // A viewer sees the state and the segments link, no button and no form.
+  const viewer = await newPage();
+  await signIn(viewer, services.viewer_token);
+  await viewer.goto(`${BASE}/#/services`);
+  await viewer.waitForSelector(`${cell}[data-continuous="off"] a.continuous-segments`);
+  assert.equal(await viewer.textContent(`${cell} .continuous-state`), 'off');
+  assert.equal(await viewer.$('.continuous-actions, .continuous-create, .continuous-change, .continuous-toggle, .continuous-delete, #continuous-panel'), null);
+  await viewer.context().close();
+
+  // "Delete" (confirmed): nothing is profiled always any more.
+  await admin.goto(`${BASE}/#/services`);
+  await admin.click(`${row} button.continuous-delete`);
+  await admin.waitForSelector(`${cell}[data-continuous="none"]`);
+  assert.equal(await configOf(), undefined);
+  for (const name of [ALWAYS, TWIN]) assert.equal((await apiCall(admin, 'DELETE', `/api/v1/services/${name}`)).status, 204);
+});
+
+test('triggers: admin creates one on the demo through the form, sees a refusal marked, sees it listed with its condition, turns it off and deletes it; a viewer sees it without buttons', async () => {
+  if (!admin.listenerCount('dialog')) admin.on('dialog', (d) => void d.accept());
+  // A threshold the demo never reaches (500 cores): the trigger never
+  // fires, so the demo stays free for the other tests' profiles.
+  const ofDemo = async () => (await apiCall(admin, 'GET', '/api/v1/triggers')).body.triggers.filter((t) => t.service === SERVICE);
+  const before = (await ofDemo()).map((t) => t.id);
+  const row = `#services-table tr[data-service="${SERVICE}"]`;
+  const cell = `${row} td.triggers`;
+  await admin.goto(`${BASE}/#/services`);
+  await admin.waitForSelector(`${cell} button.trigger-create`);
+
+  // "Add trigger…" opens the form on the demo with the server's defaults;
+  // the threshold's unit follows the condition.
+  await admin.click(`${cell} button.trigger-create`);
+  await admin.waitForSelector(`#trigger-form[data-service="${SERVICE}"]`);
+  assert.equal(await admin.inputValue('#trigger-kind'), 'cpu_above');
+  assert.equal(await admin.textContent('#trigger-form .trigger-unit'), '% of a core');
+  assert.deepEqual(
+    await Promise.all(['for_secs', 'duration_secs', 'cooldown_secs', 'max_concurrent', 'threshold', 'frequency_hz', 'hosts'].map((f) => admin.inputValue(`#trigger-${f}`))),
+    ['30', '30', '600', '3', '', '', ''],
+  );
+  await admin.selectOption('#trigger-kind', 'rss_growth');
+  assert.equal(await admin.textContent('#trigger-form .trigger-unit'), 'MiB/min');
+  await admin.selectOption('#trigger-kind', 'cpu_above');
+
+  // A cooldown below the server's 10 s is refused beside the form, the
+  // field marked; nothing is created.
+  await admin.fill('#trigger-threshold', '50000');
+  await admin.fill('#trigger-cooldown_secs', '1');
+  await admin.click('#trigger-submit');
+  await admin.waitForSelector('#trigger-result .notice.error');
+  assert.match(await admin.textContent('#trigger-result'), /^Not created: `cooldown_secs` 1 is outside 10\.\.=604800/);
+  assert.equal(await admin.getAttribute('#trigger-cooldown_secs', 'aria-invalid'), 'true');
+  await admin.screenshot({ path: `${ARTIFACTS}trigger-refused.png`, fullPage: true });
+  assert.deepEqual((await ofDemo()).map((t) => t.id), before, 'nothing was created');
+
+  // Fixed, it is created and listed with its condition, on, nothing fired.
+  await admin.fill('#trigger-cooldown_secs', '600');
+  await admin.fill('#trigger-for_secs', '20');
+  await admin.click('#trigger-submit');
+  await admin.waitForSelector('#trigger-panel', { state: 'hidden' });
+  const created = (await ofDemo()).find((t) => !before.includes(t.id));
+  assert.ok(created, 'a trigger was created');
+  assert.deepEqual(
+    [created.condition, created.duration_secs, created.event, created.cooldown_secs, created.max_concurrent, created.hosts ?? null, created.enabled],
+    [{ kind: 'cpu_above', percent: 50000, for_secs: 20 }, 30, 'cpu-clock', 600, 3, null, true],
+  );
+  assert.match(await admin.textContent('#services-message'), /^demo has a trigger: when CPU above 50000% of a core for 20 s, a 30 s cpu-clock profile at 99 Hz/);
+  const item = `${cell} li.trigger[data-trigger="${created.id}"]`;
+  await admin.waitForSelector(`${item}[data-state="on"]`);
+  assert.equal(await admin.textContent(`${item} .trigger-condition`), 'CPU above 50000% of a core for 20 s');
+  assert.equal(await admin.textContent(`${item} .trigger-state`), 'on');
+  assert.equal(await admin.textContent(`${item} .trigger-profile`), 'a 30 s cpu-clock profile at 99 Hz, 10 min apart per host, at most 3 at once (every host)');
+  assert.equal(await admin.textContent(`${item} .trigger-counts`), 'fired 0; 0 held back');
+  assert.equal(await admin.getAttribute(`${item} a.trigger-profiles`, 'href'), `#/profiles?labels=trigger%3A${created.id}`);
+  // Its firings, on demand: none yet.
+  await admin.click(`${item} button.trigger-firings-toggle`);
+  await admin.waitForSelector(`${item} .trigger-firings[data-firings="0"]`);
+  assert.equal(await admin.textContent(`${item} .trigger-firings`), 'no firings yet');
+  assert.equal(await admin.textContent(`${item} button.trigger-firings-toggle`), 'Hide firings');
+  await admin.screenshot({ path: `${ARTIFACTS}trigger-on.png`, fullPage: true });
+
+  // "Turn off": off, and "Turn on" offered.
+  await admin.click(`${item} button.trigger-toggle`);
+  await admin.waitForSelector(`${item}[data-state="off"]`);
+  assert.equal(await admin.textContent(`${item} .trigger-state`), 'off');
+  assert.equal(await admin.textContent(`${item} button.trigger-toggle`), 'Turn on');
+  assert.match(await admin.textContent('#services-message'), /^demo's trigger "CPU above 50000% of a core for 20 s" is off\./);
+  assert.equal((await ofDemo()).find((t) => t.id === created.id).enabled, false);
+
+  // Its profiles: the profiles list filtered by its label.
+  await admin.click(`${item} a.trigger-profiles`);
+  await admin.waitForSelector('#profiles-table');
+  assert.equal(await admin.inputValue('#filter-labels'), `trigger:${created.id}`);
+
+  // A viewer sees it and its firings, no button and no form.
+  const viewer = await newPage();
+  await signIn(viewer, services.viewer_token);
+  await viewer.goto(`${BASE}/#/services`);
+  await viewer.waitForSelector(`${item}[data-state="off"]`);
+  assert.equal(await viewer.textContent(`${item} .trigger-condition`), 'CPU above 50000% of a core for 20 s');
+  await viewer.click(`${item} button.trigger-firings-toggle`);
+  await viewer.waitForSelector(`${item} .trigger-firings[data-firings="0"]`);
+  assert.equal(await viewer.$('.trigger-actions, .trigger-create, .trigger-toggle, .trigger-delete, #trigger-panel'), null);
+  await viewer.context().close();
+
+  // "Delete" (confirmed): gone from the page and the API.
+  await admin.goto(`${BASE}/#/services`);
+  await admin.click(`${item} button.trigger-delete`);
+  await admin.waitForSelector(item, { state: 'detached' });
+  assert.match(await admin.textContent('#services-message'), /^demo's trigger "CPU above 50000% of a core for 20 s" deleted\./);
+  assert.equal((await ofDemo()).some((t) => t.id === created.id), false);
+});
+
+// ---- Issue 29: a function's trend on the aggregate page.
+
+/** The trend chart's steps with samples, as drawn (`#trend-share`'s dots). */
+const trendPoints = (page) =>
+  page.$$eval('#trend-share circle.trend-point', (dots) =>
+    dots.map((d) => ({ step: d.dataset.step, share: Number(d.dataset.share), samples: Number(d.dataset.samples), matched: Number(d.dataset.matched) })),
+  );
+
+/** Waits for the trend of `fn` drawn; returns its points, and the share
+ *  of all their samples the function has. */
+async function drawnTrend(page, fn) {
+  await page.waitForSelector(`#agg-trend[data-function="${fn}"][data-state="drawn"]`);
+  const points = await trendPoints(page);
+  assert.ok(points.length > 0, `the trend of ${fn} has points`);
+  const sum = (k) => points.reduce((n, p) => n + p[k], 0);
+  return { points, share: sum('matched') / sum('samples') };
+}
+
+test("the aggregate page draws a function's trend: from its field, the frame menu and a hot-leaf row, kept in the URL", async () => {
+  const event = (await apiCall(admin, 'GET', `/api/v1/profiles/${startedId}`)).body.event;
+  await gotoFlame(admin, `#/aggregate?service=cpu-split&event=${event}`);
+  assert.equal(await admin.getAttribute('#agg-trend', 'data-state'), 'idle');
+
+  // Typed in: demo_hot takes about 60% of the demo's CPU samples, in each
+  // step as over the range.
+  await admin.fill('#trend-function', '^demo_hot$');
+  await admin.click('#trend-submit');
+  const hot = await drawnTrend(admin, '^demo_hot$');
+  assert.ok(hot.share > 0.45 && hot.share < 0.75, `demo_hot's share over the range: ${hot.share}`);
+  const busiest = hot.points.reduce((a, b) => (b.samples > a.samples ? b : a));
+  assert.ok(busiest.share > 0.45 && busiest.share < 0.75, `demo_hot's share in its busiest step: ${JSON.stringify(busiest)}`);
+  assert.equal(hashQuery(admin).get('trend'), '^demo_hot$');
+  // Both charts have their axes labelled, and a dot per step with samples.
+  assert.equal(await admin.textContent('#trend-share .trend-y-title'), '% of samples');
+  assert.equal(await admin.textContent('#trend-rate .trend-y-title'), event === 'cpu-clock' ? 'cores' : 'samples/s');
+  assert.deepEqual(await admin.$$eval('#agg-trend .trend-x-title', (t) => t.map((x) => x.textContent)), ['time (UTC)', 'time (UTC)']);
+  assert.ok((await admin.$$('#trend-share text.trend-tick')).length >= 4, 'value and time ticks');
+  assert.equal((await admin.$$('#trend-rate circle.trend-point')).length, hot.points.length);
+  assert.match(await admin.getAttribute('#trend-share path.trend-band', 'd'), /^M .* Z/);
+  // Hovering a step tells its numbers.
+  await admin.hover(`#trend-share circle.trend-point[data-step="${busiest.step}"]`);
+  await admin.waitForSelector(`#trend-tooltip:not([hidden])[data-step="${busiest.step}"]`);
+  const tip = await admin.textContent('#trend-tooltip');
+  assert.match(tip, /share \d+\.\d% ± \d+\.\d%/);
+  assert.match(tip, event === 'cpu-clock' ? /cores [\d.]+ ± [\d.]+/ : /samples\/s [\d.]+/);
+  assert.match(tip, new RegExp(`samples ${busiest.matched} of ${busiest.samples}`));
+  assert.match(tip, /\d+ hosts?, \d+ windows?/);
+  await admin.locator('#agg-trend').screenshot({ path: `${ARTIFACTS}trend.png` });
+
+  // The frame menu's "Trend of this function": demo_warm, about 30%.
+  await clickFrame(admin, 'demo_warm', 'canvas.flame', 'right');
+  await admin.waitForSelector('.flame-menu:not([hidden])');
+  await admin.click('.flame-menu button:has-text("Trend of this function")');
+  const warm = await drawnTrend(admin, '^demo_warm$');
+  assert.ok(warm.share > 0.15 && warm.share < 0.45, `demo_warm's share: ${warm.share}`);
+  assert.equal(await admin.inputValue('#trend-function'), '^demo_warm$');
+  assert.equal(hashQuery(admin).get('trend'), '^demo_warm$');
+
+  // A hot-leaf row's trend button; the link reproduces it.
+  await admin.click('#agg-top tr[data-function="demo_cool"] button.trend-open');
+  await drawnTrend(admin, '^demo_cool$');
+  await admin.reload();
+  await drawnTrend(admin, '^demo_cool$');
+  assert.equal(await admin.inputValue('#trend-function'), '^demo_cool$');
+
+  // A bad regex: the server's 422 beside the field.
+  await admin.fill('#trend-function', '(');
+  await admin.click('#trend-submit');
+  await admin.waitForSelector('#agg-trend[data-state="error"] .notice.error');
+
+  // A range with nothing stored says so.
+  await admin.goto(`${BASE}/#/aggregate?service=cpu-split&event=${event}&since=2020-01-01T00:00&until=2020-01-01T06:00&trend=%5Edemo_hot%24`);
+  await admin.waitForSelector('#agg-trend[data-state="empty"]');
+  assert.equal(await admin.textContent('#trend-result'), 'Nothing stored in this range.');
 });

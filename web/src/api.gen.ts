@@ -21,6 +21,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/enroll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enroll an agent with an enrollment token: certify the public key it
+         *     made as an agent of the token's host. No bearer token: the enrollment
+         *     token is the credential, and each enrollment takes one of its uses.
+         */
+        post: operations["enroll_agent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/enrollment-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Enrollment tokens, newest first, without their secrets (admin). */
+        get: operations["list_enrollment_tokens"];
+        put?: never;
+        /**
+         * Create an enrollment token for a host (admin): an agent of that host
+         *     started with it enrolls itself. Its secret is answered this once and
+         *     kept only as a SHA-256.
+         */
+        post: operations["create_enrollment_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/enrollment-tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an enrollment token (admin): no agent enrolls with it from then
+         *     on. The identities it enrolled stay valid (revoke them on their own).
+         */
+        delete: operations["revoke_enrollment_token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/identities": {
         parameters: {
             query?: never;
@@ -138,6 +201,49 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/continuous": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every continuous profile, by service. */
+        get: operations["list_continuous"];
+        put?: never;
+        /**
+         * Profile a service always (admin): every host that runs it, at a low
+         *     rate and within a CPU budget per host.
+         */
+        post: operations["create_continuous"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/continuous/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A continuous profile. */
+        get: operations["describe_continuous"];
+        put?: never;
+        post?: never;
+        /** Delete a continuous profile (admin); its segments stay, as profiles. */
+        delete: operations["delete_continuous"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a continuous profile's rate, budget, event or hosts, or turn it
+         *     off and on (admin); absent fields stay as they are.
+         */
+        patch: operations["update_continuous"];
         trace?: never;
     };
     "/api/v1/diff": {
@@ -532,6 +638,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{id}/issues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the detection rules found in the run's merged samples once it
+         *     ended (one finding, and one alert per channel, for the whole run), with
+         *     the hosts where each rule measures most. Empty with `evaluated_at`
+         *     null until the pipeline has judged the run.
+         */
+        get: operations["run_issues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{id}/precision": {
         parameters: {
             query?: never;
@@ -706,6 +834,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/services/{name}/trend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A function's trend over the service's history: per step, its share of
+         *     the samples and the cores it keeps busy, each with its standard error.
+         */
+        get: operations["service_trend"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every trigger, by service. */
+        get: operations["list_triggers"];
+        put?: never;
+        /**
+         * Profile a service's host when a condition holds there (admin): its
+         *     processes' CPU above a threshold, or their memory growing, for a period.
+         *     The host's agent watches it and reports; the api-server starts the
+         *     profile within the trigger's cooldown and cap.
+         */
+        post: operations["create_trigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/triggers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A trigger, with how often it fired and whether it is held back. */
+        get: operations["describe_trigger"];
+        put?: never;
+        post?: never;
+        /** Delete a trigger and its firings (admin); its profiles stay. */
+        delete: operations["delete_trigger"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a trigger, or turn it off and on (admin); absent fields stay as
+         *     they are.
+         */
+        patch: operations["update_trigger"];
+        trace?: never;
+    };
+    "/api/v1/triggers/{id}/firings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A trigger's latest firings: each host where its condition held, what
+         *     the agent measured, and what came of it (a profile started, or held
+         *     back by the cooldown or the cap).
+         */
+        get: operations["trigger_firings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -717,6 +931,29 @@ export interface paths {
         get: operations["health"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ingest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a profile in Pyroscope's ingest API.
+         * @description What Pyroscope's older SDKs (`pyroscope-io` 0.8), its Java agent and
+         *     Grafana Alloy's legacy components send: a profile of a service, stored
+         *     once however often it is sent, as one ODP profile per event it
+         *     measures, labelled `source=pyroscope`.
+         */
+        post: operations["pyroscope_ingest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -740,6 +977,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/push.v1.PusherService/Push": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take profiles in Pyroscope's push API.
+         * @description What Pyroscope's SDKs of today and Grafana Alloy's `pyroscope.write`
+         *     send: a Connect unary call whose `push.v1.PushRequest` holds series of
+         *     labels (`service_name` names the ODP service), each with pprof
+         *     profiles. Every profile is stored once however often it is sent,
+         *     labelled `source=pyroscope`; one that cannot be stored does not stop
+         *     the others, and the answer then names each one refused.
+         */
+        post: operations["pyroscope_push"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1development/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take OpenTelemetry profiles over OTLP/HTTP.
+         * @description What the OpenTelemetry eBPF profiler, a Collector's `otlp_http`
+         *     exporter or any OTLP exporter sends (signal `v1development`). Each
+         *     profile is stored once however often it is sent, labelled
+         *     `source=otlp`; a profile that cannot be kept is refused alone and
+         *     counted in `partial_success`. The same port also takes OTLP/gRPC over
+         *     HTTP/2, which is no HTTP/JSON operation: the method
+         *     `opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export`,
+         *     with the same token, answering in gRPC statuses.
+         */
+        post: operations["export_otlp_profiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -750,6 +1039,12 @@ export interface components {
         };
         /** @description An issued identity as kept: no certificate, no private key. */
         AgentIdentityRecord: {
+            /**
+             * Format: uuid
+             * @description The enrollment token the agent traded for it, when it enrolled
+             *     itself with one (`issued_by` is then the token's creator).
+             */
+            enrollment_token?: string | null;
             /** Format: date-time */
             expires_at: string;
             host: string;
@@ -810,6 +1105,11 @@ export interface components {
             /** Format: date-time */
             until: string;
         };
+        /**
+         * Format: binary
+         * @description A protocol buffers message or a profile file, as sent: any bytes.
+         */
+        BinaryBody: string;
         /** @description A channel as the API shows it: everything but the webhook's secret. */
         Channel: {
             /** Format: date-time */
@@ -835,6 +1135,50 @@ export interface components {
         ChannelList: {
             channels: components["schemas"]["Channel"][];
         };
+        /**
+         * @description An error as the Connect protocol spells it (Pyroscope's push API is a
+         *     Connect call), which the Pyroscope SDKs log.
+         */
+        ConnectError: {
+            /**
+             * @description `invalid_argument`, `unauthenticated`, `permission_denied`,
+             *     `resource_exhausted` or `unavailable`.
+             */
+            code: string;
+            message: string;
+        };
+        /**
+         * @description A service's continuous profile. Each host profiles it in hourly
+         *     segments, each an ordinary profile labelled `continuous=<id>`.
+         */
+        ContinuousProfile: {
+            /** Format: double */
+            cpu_budget_percent: number;
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            enabled: boolean;
+            event: components["schemas"]["EventKind"];
+            /** Format: int32 */
+            frequency_hz: number;
+            /** @description The hosts that profile it; absent: every host that runs the service. */
+            hosts?: string[] | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: int64
+             * @description Seconds of one segment (one profile per host).
+             */
+            segment_secs: number;
+            service: string;
+            /** Format: date-time */
+            updated_at: string;
+            updated_by: string;
+        };
+        /** @description `GET /api/v1/continuous`. */
+        ContinuousProfilesResponse: {
+            continuous: components["schemas"]["ContinuousProfile"][];
+        };
         /** @description A deploy, undeploy or stop request and how it went. */
         ControlRequest: {
             /** Format: uuid */
@@ -859,6 +1203,26 @@ export interface components {
          *     `kind`.
          */
         CreateChannelRequest: components["schemas"]["CreateWebhookRequest"] | components["schemas"]["CreateEmailRequest"];
+        /**
+         * @description `POST /api/v1/continuous`: profile a defined service always. Absent
+         *     fields take the defaults: `cpu-clock` at 19 Hz, 0.5 % of one core per
+         *     host, every host that runs the service.
+         */
+        CreateContinuousRequest: {
+            /**
+             * Format: double
+             * @description CPU each host's agent may spend on it, in percent of one core; the
+             *     rate is lowered to stay inside it.
+             */
+            cpu_budget_percent?: number | null;
+            event?: null | components["schemas"]["EventKind"];
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            /** @description Only these hosts profile it; absent: every host that runs it. */
+            hosts?: string[] | null;
+            /** @description A defined service (`POST /api/v1/services`). */
+            service: string;
+        };
         /** @description An email channel: alerts mailed as plain text through an SMTP relay. */
         CreateEmailRequest: {
             enabled?: boolean;
@@ -877,6 +1241,25 @@ export interface components {
             smtp_url: string;
             /** @description The recipients' addresses, `local@domain`. */
             to: string[];
+        };
+        /**
+         * @description `POST /api/v1/agents/enrollment-tokens`: a token that lets an agent of
+         *     `host` enroll itself (`POST /api/v1/agents/enroll`) `uses` times
+         *     before it expires.
+         */
+        CreateEnrollmentTokenRequest: {
+            /**
+             * Format: int64
+             * @description Seconds until it expires: 60 to 604800 (a week); 3600 when absent.
+             */
+            expires_in_secs?: number | null;
+            /** @description The host id the enrolling agent must run as (its `--host-id`). */
+            host: string;
+            /**
+             * Format: int32
+             * @description How many agents may enroll with it: 1 to 1000; 1 when absent.
+             */
+            uses?: number | null;
         };
         /** @description `POST /api/v1/runs`. */
         CreateRunRequest: {
@@ -982,6 +1365,44 @@ export interface components {
             owner_team?: string | null;
             process_name?: string | null;
         };
+        /**
+         * @description `POST /api/v1/triggers`. Absent fields take the defaults: a 30 s
+         *     `cpu-clock` profile at 99 Hz, a cooldown of 10 minutes per host, at most
+         *     3 triggered profiles of it running at once across the fleet, on every
+         *     host that runs the service.
+         */
+        CreateTriggerRequest: {
+            /**
+             * @description What must hold on a host, for how long: `{"kind": "cpu_above",
+             *     "percent": 80, "for_secs": 30}` (percent of one core, summed over
+             *     the service's processes) or `{"kind": "rss_growth", "mib_per_min":
+             *     50, "for_secs": 120}`.
+             */
+            condition: components["schemas"]["TriggerCondition"];
+            /**
+             * Format: int32
+             * @description After a firing on a host, the trigger does not fire there again for
+             *     this long.
+             */
+            cooldown_secs?: number | null;
+            /**
+             * Format: int64
+             * @description How long each triggered profile runs.
+             */
+            duration_secs?: number | null;
+            event?: null | components["schemas"]["EventKind"];
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            /** @description Only these hosts watch it; absent: every host that runs the service. */
+            hosts?: string[] | null;
+            /**
+             * Format: int32
+             * @description Most profiles of this trigger running at once, across the fleet.
+             */
+            max_concurrent?: number | null;
+            /** @description A defined service (`POST /api/v1/services`). */
+            service: string;
+        };
         /** @description A webhook: alerts POSTed as JSON, signed with `secret`. */
         CreateWebhookRequest: {
             enabled?: boolean;
@@ -998,6 +1419,18 @@ export interface components {
             service_pattern?: string;
             /** @description The http(s) URL alerts are POSTed to; no credentials in it. */
             url: string;
+        };
+        /**
+         * @description A token just created, with its secret: shown this once, kept only as
+         *     a SHA-256.
+         */
+        CreatedEnrollmentToken: {
+            /**
+             * @description What the agent is started with (`--enrollment-token`,
+             *     `ODP_ENROLLMENT_TOKEN`).
+             */
+            secret: string;
+            token: components["schemas"]["EnrollmentToken"];
         };
         /** @description A page of deliveries, newest first. */
         DeliveriesPage: {
@@ -1123,6 +1556,55 @@ export interface components {
          */
         EmailKind: "email";
         /**
+         * @description `POST /api/v1/agents/enroll`: an agent trades a token and the public
+         *     half of the key it made for a certificate of `host`. Answered with
+         *     an [`IssuedAgentIdentity`] (no private key: the agent has it).
+         */
+        EnrollAgentRequest: {
+            /** @description The agent's host id; the token's host. */
+            host: string;
+            /**
+             * @description The agent's Ed25519 public key: base64url of its 32 raw bytes, or an
+             *     SPKI PEM.
+             */
+            public_key: string;
+            /** @description The enrollment token's secret. */
+            token: string;
+        };
+        /** @description An enrollment token as kept: never its secret. */
+        EnrollmentToken: {
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            /** Format: date-time */
+            expires_at: string;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            /** @description The identities enrolled with it, oldest first. */
+            identities: string[];
+            /** Format: date-time */
+            revoked_at?: string | null;
+            revoked_by?: string | null;
+            state: components["schemas"]["EnrollmentTokenState"];
+            /** Format: int32 */
+            used: number;
+            /**
+             * Format: int32
+             * @description How many agents may enroll with it, and how many did.
+             */
+            uses: number;
+        };
+        /** @description `GET /api/v1/agents/enrollment-tokens`: newest first. */
+        EnrollmentTokenList: {
+            tokens: components["schemas"]["EnrollmentToken"][];
+        };
+        /**
+         * @description Where a token stands.
+         * @enum {string}
+         */
+        EnrollmentTokenState: "unused" | "used" | "expired" | "revoked";
+        /**
          * @description Every error: `{"error": {"code", "message"}}`. A refused duplicate
          *     start also carries the live `profile`.
          */
@@ -1242,6 +1724,11 @@ export interface components {
             top_n: number;
         };
         /**
+         * @description What became of a firing.
+         * @enum {string}
+         */
+        FiringOutcome: "started" | "cooldown" | "capped" | "busy" | "failed";
+        /**
          * @description The flame graph's JSON answers: the tree (`format=json`) or a
          *     speedscope file.
          */
@@ -1260,6 +1747,18 @@ export interface components {
         FlameNode: {
             /** @description Sorted by name, as flame graphs draw them. */
             children: components["schemas"]["FlameNode"][];
+            /**
+             * @description The source file of the node's code, when its frames name one
+             *     (py-spy's Python frames, imported profiles with lines): what "view
+             *     source" opens. A node merges a function's frames of every line;
+             *     `odp-profile` says which file and line it names.
+             */
+            file?: string | null;
+            /**
+             * Format: int32
+             * @description The line in `file` (see there), when known.
+             */
+            line?: number | null;
             /**
              * Format: int32
              * @description For an `other` node that stands for children cut by a node budget:
@@ -1393,6 +1892,47 @@ export interface components {
         };
         HostsResponse: {
             agents: components["schemas"]["AgentView"][];
+        };
+        /**
+         * @description The multipart form of `/ingest`: the Pyroscope SDKs' (`profile`, with
+         *     `format=pprof`) or the Java agent's (`jfr`, with `format=jfr`).
+         */
+        IngestForm: {
+            /**
+             * Format: binary
+             * @description A JFR recording.
+             */
+            jfr?: string;
+            /**
+             * Format: binary
+             * @description The recording's per-context labels, which ODP's stacks do not
+             *     carry: ignored.
+             */
+            labels?: string;
+            /**
+             * Format: binary
+             * @description The cumulative profile a delta was taken from: not needed, as the
+             *     SDKs send deltas, and ignored.
+             */
+            previous_profile?: string;
+            /**
+             * Format: binary
+             * @description A pprof profile, gzip-compressed or not.
+             */
+            profile?: string;
+            /**
+             * Format: binary
+             * @description Ignored: the sample types name their units.
+             */
+            sample_type_config?: string;
+        };
+        /** @description What Pyroscope's `/ingest` stored. */
+        IngestedProfiles: {
+            /**
+             * @description The profiles stored, one per event the body measures (the same
+             *     ones again for a retry); none for a body without samples.
+             */
+            profiles: string[];
         };
         /** @description A detection with its rule's text. */
         Issue: {
@@ -1539,6 +2079,64 @@ export interface components {
          *     `run`, of a run of a service.
          */
         NewScheduleRequest: components["schemas"]["CreateRunScheduleRequest"] | components["schemas"]["CreateScheduleRequest"];
+        /**
+         * @description An OTLP `ExportProfilesServiceRequest` (`opentelemetry-proto` 1.10,
+         *     `profiles/v1development`) in OTLP/JSON: keys in lowerCamelCase (others
+         *     are ignored as unknown fields), absent fields at their default, 64-bit
+         *     integers as strings or numbers, trace, span and profile ids in hex,
+         *     other bytes in base64. docs/ingest.md says what ODP makes of it.
+         */
+        OtlpExportRequest: {
+            /**
+             * @description The `ProfilesDictionary` the request's profiles index: strings,
+             *     mappings, locations, functions, links, attributes and stacks,
+             *     each table's entry 0 the zero value.
+             */
+            dictionary?: unknown;
+            /**
+             * @description `ResourceProfiles`: a resource (its `service.name` attribute names
+             *     the ODP service, `host.name` the host), and its scopes' profiles.
+             */
+            resourceProfiles?: unknown[];
+        };
+        /**
+         * @description An OTLP `ExportProfilesServiceResponse` in OTLP/JSON: empty when every
+         *     profile was stored as sent.
+         */
+        OtlpExportResponse: {
+            partialSuccess?: null | components["schemas"]["OtlpPartialSuccess"];
+        };
+        /**
+         * @description `ExportProfilesPartialSuccess`: the profiles refused and why, and what
+         *     was kept but changed.
+         */
+        OtlpPartialSuccess: {
+            /**
+             * @description Each refused profile by its place in the request and why, then
+             *     what was kept but changed (attributes dropped, traces past the
+             *     bound), `; `-separated.
+             */
+            errorMessage: string;
+            /**
+             * @description How many of the request's profiles were refused (and not stored
+             *     in part), an int64 as a string as proto3's JSON mapping writes it.
+             * @example 1
+             */
+            rejectedProfiles: string;
+        };
+        /**
+         * @description A `google.rpc.Status`, OTLP/HTTP's error body, in the request's
+         *     encoding: protocol buffers, or JSON as here.
+         */
+        OtlpStatus: {
+            /**
+             * Format: int32
+             * @description The gRPC status code: 3 invalid argument, 7 permission denied, 8
+             *     resource exhausted, 14 unavailable, 16 unauthenticated.
+             */
+            code: number;
+            message: string;
+        };
         /** @description How hosts are compared. */
         OutlierOptions: {
             /**
@@ -1632,6 +2230,14 @@ export interface components {
              *     of its samples, in (0, 1]; the agent's default (0.99) when absent.
              */
             fsp_share?: number | null;
+            /**
+             * @description `pid` targets only: profile the process's descendants too (those
+             *     alive at the start and those it forks later) and every thread of
+             *     each; false when absent. Per CPU, a child is sampled from its first
+             *     sample; where the agent samples per thread, descendants and threads
+             *     are found by rescans (once a second), missing what lives shorter.
+             */
+            include_children?: boolean;
             /**
              * Format: int64
              * @description `off-cpu` and `lock`: waits shorter than this many microseconds are
@@ -1934,6 +2540,43 @@ export interface components {
              * @description `alpha / hosts`: p-values below it are flagged.
              */
             threshold: number;
+        };
+        /**
+         * @description A rule that flagged a run's merged samples: one finding (and one alert
+         *     per channel) for the whole run.
+         */
+        RunIssue: components["schemas"]["Issue"] & {
+            /** @description The hosts where the rule measures most, highest first (at most 5). */
+            hosts: components["schemas"]["RunIssueHost"][];
+        };
+        /** @description A host of a run and how much of its samples a finding's rule matched. */
+        RunIssueHost: {
+            host: string;
+            /** Format: uuid */
+            profile_id: string;
+            /** Format: int64 */
+            samples: number;
+            /**
+             * Format: double
+             * @description Percent of the host's samples (or the rule kind's score).
+             */
+            share: number;
+        };
+        /**
+         * @description `GET /api/v1/runs/{id}/issues`: what the rules found in the run once it
+         *     ended.
+         */
+        RunIssuesResponse: {
+            /**
+             * Format: date-time
+             * @description When the rules judged the run; `null` while it runs and until the
+             *     pipeline has evaluated it (about a second after it ended).
+             */
+            evaluated_at?: string | null;
+            /** @description Largest share first. */
+            issues: components["schemas"]["RunIssue"][];
+            /** Format: uuid */
+            run_id: string;
         };
         /** @description One chosen host's member profile, or why it has none. */
         RunMember: {
@@ -2280,6 +2923,14 @@ export interface components {
              */
             fsp_share?: number | null;
             /**
+             * @description A pid target's descendants are profiled too: those alive at the
+             *     start and those forked later, with every thread of each; for pid
+             *     targets only. Left out when false, so commands and stored options
+             *     without it read as before; an agent older than the option ignores
+             *     it and profiles the pid alone.
+             */
+            include_children?: boolean;
+            /**
              * Format: int64
              * @description For wait events (`off-cpu`, `lock`): waits shorter than this many
              *     microseconds are not recorded, which keeps the cost of a target
@@ -2470,6 +3121,172 @@ export interface components {
             /** Format: int64 */
             samples: number;
         };
+        /** @description One step of a trend. */
+        TrendPoint: {
+            /**
+             * Format: double
+             * @description For CPU time: the cores the function kept busy on average over the
+             *     step, summed over hosts.
+             */
+            cores?: number | null;
+            /** Format: double */
+            cores_stderr?: number | null;
+            /** Format: int64 */
+            end_ms: number;
+            /** Format: int64 */
+            hosts: number;
+            /**
+             * Format: int64
+             * @description Samples with the function on their stack.
+             */
+            matched: number;
+            /** Format: int64 */
+            samples: number;
+            /**
+             * Format: double
+             * @description The function's samples per second of the step.
+             */
+            samples_per_second: number;
+            /**
+             * Format: double
+             * @description `matched / samples`, `None` without samples.
+             */
+            share?: number | null;
+            /** Format: double */
+            share_stderr?: number | null;
+            /**
+             * Format: int64
+             * @description Unix milliseconds: the step is `[start_ms, end_ms)`.
+             */
+            start_ms: number;
+            /**
+             * Format: int64
+             * @description Windows (whose start falls in the step) and the hosts they came
+             *     from.
+             */
+            windows: number;
+        };
+        /**
+         * @description `GET /api/v1/services/{name}/trend`: a function's share of the
+         *     service's samples and the CPU it takes, step by step, each with its
+         *     standard error.
+         */
+        TrendResponse: {
+            event?: null | components["schemas"]["EventKind"];
+            /** @description The regex a frame of a stack matches for its samples to count. */
+            function: string;
+            /** @description Only these hosts; every host when empty. */
+            hosts: string[];
+            /** @description One per step, gaps included (no windows: no share). */
+            points: components["schemas"]["TrendPoint"][];
+            service: string;
+            /** Format: date-time */
+            since: string;
+            /** Format: int64 */
+            step_secs: number;
+            /** Format: date-time */
+            until: string;
+        };
+        /**
+         * @description A trigger, and what it did: its profiles are ordinary profiles
+         *     labelled `trigger=<id>` and `trigger_observed=<value and unit>`.
+         */
+        Trigger: {
+            condition: components["schemas"]["TriggerCondition"];
+            /** Format: int32 */
+            cooldown_secs: number;
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            /** Format: int64 */
+            duration_secs: number;
+            enabled: boolean;
+            event: components["schemas"]["EventKind"];
+            /**
+             * Format: int64
+             * @description Firings that started a profile.
+             */
+            fired: number;
+            /** Format: int32 */
+            frequency_hz: number;
+            /**
+             * Format: int64
+             * @description Firings held back by the cooldown or the cap.
+             */
+            held_back: number;
+            held_back_reason?: string | null;
+            /**
+             * Format: date-time
+             * @description Since when firings are held back, and why (cleared by the next
+             *     profile it starts): reported once, not once per firing.
+             */
+            held_back_since?: string | null;
+            /** @description The hosts that watch it; absent: every host that runs the service. */
+            hosts?: string[] | null;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            last_fired_at?: string | null;
+            /** Format: int32 */
+            max_concurrent: number;
+            service: string;
+            /** Format: date-time */
+            updated_at: string;
+            updated_by: string;
+        };
+        /**
+         * @description What must hold, on one host, for a trigger to fire. Whole numbers, so a
+         *     sync's digest has one encoding of it.
+         */
+        TriggerCondition: {
+            /** Format: int32 */
+            for_secs: number;
+            /** @enum {string} */
+            kind: "cpu_above";
+            /** Format: int32 */
+            percent: number;
+        } | {
+            /** Format: int32 */
+            for_secs: number;
+            /** @enum {string} */
+            kind: "rss_growth";
+            /** Format: int32 */
+            mib_per_min: number;
+        };
+        /** @description One firing: a host where the condition held. */
+        TriggerFiring: {
+            /**
+             * Format: date-time
+             * @description When the api-server received it.
+             */
+            fired_at: string;
+            /**
+             * Format: date-time
+             * @description When the condition began to hold (the agent's clock).
+             */
+            held_since: string;
+            host: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: double
+             * @description What the agent measured, in `unit`.
+             */
+            observed: number;
+            outcome: components["schemas"]["FiringOutcome"];
+            /** Format: uuid */
+            profile_id?: string | null;
+            reason?: string | null;
+            unit: string;
+        };
+        /** @description `GET /api/v1/triggers/{id}/firings`: the latest first. */
+        TriggerFiringsResponse: {
+            firings: components["schemas"]["TriggerFiring"][];
+        };
+        /** @description `GET /api/v1/triggers`. */
+        TriggersResponse: {
+            triggers: components["schemas"]["Trigger"][];
+        };
         /** @enum {string} */
         UndeployMode: "now" | "drain";
         UndeployResponse: {
@@ -2501,6 +3318,20 @@ export interface components {
             /** @description Webhook: a new URL. */
             url?: string | null;
         };
+        /**
+         * @description `PATCH /api/v1/continuous/{id}`: what is given is replaced. An empty
+         *     `hosts` list means every host that runs the service; `enabled: false`
+         *     turns it off (its agents stop within seconds) and `true` on again.
+         */
+        UpdateContinuousRequest: {
+            /** Format: double */
+            cpu_budget_percent?: number | null;
+            enabled?: boolean | null;
+            event?: null | components["schemas"]["EventKind"];
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            hosts?: string[] | null;
+        };
         /** @description `PATCH /api/v1/schedules/{id}`: absent fields stay as they are. */
         UpdateScheduleRequest: {
             cron?: string | null;
@@ -2522,6 +3353,24 @@ export interface components {
             description?: string | null;
             owner_team?: string | null;
             process_name?: string | null;
+        };
+        /**
+         * @description `PATCH /api/v1/triggers/{id}`: what is given is replaced. An empty
+         *     `hosts` list means every host; `enabled: false` turns it off.
+         */
+        UpdateTriggerRequest: {
+            condition?: null | components["schemas"]["TriggerCondition"];
+            /** Format: int32 */
+            cooldown_secs?: number | null;
+            /** Format: int64 */
+            duration_secs?: number | null;
+            enabled?: boolean | null;
+            event?: null | components["schemas"]["EventKind"];
+            /** Format: int32 */
+            frequency_hz?: number | null;
+            hosts?: string[] | null;
+            /** Format: int32 */
+            max_concurrent?: number | null;
         };
         /**
          * @description The `kind` of a webhook's create request.
@@ -2557,10 +3406,348 @@ export interface operations {
             };
         };
     };
+    enroll_agent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnrollAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Enrolled: the certificate for the agent's key */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedAgentIdentity"];
+                };
+            };
+            /** @description Malformed input: a body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No enrollment token has this secret. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token was revoked, has expired, or is for another host. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Every use of the token was taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description A bad host or public key. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_enrollment_tokens: {
+        parameters: {
+            query?: {
+                /** @description Only those of this host. */
+                host?: string;
+                /** @description At most this many; 50 when absent. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnrollmentTokenList"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_enrollment_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateEnrollmentTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Created, with its secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedEnrollmentToken"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    revoke_enrollment_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Token id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnrollmentToken"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     list_agent_identities: {
         parameters: {
             query?: {
-                /** @description Only the identities of this host. */
+                /** @description Only those of this host. */
                 host?: string;
                 /** @description At most this many; 50 when absent. */
                 limit?: number;
@@ -3389,6 +4576,438 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveriesPage"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_continuous: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The continuous profiles */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContinuousProfilesResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_continuous: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateContinuousRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContinuousProfile"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The service, or another with the same target, is profiled continuously already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_continuous: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Continuous profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The continuous profile */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContinuousProfile"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    delete_continuous: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Continuous profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    update_continuous: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Continuous profile id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateContinuousRequest"];
+            };
+        };
+        responses: {
+            /** @description The changed continuous profile */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContinuousProfile"];
                 };
             };
             /** @description Malformed input: a query, path or body that does not parse. */
@@ -5894,6 +7513,95 @@ export interface operations {
             };
         };
     };
+    run_issues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run's findings, largest share first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunIssuesResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     run_precision: {
         parameters: {
             query?: never;
@@ -7221,6 +8929,621 @@ export interface operations {
             };
         };
     };
+    service_trend: {
+        parameters: {
+            query: {
+                /**
+                 * @description The function: a regex a frame of a stack matches (`^parse$`,
+                 *     `json\.`).
+                 */
+                function: string;
+                /** @description RFC 3339 time: the range's start. */
+                since: string;
+                /** @description RFC 3339 time: the range's end; at most 31 days after `since`. */
+                until: string;
+                /**
+                 * @description Seconds per step (at least 10); by default the shortest of 10 s,
+                 *     30 s, 1 min, 5 min, 15 min, 1 h, 6 h, 1 day or 1 week that gives at
+                 *     most 120 steps. At most 2,000 steps.
+                 */
+                step_secs?: number;
+                /** @description Only windows of this event (`cpu-clock`, `wall`, ...). */
+                event?: string;
+                /** @description Only these hosts, comma-separated. */
+                hosts?: string;
+                /** @description Only threads with this name, or matching it as a regex. */
+                thread?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Service name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One point per step, gaps included */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrendResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    list_triggers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The triggers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggersResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    create_trigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    describe_trigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Trigger id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trigger */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    delete_trigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Trigger id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    update_trigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Trigger id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description The changed trigger */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
+    trigger_firings: {
+        parameters: {
+            query?: {
+                /** @description How many, newest first; 50 when absent. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Trigger id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest firings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerFiringsResponse"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The named profile, schedule or request does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     health: {
         parameters: {
             query?: never;
@@ -7255,6 +9578,133 @@ export interface operations {
             };
         };
     };
+    pyroscope_ingest: {
+        parameters: {
+            query: {
+                /**
+                 * @description `APP` or `APP{key=value,…}`: the service, with an optional
+                 *     profile-type suffix (`checkout.cpu`, `.wall`, `.alloc_space`,
+                 *     `.inuse_space`, `.lock_duration`…), and the profile's labels.
+                 * @example checkout.cpu{region=eu-west}
+                 */
+                name: string;
+                /** @description Start of the samples' time range, Unix seconds; now when absent. */
+                from?: number;
+                /**
+                 * @description End of the samples' time range, Unix seconds, not before `from`;
+                 *     now when absent.
+                 */
+                until?: number;
+                /**
+                 * @description The body's format: `folded` (`frame;frame;frame count` lines, the
+                 *     default), `lines` (one `frame;frame;frame` line per sample), or
+                 *     `pprof` or `jfr`, raw or in the multipart form.
+                 */
+                format?: "folded" | "lines" | "pprof" | "jfr";
+                /**
+                 * @description Folded and line stacks: the sampling rate in Hz, which gives their
+                 *     period; 100 when absent.
+                 */
+                sampleRate?: number;
+                /** @description The profiler (`pyspy`, `rbspy`, `gospy`…), kept as the label `spy`. */
+                spyName?: string;
+                /**
+                 * @description Folded and line stacks without a suffix in `name`: what they
+                 *     count, `samples` (CPU, the default), `bytes` (allocated, or in use
+                 *     with `aggregationType=average`) or `lock_nanoseconds`.
+                 */
+                units?: string;
+                /** @description `sum` (the default) or `average`, which makes `bytes` in use. */
+                aggregationType?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description At most 32 MiB (128 MiB once a gzip `Content-Encoding` is undone): folded or line stacks (UTF-8 text), a pprof profile or a JFR recording, raw or in a multipart form */
+        requestBody: {
+            content: {
+                "application/octet-stream": components["schemas"]["BinaryBody"];
+                "multipart/form-data": components["schemas"]["IngestForm"];
+                "text/plain": components["schemas"]["BinaryBody"];
+            };
+        };
+        responses: {
+            /** @description Stored, or stored before (a retry) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestedProfiles"];
+                };
+            };
+            /** @description Malformed input: a query, path or body that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The token's role or services do not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The body exceeds 32 MiB, or inflates past 128 MiB (a gzip bomb) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Values that parse but are not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: components["schemas"]["ErrorDetail"];
+                    };
+                };
+            };
+        };
+    };
     metrics: {
         parameters: {
             query?: never;
@@ -7271,6 +9721,162 @@ export interface operations {
                 };
                 content: {
                     "application/openmetrics-text": string;
+                };
+            };
+        };
+    };
+    pyroscope_push: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A `push.v1.PushRequest` in protocol buffers, at most 32 MiB (128 MiB once a gzip `Content-Encoding` is undone) */
+        requestBody: {
+            content: {
+                "application/proto": components["schemas"]["BinaryBody"];
+            };
+        };
+        responses: {
+            /** @description Every profile stored, or stored before (a retry): an empty `push.v1.PushResponse` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/proto": unknown;
+                };
+            };
+            /** @description A body that is not a `PushRequest`, or profiles refused (each named; the others are stored) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectError"];
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectError"];
+                };
+            };
+            /** @description The token may not send profiles of a service of the request */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectError"];
+                };
+            };
+            /** @description The body exceeds 32 MiB, or inflates past 128 MiB (a gzip bomb) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectError"];
+                };
+            };
+            /** @description The database is unavailable; retrying stores nothing twice */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectError"];
+                };
+            };
+        };
+    };
+    export_otlp_profiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description An `ExportProfilesServiceRequest` in protocol buffers or OTLP/JSON, at most 32 MiB (128 MiB once a gzip `Content-Encoding` is undone) */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OtlpExportRequest"];
+                "application/x-protobuf": components["schemas"]["BinaryBody"];
+            };
+        };
+        responses: {
+            /** @description An `ExportProfilesServiceResponse` in the request's encoding; its `partial_success` counts the profiles refused and names each (the others are stored), and names what was kept but changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpExportResponse"];
+                    "application/x-protobuf": components["schemas"]["BinaryBody"];
+                };
+            };
+            /** @description Not an OTLP request (malformed protobuf or JSON, or a dictionary whose entry 0 is not the zero value): a `google.rpc.Status` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpStatus"];
+                    "application/x-protobuf": components["schemas"]["BinaryBody"];
+                };
+            };
+            /** @description No bearer token, or an invalid or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpStatus"];
+                    "application/x-protobuf": components["schemas"]["BinaryBody"];
+                };
+            };
+            /** @description The token may not send profiles of a service of the request: nothing of it is stored */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpStatus"];
+                    "application/x-protobuf": components["schemas"]["BinaryBody"];
+                };
+            };
+            /** @description The body exceeds 32 MiB, or inflates past 128 MiB (a gzip bomb) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpStatus"];
+                    "application/x-protobuf": components["schemas"]["BinaryBody"];
+                };
+            };
+            /** @description A content type other than protobuf or JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpStatus"];
+                };
+            };
+            /** @description The database is unavailable (see `Retry-After`); retrying stores nothing twice */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OtlpStatus"];
+                    "application/x-protobuf": components["schemas"]["BinaryBody"];
                 };
             };
         };

@@ -1,5 +1,5 @@
-// The compare page's address: each side a profile, or a service over a
-// time range given by a preset (`last hour`, `last 24 h`, `last 7 days`)
+// The compare page's address: each side a profile, a run (or one stratum
+// of its hosts), or a service over a time range given by a preset (`last hour`, `last 24 h`, `last 7 days`)
 // or by dates; flipping swaps the sides. Pure, so it unit-tests.
 
 import { localInputToIso } from './format';
@@ -21,13 +21,21 @@ export function presetRange(preset: string, now: Date): { since: string; until: 
 }
 
 /** The diff API's parameters of one side from the page's address: the
- *  profile, else the service and its range (a preset wins over dates,
+ *  profile, else a run's members (only those of a stratum when `_labels`
+ *  names one), else the service and its range (a preset wins over dates,
  *  which are UTC `datetime-local` values). */
 export function sideQuery(q: URLSearchParams, side: Side, now: Date): Record<string, string> {
   const out: Record<string, string> = {};
   const profile = q.get(side);
   if (profile) {
     out[side] = profile;
+    return out;
+  }
+  const run = q.get(`${side}_run`);
+  if (run) {
+    out[`${side}_run`] = run;
+    const labels = q.get(`${side}_labels`);
+    if (labels) out[`${side}_labels`] = labels;
     return out;
   }
   const service = q.get(`${side}_service`);
@@ -51,4 +59,15 @@ export function flipSides(q: URLSearchParams): URLSearchParams {
     else out.append(k, v);
   }
   return out;
+}
+
+/** The address comparing two strata of one run: `labels` as the diff API
+ *  takes them (`zone:a,version:v1`). */
+export function strataCompareQuery(run: string, baseline: Record<string, string>, target: Record<string, string>): Record<string, string> {
+  const labels = (l: Record<string, string>) =>
+    Object.keys(l)
+      .sort()
+      .map((k) => `${k}:${l[k]}`)
+      .join(',');
+  return { baseline_run: run, baseline_labels: labels(baseline), target_run: run, target_labels: labels(target) };
 }

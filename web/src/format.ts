@@ -42,6 +42,23 @@ export function notice(kind: 'error' | 'warning' | 'info', text: string): HTMLEl
   return h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
 }
 
+/** Awaits an admin's change (a row's button), says in `message` that it
+ *  was `done` or why the server refused it, then reloads the view. */
+export async function reportChange(
+  message: HTMLElement,
+  change: Promise<unknown>,
+  done: string,
+  reload: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    await change;
+    message.replaceChildren(notice('info', done));
+  } catch (err) {
+    message.replaceChildren(notice('error', (err as Error).message));
+  }
+  await reload();
+}
+
 /** RFC 3339 from a `datetime-local` input value (taken as UTC). */
 export function localInputToIso(value: string): string {
   return value ? new Date(value + 'Z').toISOString() : '';

@@ -4,19 +4,19 @@ import './style.css';
 import { claims, clearToken, decodeClaims, getToken, hasRole, setToken } from './auth';
 import { h, notice } from './format';
 import { parseHash, ViewScope, type Route } from './router';
-import { codeSearchTemplate, DEFAULT_CODE_SEARCH, setCodeSearchTemplate } from './settings';
-import { profilesView } from './views/profiles';
-import { profileView } from './views/profile';
-import { compareView } from './views/compare';
-import { aggregateView } from './views/aggregate';
-import { hostsView } from './views/admin';
-import { rulesView } from './views/rules';
-import { schedulesView } from './views/schedules';
-import { channelsView } from './views/channels';
-import { channelView } from './views/channel';
-import { servicesView } from './views/services';
-import { runsView } from './views/runs';
-import { runView } from './views/run';
+import { codeSearchTemplate, DEFAULT_CODE_SEARCH, setCodeSearchTemplate, setSourceUrlTemplate, SOURCE_URL_EXAMPLE, sourceUrlTemplate } from './settings';
+import { profilesView } from './profiles/profiles';
+import { profileView } from './profiles/profile';
+import { compareView } from './compare/compare';
+import { aggregateView } from './aggregate/aggregate';
+import { hostsView } from './hosts/hosts';
+import { rulesView } from './rules/rules';
+import { schedulesView } from './schedules/schedules';
+import { channelsView } from './channels/channels';
+import { channelView } from './channels/channel';
+import { servicesView } from './services/services';
+import { runsView } from './runs/runs';
+import { runView } from './runs/run';
 
 type View = (route: Route, scope: ViewScope) => Promise<HTMLElement> | HTMLElement;
 
@@ -70,25 +70,35 @@ function signInView(): HTMLElement {
 
 function settingsView(): HTMLElement {
   const input = h('input', { id: 'code-search', size: 60, value: codeSearchTemplate() });
-  const saved = h('span', { class: 'muted' });
+  const source = h('input', { id: 'source-url', size: 60, value: sourceUrlTemplate(), placeholder: SOURCE_URL_EXAMPLE });
+  const saved = h('span', { class: 'muted', id: 'settings-saved' });
   return h(
     'section',
     {},
     h('h2', {}, 'Settings'),
-    h('label', {}, 'Code-search URL template (', h('code', {}, '{function}'), ' is replaced): ', input),
+    h('p', {}, h('label', {}, 'Source URL template (', h('code', {}, '{file}'), ' and ', h('code', {}, '{line}'), ' are replaced): ', source)),
+    h(
+      'p',
+      { class: 'muted' },
+      `"View source" of a frame whose profile has its file and line (Python from py-spy, imports with lines) opens this link, e.g. ${SOURCE_URL_EXAMPLE}; without a template it copies file:line.`,
+    ),
+    h('p', {}, h('label', {}, 'Code-search URL template (', h('code', {}, '{function}'), ' is replaced): ', input)),
+    h('p', { class: 'muted' }, `For frames without a file. Default: ${DEFAULT_CODE_SEARCH}`),
     h(
       'button',
       {
+        id: 'settings-save',
         onclick: () => {
           setCodeSearchTemplate(input.value);
           input.value = codeSearchTemplate();
+          setSourceUrlTemplate(source.value);
+          source.value = sourceUrlTemplate();
           saved.textContent = ' saved';
         },
       },
       'Save',
     ),
     saved,
-    h('p', { class: 'muted' }, `Default: ${DEFAULT_CODE_SEARCH}`),
   );
 }
 

@@ -46,5 +46,6 @@ export function optionsText(options: Partial<Schemas['StartOptions']> | null | u
   const duty = o.duty_cycle;
   if (duty?.on_ms && duty.period_ms) parts.push(`on ${duty.on_ms / 1000} s of every ${duty.period_ms / 1000} s`);
   if (typeof o.overhead_budget === 'number') parts.push(`budget ${o.overhead_budget * 100}% of a core`);
+  if (o.include_children) parts.push('with its children');
   return parts.length ? parts.join(' · ') : 'agent defaults';
 }

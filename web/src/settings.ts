@@ -1,5 +1,7 @@
-// User settings kept in localStorage: the code-search URL template used by
-// the flame graph's "view source" link.
+// User settings kept in localStorage: the URL templates of the flame
+// graph's "view source" (a frame's file and line in a source browser, or a
+// code search by function name for frames without a file) and the flame
+// graph's orientation.
 
 const CODE_SEARCH_KEY = 'odp.codeSearchTemplate';
 export const DEFAULT_CODE_SEARCH = 'https://github.com/search?type=code&q={function}';
@@ -16,6 +18,52 @@ export function setCodeSearchTemplate(template: string): void {
 /** The source link of a function: `{function}` is replaced, URL-encoded. */
 export function codeSearchUrl(fn: string, template = codeSearchTemplate()): string {
   return template.split('{function}').join(encodeURIComponent(fn));
+}
+
+const SOURCE_URL_KEY = 'odp.sourceUrlTemplate';
+/** An example of a source URL template (there is no default: where the
+ *  code lives is the user's to say). */
+export const SOURCE_URL_EXAMPLE = 'https://github.com/org/repo/blob/main/{file}#L{line}';
+
+/** The source URL template: `{file}` and `{line}` are replaced; empty when
+ *  none is set. */
+export function sourceUrlTemplate(): string {
+  try {
+    return localStorage.getItem(SOURCE_URL_KEY) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+export function setSourceUrlTemplate(template: string): void {
+  try {
+    if (template.trim()) localStorage.setItem(SOURCE_URL_KEY, template.trim());
+    else localStorage.removeItem(SOURCE_URL_KEY);
+  } catch {
+    // Storage refused (private mode): nothing is kept.
+  }
+}
+
+/** Where a frame's code is, as flame graph nodes carry it. */
+export interface SourceLocation {
+  file: string;
+  line?: number | null;
+}
+
+/** `file:line`, or the file alone when the line is unknown. */
+export function sourceText(source: SourceLocation): string {
+  return source.line != null ? `${source.file}:${source.line}` : source.file;
+}
+
+/** The link of a source location from `template`, or null without one.
+ *  The file's path segments are URL-encoded and its leading `/` dropped,
+ *  so it joins a repository path (`…/blob/main/{file}`); an unknown line
+ *  is left empty. */
+export function sourceUrl(source: SourceLocation, template = sourceUrlTemplate()): string | null {
+  if (!template.trim()) return null;
+  const file = source.file.replace(/^\/+/, '').split('/').map(encodeURIComponent).join('/');
+  const line = source.line != null ? String(source.line) : '';
+  return template.split('{file}').join(file).split('{line}').join(line);
 }
 
 /** How flame graphs are drawn: 'icicle' (root on top, the default) or

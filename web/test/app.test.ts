@@ -54,7 +54,7 @@ describe('urls', () => {
 
 describe('timeline bars', () => {
   it('compare windows sampled at different rates by time', async () => {
-    const { timelineWeight } = await import('../src/views/panels');
+    const { timelineWeight } = await import('../src/profiles/panels');
     // 999 samples at 999 Hz and 19 samples at 19 Hz are both one second.
     expect(timelineWeight({ samples: 999, frequency_hz: 999 })).toBeCloseTo(1);
     expect(timelineWeight({ samples: 19, frequency_hz: 19 })).toBeCloseTo(1);

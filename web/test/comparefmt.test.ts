@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { flipSides, presetRange, sideQuery } from '../src/comparefmt';
+import { flipSides, presetRange, sideQuery, strataCompareQuery } from '../src/comparefmt';
 
 const now = new Date('2026-03-10T12:00:00Z');
 
@@ -27,6 +27,23 @@ describe('compare address', () => {
       baseline_until: '2026-01-02T00:00:00.000Z',
     });
     expect(sideQuery(new URLSearchParams(), 'target', now)).toEqual({});
+  });
+
+  it('takes a run, or one stratum of its hosts, as a side', () => {
+    const q = new URLSearchParams('baseline_run=r1&baseline_labels=zone:a&target_run=r1&target_labels=zone:b&target_service=ignored');
+    expect(sideQuery(q, 'baseline', now)).toEqual({ baseline_run: 'r1', baseline_labels: 'zone:a' });
+    expect(sideQuery(q, 'target', now)).toEqual({ target_run: 'r1', target_labels: 'zone:b' });
+    expect(sideQuery(new URLSearchParams('target_run=r2'), 'target', now)).toEqual({ target_run: 'r2' });
+    expect(strataCompareQuery('r1', { zone: 'a', version: 'v1' }, { version: 'v2', zone: 'a' })).toEqual({
+      baseline_run: 'r1',
+      baseline_labels: 'version:v1,zone:a',
+      target_run: 'r1',
+      target_labels: 'version:v2,zone:a',
+    });
+    // Flipping swaps the runs' strata too.
+    expect(flipSides(new URLSearchParams('baseline_run=r&baseline_labels=zone:a&target_run=r&target_labels=zone:b')).toString()).toBe(
+      'target_run=r&target_labels=zone%3Aa&baseline_run=r&baseline_labels=zone%3Ab',
+    );
   });
 
   it('flips baseline and target, keeping the rest', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DOWNLOAD_FORMATS, downloadName, downloadUrl } from '../src/views/downloads';
+import { DOWNLOAD_FORMATS, downloadName, downloadUrl } from '../src/widgets/downloads';
 
 describe('downloads', () => {
   it('offers the four formats the stack routes render', () => {

@@ -61,7 +61,7 @@ describe('targets typed in a form', () => {
 });
 
 describe('schedule history', async () => {
-  const { historySummary } = await import('../src/views/schedulehistory');
+  const { historySummary } = await import('../src/schedules/schedulehistory');
   const run = (outcome: 'started' | 'missed' | 'skipped_busy' | 'failed', at: string, detail?: string) => ({
     outcome,
     fired_at: at,

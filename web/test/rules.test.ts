@@ -186,7 +186,10 @@ describe('profile runtime', () => {
         fda: { enabled: false, theta: 0.05, lambda: 0.8, stable_windows: 5, top_n: 10, min_hz: 19, max_hz: null },
         duty_cycle: { on_ms: 2000, period_ms: 10000 },
         overhead_budget: 0.5,
+        include_children: true,
       }),
-    ).toBe('plugin native · alloc-bytes · FSP off · FDA off · on 2 s of every 10 s · budget 50% of a core');
+    ).toBe(
+      'plugin native · alloc-bytes · FSP off · FDA off · on 2 s of every 10 s · budget 50% of a core · with its children',
+    );
   });
 });

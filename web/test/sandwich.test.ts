@@ -89,6 +89,31 @@ describe('sandwich', () => {
     expect(sandwich(cut, 'nope')).toBeNull();
   });
 
+  it("names each merged node's smallest file and line, as the server does", () => {
+    const at = (n: FlameNode, file: string, line?: number): FlameNode => ({ ...n, file, line });
+    // A Python profile: work called from two places, at lines 12 and 9 of
+    // app.py, calling hash at one line; run has no line.
+    const located = flatten(
+      node('all', [
+        at(node('main', [at(node('work', [at(leaf('hash', 3), 'app.py', 30)]), 'app.py', 12)]), 'app.py', 40),
+        at(node('serve', [at(node('work', [at(leaf('hash', 2), 'app.py', 31)]), 'app.py', 9)]), 'srv.py', 5),
+        at(leaf('run', 1), 'threading.py'),
+      ]),
+    );
+    const s = sandwich(located, 'work')!;
+    expect([s.callers.file, s.callers.line]).toEqual(['app.py', 9]);
+    expect([kid(s.callers, 'main').file, kid(s.callers, 'main').line]).toEqual(['app.py', 40]);
+    expect([kid(s.callers, 'serve').file, kid(s.callers, 'serve').line]).toEqual(['srv.py', 5]);
+    expect([s.callees.file, s.callees.line]).toEqual(['app.py', 9]);
+    expect([kid(s.callees, 'hash').file, kid(s.callees, 'hash').line]).toEqual(['app.py', 30]);
+    // Back through the layout, as the sandwich's graphs get them.
+    const callees = flatten(s.callees);
+    expect(callees.sources?.[callees.names.indexOf('hash')]).toEqual({ file: 'app.py', line: 30 });
+    expect(sandwich(located, 'run')!.callees.file).toBe('threading.py');
+    // Without files, nodes name none.
+    expect(sandwich(tree, 'memcpy')!.callers.file).toBeUndefined();
+  });
+
   it('takes deep stacks without recursion overflowing', () => {
     let deep: FlameNode = leaf('leaf', 1);
     for (let i = 0; i < 20_000; i++) deep = node(i % 2 ? 'even' : 'odd', [deep]);

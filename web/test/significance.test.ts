@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { change, changeClass, changeText, shareStderr, significance, significanceColor } from '../src/flame/significance';
+import { change, changeClass, changeSignificance, changeText, reportedChange, shareStderr, significance, significanceColor } from '../src/flame/significance';
 import { contrast, hslToRgb, labelColor, luminance } from '../src/flame/theme';
 import { frameColor } from '../src/flame/layout';
 
@@ -11,6 +11,46 @@ describe('significance of a change', () => {
     expect(c.delta).toBeCloseTo(0.1);
     expect(c.stderr).toBeCloseTo(Math.hypot(Math.sqrt(0.21 / 1000), Math.sqrt(0.24 / 1000)));
     expect(c.z).toBeCloseTo(0.1 / c.stderr);
+  });
+
+  it("takes a listed change's error from the server, and computes it for older servers", () => {
+    // serialize_response in odpctl's captured diff of two Python profiles
+    // (578 and 582 samples), from a server before errors were reported.
+    const listed = { baseline_total_share: 0, target_total_share: 0.2663230240549828, delta_total_points: 26.632302405498283 };
+    const computed = reportedChange(listed, 578, 582);
+    expect(computed).toEqual(change(0, 578, 0.2663230240549828, 582));
+    // The server's error (odp_core::diff, the same binomial formula) wins.
+    const stderrPoints = 100 * Math.sqrt((0.2663230240549828 * (1 - 0.2663230240549828)) / 582);
+    const reported = reportedChange({ ...listed, delta_total_stderr_points: stderrPoints }, 578, 582);
+    expect(reported.delta).toBeCloseTo(computed.delta, 12);
+    expect(reported.z).toBeCloseTo(computed.z, 9);
+    // And is used as given, not recomputed.
+    expect(reportedChange({ ...listed, delta_total_stderr_points: 13.3 }, 578, 582).z).toBeCloseTo(2.0025, 3);
+  });
+
+  it("takes whether a listed change is significant from the server, keeping the 2–3σ tier below it", () => {
+    const listed = { baseline_total_share: 0.3, target_total_share: 0.35, delta_total_points: 5, delta_total_stderr_points: 1.5 };
+    // z = 3.33: the server says significant, and so would z.
+    expect(changeSignificance(reportedChange({ ...listed, significant: true }, 1000, 1000))).toBe('significant');
+    // The server's verdict wins over z where they differ: for a side
+    // without samples it reports no error (null) and no significance,
+    // where z computed here alone would call the change significant.
+    const empty = reportedChange(
+      { ...listed, baseline_total_share: 0, delta_total_points: 35, delta_total_stderr_points: null, significant: false },
+      0,
+      1000,
+    );
+    expect(significance(empty.z)).toBe('significant');
+    expect(changeSignificance(empty)).toBe('likely');
+    expect(changeClass(empty)).toBe('grew likely');
+    expect(changeSignificance(reportedChange({ ...listed, delta_total_stderr_points: 2, significant: false }, 1000, 1000))).toBe('likely');
+    expect(changeSignificance(reportedChange({ ...listed, delta_total_stderr_points: 4, significant: false }, 1000, 1000))).toBe('noise');
+    expect(changeSignificance({ delta: 0.01, stderr: 0.01, z: 1, significant: true })).toBe('significant');
+    // A server before `significant`: z decides, as for the graph's nodes.
+    expect(changeSignificance(reportedChange(listed, 1000, 1000))).toBe('significant');
+    expect(changeSignificance(change(0.3, 50, 0.35, 50))).toBe(significance(change(0.3, 50, 0.35, 50).z));
+    // The graph's colours follow the same verdict.
+    expect(significanceColor(empty, 0.05)).toBe(significanceColor({ delta: 0.05, stderr: 0.02, z: 2.5 }, 0.05));
   });
 
   it('calls the same change noise in small profiles and significant in large ones', () => {

@@ -25,10 +25,11 @@ use std::time::Duration;
 use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::identity::{Channel, IdentityError, MessageVerifier};
 use odp_plumbing::{signed, Kafka};
-use odp_store::Identities;
+use odp_store::{FiringReport, Identities};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use tokio::sync::mpsc;
 use uuid::Uuid;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,12 +63,25 @@ pub struct HeartbeatTracker {
     revoked: Mutex<HashSet<Uuid>>,
     /// When a refused heartbeat was last logged, unix ms.
     refusal_logged_ms: AtomicI64,
+    /// Where verified trigger reports go ([`crate::trigger_firings`]).
+    firings: mpsc::Sender<FiringReport>,
+    /// Their receiving end, until the api-server takes it.
+    firings_rx: Mutex<Option<mpsc::Receiver<FiringReport>>>,
 }
+
+/// Verified trigger reports waiting to be acted on: agents report a
+/// trigger at most once per cooldown, so this is never long; past it, a
+/// report is dropped with a warning (the agent reports again after its
+/// cooldown).
+const FIRINGS_QUEUED: usize = 1024;
 
 impl HeartbeatTracker {
     /// Counts the heartbeats that `verifier` verifies.
     pub fn new(verifier: MessageVerifier) -> HeartbeatTracker {
+        let (firings, firings_rx) = mpsc::channel(FIRINGS_QUEUED);
         HeartbeatTracker {
+            firings,
+            firings_rx: Mutex::new(Some(firings_rx)),
             last_heard_ms: Mutex::default(),
             services_digests: Mutex::default(),
             verifier,
@@ -124,21 +138,53 @@ impl HeartbeatTracker {
         *self.revoked.lock().expect("tracker lock") = ids.into_iter().collect();
     }
 
-    /// Counts `message` when it is a heartbeat signed by an agent of the
-    /// host it names under an identity not revoked; says why not when it
-    /// is a heartbeat that is not. Other messages are passed over.
+    /// The verified trigger reports, once: the api-server acts on them.
+    pub(crate) fn take_firings(&self) -> Option<mpsc::Receiver<FiringReport>> {
+        self.firings_rx.lock().expect("tracker lock").take()
+    }
+
+    /// Counts `message` when it is a heartbeat, and passes it on when it
+    /// is a trigger report, signed by an agent of the host it names under
+    /// an identity not revoked; says why not when it is one of those and
+    /// is not. Other messages are passed over.
     pub(crate) fn note<M: Message>(&self, message: &M, now_unix_s: i64) -> Result<(), Refused> {
         let Some(Ok(event)) = message.payload().map(AgentEvent::from_json) else {
             return Ok(());
         };
-        let AgentEventKind::Heartbeat {
-            services_digest, ..
-        } = event.kind
-        else {
-            return Ok(());
-        };
+        match event.kind {
+            AgentEventKind::Heartbeat {
+                services_digest, ..
+            } => {
+                self.verify(message, &event.host, now_unix_s)?;
+                let at = message.timestamp().to_millis().unwrap_or(event.at_ms);
+                self.record(event.host, at, services_digest);
+            }
+            AgentEventKind::TriggerFired {
+                trigger_id,
+                observed,
+                held_since_ms,
+            } => {
+                self.verify(message, &event.host, now_unix_s)?;
+                let report = FiringReport {
+                    trigger_id,
+                    host: event.host,
+                    held_since_ms,
+                    observed: if observed.is_finite() { observed } else { 0.0 },
+                };
+                if self.firings.try_send(report).is_err() {
+                    tracing::warn!(%trigger_id, "too many trigger reports waiting; one dropped");
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Checks that `message` is signed by an agent of `host` under an
+    /// identity not revoked.
+    fn verify<M: Message>(&self, message: &M, host: &str, now_unix_s: i64) -> Result<(), Refused> {
         let certificate = signed::verify(&self.verifier, Channel::Events, message, now_unix_s)?;
-        certificate.check_host(&event.host)?;
+        certificate.check_host(host)?;
         if self
             .revoked
             .lock()
@@ -147,8 +193,6 @@ impl HeartbeatTracker {
         {
             return Err(Refused::Revoked(certificate.id));
         }
-        let at = message.timestamp().to_millis().unwrap_or(event.at_ms);
-        self.record(event.host, at, services_digest);
         Ok(())
     }
 
@@ -174,7 +218,8 @@ impl HeartbeatTracker {
         self.refusal_logged_ms.store(now_ms, Ordering::Relaxed);
         tracing::warn!(
             reason = %refused,
-            "a heartbeat on the events topic is not counted (at most one such warning a minute)"
+            "a heartbeat or trigger report on the events topic is not believed (at most one \
+             such warning a minute)"
         );
     }
 }

@@ -1,4 +1,5 @@
-//! Keeps every live agent's service definitions current.
+//! Keeps every live agent's service definitions, the identities revoked,
+//! and the continuous profiles, current.
 //!
 //! An agent reports in each heartbeat the digest of the definitions it
 //! holds; the api-server sends a signed `sync_services` with the whole set
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use odp_core::command::CommandAction;
 use odp_core::service::{ServiceDefinition, SyncServices};
-use odp_store::{Database, Services};
+use odp_store::{ContinuousProfiles, Database, Identities, Services, Triggers};
 
 use crate::control::dispatch::Dispatcher;
 use crate::control::heartbeats::HeartbeatTracker;
@@ -55,9 +56,13 @@ impl Sent {
     }
 }
 
-/// The sync of the services the store defines now.
+/// The sync of the services the store defines now, with the identities
+/// revoked and not yet expired (agents ignore what those sign), the
+/// enabled continuous profiles and the enabled triggers.
 async fn current_sync(db: &Database) -> Result<SyncServices, odp_store::StoreError> {
-    let definitions = Services::new(db)
+    let revoked = Identities::new(db).revoked().await?.into_keys().collect();
+    let continuous = ContinuousProfiles::new(db.clone()).assignments().await?;
+    let definitions: Vec<ServiceDefinition> = Services::new(db)
         .list()
         .await?
         .into_iter()
@@ -66,7 +71,8 @@ async fn current_sync(db: &Database) -> Result<SyncServices, odp_store::StoreErr
             target: row.target,
         })
         .collect();
-    Ok(SyncServices::new(definitions))
+    let triggers = Triggers::new(db.clone()).assignments().await?;
+    Ok(SyncServices::with_continuous(definitions, revoked, continuous).with_triggers(triggers))
 }
 
 /// Compares and sends, every [`CHECK_EVERY`], for as long as the server
@@ -95,6 +101,7 @@ pub(crate) async fn sync_forever(
                 Ok(_) => tracing::info!(
                     %host,
                     services = sync.services.len(),
+                    continuous = sync.continuous.len(),
                     digest = %sync.digest,
                     "service definitions sent"
                 ),

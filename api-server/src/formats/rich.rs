@@ -230,4 +230,34 @@ mod tests {
                 && f.file.as_deref() == Some("speedscope_workload.py")));
         assert!(message(parse_speedscope(b"{not json")).contains("not speedscope JSON"));
     }
+
+    /// An imported py-spy capture's flame graph names each node's file
+    /// and line ("view source"): the first of a function's lines sampled.
+    #[test]
+    fn a_py_spy_captures_flame_graph_names_files_and_lines() {
+        let parsed = parse_speedscope(PY_SPY).unwrap();
+        let snapshot = framed_to_snapshot(parsed, header(EventKind::Wall), 5).unwrap();
+        let profile = odp_profile::Profile::from_snapshot(&snapshot);
+        let names = odp_profile::NameTree::new(&profile);
+        let view = names.view(&profile.select(&Default::default(), &names).samples);
+        let root = odp_profile::flame::build(&view, usize::MAX, None);
+        let mut located = Vec::new();
+        let mut todo = vec![&root];
+        while let Some(node) = todo.pop() {
+            if node.name == "crunch_numbers" || node.name == "light_work" {
+                located.push((node.name.as_str(), node.file.as_deref(), node.line));
+            }
+            todo.extend(&node.children);
+        }
+        located.sort();
+        // crunch_numbers was sampled at lines 15 and 16.
+        assert_eq!(
+            located,
+            [
+                ("crunch_numbers", Some("speedscope_workload.py"), Some(15)),
+                ("light_work", Some("speedscope_workload.py"), Some(21)),
+            ]
+        );
+        assert_eq!((root.file, root.line), (None, None));
+    }
 }

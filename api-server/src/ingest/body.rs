@@ -7,10 +7,14 @@ use std::io::Read;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::Request;
 use axum::http::header::CONTENT_ENCODING;
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
 use flate2::read::GzDecoder;
 
+use crate::body_limit::{refuse_declared_oversize_as, Refusal};
 use crate::error::ApiError;
 
 /// Largest body on the wire, as for file imports.
@@ -31,6 +35,18 @@ pub(crate) fn received(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Api
         return Err(ApiError::BadRequest("the request body is empty".into()));
     }
     Ok(body)
+}
+
+/// Middleware: a request that declares a body over [`MAX_INGEST_BYTES`]
+/// is answered 413 before its handler runs, in the route's error shape
+/// (`refusal`). A body of undeclared length is cut off at the limit by
+/// the router's `DefaultBodyLimit`, and [`received`] says so.
+pub(crate) async fn refuse_declared_oversize(
+    refusal: Refusal,
+    request: Request,
+    next: Next,
+) -> Response {
+    refuse_declared_oversize_as(MAX_INGEST_BYTES as u64, refusal, request, next).await
 }
 
 /// `body` with its `Content-Encoding` undone: none, `identity` or `gzip`.

@@ -10,16 +10,17 @@
 //! twice.
 
 mod body;
+mod openapi;
 mod otlp;
 mod pprof_events;
 mod pyroscope;
 
 use axum::extract::DefaultBodyLimit;
-use axum::Router;
 use odp_core::model::EventKind;
 use odp_store::{ImportedMeta, IngestedProfile, Labels};
 use sha2::{Digest, Sha256};
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 use crate::auth::Ingester;
@@ -31,14 +32,13 @@ use crate::AppState;
 pub(crate) use body::MAX_INGEST_BYTES;
 
 /// The ingest routes, with their own body limit (they are merged after
-/// the API's 1 MiB one) and tracing.
-pub(crate) fn router() -> Router<AppState> {
+/// the API's 1 MiB one) and tracing. Each protocol's router refuses a body
+/// declared too large itself ([`body::refuse_declared_oversize`]), in the
+/// error shape its clients read.
+pub(crate) fn router() -> OpenApiRouter<AppState> {
     pyroscope::router()
         .merge(otlp::router())
         .layer(DefaultBodyLimit::max(MAX_INGEST_BYTES))
-        .layer(axum::middleware::from_fn(|request, next| {
-            crate::body_limit::refuse_declared_oversize(MAX_INGEST_BYTES as u64, request, next)
-        }))
         .layer(TraceLayer::new_for_http())
 }
 

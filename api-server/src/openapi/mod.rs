@@ -36,12 +36,15 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "profiles", description = "Starting, stopping, finding and importing profiles"),
         (name = "queries", description = "Flame graphs, tables, aggregates and diffs"),
         (name = "control", description = "Hosts, agent deploys and control requests"),
-        (name = "agents", description = "Agent identities: certificates binding an agent's key to its host"),
+        (name = "agents", description = "Agent identities: certificates binding an agent's key to its host, and the one-time tokens agents enroll with"),
         (name = "schedules", description = "Cron schedules of profiles"),
         (name = "services", description = "Services defined once, and the live hosts that run them"),
+        (name = "continuous", description = "Services profiled always, at a low rate and within a CPU budget per host"),
+        (name = "triggers", description = "Profile a service's host when its CPU or memory growth crosses a threshold, with a cooldown and a fleet-wide cap"),
         (name = "runs", description = "A service profiled on hosts chosen from those that run it, stopped when precise"),
         (name = "rules", description = "Common-issue detection rules and their re-analysis of past profiles"),
         (name = "channels", description = "Alert channels (webhooks, email) and the log of their deliveries"),
+        (name = "ingest", description = "Profiles pushed by the profilers teams already run: OpenTelemetry's (OTLP), Pyroscope's SDKs and Grafana Alloy, with an ingest token (docs/ingest.md)"),
         (name = "platform", description = "Health, metrics and this document"),
     ),
 )]
@@ -61,7 +64,9 @@ impl Modify for BearerToken {
                     .bearer_format("JWT")
                     .description(Some(
                         "HS256 (or JWKS-verified) JWT with `exp`, `nbf`, `iss` = odp, \
-                         `aud` = odp-api and a `role` claim: viewer, profiler or admin",
+                         `aud` = odp-api and a `role` claim: viewer, profiler, admin, or \
+                         ingest (sends profiles of its `services` to the ingest routes and \
+                         reads nothing)",
                     ))
                     .build(),
             ),
@@ -76,7 +81,7 @@ pub(crate) fn document() -> utoipa::openapi::OpenApi {
     crate::route_parts().2
 }
 
-/// The document as served: [`document`] in JSON, with its response
+/// The document as served: `document` in JSON, with its response
 /// links' fields spelled as OpenAPI spells them (utoipa 5.5 serializes
 /// `Link` in snake_case: `operation_id` where the spec says `operationId`).
 pub(crate) fn document_json(document: &utoipa::openapi::OpenApi) -> String {
@@ -124,6 +129,31 @@ pub(crate) enum CommonErrors {
     #[response(status = 403)]
     Forbidden(#[to_schema] ErrorBody),
     /// Values that parse but are not acceptable.
+    #[response(status = 422)]
+    Invalid(#[to_schema] ErrorBody),
+    /// The database is unavailable; retry later.
+    #[response(status = 503)]
+    Unavailable(#[to_schema] ErrorBody),
+}
+
+/// What `POST /api/v1/agents/enroll` answers instead of a certificate.
+/// Never built, like [`CommonErrors`].
+#[allow(dead_code)]
+#[derive(IntoResponses)]
+pub(crate) enum EnrollmentRefusals {
+    /// Malformed input: a body that does not parse.
+    #[response(status = 400)]
+    BadRequest(#[to_schema] ErrorBody),
+    /// No enrollment token has this secret.
+    #[response(status = 401)]
+    Unauthorized(#[to_schema] ErrorBody),
+    /// The token was revoked, has expired, or is for another host.
+    #[response(status = 403)]
+    Forbidden(#[to_schema] ErrorBody),
+    /// Every use of the token was taken.
+    #[response(status = 409)]
+    Conflict(#[to_schema] ErrorBody),
+    /// A bad host or public key.
     #[response(status = 422)]
     Invalid(#[to_schema] ErrorBody),
     /// The database is unavailable; retry later.
@@ -271,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn only_health_metrics_and_the_document_are_public() {
+    fn only_health_metrics_the_document_and_enrollment_are_public() {
         let document = serde_json::to_value(super::document()).unwrap();
         let mut public = Vec::new();
         for (path, item) in document["paths"].as_object().unwrap() {
@@ -285,6 +315,15 @@ mod tests {
             }
         }
         public.sort_unstable();
-        assert_eq!(public, ["/api/openapi.json", "/healthz", "/metrics"]);
+        // Enrollment's credential is the enrollment token in its body.
+        assert_eq!(
+            public,
+            [
+                "/api/openapi.json",
+                "/api/v1/agents/enroll",
+                "/healthz",
+                "/metrics"
+            ]
+        );
     }
 }

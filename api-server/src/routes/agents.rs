@@ -8,8 +8,6 @@ use axum::Json;
 use odp_api_types::{
     AgentIdentityList, AgentIdentityRecord, IssueAgentIdentityRequest, IssuedAgentIdentity,
 };
-use serde::Deserialize;
-use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -18,6 +16,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
+use crate::routes::HostPageQuery;
 use crate::service::identities;
 use crate::AppState;
 
@@ -25,18 +24,6 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, issue))
         .routes(routes!(revoke))
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-struct ListQuery {
-    /// Only the identities of this host.
-    #[param(min_length = 1, max_length = 253, pattern = "^[A-Za-z0-9._-]+$")]
-    host: Option<String>,
-    /// At most this many; 50 when absent.
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<i64>,
 }
 
 /// Issue an agent identity: a certificate binding an Ed25519 key to a host
@@ -81,7 +68,7 @@ async fn issue(
     path = "/api/v1/agents/identities",
     operation_id = "list_agent_identities",
     tag = "agents",
-    params(ListQuery),
+    params(HostPageQuery),
     responses(
         (status = 200, description = "The identities", body = AgentIdentityList),
         CommonErrors,
@@ -90,7 +77,7 @@ async fn issue(
 async fn list(
     state: axum::extract::State<AppState>,
     caller: Caller,
-    AppQuery(query): AppQuery<ListQuery>,
+    AppQuery(query): AppQuery<HostPageQuery>,
 ) -> Result<Json<AgentIdentityList>, ApiError> {
     caller.require(Role::Admin)?;
     let host = query.host.as_deref();

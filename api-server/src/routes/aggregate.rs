@@ -5,12 +5,10 @@
 //! `GET /api/v1/aggregate?service=S&since=T&until=T[&host=H...][&thread=RE]
 //! [&include=RE][&exclude=RE][&format=json|folded|svg|pprof|speedscope]`
 
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
-use odp_api_types::{AggregateBody, AggregateJson};
+use odp_api_types::AggregateBody;
 use odp_core::filter::{StackFilter, ThreadFilter};
-use odp_store::{Read, ReadScope};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -20,9 +18,8 @@ use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::CommonErrors;
 use crate::render::{Format, Orientation};
-use crate::service::queries::{
-    filter_error, parse_range, render_merged, MergedTitle, TreeParams, MAX_MAX_NODES,
-};
+use crate::service::aggregate::{self, ServiceQuery};
+use crate::service::queries::{filter_error, parse_range, TreeParams, MAX_MAX_NODES};
 use crate::service::start_options::parse_event;
 use crate::validate::validate_name;
 use crate::AppState;
@@ -72,15 +69,6 @@ struct AggregateParams {
     /// JSON: open only the subtree at this path of frame names,
     /// `;`-separated from the root (as the UI asks when a node is zoomed).
     focus: Option<String>,
-}
-
-/// A service's aggregate: which service and range, what to read.
-#[derive(Debug)]
-pub(crate) struct ServiceQuery {
-    pub(crate) service: String,
-    pub(crate) since: DateTime<Utc>,
-    pub(crate) until: DateTime<Utc>,
-    pub(crate) read: Read,
 }
 
 /// The parsed, validated query.
@@ -149,20 +137,13 @@ impl AggregateParams {
         let event = self.event.as_deref().map(parse_event).transpose()?;
         Ok(ValidAggregate {
             query: ServiceQuery {
-                read: Read {
-                    scope: ReadScope::Service {
-                        service: self.service.clone(),
-                        hosts: self.host.unwrap_or_default(),
-                    },
-                    from: Some(self.since),
-                    to: Some(self.until),
-                    thread,
-                    stacks: filter,
-                    event,
-                },
                 service: self.service,
                 since: self.since,
                 until: self.until,
+                hosts: self.host.unwrap_or_default(),
+                thread,
+                stacks: filter,
+                event,
             },
             format: self.format.unwrap_or(Format::Json),
             orientation: self.orientation.unwrap_or_default(),
@@ -265,43 +246,7 @@ async fn aggregate(
         orientation,
         tree,
     } = AggregateParams::from_pairs(pairs)?.validate()?;
-    let ServiceQuery {
-        service,
-        since,
-        until,
-        read,
-    } = query;
-    let title = |sampled_hosts: usize| MergedTitle {
-        title: format!(
-            "{service} on {sampled_hosts} hosts, {} .. {}",
-            since.to_rfc3339(),
-            until.to_rfc3339()
-        ),
-        file_stem: format!("aggregate-{service}"),
-        time_nanos: since.timestamp_nanos_opt(),
-    };
-    // Only the JSON answer carries it: the other formats skip the query.
-    let coverage = match format {
-        Format::Json => odp_store::read_coverage(&state.pool, &read).await?,
-        _ => odp_store::CoverageByEvent::default(),
-    };
-    render_merged(&state, &read, format, orientation, tree, title, |parts| {
-        Json(AggregateJson {
-            coverage: coverage.of(parts.event),
-            service: service.clone(),
-            since,
-            until,
-            event: parts.event,
-            units: parts.units,
-            profiles: parts.profiles,
-            snapshots: parts.snapshots,
-            samples: parts.samples,
-            hosts: parts.hosts,
-            root: parts.root,
-        })
-        .into_response()
-    })
-    .await
+    aggregate::aggregate(&state, query, format, orientation, tree).await
 }
 
 #[cfg(test)]
@@ -341,12 +286,9 @@ mod tests {
         let mut list = base();
         list.extend([("host", "a, b"), ("host", "c"), ("host", "a")]);
         let valid = parse_valid(pairs(&list)).unwrap();
-        let ReadScope::Service { hosts, .. } = &valid.query.read.scope else {
-            panic!("a service read");
-        };
-        assert_eq!(hosts, &["a", "b", "c"]);
+        assert_eq!(valid.query.hosts, ["a", "b", "c"]);
         assert_eq!(valid.format, Format::Json);
-        assert!(valid.query.read.stacks.is_noop() && valid.query.read.thread.is_none());
+        assert!(valid.query.stacks.is_noop() && valid.query.thread.is_none());
         assert_eq!(valid.tree.max_nodes, DEFAULT_MAX_NODES);
     }
 

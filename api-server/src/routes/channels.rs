@@ -7,10 +7,9 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use odp_api_types::{
-    Channel, ChannelList, CreateChannelRequest, DeliveriesPage, Delivery, DeliveryStatus,
+    Channel, ChannelList, CreateChannelRequest, DeliveriesPage, DeliveryStatus,
     UpdateChannelRequest,
 };
-use odp_store::{ChannelRow, DeliveryFilter};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -22,7 +21,6 @@ use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
 use crate::service::channels;
-use crate::service::MAX_PAGE;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -72,11 +70,9 @@ async fn create(
     AppJson(body): AppJson<serde_json::Value>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let new = channels::new_channel(body)?;
-    channels::check_destination(&state.egress, new.kind, &new.url).await?;
-    let row = odp_store::create_channel(&state.pool, &new).await?;
-    tracing::info!(channel = %row.id, name = %row.name, kind = %row.kind, by = %caller.subject, "alert channel created");
-    Ok((StatusCode::CREATED, Json(channel(row)?)))
+    let channel = channels::create(&state, body).await?;
+    tracing::info!(channel = %channel.id, name = %channel.name, kind = %channel.kind, by = %caller.subject, "alert channel created");
+    Ok((StatusCode::CREATED, Json(channel)))
 }
 
 /// Every channel, by name (admin).
@@ -95,12 +91,7 @@ async fn list(
     caller: Caller,
 ) -> Result<Json<ChannelList>, ApiError> {
     caller.require(Role::Admin)?;
-    let channels = odp_store::list_channels(&state.pool)
-        .await?
-        .into_iter()
-        .map(channel)
-        .collect::<Result<_, _>>()?;
-    Ok(Json(ChannelList { channels }))
+    Ok(Json(channels::list(&state).await?))
 }
 
 /// One channel (admin).
@@ -122,7 +113,7 @@ async fn describe(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<Channel>, ApiError> {
     caller.require(Role::Admin)?;
-    Ok(Json(channel(load(&state, id).await?)?))
+    Ok(Json(channels::describe(&state, id).await?))
 }
 
 /// Change a channel (admin): enable or disable it, its services, its
@@ -147,16 +138,10 @@ async fn update(
     AppJson(request): AppJson<UpdateChannelRequest>,
 ) -> Result<Json<Channel>, ApiError> {
     caller.require(Role::Admin)?;
-    let kind = channel(load(&state, id).await?)?.kind;
-    let patch = channels::patch(kind, request)?;
-    if let Some(url) = &patch.url {
-        channels::check_destination(&state.egress, kind, url).await?;
-    }
-    let row = odp_store::update_channel(&state.pool, id, &patch)
-        .await?
-        .ok_or_else(|| no_channel(id))?;
-    tracing::info!(channel = %id, by = %caller.subject, secret_rotated = patch.secret.is_some(), "alert channel changed");
-    Ok(Json(channel(row)?))
+    let secret_rotated = request.secret.is_some();
+    let channel = channels::update(&state, id, request).await?;
+    tracing::info!(channel = %id, by = %caller.subject, secret_rotated, "alert channel changed");
+    Ok(Json(channel))
 }
 
 /// Delete a channel with its deliveries, pending ones included (admin).
@@ -178,9 +163,7 @@ async fn remove(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin)?;
-    if !odp_store::delete_channel(&state.pool, id).await? {
-        return Err(no_channel(id));
-    }
+    channels::delete(&state, id).await?;
     tracing::info!(channel = %id, by = %caller.subject, "alert channel deleted");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -205,59 +188,6 @@ async fn deliveries(
     AppQuery(query): AppQuery<DeliveriesQuery>,
 ) -> Result<Json<DeliveriesPage>, ApiError> {
     caller.require(Role::Admin)?;
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::Unprocessable(format!(
-            "`limit` must be between 1 and {MAX_PAGE}"
-        )));
-    }
-    load(&state, id).await?;
-    let filter = DeliveryFilter {
-        channel_id: id,
-        status: query.status,
-        before: query.before,
-        limit,
-    };
-    let deliveries = odp_store::channel_deliveries(&state.pool, &filter)
-        .await?
-        .ok_or_else(|| {
-            ApiError::Unprocessable("`before` is not a delivery of this channel".into())
-        })?;
-    let next_before = (deliveries.len() as i64 == limit)
-        .then(|| deliveries.last().map(|d| d.id))
-        .flatten();
-    Ok(Json(DeliveriesPage {
-        deliveries: deliveries
-            .into_iter()
-            .map(|row| without_remote_answers(Delivery::from(row)))
-            .collect(),
-        next_before,
-    }))
-}
-
-async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ApiError> {
-    odp_store::get_channel(&state.pool, id)
-        .await?
-        .ok_or_else(|| no_channel(id))
-}
-
-/// The channel as the API shows it.
-fn channel(row: ChannelRow) -> Result<Channel, ApiError> {
-    Ok(Channel::try_from(row)?)
-}
-
-/// A failed attempt shows no status code: what a remote answered is not
-/// for the reader to see (the log would be a port scanner). The pipeline
-/// no longer records one; attempts recorded before may hold one.
-fn without_remote_answers(mut delivery: Delivery) -> Delivery {
-    for attempt in &mut delivery.attempt_log {
-        if !attempt.success {
-            attempt.status_code = None;
-        }
-    }
-    delivery
-}
-
-fn no_channel(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no channel {id}"))
+    let page = channels::deliveries(&state, id, query.status, query.before, query.limit).await?;
+    Ok(Json(page))
 }

@@ -6,24 +6,14 @@
 //! aggregate, `baseline_service=S&baseline_since=T&baseline_until=T` (same
 //! for `target_`), or a run's members, `baseline_run=ID`, optionally only
 //! the hosts whose labels hold `baseline_labels=key:value,...` (a stratum):
-//! run against run, or one stratum of a run against another.
-//!
-//! Both sides are read within one heavy read's turn and node budget (see
-//! [`crate::read_budget`]). The JSON tree is cut to `max_nodes` like a
-//! flame graph: the heaviest nodes (by the larger of their two shares) are
-//! kept, each with its path, and each kept node's other children become one
-//! `other` child carrying their counts, so every total stays exact.
+//! run against run, or one stratum of a run against another. The
+//! comparison itself is [`crate::service::diff`]'s.
 
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use odp_api_types::{DiffJson, SideSummary};
-use odp_core::diff::{changes_between, join_trees, render_svg};
+use axum::response::Response;
+use odp_api_types::DiffJson;
 use odp_core::filter::StackFilter;
-use odp_profile::diff_trim::trim_diff;
-use odp_store::{Read, ReadResult, ReadScope};
 use serde::Deserialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -32,27 +22,15 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::openapi::{CommonErrors, NotFound};
-use crate::read_budget::decoded_nodes;
-use crate::render::sample_unit;
-use crate::service::profiles;
+use crate::service::diff::{self, DiffFormat, Side, ValidDiff};
 use crate::service::queries::{filter_error, parse_range, DEFAULT_MAX_NODES, MAX_MAX_NODES};
-use crate::service::runs::{self, reads};
+use crate::service::runs::reads;
 use crate::service::start_options::parse_event;
 use crate::validate::validate_name;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(diff_handler))
-}
-
-/// JSON (per-frame shares and the biggest changes) or an SVG
-/// differential flame graph.
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum DiffFormat {
-    #[default]
-    Json,
-    Svg,
 }
 
 /// Each side is a profile (`baseline`, `target`), an aggregate
@@ -106,23 +84,6 @@ pub(crate) struct DiffQuery {
     /// Aggregate sides: only profiles of this event. Two sides of
     /// different events are never compared (422).
     event: Option<String>,
-}
-
-/// One side of the comparison.
-#[derive(Debug, Clone)]
-enum Side {
-    Profile(Uuid),
-    Aggregate {
-        service: String,
-        since: chrono::DateTime<chrono::Utc>,
-        until: chrono::DateTime<chrono::Utc>,
-    },
-    /// A run's members, only those of the hosts in the stratum when it
-    /// names labels.
-    Run {
-        id: Uuid,
-        stratum: Vec<(String, String)>,
-    },
 }
 
 /// One side's parameters as given.
@@ -187,17 +148,6 @@ fn side(name: &str, given: SideParams<'_>) -> Result<Side, ApiError> {
     }
 }
 
-#[derive(Debug)]
-struct ValidDiff {
-    baseline: Side,
-    target: Side,
-    filter: StackFilter,
-    format: DiffFormat,
-    limit: usize,
-    max_nodes: usize,
-    event: Option<odp_core::EventKind>,
-}
-
 impl DiffQuery {
     fn validate(self) -> Result<ValidDiff, ApiError> {
         let baseline = side(
@@ -249,78 +199,6 @@ impl DiffQuery {
     }
 }
 
-struct LoadedSide {
-    summary: SideSummary,
-    result: ReadResult,
-}
-
-async fn load_side(
-    state: &AppState,
-    side: &Side,
-    filter: &StackFilter,
-    event: Option<odp_core::EventKind>,
-) -> Result<LoadedSide, ApiError> {
-    if let Side::Run { id, stratum } = side {
-        let row = runs::row(state, *id).await?;
-        let read = Read {
-            event,
-            ..reads::run_read(*id, None, filter.clone())
-        };
-        let result = reads::read_stratum(state, &row, &read, stratum).await?;
-        let label = match stratum.is_empty() {
-            true => format!("run {id}"),
-            false => {
-                let pairs: Vec<String> = stratum.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-                format!("run {id} [{}]", pairs.join(","))
-            }
-        };
-        return Ok(loaded(label, result));
-    }
-    let (label, read) = match side {
-        Side::Run { .. } => unreachable!("read above"),
-        Side::Profile(id) => {
-            profiles::get(state, *id).await?;
-            (format!("profile {id}"), Read::profile(*id))
-        }
-        Side::Aggregate {
-            service,
-            since,
-            until,
-        } => (
-            format!("{service} {} .. {}", since.to_rfc3339(), until.to_rfc3339()),
-            Read {
-                scope: ReadScope::Service {
-                    service: service.clone(),
-                    hosts: Vec::new(),
-                },
-                from: Some(*since),
-                to: Some(*until),
-                event,
-                ..Read::profile(Uuid::nil())
-            },
-        ),
-    };
-    let read = Read {
-        stacks: filter.clone(),
-        ..read
-    };
-    let result = odp_store::read(&state.pool, &read).await?;
-    Ok(loaded(label, result))
-}
-
-fn loaded(label: String, result: ReadResult) -> LoadedSide {
-    LoadedSide {
-        summary: SideSummary {
-            label,
-            event: result.event,
-            units: sample_unit(result.event, result.period),
-            samples: result.samples(),
-            profiles: result.profiles,
-        },
-        result,
-    }
-}
-
 /// Compare two profiles, aggregates or runs (or strata of runs), each
 /// normalized by its own total.
 #[utoipa::path(
@@ -344,81 +222,7 @@ async fn diff_handler(
     AppQuery(query): AppQuery<DiffQuery>,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
-    let valid = query.validate()?;
-    let limits = state.read_limits.clone();
-    let _turn = limits.heavy_read().await?;
-    let baseline = load_side(&state, &valid.baseline, &valid.filter, valid.event).await?;
-    let baseline_nodes = decoded_nodes(&baseline.result);
-    limits.check_nodes(baseline_nodes)?;
-    let target = load_side(&state, &valid.target, &valid.filter, valid.event).await?;
-    limits.check_nodes(baseline_nodes + decoded_nodes(&target.result))?;
-    if let (Some(b), Some(t)) = (&baseline.summary.event, &target.summary.event) {
-        if b != t {
-            return Err(ApiError::Unprocessable(format!(
-                "cannot compare {b} with {t}: their samples measure different things"
-            )));
-        }
-    }
-    match valid.format {
-        DiffFormat::Json => {
-            let (limit, max_nodes) = (valid.limit, valid.max_nodes);
-            let (before, after) = (baseline.result, target.result);
-            let (root, changes) = tokio::task::spawn_blocking(move || {
-                let whole = |r: &ReadResult| {
-                    r.flame_graph(usize::MAX, None)
-                        .unwrap_or_else(|| odp_core::flamegraph::build(&[]))
-                };
-                let root = trim_diff(join_trees(&whole(&before), &whole(&after)), max_nodes);
-                let changes = changes_between(
-                    (before.top_functions(usize::MAX), before.samples()),
-                    (after.top_functions(usize::MAX), after.samples()),
-                    limit,
-                );
-                (root, changes)
-            })
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-            Ok(Json(DiffJson {
-                baseline: baseline.summary,
-                target: target.summary,
-                root,
-                changes,
-            })
-            .into_response())
-        }
-        DiffFormat::Svg => {
-            for side in [&baseline, &target] {
-                if side.summary.samples == 0 {
-                    return Err(ApiError::NotFound(format!(
-                        "{} has no samples to compare",
-                        side.summary.label
-                    )));
-                }
-            }
-            let title = format!(
-                "{} vs {} ({})",
-                baseline.summary.label,
-                target.summary.label,
-                target.summary.event.map_or("samples", |e| e.as_str())
-            );
-            let (before, after) = (baseline.result, target.result);
-            let svg = tokio::task::spawn_blocking(move || {
-                render_svg(&drawn_stacks(&before), &drawn_stacks(&after), title)
-            })
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?
-            .map_err(|e| ApiError::Internal(format!("diff rendering failed: {e}")))?;
-            limits.check_output(svg.len())?;
-            Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
-        }
-    }
-}
-
-/// The stacks of a side an SVG draws: subtrees narrower than inferno
-/// draws (under 1/12,000 of the side's samples) fold into their parents,
-/// as for a profile's SVG.
-fn drawn_stacks(result: &ReadResult) -> Vec<odp_core::WeightedStack> {
-    odp_profile::stacks::pruned_stacks(&result.merged(), result.samples() / 12_000)
+    diff::compare(&state, query.validate()?).await
 }
 
 #[cfg(test)]

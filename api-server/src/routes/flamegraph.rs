@@ -4,7 +4,7 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_api_types::{FlameGraphBody, FlameGraphJson, TopResponse};
-use odp_core::flamegraph;
+use odp_profile::flame;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -126,7 +126,7 @@ async fn flame_graph(
             units,
             snapshots,
             samples: r.samples,
-            root: root.unwrap_or_else(|| flamegraph::build(&[])),
+            root: root.unwrap_or_else(flame::empty),
         })
         .into_response()
     })

@@ -4,10 +4,8 @@
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use chrono::Utc;
-use odp_api_types::{AgentView, DeployResponse, HostsResponse, RequestLinks, UndeployResponse};
-use odp_core::command::{CommandAction, UndeployMode};
-use odp_store::{NewRequest, RequestKind};
+use odp_api_types::{DeployResponse, HostsResponse, RequestLinks, UndeployResponse};
+use odp_core::command::UndeployMode;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -18,7 +16,9 @@ use crate::control::DeployOutcome;
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{CommonErrors, ErrorBody};
+use crate::service::hosts;
 use crate::validate::validate_name;
+use crate::views;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -44,22 +44,9 @@ async fn list(
     caller: Caller,
 ) -> Result<Json<HostsResponse>, ApiError> {
     caller.require(Role::Viewer)?;
-    let now = Utc::now();
-    let live_within_secs = state.control.live_within_secs();
-    let agents: Vec<AgentView> = odp_store::list_agents(&state.pool)
-        .await?
-        .into_iter()
-        .map(|a| AgentView {
-            live: (now - a.last_seen).num_seconds() <= live_within_secs,
-            host: a.host,
-            agent_id: a.agent_id,
-            version: a.version,
-            plugins: a.plugins,
-            running_profiles: a.running_profiles,
-            last_seen: a.last_seen,
-        })
-        .collect();
-    Ok(Json(HostsResponse { agents }))
+    Ok(Json(HostsResponse {
+        agents: hosts::agents(&state).await?,
+    }))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -92,26 +79,9 @@ async fn undeploy(
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
     validate_name("host", &host)?;
-    let new = NewRequest {
-        kind: RequestKind::Undeploy,
-        host: host.clone(),
-        profile_id: None,
-        mode: Some(query.mode),
-        requested_by: caller.subject.clone(),
-    };
-    let action = CommandAction::Undeploy { mode: query.mode };
-    let send = state.dispatcher.send(&host, action);
-    let request = state.control.record_command(new, send).await?;
-    tracing::info!(%host, mode = ?query.mode, by = %caller.subject, "undeploy requested");
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(UndeployResponse {
-            host,
-            mode: query.mode,
-            command_id: request.command_id,
-            request: request.into(),
-        }),
-    ))
+    let undeploy = hosts::undeploy(&state, host, query.mode, &caller.subject).await?;
+    tracing::info!(host = %undeploy.host, mode = ?query.mode, by = %caller.subject, "undeploy requested");
+    Ok((StatusCode::ACCEPTED, Json(undeploy)))
 }
 
 /// Deploy an agent to the host: 200 when an agent is live there already,
@@ -148,7 +118,7 @@ async fn deploy(
     Ok((
         status,
         Json(DeployResponse {
-            request: request.into(),
+            request: views::control_request(request),
             links: RequestLinks { this },
         }),
     ))

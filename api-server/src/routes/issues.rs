@@ -2,7 +2,7 @@
 //! the rules themselves. The pipeline evaluates; this only reads.
 
 use axum::Json;
-use odp_api_types::{IssuesResponse, Rule, RulesResponse};
+use odp_api_types::{IssuesResponse, RulesResponse};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -11,7 +11,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
 use crate::openapi::{CommonErrors, NotFound};
-use crate::service::profiles;
+use crate::service::{issues, rules};
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -39,12 +39,7 @@ async fn profile_issues(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<IssuesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
-    profiles::get(&state, id).await?;
-    let issues = odp_store::profile_issues(&state.pool, id).await?;
-    Ok(Json(IssuesResponse {
-        profile_id: id,
-        issues,
-    }))
+    Ok(Json(issues::of_profile(&state, id).await?))
 }
 
 /// The detection rules.
@@ -63,8 +58,7 @@ async fn rules(
     caller: Caller,
 ) -> Result<Json<RulesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
-    let rules = odp_store::list_rules(&state.pool).await?;
     Ok(Json(RulesResponse {
-        rules: rules.into_iter().map(Rule::from).collect(),
+        rules: rules::list(&state).await?,
     }))
 }

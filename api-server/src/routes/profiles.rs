@@ -3,8 +3,7 @@
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use odp_api_types::{DuplicateStart, ErrorCode, ErrorDetail, Profile, StartRequest};
-use odp_store::{Inserted, ProfileRow};
+use odp_api_types::{DuplicateStart, Profile, StartRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -13,8 +12,9 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, ErrorBody, NotFound};
-use crate::service::profiles::{self, StartedBy, ValidStart};
+use crate::service::profiles::{self, StartAnswer, StartedBy, ValidStart};
 use crate::service::scope;
+use crate::views;
 use crate::AppState;
 
 /// `start` and `list` share their path, so `routes::router` mounts them
@@ -76,28 +76,12 @@ pub(crate) async fn start(
     scope::authorize_start(&state, &caller, &valid).await?;
     let idempotency_key = idempotency_key(&headers)?;
     let by = StartedBy::caller(&caller);
-    match profiles::start(&state, valid, &by, idempotency_key).await? {
-        Inserted::Created(row) | Inserted::Replayed(row) => {
-            Ok((StatusCode::ACCEPTED, Json(Profile::from(row))).into_response())
-        }
-        Inserted::Duplicate(row) => Ok(duplicate(row)),
-    }
-}
-
-/// 409 naming the live profile the client can follow instead.
-fn duplicate(row: ProfileRow) -> Response {
-    let message = format!(
-        "{} already has a live profile on {}: {}",
-        row.service, row.host, row.id
-    );
-    let body = DuplicateStart {
-        error: ErrorDetail {
-            code: ErrorCode::Conflict,
-            message,
-        },
-        profile: Profile::from(row),
-    };
-    (StatusCode::CONFLICT, Json(body)).into_response()
+    let inserted = profiles::start(&state, valid, &by, idempotency_key).await?;
+    Ok(match StartAnswer::from(inserted) {
+        StartAnswer::Accepted(profile) => (StatusCode::ACCEPTED, Json(profile)).into_response(),
+        // 409 naming the live profile the client can follow instead.
+        StartAnswer::Duplicate(body) => (StatusCode::CONFLICT, Json(body)).into_response(),
+    })
 }
 
 /// Stop a profile early; the last partial window is flushed.
@@ -122,7 +106,7 @@ async fn stop(
     let row = profiles::get(&state, id).await?;
     caller.require_profiling(&row.service)?;
     profiles::stop(&state, &row, &caller.subject).await?;
-    Ok((StatusCode::ACCEPTED, Json(Profile::from(row))))
+    Ok((StatusCode::ACCEPTED, Json(views::profile(row))))
 }
 
 /// One profile and its status.

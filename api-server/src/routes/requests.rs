@@ -3,7 +3,6 @@
 
 use axum::Json;
 use odp_api_types::{ControlRequest, RequestList};
-use odp_store::{RequestFilter, RequestKind};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -14,7 +13,8 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::validate::validate_name;
+use crate::service::requests;
+use crate::views;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -57,36 +57,15 @@ async fn list(
     AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<Json<RequestList>, ApiError> {
     caller.require(Role::Viewer)?;
-    let kind = match query.kind.as_deref() {
-        None => None,
-        Some("deploy") => Some(RequestKind::Deploy),
-        Some("undeploy") => Some(RequestKind::Undeploy),
-        Some("stop") => Some(RequestKind::Stop),
-        Some(other) => {
-            return Err(ApiError::Unprocessable(format!(
-                "unknown kind {other:?}: deploy, undeploy or stop"
-            )))
-        }
-    };
-    if let Some(host) = &query.host {
-        validate_name("host", host)?;
-    }
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::Unprocessable(
-            "`limit` must be between 1 and 500".into(),
-        ));
-    }
-    let filter = RequestFilter {
-        kind,
-        host: query.host,
-        open_only: query.open,
-        limit,
-    };
-    let requests = state.control.requests.list(&filter).await?;
-    Ok(Json(RequestList {
-        requests: requests.into_iter().map(ControlRequest::from).collect(),
-    }))
+    let requests = requests::list(
+        &state,
+        query.kind.as_deref(),
+        query.host,
+        query.open,
+        query.limit,
+    )
+    .await?;
+    Ok(Json(requests))
 }
 
 /// One request: who asked, when, and how it went.
@@ -108,5 +87,5 @@ async fn describe(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<ControlRequest>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(state.control.load(id).await?.into()))
+    Ok(Json(views::control_request(state.control.load(id).await?)))
 }

@@ -9,8 +9,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use odp_api_types::{Reanalysis, RuleBody, RulePatch, RuleView};
-use odp_rules::RuleDef;
-use odp_store::RuleRow;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -18,7 +16,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::service::rules::{new_rule, patched, replacement};
+use crate::service::rules;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -46,11 +44,8 @@ async fn create(
     AppJson(body): AppJson<RuleBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let rule = new_rule(body)?;
-    let (rule, job) = odp_store::create_user_rule(&state.pool, &rule, &caller.subject)
-        .await?
-        .ok_or_else(|| ApiError::Conflict(format!("rule {} exists", rule.id)))?;
-    Ok((StatusCode::CREATED, Json(view(rule, Some(job)))))
+    let rule = rules::create(&state, body, &caller.subject).await?;
+    Ok((StatusCode::CREATED, Json(rule)))
 }
 
 /// One rule and its latest re-analysis.
@@ -71,9 +66,7 @@ async fn describe(
     AppPath(id): AppPath<String>,
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Viewer)?;
-    let rule = load(&state, &id).await?;
-    let reanalysis = odp_store::latest_reanalysis(&state.pool, &id).await?;
-    Ok(Json(view(rule, reanalysis)))
+    Ok(Json(rules::describe(&state, &id).await?))
 }
 
 /// Replaces a rule (a seed rule becomes the admin's, never reset by the
@@ -97,7 +90,9 @@ async fn replace(
     AppJson(body): AppJson<RuleBody>,
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Admin)?;
-    save(&state, &caller, replacement(id, body)?).await
+    Ok(Json(
+        rules::replace(&state, id, body, &caller.subject).await?,
+    ))
 }
 
 /// Changes some of a rule's settings (e.g. `{"enabled": false}`) and
@@ -121,8 +116,9 @@ async fn change(
     AppJson(patch): AppJson<RulePatch>,
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Admin)?;
-    let current = load(&state, &id).await?.rule;
-    save(&state, &caller, patched(current, patch)?).await
+    Ok(Json(
+        rules::change(&state, &id, patch, &caller.subject).await?,
+    ))
 }
 
 /// The latest re-analysis of a rule's changes over past profiles.
@@ -143,34 +139,5 @@ async fn latest_reanalysis(
     AppPath(id): AppPath<String>,
 ) -> Result<Json<Reanalysis>, ApiError> {
     caller.require(Role::Viewer)?;
-    load(&state, &id).await?;
-    odp_store::latest_reanalysis(&state.pool, &id)
-        .await?
-        .map(|job| Json(job.into()))
-        .ok_or_else(|| ApiError::NotFound(format!("rule {id} was never re-analysed")))
-}
-
-async fn load(state: &AppState, id: &str) -> Result<RuleRow, ApiError> {
-    odp_store::get_rule(&state.pool, id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no rule {id}")))
-}
-
-async fn save(
-    state: &AppState,
-    caller: &Caller,
-    rule: RuleDef,
-) -> Result<Json<RuleView>, ApiError> {
-    let (rule, job) = odp_store::update_user_rule(&state.pool, &rule, &caller.subject)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no rule {}", rule.id)))?;
-    Ok(Json(view(rule, Some(job))))
-}
-
-/// The rule with its latest re-analysis, as the API shows them.
-fn view(rule: RuleRow, reanalysis: Option<odp_store::Reanalysis>) -> RuleView {
-    RuleView {
-        rule: rule.into(),
-        reanalysis: reanalysis.map(Reanalysis::from),
-    }
+    Ok(Json(rules::latest_reanalysis(&state, &id).await?))
 }

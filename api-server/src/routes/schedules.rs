@@ -4,12 +4,9 @@
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use chrono::Utc;
 use odp_api_types::{
-    NewScheduleRequest, RunView, Schedule, ScheduleWithRuns, SchedulesResponse,
-    UpdateScheduleRequest,
+    NewScheduleRequest, Schedule, ScheduleWithRuns, SchedulesResponse, UpdateScheduleRequest,
 };
-use odp_store::Schedules;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -18,12 +15,8 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppJson, AppPath};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::service::runs::defined_service;
-use crate::service::schedules::{new_run_schedule, new_schedule, parse_create, schedule_patch};
+use crate::service::schedules;
 use crate::AppState;
-
-/// How many runs `GET /api/v1/schedules/{id}` shows, newest first.
-const RUNS_SHOWN: i64 = 50;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -57,17 +50,9 @@ async fn create(
     AppJson(body): AppJson<serde_json::Value>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let new = match parse_create(body)? {
-        NewScheduleRequest::Host(request) => new_schedule(request, &caller.subject, Utc::now())?,
-        NewScheduleRequest::Run(request) => {
-            crate::validate::validate_name("service", &request.service)?;
-            let service = defined_service(&state, &request.service).await?;
-            new_run_schedule(request, &service.target, &caller.subject, Utc::now())?
-        }
-    };
-    let row = Schedules::new(state.pool.clone()).create(&new).await?;
-    tracing::info!(schedule = %row.id, name = %row.name, by = %caller.subject, "schedule created");
-    Ok((StatusCode::CREATED, Json(Schedule::from(row))))
+    let schedule = schedules::create(&state, body, &caller.subject).await?;
+    tracing::info!(schedule = %schedule.id, name = %schedule.name, by = %caller.subject, "schedule created");
+    Ok((StatusCode::CREATED, Json(schedule)))
 }
 
 /// Every schedule.
@@ -86,9 +71,8 @@ async fn list(
     caller: Caller,
 ) -> Result<Json<SchedulesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
-    let schedules = Schedules::new(state.pool.clone()).list().await?;
     Ok(Json(SchedulesResponse {
-        schedules: schedules.into_iter().map(Schedule::from).collect(),
+        schedules: schedules::list(&state).await?,
     }))
 }
 
@@ -111,13 +95,7 @@ async fn describe(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<ScheduleWithRuns>, ApiError> {
     caller.require(Role::Viewer)?;
-    let schedules = Schedules::new(state.pool.clone());
-    let schedule = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
-    let runs = schedules.runs(id, RUNS_SHOWN).await?;
-    Ok(Json(ScheduleWithRuns {
-        schedule: schedule.into(),
-        runs: runs.into_iter().map(RunView::from).collect(),
-    }))
+    Ok(Json(schedules::describe(&state, id).await?))
 }
 
 /// Change a schedule (admin); absent fields stay as they are.
@@ -141,15 +119,9 @@ async fn update(
     AppJson(request): AppJson<UpdateScheduleRequest>,
 ) -> Result<Json<Schedule>, ApiError> {
     caller.require(Role::Admin)?;
-    let schedules = Schedules::new(state.pool.clone());
-    let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
-    let (patch, next_run_at) = schedule_patch(request, &current, Utc::now())?;
-    let row = schedules
-        .update(id, &patch, next_run_at)
-        .await?
-        .ok_or_else(|| no_schedule(id))?;
+    let schedule = schedules::update(&state, id, request).await?;
     tracing::info!(schedule = %id, by = %caller.subject, "schedule changed");
-    Ok(Json(row.into()))
+    Ok(Json(schedule))
 }
 
 /// Delete a schedule (admin).
@@ -171,13 +143,7 @@ async fn remove(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin)?;
-    if !Schedules::new(state.pool.clone()).delete(id).await? {
-        return Err(no_schedule(id));
-    }
+    schedules::delete(&state, id).await?;
     tracing::info!(schedule = %id, by = %caller.subject, "schedule deleted");
     Ok(StatusCode::NO_CONTENT)
-}
-
-fn no_schedule(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no schedule {id}"))
 }

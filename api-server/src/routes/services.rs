@@ -5,16 +5,18 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use odp_api_types::{
-    CreateServiceRequest, Service, ServiceHostsResponse, ServicesResponse, UpdateServiceRequest,
+    CreateServiceRequest, Service, ServiceHostsResponse, ServicesResponse, TrendResponse,
+    UpdateServiceRequest,
 };
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{Caller, Role};
 use crate::error::ApiError;
-use crate::extract::{AppJson, AppPath};
+use crate::extract::{AppJson, AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
 use crate::service::services;
+use crate::service::trend::{self, TrendParams};
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -22,6 +24,7 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list, create))
         .routes(routes!(describe, update, remove))
         .routes(routes!(hosts))
+        .routes(routes!(trend))
 }
 
 /// Define a service (admin).
@@ -169,4 +172,27 @@ async fn hosts(
     Ok(Json(
         services::hosts(&state.pool, &name, live_within).await?,
     ))
+}
+
+/// A function's trend over the service's history: per step, its share of
+/// the samples and the cores it keeps busy, each with its standard error.
+#[utoipa::path(
+    get,
+    path = "/api/v1/services/{name}/trend",
+    operation_id = "service_trend",
+    tag = "services",
+    params(("name" = String, Path, description = "Service name"), TrendParams),
+    responses(
+        (status = 200, description = "One point per step, gaps included", body = TrendResponse),
+        CommonErrors,
+    ),
+)]
+async fn trend(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(name): AppPath<String>,
+    AppQuery(params): AppQuery<TrendParams>,
+) -> Result<Json<TrendResponse>, ApiError> {
+    caller.require(Role::Viewer)?;
+    Ok(Json(trend::service_trend(&state, name, params).await?))
 }

@@ -12,7 +12,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::AppPath;
 use crate::openapi::{CommonErrors, NotFound};
-use crate::service::profiles;
+use crate::service::timeline;
 use crate::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -38,10 +38,5 @@ async fn timeline(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<TimelineJson>, ApiError> {
     caller.require(Role::Viewer)?;
-    profiles::get(&state, id).await?;
-    let windows = odp_store::profile_timeline(&state.pool, id).await?;
-    Ok(Json(TimelineJson {
-        profile_id: id,
-        windows,
-    }))
+    Ok(Json(timeline::of_profile(&state, id).await?))
 }

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::control::deploy::{AgentCredentials, IssueFuture, IssueIdentity, WithdrawFuture};
 use crate::error::ApiError;
-use crate::service::MAX_PAGE;
+use crate::service::page_limit;
 use crate::validate::validate_name;
 
 /// The longest a certificate may be valid: ten years.
@@ -62,6 +62,20 @@ impl IdentityIssuer {
         valid_days: i64,
         issued_by: &str,
     ) -> Result<(IdentityRow, String), ApiError> {
+        let (new, certificate) = self.certify(host, public_key, valid_days, issued_by)?;
+        let row = self.identities.record(&new).await?;
+        Ok((row, certificate))
+    }
+
+    /// Certifies `public_key` as an agent of `host` for `valid_days` from
+    /// now, recording nothing: the identity to record and the certificate.
+    pub(crate) fn certify(
+        &self,
+        host: &str,
+        public_key: &[u8; 32],
+        valid_days: i64,
+        issued_by: &str,
+    ) -> Result<(NewIdentity, String), ApiError> {
         // Whole seconds, so the record's times are the certificate's.
         let issued_at = Utc::now().timestamp();
         let expires_at = issued_at + valid_days * 86_400;
@@ -76,8 +90,7 @@ impl IdentityIssuer {
             expires_at: time(expires_at),
             issued_by: issued_by.to_owned(),
         };
-        let row = self.identities.record(&new).await?;
-        Ok((row, certificate))
+        Ok((new, certificate))
     }
 }
 
@@ -95,9 +108,9 @@ impl IssueIdentity for IdentityIssuer {
                 .issue(host, &key.public_key(), DEFAULT_CERTIFICATE_DAYS, issued_by)
                 .await
                 .map_err(|e| format!("issuing the agent's identity: {e}"))?;
-            tracing::info!(identity = %row.id, host, by = issued_by, "agent identity issued");
+            tracing::info!(identity = %row.issued.id, host, by = issued_by, "agent identity issued");
             Ok(AgentCredentials {
-                id: row.id,
+                id: row.issued.id,
                 key_pem: key.to_pem(),
                 certificate,
             })
@@ -132,24 +145,27 @@ fn check(request: IssueAgentIdentityRequest) -> Result<Checked, ApiError> {
             "`valid_days` must be between 1 and {MAX_VALID_DAYS}"
         )));
     }
-    let public_key = match request.public_key {
-        None => None,
-        Some(text) if text.chars().count() > MAX_PUBLIC_KEY_CHARS => {
-            return Err(ApiError::Unprocessable(format!(
-                "`public_key` must be at most {MAX_PUBLIC_KEY_CHARS} characters"
-            )))
-        }
-        Some(text) => Some(parse_public_key(&text).map_err(|e| {
-            ApiError::Unprocessable(format!(
-                "`public_key` must be an Ed25519 public key (base64url of its 32 bytes, \
-                 or an SPKI PEM): {e}"
-            ))
-        })?),
-    };
+    let public_key = request.public_key.as_deref().map(public_key).transpose()?;
     Ok(Checked {
         host: request.host,
         public_key,
         valid_days,
+    })
+}
+
+/// An agent's public key as a request gives it: base64url of its 32
+/// bytes, or an SPKI PEM.
+pub(crate) fn public_key(text: &str) -> Result<[u8; 32], ApiError> {
+    if text.chars().count() > MAX_PUBLIC_KEY_CHARS {
+        return Err(ApiError::Unprocessable(format!(
+            "`public_key` must be at most {MAX_PUBLIC_KEY_CHARS} characters"
+        )));
+    }
+    parse_public_key(text).map_err(|e| {
+        ApiError::Unprocessable(format!(
+            "`public_key` must be an Ed25519 public key (base64url of its 32 bytes, \
+             or an SPKI PEM): {e}"
+        ))
     })
 }
 
@@ -172,26 +188,39 @@ pub(crate) async fn issue(
     let (row, certificate) = issuer
         .issue(&checked.host, &public_key, checked.valid_days, issued_by)
         .await?;
-    Ok(IssuedAgentIdentity {
-        id: row.id,
-        host: row.host,
+    Ok(issued(row, certificate, private_key_pem))
+}
+
+/// The answer to an issue: the record, its certificate, and the private
+/// key when it was made here.
+pub(crate) fn issued(
+    row: IdentityRow,
+    certificate: String,
+    private_key_pem: Option<String>,
+) -> IssuedAgentIdentity {
+    let issued = row.issued;
+    IssuedAgentIdentity {
+        id: issued.id,
+        host: issued.host,
         certificate,
-        public_key: row.public_key,
-        issued_at: row.issued_at,
-        expires_at: row.expires_at,
-        issued_by: row.issued_by,
+        public_key: issued.public_key,
+        issued_at: issued.issued_at,
+        expires_at: issued.expires_at,
+        issued_by: issued.issued_by,
         private_key_pem,
-    })
+    }
 }
 
 fn record(row: IdentityRow) -> AgentIdentityRecord {
+    let issued = row.issued;
     AgentIdentityRecord {
-        id: row.id,
-        host: row.host,
-        public_key: row.public_key,
-        issued_at: row.issued_at,
-        expires_at: row.expires_at,
-        issued_by: row.issued_by,
+        id: issued.id,
+        host: issued.host,
+        public_key: issued.public_key,
+        issued_at: issued.issued_at,
+        expires_at: issued.expires_at,
+        issued_by: issued.issued_by,
+        enrollment_token: row.enrollment_token,
         revoked_at: row.revoked_at,
         revoked_by: row.revoked_by,
     }
@@ -207,12 +236,7 @@ pub(crate) async fn list(
     if let Some(host) = host {
         validate_name("host", host)?;
     }
-    let limit = limit.unwrap_or(50);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::Unprocessable(format!(
-            "`limit` must be between 1 and {MAX_PAGE}"
-        )));
-    }
+    let limit = page_limit(limit, 50)?;
     let rows = Identities::new(db.clone()).list(host, limit).await?;
     Ok(AgentIdentityList {
         identities: rows.into_iter().map(record).collect(),

@@ -2,10 +2,10 @@
 //! the one path every start takes, a user's or a schedule's (record it,
 //! deploy an agent if the host has none, publish the signed command).
 
-use odp_api_types::{Profile, StartRequest};
+use odp_api_types::{DuplicateStart, ErrorCode, ErrorDetail, Profile, StartRequest};
 use odp_core::command::{CommandAction, StartProfile};
 use odp_core::cost::StartOptions;
-use odp_core::Target;
+use odp_core::{Snapshot, Target};
 use odp_store::runtime::profile_runtime;
 use odp_store::{
     read_coverage, Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow,
@@ -17,6 +17,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::service::start_options::start_options;
 use crate::validate::{validate_labels, validate_name};
+use crate::views;
 use crate::AppState;
 
 pub(crate) const MAX_DURATION_SECS: u64 = 3600;
@@ -97,6 +98,9 @@ impl TryFrom<StartRequest> for ValidStart {
         };
         validate_labels(&request.labels)?;
         let options = start_options(request.options.unwrap_or_default(), frequency_hz)?;
+        options
+            .check_target(&target)
+            .map_err(|e| ApiError::Unprocessable(format!("options: {e}")))?;
         Ok(ValidStart {
             options,
             labels: request.labels,
@@ -232,6 +236,40 @@ async fn deploy_if_absent(state: &AppState, host: &str, requested_by: &str) {
     }
 }
 
+/// What a start answers with: the profile (created now, or by an earlier
+/// request with the same idempotency key), or the live profile of the same
+/// target it would duplicate.
+pub(crate) enum StartAnswer {
+    Accepted(Profile),
+    Duplicate(DuplicateStart),
+}
+
+impl From<Inserted> for StartAnswer {
+    fn from(inserted: Inserted) -> StartAnswer {
+        match inserted {
+            Inserted::Created(row) | Inserted::Replayed(row) => {
+                StartAnswer::Accepted(views::profile(row))
+            }
+            Inserted::Duplicate(row) => StartAnswer::Duplicate(duplicate(row)),
+        }
+    }
+}
+
+/// Names the live profile the client can follow instead.
+fn duplicate(row: ProfileRow) -> DuplicateStart {
+    let message = format!(
+        "{} already has a live profile on {}: {}",
+        row.service, row.host, row.id
+    );
+    DuplicateStart {
+        error: ErrorDetail {
+            code: ErrorCode::Conflict,
+            message,
+        },
+        profile: views::profile(row),
+    }
+}
+
 /// A profile by id; 404 when there is none.
 pub(crate) async fn get(state: &AppState, id: Uuid) -> Result<ProfileRow, ApiError> {
     state
@@ -278,8 +316,22 @@ pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ApiE
     Ok(Profile {
         runtime,
         coverage: Some(coverage.of(profile.event)),
-        ..Profile::from(profile)
+        ..views::profile(profile)
     })
+}
+
+/// Stores `snapshot`, parsed from another tool's file in `format`, as a
+/// finished profile of `service` that `requested_by` imported.
+pub(crate) async fn import(
+    state: &AppState,
+    snapshot: &Snapshot,
+    service: &str,
+    format: &str,
+    requested_by: &str,
+) -> Result<Profile, ApiError> {
+    let row =
+        odp_store::import_profile(&state.pool, snapshot, service, format, requested_by).await?;
+    Ok(views::profile(row))
 }
 
 #[cfg(test)]
@@ -324,6 +376,30 @@ mod tests {
             .unwrap();
             assert_eq!(v.target, Target::Cgroup(cgroup.into()));
         }
+    }
+
+    #[test]
+    fn children_are_followed_for_a_pid_only() {
+        let v = request(
+            serde_json::json!({"host": "h", "pid": 42, "duration_secs": 5,
+            "options": {"include_children": true}}),
+        )
+        .unwrap();
+        assert!(v.options.include_children);
+        let err = request(serde_json::json!({"host": "h", "process_name": "sh",
+            "duration_secs": 5, "options": {"include_children": true}}))
+        .unwrap_err();
+        let ApiError::Unprocessable(message) = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            message.starts_with("options: include_children applies to pid targets only"),
+            "{message}"
+        );
+        let v = request(serde_json::json!({"host": "h", "process_name": "sh",
+            "duration_secs": 5, "options": {"include_children": false}}))
+        .unwrap();
+        assert!(!v.options.include_children);
     }
 
     #[test]

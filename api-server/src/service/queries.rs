@@ -256,7 +256,7 @@ pub(crate) async fn render_merged(
             snapshots,
             event: r.event,
             samples: r.samples,
-            root: root.unwrap_or_else(|| odp_core::flamegraph::build(&[])),
+            root: root.unwrap_or_else(odp_profile::flame::empty),
         })
     })
     .await

@@ -1,26 +1,108 @@
 //! Rules as admins write them: a body checked into the [`RuleDef`] the
 //! store keeps (texts, link, service names, and the kind, spec and
 //! thresholds compiled as the pipeline will), for a new rule, a
-//! replacement or a change of some settings.
+//! replacement or a change of some settings; and the stored rules, each
+//! with its latest re-analysis, as the API shows them.
 
-use odp_api_types::{RuleBody, RulePatch};
+use odp_api_types::{Reanalysis, Rule, RuleBody, RulePatch, RuleView};
 use odp_rules::RuleDef;
+use odp_store::RuleRow;
 
 use crate::error::ApiError;
 use crate::validate::validate_name;
+use crate::views;
+use crate::AppState;
+
+/// Every rule, seed and user.
+pub(crate) async fn list(state: &AppState) -> Result<Vec<Rule>, ApiError> {
+    let rules = odp_store::list_rules(&state.pool).await?;
+    Ok(rules.into_iter().map(views::rule).collect())
+}
+
+/// Stores the new rule `body` asks for and queues its re-analysis.
+pub(crate) async fn create(
+    state: &AppState,
+    body: RuleBody,
+    by: &str,
+) -> Result<RuleView, ApiError> {
+    let rule = new_rule(body)?;
+    let (rule, job) = odp_store::create_user_rule(&state.pool, &rule, by)
+        .await?
+        .ok_or_else(|| ApiError::Conflict(format!("rule {} exists", rule.id)))?;
+    Ok(view(rule, Some(job)))
+}
+
+/// Rule `id` with its latest re-analysis.
+pub(crate) async fn describe(state: &AppState, id: &str) -> Result<RuleView, ApiError> {
+    let rule = load(state, id).await?;
+    let reanalysis = odp_store::latest_reanalysis(&state.pool, id).await?;
+    Ok(view(rule, reanalysis))
+}
+
+/// Replaces rule `id` by `body` and queues its re-analysis.
+pub(crate) async fn replace(
+    state: &AppState,
+    id: String,
+    body: RuleBody,
+    by: &str,
+) -> Result<RuleView, ApiError> {
+    save(state, replacement(id, body)?, by).await
+}
+
+/// Changes the settings of rule `id` that `patch` gives and queues its
+/// re-analysis.
+pub(crate) async fn change(
+    state: &AppState,
+    id: &str,
+    patch: RulePatch,
+    by: &str,
+) -> Result<RuleView, ApiError> {
+    let current = load(state, id).await?.rule;
+    save(state, patched(current, patch)?, by).await
+}
+
+/// The latest re-analysis of rule `id`'s changes.
+pub(crate) async fn latest_reanalysis(state: &AppState, id: &str) -> Result<Reanalysis, ApiError> {
+    load(state, id).await?;
+    odp_store::latest_reanalysis(&state.pool, id)
+        .await?
+        .map(views::reanalysis)
+        .ok_or_else(|| ApiError::NotFound(format!("rule {id} was never re-analysed")))
+}
+
+async fn load(state: &AppState, id: &str) -> Result<RuleRow, ApiError> {
+    odp_store::get_rule(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no rule {id}")))
+}
+
+async fn save(state: &AppState, rule: RuleDef, by: &str) -> Result<RuleView, ApiError> {
+    let (rule, job) = odp_store::update_user_rule(&state.pool, &rule, by)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no rule {}", rule.id)))?;
+    Ok(view(rule, Some(job)))
+}
+
+/// The rule with its latest re-analysis, as the API shows them.
+fn view(rule: RuleRow, reanalysis: Option<odp_store::Reanalysis>) -> RuleView {
+    RuleView {
+        rule: views::rule(rule),
+        reanalysis: reanalysis.map(views::reanalysis),
+    }
+}
 
 /// Most per-service threshold overrides on one rule.
 const MAX_SERVICE_THRESHOLDS: usize = 256;
 
 /// A new rule: its id comes in the body.
-pub(crate) fn new_rule(body: RuleBody) -> Result<RuleDef, ApiError> {
+fn new_rule(body: RuleBody) -> Result<RuleDef, ApiError> {
     let id = body.id.clone().ok_or_else(|| invalid("id is required"))?;
     validated(id, body)
 }
 
 /// Rule `id` replaced by `body`, which may repeat the id but not name
 /// another.
-pub(crate) fn replacement(id: String, body: RuleBody) -> Result<RuleDef, ApiError> {
+fn replacement(id: String, body: RuleBody) -> Result<RuleDef, ApiError> {
     if body.id.as_ref().is_some_and(|body_id| *body_id != id) {
         return Err(invalid("the body's id differs from the path's"));
     }
@@ -28,7 +110,7 @@ pub(crate) fn replacement(id: String, body: RuleBody) -> Result<RuleDef, ApiErro
 }
 
 /// `current` with the settings `patch` gives, checked again as a whole.
-pub(crate) fn patched(current: RuleDef, patch: RulePatch) -> Result<RuleDef, ApiError> {
+fn patched(current: RuleDef, patch: RulePatch) -> Result<RuleDef, ApiError> {
     let body = RuleBody {
         id: None,
         title: current.title,

@@ -1,21 +1,92 @@
 //! Schedules: a create request checked into the schedule to store (its
 //! target checked as a start's, its cron expression and zone parsed, its
-//! first run computed), and a change checked against the stored schedule.
+//! first run computed), a change checked against the stored schedule, and
+//! the stored schedules as the API shows them.
 
 use chrono::{DateTime, Utc};
 use odp_api_types::{
     CreateRunRequest, CreateRunScheduleRequest, CreateScheduleRequest, NewScheduleRequest,
-    StartRequest, UpdateScheduleRequest,
+    Schedule, ScheduleWithRuns, StartRequest, UpdateScheduleRequest,
 };
 use odp_core::run::{select_hosts, SelectionError, SelectionRequest};
 use odp_core::Target;
-use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow};
+use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules};
 use uuid::Uuid;
 
 use crate::cron_schedule::CronSchedule;
 use crate::error::ApiError;
 use crate::service::profiles::{ValidStart, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
+use crate::service::runs::defined_service;
 use crate::validate::validate_name;
+use crate::views;
+use crate::AppState;
+
+/// How many runs [`describe`] shows, newest first.
+const RUNS_SHOWN: i64 = 50;
+
+/// Stores the schedule `body` asks for, created `by` an admin: of one
+/// host's target, or of a run of a defined service.
+pub(crate) async fn create(
+    state: &AppState,
+    body: serde_json::Value,
+    by: &str,
+) -> Result<Schedule, ApiError> {
+    let new = match parse_create(body)? {
+        NewScheduleRequest::Host(request) => new_schedule(request, by, Utc::now())?,
+        NewScheduleRequest::Run(request) => {
+            validate_name("service", &request.service)?;
+            let service = defined_service(state, &request.service).await?;
+            new_run_schedule(request, &service.target, by, Utc::now())?
+        }
+    };
+    let row = Schedules::new(state.pool.clone()).create(&new).await?;
+    Ok(views::schedule(row))
+}
+
+/// Every schedule.
+pub(crate) async fn list(state: &AppState) -> Result<Vec<Schedule>, ApiError> {
+    let schedules = Schedules::new(state.pool.clone()).list().await?;
+    Ok(schedules.into_iter().map(views::schedule).collect())
+}
+
+/// Schedule `id` with its latest runs.
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithRuns, ApiError> {
+    let schedules = Schedules::new(state.pool.clone());
+    let schedule = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
+    let runs = schedules.runs(id, RUNS_SHOWN).await?;
+    Ok(ScheduleWithRuns {
+        schedule: views::schedule(schedule),
+        runs: runs.into_iter().map(views::schedule_run).collect(),
+    })
+}
+
+/// Schedule `id` changed as `request` asks; absent fields stay as they are.
+pub(crate) async fn update(
+    state: &AppState,
+    id: Uuid,
+    request: UpdateScheduleRequest,
+) -> Result<Schedule, ApiError> {
+    let schedules = Schedules::new(state.pool.clone());
+    let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
+    let (patch, next_run_at) = schedule_patch(request, &current, Utc::now())?;
+    let row = schedules
+        .update(id, &patch, next_run_at)
+        .await?
+        .ok_or_else(|| no_schedule(id))?;
+    Ok(views::schedule(row))
+}
+
+/// Deletes schedule `id`.
+pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ApiError> {
+    if !Schedules::new(state.pool.clone()).delete(id).await? {
+        return Err(no_schedule(id));
+    }
+    Ok(())
+}
+
+fn no_schedule(id: Uuid) -> ApiError {
+    ApiError::NotFound(format!("no schedule {id}"))
+}
 
 fn unprocessable(message: String) -> ApiError {
     ApiError::Unprocessable(message)
@@ -35,7 +106,7 @@ fn next_run(
 }
 
 /// A create request checked into the schedule to store.
-pub(crate) fn new_schedule(
+fn new_schedule(
     request: CreateScheduleRequest,
     created_by: &str,
     now: DateTime<Utc>,
@@ -83,7 +154,7 @@ pub(crate) fn new_schedule(
 
 /// A create body read as a host schedule, or, with `run`, a run schedule:
 /// each with its own unknown-field errors.
-pub(crate) fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ApiError> {
+fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ApiError> {
     let invalid = |e: serde_json::Error| unprocessable(format!("invalid request body: {e}"));
     if body.get("run").is_some() {
         serde_json::from_value(body)
@@ -103,7 +174,7 @@ const MAX_STRATIFY_BY: usize = 4;
 /// members checked as a run's of the service (whose target is
 /// `service_target` now): `host` is `*`, the run chooses its hosts each
 /// time it fires.
-pub(crate) fn new_run_schedule(
+fn new_run_schedule(
     request: CreateRunScheduleRequest,
     service_target: &Target,
     created_by: &str,
@@ -184,7 +255,7 @@ pub(crate) fn new_run_schedule(
 }
 
 /// The patch and the schedule's next run once it applies to `current`.
-pub(crate) fn schedule_patch(
+fn schedule_patch(
     request: UpdateScheduleRequest,
     current: &ScheduleRow,
     now: DateTime<Utc>,

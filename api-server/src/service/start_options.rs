@@ -49,6 +49,7 @@ pub(crate) fn start_options(
         plugin,
         event,
         min_wait_us: options.min_wait_us,
+        include_children: options.include_children,
     };
     options
         .check(frequency_hz)
@@ -94,9 +95,10 @@ mod tests {
         let options = check(serde_json::json!({
             "plugin": "jvm", "event": "alloc-bytes", "fsp_share": 0.95,
             "fda": {"theta": 0.1}, "duty_cycle": {"on_secs": 2, "period_secs": 10},
-            "overhead_budget": 0.02
+            "overhead_budget": 0.02, "include_children": true
         }))
         .unwrap();
+        assert!(options.include_children);
         assert_eq!(options.plugin, Some(Language::Jvm));
         assert_eq!(options.event, Some(EventKind::AllocBytes));
         assert_eq!(options.fda.as_ref().unwrap().theta, 0.1);

@@ -4,7 +4,9 @@
 //! shares are known to ±ε. `wait` follows a run to its end and prints the
 //! top shares with their errors.
 
-use odp_client::types::{CreateRunRequest, RunHostsResponse, RunTopResponse, RunsResponse};
+use odp_client::types::{
+    CreateRunRequest, RunHostsResponse, RunIssuesResponse, RunTopResponse, RunsResponse,
+};
 use odp_client::ApiClient;
 use odp_core::run::{HostSelection, StopRule};
 use uuid::Uuid;
@@ -17,7 +19,7 @@ mod render;
 mod tests;
 mod wait;
 
-use render::{hosts_table, runs_table, selection, status_name, summary, top_table};
+use render::{hosts_table, issues_text, runs_table, selection, status_name, summary, top_table};
 use wait::follow;
 
 /// How many of the live hosts running the service: at most one of these
@@ -154,6 +156,14 @@ pub(crate) enum RunAction {
         #[arg(long)]
         json: bool,
     },
+    /// What the detection rules found in a run once it ended, and the
+    /// hosts where each finding is highest.
+    Issues {
+        id: String,
+        /// Print the API's JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop a run: every member still profiling stops.
     Stop { id: String },
     /// List runs, newest first.
@@ -230,6 +240,15 @@ pub(crate) async fn run(
                     width,
                 };
                 print!("{}", top_table(&top, rows));
+            }
+        }
+        RunAction::Issues { id, json } => {
+            let path = format!("/api/v1/runs/{}/issues", run_id(&id)?);
+            let found: RunIssuesResponse = client.get(&path).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&found)?);
+            } else {
+                print!("{}", issues_text(&found));
             }
         }
         RunAction::Stop { id } => {

@@ -1,9 +1,10 @@
-//! `odpctl run show`, `list`, `hosts` and `top`: a run's summary and
-//! tables.
+//! `odpctl run show`, `list`, `hosts`, `top` and `issues`: a run's
+//! summary, tables and findings.
 
 use chrono::{DateTime, Utc};
 use odp_client::types::{
-    Run, RunHost, RunHostsResponse, RunPrecision, RunStatus, RunTopResponse, RunsResponse,
+    Run, RunHost, RunHostsResponse, RunIssuesResponse, RunPrecision, RunStatus, RunTopResponse,
+    RunsResponse,
 };
 use odp_core::run::{HostSelection, StderrMethod, StopRule};
 
@@ -293,4 +294,49 @@ pub(super) fn top_table(top: &RunTopResponse, rows: TopRows) -> String {
         samples_of(top.samples, top.event, &top.units, &of),
         functions_table(&top.functions, rows)
     )
+}
+
+/// `odpctl run issues`: each finding on the run's merged samples, and the
+/// hosts where it is highest.
+pub(super) fn issues_text(found: &RunIssuesResponse) -> String {
+    let Some(evaluated) = found.evaluated_at else {
+        return format!(
+            "run {}: not judged yet (the rules run once it has ended)\n",
+            found.run_id
+        );
+    };
+    if found.issues.is_empty() {
+        return format!(
+            "run {}: no rule flagged it (judged {})\n",
+            found.run_id,
+            time(&evaluated)
+        );
+    }
+    let mut out = format!(
+        "run {}: {} (judged {})\n",
+        found.run_id,
+        count_of(found.issues.len(), "issue"),
+        time(&evaluated)
+    );
+    for found in &found.issues {
+        let issue = &found.issue;
+        out.push_str(&format!(
+            "{} ({}): {:.1}% of {} (threshold {:.1}%)\n",
+            issue.title,
+            issue.rule_id,
+            issue.share,
+            count(issue.samples_total, "sample"),
+            issue.threshold_pct
+        ));
+        let hosts: Vec<String> = found
+            .hosts
+            .iter()
+            .map(|h| format!("{} {:.1}%", h.host, h.share))
+            .collect();
+        if !hosts.is_empty() {
+            out.push_str(&format!("  highest on: {}\n", hosts.join(", ")));
+        }
+        out.push_str(&format!("  fix: {}\n", issue.fix));
+    }
+    out
 }

@@ -530,3 +530,31 @@ fn a_runs_top_is_a_top_table() {
     assert!(lines[2].starts_with("demo_hot") && lines[2].contains("60.0% ± 3.5"));
     assert!(lines[2].trim_end().ends_with("75.0%"), "{table}");
 }
+
+/// `odpctl run issues` on a run's findings captured off a quick-start
+/// stack (`tests/data/run-issues.json`: a rule on demo_hot at 40%), before
+/// it is judged, and once judged with nothing found.
+#[test]
+fn a_runs_issues_name_the_hosts_where_each_is_highest() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/run-issues.json");
+    let found: odp_client::types::RunIssuesResponse =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(
+        issues_text(&found),
+        "run 794de284-abca-4863-96f1-6931d09bbe38: 1 issue (judged 2026-11-28T00:52:04Z)\n\
+         demo_hot is hot (demo-hot-try): 61.4% of 495 samples (threshold 40.0%)\n\
+         \x20 highest on: vm 61.4%\n\
+         \x20 fix: cool it\n"
+    );
+    let pending = odp_client::types::RunIssuesResponse {
+        evaluated_at: None,
+        issues: Vec::new(),
+        ..found.clone()
+    };
+    assert!(issues_text(&pending).contains("not judged yet"));
+    let clean = odp_client::types::RunIssuesResponse {
+        issues: Vec::new(),
+        ..found
+    };
+    assert!(issues_text(&clean).contains("no rule flagged it"));
+}

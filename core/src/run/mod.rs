@@ -10,16 +10,19 @@
 //! - [`precision`]: whether the top K self shares of the aggregate are
 //!   known to ±ε yet, with a between-host error because hosts differ;
 //! - [`rng`]: the seeded generator both rely on, fixed so recorded seeds
-//!   stay meaningful.
+//!   stay meaningful;
+//! - [`ScheduleRun`]: the run a run schedule starts at each firing.
 
 pub mod outliers;
 pub mod precision;
 pub mod rng;
+mod schedule;
 pub mod selection;
 
 pub use precision::{
     Aggregate, ShareEstimate, StderrMethod, StopDecision, StopRule, StopRuleError,
 };
+pub use schedule::ScheduleRun;
 pub use selection::{
     select_hosts, Host, HostSelection, Selection, SelectionError, SelectionRequest, Stratum,
 };

@@ -69,12 +69,31 @@ pub fn profile_link(base_url: &str, profile_id: uuid::Uuid) -> String {
     format!("{}/#/profiles/{profile_id}", base_url.trim_end_matches('/'))
 }
 
+/// Where the web UI shows a run.
+pub fn run_link(base_url: &str, run_id: uuid::Uuid) -> String {
+    format!("{}/#/runs/{run_id}", base_url.trim_end_matches('/'))
+}
+
+/// Where the web UI shows a profile against the one it was compared with.
+pub fn diff_link(base_url: &str, baseline: uuid::Uuid, target: uuid::Uuid) -> String {
+    format!(
+        "{}/#/compare?baseline={baseline}&target={target}",
+        base_url.trim_end_matches('/')
+    )
+}
+
 /// The subject line: what fired, where, and how much.
 pub fn subject(d: &DueDelivery) -> String {
-    format!(
-        "[ODP] {} in {} on {}: {:.1}% of samples",
-        d.title, d.service, d.host, d.share
-    )
+    match d.run_id {
+        Some(_) => format!(
+            "[ODP] {} in a run of {}: {:.1}% of samples, most on {}",
+            d.title, d.service, d.share, d.host
+        ),
+        None => format!(
+            "[ODP] {} in {} on {}: {:.1}% of samples",
+            d.title, d.service, d.host, d.share
+        ),
+    }
 }
 
 /// The plain-text body: everything a reader needs to act without opening
@@ -85,19 +104,50 @@ pub fn body(d: &DueDelivery, profile_base_url: Option<&str>) -> String {
         text.push_str(&s);
         text.push('\n');
     };
-    line("ODP flagged a common issue in a profile.".into());
+    match d.run_id {
+        Some(_) => line("ODP flagged a common issue in a run, across its hosts.".into()),
+        None => line("ODP flagged a common issue in a profile.".into()),
+    }
     line(String::new());
     line(format!("Service:   {}", d.service));
-    line(format!("Host:      {}", d.host));
+    if d.run_id.is_none() {
+        line(format!("Host:      {}", d.host));
+    }
     line(format!("Rule:      {} ({})", d.title, d.rule_id));
     line(format!(
         "Share:     {:.1}% of samples (threshold {:.1}%)",
         d.share, d.threshold_pct
     ));
     line(format!("Detected:  {}", d.detected_at.to_rfc3339()));
-    line(format!("Profile:   {}", d.profile_id));
-    if let Some(base) = profile_base_url {
-        line(format!("View:      {}", profile_link(base, d.profile_id)));
+    match d.run_id {
+        Some(run_id) => {
+            line(format!("Run:       {run_id}"));
+            if let Some(base) = profile_base_url {
+                line(format!("View:      {}", run_link(base, run_id)));
+            }
+            line("Hosts where it is highest:".into());
+            for host in &d.hosts {
+                line(format!(
+                    "  {}: {:.1}% of {} samples",
+                    host.host, host.share, host.samples
+                ));
+            }
+        }
+        None => {
+            line(format!("Profile:   {}", d.profile_id));
+            if let Some(base) = profile_base_url {
+                line(format!("View:      {}", profile_link(base, d.profile_id)));
+            }
+            if let Some(baseline) = d.compared_with {
+                line(format!("Baseline:  {baseline}"));
+                if let Some(base) = profile_base_url {
+                    line(format!(
+                        "Diff:      {}",
+                        diff_link(base, baseline, d.profile_id)
+                    ));
+                }
+            }
+        }
     }
     line(String::new());
     line("Why it matters:".into());
@@ -278,6 +328,9 @@ mod tests {
                 frames: vec!["main".into(), "work".into(), "append".into()],
             }],
             detected_at: Utc.timestamp_opt(1_700_000_000, 0).unwrap(),
+            run_id: None,
+            hosts: Vec::new(),
+            compared_with: None,
         }
     }
 
@@ -347,9 +400,61 @@ mod tests {
             assert!(text.contains(expected), "{expected:?} missing from\n{text}");
         }
         assert!(!body(&d, None).contains("View:"));
+        assert!(!text.contains("Diff:"), "nothing was compared");
         assert_eq!(
             subject(&d),
             "[ODP] java.lang.StringBuffer in checkout on h-1: 30.0% of samples"
+        );
+    }
+
+    #[test]
+    fn a_regression_links_its_diff_against_the_baseline() {
+        let d = DueDelivery {
+            rule_id: "continuous-regression".into(),
+            compared_with: Some(Uuid::from_u128(41)),
+            ..delivery()
+        };
+        let text = body(&d, Some("https://odp.example.com"));
+        assert!(
+            text.contains(
+                "Diff:      https://odp.example.com/#/compare?baseline=00000000-0000-0000-0000-000000000029&target=00000000-0000-0000-0000-00000000002a"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(super::super::webhook::AlertPayload::of(&d)).unwrap();
+        assert_eq!(
+            json["compared_with"],
+            "00000000-0000-0000-0000-000000000029"
+        );
+    }
+
+    #[test]
+    fn a_run_s_alert_links_the_run_and_names_its_hottest_hosts() {
+        let host = |name: &str, share, samples| odp_rules::run::HostShare {
+            host: name.into(),
+            profile_id: Uuid::from_u128(samples as u128),
+            share,
+            samples,
+        };
+        let d = DueDelivery {
+            run_id: Some(Uuid::from_u128(5)),
+            hosts: vec![host("h-1", 61.5, 990), host("h-2", 12.0, 985)],
+            ..delivery()
+        };
+        let text = body(&d, Some("https://odp.example.com"));
+        for expected in [
+            "ODP flagged a common issue in a run, across its hosts.",
+            "Run:       00000000-0000-0000-0000-000000000005",
+            "View:      https://odp.example.com/#/runs/00000000-0000-0000-0000-000000000005",
+            "  h-1: 61.5% of 990 samples",
+            "  h-2: 12.0% of 985 samples",
+        ] {
+            assert!(text.contains(expected), "{expected:?} missing from\n{text}");
+        }
+        assert!(!text.contains("Host:  "), "a run has many hosts:\n{text}");
+        assert_eq!(
+            subject(&d),
+            "[ODP] java.lang.StringBuffer in a run of checkout: 30.0% of samples, most on h-1"
         );
     }
 

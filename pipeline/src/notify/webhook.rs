@@ -50,6 +50,29 @@ pub struct AlertPayload {
     pub threshold_pct: f64,
     pub stacks: Vec<StackPayload>,
     pub detected_at: DateTime<Utc>,
+    /// For a run's alert: the run, whose merged samples `share` is of;
+    /// `profile_id` and `host` are then those of the host where the rule
+    /// measures most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Uuid>,
+    /// For a run's alert: the hosts where the rule measures most, highest
+    /// first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostPayload>,
+    /// For a regression: the profile this one was compared with (the same
+    /// hour of last week for a continuous segment, the last run for a
+    /// schedule): `GET /api/v1/diff?baseline=<it>&target=<profile_id>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compared_with: Option<Uuid>,
+}
+
+/// A host of a run and how much of its samples the rule matched.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostPayload {
+    pub host: String,
+    pub profile_id: Uuid,
+    pub share: f64,
+    pub samples: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -93,6 +116,18 @@ impl AlertPayload {
                 })
                 .collect(),
             detected_at: d.detected_at,
+            run_id: d.run_id,
+            hosts: d
+                .hosts
+                .iter()
+                .map(|h| HostPayload {
+                    host: h.host.clone(),
+                    profile_id: h.profile_id,
+                    share: h.share,
+                    samples: h.samples,
+                })
+                .collect(),
+            compared_with: d.compared_with,
         }
     }
 }

@@ -20,7 +20,7 @@
 //! jfrs trusts its input: a declared count becomes an allocation of that
 //! size, a type that holds itself a recursion without end, a zero event
 //! size a loop without end, none of which a panic handler catches. Every
-//! recording is therefore walked first by [`check`], which reads the
+//! recording is therefore walked first by `check`, which reads the
 //! chunks' structure as jfrs will and refuses what would make jfrs
 //! allocate more than the file could hold, recurse deeply or loop; what is
 //! left, a panic inside jfrs, fails the read, not the caller's thread.

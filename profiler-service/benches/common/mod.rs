@@ -160,6 +160,7 @@ fn run_profile(
         host: "bench".into(),
         agent_id: "bench".into(),
         target: Target::Pid(pid),
+        include_children: false,
         duration,
         frequency_hz,
         window,

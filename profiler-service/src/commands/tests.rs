@@ -74,7 +74,7 @@ fn accepts_a_signed_command_for_this_host_once() {
     let key = Some(HOST.as_bytes());
     assert_eq!(
         check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW),
-        Verdict::Accepted(cmd.clone(), Default::default())
+        Verdict::Accepted(Box::new(cmd.clone()), Default::default())
     );
     let replay = rejection(check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW));
     assert_eq!(replay.command_id, Some(cmd.id));
@@ -281,7 +281,7 @@ fn a_signed_sync_is_verified_then_decided() {
     else {
         panic!("a signed sync for this host is accepted")
     };
-    assert_eq!(decide(cmd, &idle()), Decision::SyncServices(sync.clone()));
+    assert_eq!(decide(*cmd, &idle()), Decision::SyncServices(sync.clone()));
     // Replayed, expired, forged: refused by the same checks as a start.
     let r = rejection(check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW));
     assert!(

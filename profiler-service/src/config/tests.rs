@@ -220,3 +220,39 @@ fn start_up_stops_without_a_usable_identity_and_says_how_to_get_one() {
     assert_eq!(config.identity.certificate().public_key, agent.public_key());
     fs::remove_file(&api.path).unwrap();
 }
+
+#[test]
+fn an_enrollment_token_needs_the_apis_url_and_is_not_used_over_an_identity() {
+    let (api, _) = key_file();
+    let key = api.path.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let identity_dir = dir.path().join("identity");
+    let flags = [
+        "--command-public-key",
+        key,
+        "--host-id",
+        "web-1",
+        "--identity-dir",
+        identity_dir.to_str().unwrap(),
+        "--enrollment-token",
+        "odp-enroll-x",
+    ];
+    let mut args = parse(&flags).unwrap();
+    args.api_url = None;
+    let error = args.into_config().unwrap_err().to_string();
+    assert!(
+        error.contains("--enrollment-token needs --api-url"),
+        "{error}"
+    );
+    // With an identity (here from the environment) nothing is asked of
+    // the API, which is nowhere.
+    let mut args = parse(&flags).unwrap();
+    args.api_url = Some("http://127.0.0.1:9".into());
+    let config = enrolled(&api, args).into_config().unwrap();
+    assert_eq!(config.identity.certificate().host, "web-1");
+    assert!(!identity_dir.exists());
+    // The token stays out of Debug output.
+    let args = parse(&flags).unwrap();
+    assert!(!format!("{args:?}").contains("odp-enroll-x"));
+    fs::remove_file(&api.path).unwrap();
+}

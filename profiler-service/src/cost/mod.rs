@@ -1,5 +1,5 @@
-//! Cost control of a profile, as pure logic the runner drives once per
-//! window:
+//! Cost control of a profile, as pure logic the
+//! [sampling thread](crate::sampling_thread) drives once per window:
 //!
 //! - [`fsp`]: function selective pruning (Atys 5.1), dropping the samples
 //!   of the least busy threads before the snapshot leaves the agent;
@@ -11,7 +11,7 @@
 //!   capping the frequency.
 //!
 //! [`CostDefaults`] (from flags) and the command's
-//! [`StartOptions`](odp_core::cost::StartOptions) resolve, once and
+//! [`StartOptions`] resolve, once and
 //! validated, into the [`CostSettings`] of one profile; [`Governor`] combines
 //! FDA and the budget into the frequency of the next window.
 

@@ -57,7 +57,8 @@ fn assert_explained(message: &str, host: &str, dir: &Path, problem: &str) {
     assert!(
         message.contains(&format!(
             "enroll it with `odpctl agents enroll {host} --out {}` (admin), \
-             or let the api-server deploy it",
+             start it with a token from `odpctl agents token create {host}` \
+             (--enrollment-token, with --api-url), or let the api-server deploy it",
             dir.display()
         )),
         "{message}"

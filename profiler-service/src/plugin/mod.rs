@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use odp_core::cost::OptionsError;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Language, Snapshot};
+use odp_core::{EventKind, Frame, Language, Snapshot, Target};
 
 use crate::targets::ProcFs;
 
@@ -68,6 +68,12 @@ pub struct WaitSampling {
 pub struct OpenOptions {
     /// Waits shorter than this are not recorded (off-CPU and lock events).
     pub min_wait: Option<Duration>,
+    /// The profile's target, for plugins that can follow it beyond the
+    /// processes resolved so far (the native plugin's per-CPU mode).
+    pub target: Option<Target>,
+    /// A pid target's descendants are the profile's too: a plugin that
+    /// follows the target itself follows them from their fork.
+    pub include_children: bool,
 }
 
 /// One running profile of one plugin.
@@ -111,10 +117,25 @@ pub trait Session {
         false
     }
 
+    /// Whether the session sees the target's new processes from their
+    /// first sample, without waiting for a rescan: their CPU time before
+    /// the rescan finds them is then not lost.
+    fn sees_new_processes(&self) -> bool {
+        false
+    }
+
+    /// Whether a sample of the target was taken since the last
+    /// `sync_targets`: a target whose processes all live shorter than a
+    /// rescan period is still running while this is true.
+    fn sampled_target_lately(&self) -> bool {
+        false
+    }
+
     /// Whether the session measures only when the profile ends (a JVM's
-    /// heap histogram): the runner then cuts no window while it runs and
-    /// publishes the one `finish` fills, failing the profile if `finish`
-    /// fails, since that window is the whole result.
+    /// heap histogram): the [sampling thread](crate::sampling_thread) then
+    /// cuts no window while it runs and publishes the one `finish` fills,
+    /// failing the profile if `finish` fails, since that window is the
+    /// whole result.
     fn sends_at_end(&self) -> bool {
         false
     }
@@ -146,6 +167,7 @@ impl Plugins {
     /// The standard plugins, reading `/proc` through `procfs`.
     pub fn standard(procfs: ProcFs, settings: PluginSettings) -> Self {
         let native = native::NativePlugin::new(procfs.clone())
+            .with_per_cpu(settings.native_per_cpu)
             .with_debuginfod(native::debuginfod::Debuginfod::new(&settings.debuginfod));
         let python =
             python::PythonPlugin::new(procfs.clone(), settings.py_spy, settings.python_native);
@@ -223,6 +245,10 @@ pub struct PluginSettings {
     /// The debuginfod servers the `native` plugin fetches the debug files
     /// of stripped modules from, and its cache.
     pub debuginfod: native::debuginfod::DebuginfodSettings,
+    /// Whether the `native` plugin's CPU profiles of process-name,
+    /// command-line and cgroup targets sample per CPU (see
+    /// [`native::NativePlugin::with_per_cpu`]).
+    pub native_per_cpu: bool,
 }
 
 impl Default for PluginSettings {
@@ -233,6 +259,7 @@ impl Default for PluginSettings {
             jcmd: "jcmd".into(),
             // `DEBUGINFOD_URLS`, as gdb and perf on the host use it.
             debuginfod: native::debuginfod::DebuginfodSettings::from_env(None),
+            native_per_cpu: true,
         }
     }
 }
@@ -244,6 +271,10 @@ pub struct PollStats {
     pub lost: u64,
     /// Samples the kernel did not take while it throttled the event.
     pub throttled: u64,
+    /// Samples of processes that started and exited between two rescans,
+    /// whose CPU time nothing but these samples measured: expected as
+    /// taken (sessions that [see new processes](Session::sees_new_processes)).
+    pub expected_as_sampled: u64,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -323,3 +323,61 @@ fn any_live_answers_every_selector_in_one_pass_as_resolve_would() {
     assert!(Selector::new(&Target::CommandLine("(".into())).is_err());
     assert!(Selector::new(&Target::Cgroup("nope".into())).is_err());
 }
+
+#[test]
+fn resident_memory_is_statm_pages_times_the_page_size() {
+    assert_eq!(
+        parse_statm_resident("5284 1024 700 12 0 900 0\n"),
+        Some(1024)
+    );
+    assert_eq!(parse_statm_resident("5284"), None);
+    let proc = FakeProc::new();
+    proc.process(10, "grower", 'S', &[10]);
+    proc.file(10, "statm", b"5284 1024 700 12 0 900 0\n");
+    let page = rustix::param::page_size() as u64;
+    assert_eq!(proc.procfs().rss_bytes(10), Some(1024 * page));
+    assert_eq!(proc.procfs().rss_bytes(11), None);
+    // This process has some memory resident.
+    let mine = ProcFs::default().rss_bytes(std::process::id()).unwrap();
+    assert!(mine > 1 << 20, "{mine} bytes");
+}
+
+#[test]
+fn proc_times_tick_at_the_rate_the_kernel_says() {
+    // `/proc`'s CPU times are in USER_HZ, which sysconf(_SC_CLK_TCK) gives.
+    assert_eq!(rustix::param::clock_ticks_per_second(), TICKS_PER_SECOND);
+}
+
+#[test]
+fn a_pid_with_its_children_is_its_live_tree() {
+    let proc = FakeProc::new();
+    // 10 → 11 → 12 (a zombie) and 11 → 13; 20 is a stranger; 14 forked
+    // by 10 but re-parented to init when its parent exited.
+    for pid in [10, 11, 12, 13, 14, 20] {
+        proc.process(pid, "sh", 'S', &[pid]);
+    }
+    proc.parent(11, 10);
+    proc.parent(13, 11);
+    proc.file(12, "stat", b"12 (sh) Z 11 0 0");
+    let procfs = proc.procfs();
+    let selector = Selector::of_profile(&Target::Pid(10), true).unwrap();
+    assert_eq!(
+        procfs.resolve_selector(&selector).unwrap(),
+        vec![10, 11, 13]
+    );
+    assert!(procfs.designates(&selector, 13));
+    assert!(!procfs.designates(&selector, 14) && !procfs.designates(&selector, 20));
+    assert_eq!(procfs.any_live(&[selector]).unwrap(), vec![true]);
+    // Without the option, the pid alone; the option changes no other target.
+    let alone = Selector::of_profile(&Target::Pid(10), false).unwrap();
+    assert_eq!(procfs.resolve_selector(&alone).unwrap(), vec![10]);
+    let name = Selector::of_profile(&Target::ProcessName("sh".into()), true).unwrap();
+    assert!(matches!(name, Selector::Name(_)));
+    // Once the pid exited (its children re-parented), nothing is left.
+    proc.file(10, "stat", b"10 (sh) Z 1 0 0");
+    let selector = Selector::of_profile(&Target::Pid(10), true).unwrap();
+    assert_eq!(
+        procfs.resolve_selector(&selector).unwrap(),
+        Vec::<u32>::new()
+    );
+}

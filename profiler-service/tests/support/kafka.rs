@@ -255,6 +255,28 @@ impl Harness {
             .collect()
     }
 
+    /// The agent's flags for this harness: its broker, topics, host, agent
+    /// id, key and identity, 10 s windows and a heartbeat a second.
+    pub fn agent_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        for (flag, value) in [
+            ("--kafka-bootstrap", self.bootstrap.as_str()),
+            ("--topic-commands", &self.topics[0]),
+            ("--topic-stacks", &self.topics[1]),
+            ("--topic-events", &self.topics[2]),
+            ("--topic-dead-letter", &self.topics[3]),
+            ("--host-id", &self.host),
+            ("--agent-id", &self.agent_id),
+            ("--window-secs", "10"),
+            ("--heartbeat-secs", "1"),
+        ] {
+            args.extend([flag.into(), value.into()]);
+        }
+        args.extend(["--command-public-key".into(), self.key_path.clone().into()]);
+        args.extend(["--identity-dir".into(), self.identity_dir.clone().into()]);
+        args
+    }
+
     /// What the agents of this harness's host logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
@@ -298,25 +320,7 @@ impl Harness {
             .unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_odp-profiler-service"));
         command
-            .args(["--kafka-bootstrap", &self.bootstrap])
-            .args([
-                "--topic-commands",
-                &self.topics[0],
-                "--topic-stacks",
-                &self.topics[1],
-            ])
-            .args([
-                "--topic-events",
-                &self.topics[2],
-                "--topic-dead-letter",
-                &self.topics[3],
-            ])
-            .args(["--host-id", &self.host, "--agent-id", &self.agent_id])
-            .arg("--command-public-key")
-            .arg(&self.key_path)
-            .arg("--identity-dir")
-            .arg(&self.identity_dir)
-            .args(["--window-secs", "10", "--heartbeat-secs", "1"])
+            .args(self.agent_args())
             .args(extra)
             .env("RUST_LOG", "info,odp_profiler_service=debug")
             // The identity is the one in --identity-dir, whatever the

@@ -1,10 +1,12 @@
 //! Shared by the integration tests: the C workload and child processes
-//! here, the broker and command harness in [`kafka`].
+//! here, the broker and command harness in [`kafka`], an agent in the
+//! test's runtime in [`in_process`].
 
 // Each test binary uses a different part of this module, and `pub` here
 // only means "for the test files".
 #![allow(dead_code, unreachable_pub)]
 
+pub mod in_process;
 pub mod kafka;
 
 use std::collections::HashMap;
@@ -43,6 +45,7 @@ pub fn native_spec(target: odp_core::Target, duration: Duration) -> ProfileSpec 
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target,
+        include_children: false,
         duration,
         frequency_hz: 199,
         window: Duration::from_secs(1),
@@ -52,6 +55,21 @@ pub fn native_spec(target: odp_core::Target, duration: Duration) -> ProfileSpec 
         min_wait: None,
         max_message_bytes: odp_core::snapshot::MAX_MESSAGE_BYTES,
     }
+}
+
+/// Compiles tests/data/short_lived.c (burns the CPU milliseconds it is
+/// given, then exits) into `dir` as `name`. Built without frame pointers:
+/// its callers are found only by DWARF unwinding.
+pub fn build_short_lived(dir: &Path, name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/short_lived.c");
+    let out = dir.join(name);
+    run_command(
+        Command::new("cc")
+            .args(["-O2", "-fomit-frame-pointer", "-o"])
+            .arg(&out)
+            .arg(&source),
+    );
+    out
 }
 
 /// Compiles tests/data/burn.c into the test's temporary directory.
@@ -309,6 +327,7 @@ pub fn profile_spec(pid: u32, duration: Duration, frequency_hz: u32) -> ProfileS
         host: "test-host".into(),
         agent_id: "test-agent".into(),
         target: odp_core::Target::Pid(pid),
+        include_children: false,
         duration,
         frequency_hz,
         window: Duration::from_secs(1),
@@ -331,25 +350,24 @@ pub struct RunnerReport {
 /// Runs `spec` through the runner with the standard plugins, and checks
 /// it started and ran its whole duration.
 pub fn run_to_end(spec: &ProfileSpec) -> RunnerReport {
+    run_to_end_with(&Plugins::default(), spec)
+}
+
+/// [`run_to_end`] with these plugins.
+pub fn run_to_end_with(plugins: &Plugins, spec: &ProfileSpec) -> RunnerReport {
     let (_stop_tx, stop_rx) = std::sync::mpsc::channel();
     let (mut started, mut result) = (None, None);
     let (mut snapshots, mut cost) = (Vec::new(), Vec::new());
-    sampling_thread::run(
-        &Plugins::default(),
-        &ProcFs::default(),
-        spec,
-        &stop_rx,
-        |e| {
-            match e {
-                RunnerEvent::Started { event, .. } => started = Some(event),
-                RunnerEvent::Window(s) => snapshots.push(*s),
-                RunnerEvent::Cost(report) => cost.push(report),
-                RunnerEvent::Finished(reason) => result = Some(Ok(reason)),
-                RunnerEvent::Failed(error) => result = Some(Err(error)),
-            }
-            true
-        },
-    );
+    sampling_thread::run(plugins, &ProcFs::default(), spec, &stop_rx, |e| {
+        match e {
+            RunnerEvent::Started { event, .. } => started = Some(event),
+            RunnerEvent::Window(s) => snapshots.push(*s),
+            RunnerEvent::Cost(report) => cost.push(report),
+            RunnerEvent::Finished(reason) => result = Some(Ok(reason)),
+            RunnerEvent::Failed(error) => result = Some(Err(error)),
+        }
+        true
+    });
     assert_eq!(result, Some(Ok(FinishReason::DurationElapsed)));
     RunnerReport {
         event: started.expect("the profile started"),

@@ -3,14 +3,13 @@
 mod mysql;
 mod postgres;
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::database::{on_backend, Database};
+use crate::columns::List;
+use crate::database::{Backend, Database};
 use crate::profiles::{transition_in, ProfileStatus, Transition};
 use crate::sql::{Arg, Sql, Tx};
 use crate::Result;
@@ -21,15 +20,21 @@ pub struct AgentRow {
     pub host: String,
     pub agent_id: String,
     pub version: String,
+    #[sqlx(try_from = "List<String>")]
     pub plugins: Vec<String>,
+    #[sqlx(try_from = "List<Uuid>")]
     pub running_profiles: Vec<Uuid>,
     pub last_seen: DateTime<Utc>,
 }
 
 /// Every agent that ever sent a heartbeat, most recently seen first.
 pub async fn list_agents(db: impl Into<Database>) -> Result<Vec<AgentRow>> {
-    let db = db.into();
-    on_backend!(db, list_agents())
+    Sql::new(
+        "select host, agent_id, version, plugins, running_profiles, last_seen
+         from agents order by last_seen desc",
+    )
+    .fetch_all(&db.into())
+    .await
 }
 
 /// Whether an agent on `host` sent a heartbeat in the last `within_secs`.
@@ -60,18 +65,25 @@ pub async fn record_agent_event(db: impl Into<Database>, event: &AgentEvent) -> 
             services_digest,
             ..
         } => {
-            let beat = Heartbeat {
-                host: &event.host,
-                agent_id: &event.agent_id,
-                version,
-                plugins,
-                running_profiles,
-                at,
-                labels,
-                services,
-                services_digest: services_digest.as_deref(),
+            // The backend's upsert of the agents row, whose lists it
+            // reads from JSON arrays.
+            let upsert = match db.backend() {
+                Backend::Postgres => postgres::RECORD_HEARTBEAT,
+                Backend::MySql => mysql::RECORD_HEARTBEAT,
             };
-            on_backend!(db, record_heartbeat(&beat))
+            Sql::new(upsert)
+                .bind(&event.host)
+                .bind(&event.agent_id)
+                .bind(version)
+                .bind(Arg::json(plugins)?)
+                .bind(Arg::json(running_profiles)?)
+                .bind(at)
+                .bind(Arg::json(labels)?)
+                .bind(Arg::json(services)?)
+                .bind(services_digest.as_deref())
+                .execute(&db)
+                .await?;
+            Ok(())
         }
         kind => {
             let body = serde_json::to_value(event).expect("agent events serialize");
@@ -153,8 +165,7 @@ fn process_name(kind: &AgentEventKind) -> Option<String> {
 /// process's name ("python3.11 on web-7", not "web-7 on web-7").
 async fn name_by_process(tx: &mut Tx, profile_id: Uuid, name: &str) -> Result<()> {
     let row: Option<(sqlx::types::Json<odp_core::Target>, String, String)> =
-        Sql::new("select target, service, host from profiles where id = $1")
-            .bind(profile_id)
+        Sql::by_id("target, service, host", "profiles", profile_id)
             .fetch_optional(&mut *tx)
             .await?;
     if let Some((sqlx::types::Json(odp_core::Target::Pid(_)), service, host)) = row {
@@ -167,20 +178,6 @@ async fn name_by_process(tx: &mut Tx, profile_id: Uuid, name: &str) -> Result<()
         }
     }
     Ok(())
-}
-
-/// A heartbeat, as the agents row keeps it.
-struct Heartbeat<'a> {
-    host: &'a str,
-    agent_id: &'a str,
-    version: &'a str,
-    plugins: &'a [String],
-    running_profiles: &'a [Uuid],
-    at: DateTime<Utc>,
-    /// The host's labels, and the defined services it runs, as of `at`.
-    labels: &'a BTreeMap<String, String>,
-    services: &'a [String],
-    services_digest: Option<&'a str>,
 }
 
 /// A lifecycle event, kept in `profile_events`, and the move of its
@@ -228,6 +225,9 @@ fn lifecycle_change(kind: &AgentEventKind) -> Option<Change> {
         // its profile id must not move a real profile; the event is kept
         // for the record and an unacknowledged request expires instead.
         AgentEventKind::CommandRejected { .. } => None,
+        // Kept as the record of what the agent saw; the api-server acts
+        // on it (it follows the events topic itself).
+        AgentEventKind::TriggerFired { .. } => None,
         // Kept in `profile_events` as the profile's cost timeline.
         AgentEventKind::Cost(_) => None,
     }

@@ -10,11 +10,12 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use odp_rules::run::HostShare;
 use odp_rules::StackHit;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::channels::TextList;
+use crate::columns::List;
 use crate::database::Database;
 use crate::detections::{name_stacks, IssueStack};
 use crate::sql::{Sql, Tx};
@@ -33,10 +34,11 @@ fn keep_logged(tx: &Tx) -> &'static str {
 }
 
 /// A claimed delivery with everything its message says.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DueDelivery {
     pub id: Uuid,
     /// This attempt's number, from 1.
+    #[sqlx(skip)]
     pub attempt: u32,
     pub channel_id: Uuid,
     /// `webhook` or `email`.
@@ -45,6 +47,7 @@ pub struct DueDelivery {
     pub url: String,
     pub secret: String,
     pub email_from: Option<String>,
+    #[sqlx(try_from = "List<String>")]
     pub email_to: Vec<String>,
     pub profile_id: Uuid,
     pub service: String,
@@ -56,33 +59,38 @@ pub struct DueDelivery {
     pub link: String,
     pub share: f64,
     pub threshold_pct: f64,
+    #[sqlx(skip)]
     pub stacks: Vec<IssueStack>,
     pub detected_at: DateTime<Utc>,
+    /// For a run's alert: the run, whose merged samples the share is of
+    /// (`profile_id` and `host` are then the host's where it is highest).
+    pub run_id: Option<Uuid>,
+    /// For a run's alert: the hosts where the rule measures most.
+    #[sqlx(json)]
+    pub hosts: Vec<HostShare>,
+    /// What the profile was compared with, for a rule that compares
+    /// (`share_regression`: its most recent baseline profile), so the alert
+    /// can link the diff.
+    #[sqlx(skip)]
+    pub compared_with: Option<Uuid>,
 }
 
+/// A due delivery as read: the attempts made so far, and the stacks as the
+/// detection keeps them (their frames named after).
 #[derive(sqlx::FromRow)]
 struct DueRow {
-    id: Uuid,
+    #[sqlx(flatten)]
+    delivery: DueDelivery,
     attempts: i32,
-    channel_id: Uuid,
-    kind: String,
-    url: String,
-    secret: String,
-    email_from: Option<String>,
-    #[sqlx(try_from = "TextList")]
-    email_to: Vec<String>,
-    profile_id: Uuid,
-    service: String,
-    host: String,
-    rule_id: String,
-    title: String,
-    explanation: String,
-    fix: String,
-    link: String,
-    share: f64,
-    threshold_pct: f64,
     stacks: Json<Vec<StackHit>>,
-    detected_at: DateTime<Utc>,
+    /// The detection's detail (absent for a run's alert).
+    detail: Option<Json<serde_json::Value>>,
+}
+
+/// The most recent profile a detection compared its own with, from its
+/// detail's `baseline_profiles`.
+fn first_baseline(detail: &serde_json::Value) -> Option<Uuid> {
+    detail["baseline_profiles"].get(0)?.as_str()?.parse().ok()
 }
 
 /// Claims up to `limit` due pending deliveries, leasing each for `lease`
@@ -95,32 +103,14 @@ pub async fn claim_due_deliveries(
 ) -> Result<Vec<DueDelivery>> {
     let db = db.into();
     let rows = claim_due_rows(&db, limit, lease).await?;
-    let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
-    let named = name_stacks(&db, &hits).await?;
-    Ok(rows
+    let named = name_stacks(&db, rows, |row| &row.stacks).await?;
+    Ok(named
         .into_iter()
-        .zip(named)
-        .map(|(r, stacks)| DueDelivery {
+        .map(|(row, stacks)| DueDelivery {
+            attempt: row.attempts.max(0) as u32 + 1,
             stacks,
-            id: r.id,
-            attempt: r.attempts.max(0) as u32 + 1,
-            channel_id: r.channel_id,
-            kind: r.kind,
-            url: r.url,
-            secret: r.secret,
-            email_from: r.email_from,
-            email_to: r.email_to,
-            profile_id: r.profile_id,
-            service: r.service,
-            host: r.host,
-            rule_id: r.rule_id,
-            title: r.title,
-            explanation: r.explanation,
-            fix: r.fix,
-            link: r.link,
-            share: r.share,
-            threshold_pct: r.threshold_pct,
-            detected_at: r.detected_at,
+            compared_with: row.detail.as_ref().and_then(|d| first_baseline(&d.0)),
+            ..row.delivery
         })
         .collect())
 }
@@ -152,10 +142,11 @@ async fn claim_due_rows(db: &Database, limit: u32, lease: Duration) -> Result<Ve
         "select a.id, a.attempts, a.channel_id, c.kind, c.url, c.secret, c.email_from,
                 c.email_to, a.profile_id, a.service, a.host, a.rule_id, r.title,
                 r.explanation, r.fix, r.link, a.share, a.threshold_pct, a.stacks,
-                a.detected_at
+                a.detected_at, a.run_id, a.hosts, d.detail
          from alert_deliveries a
          join alert_channels c on c.id = a.channel_id
          join rules r on r.id = a.rule_id
+         left join detections d on d.profile_id = a.profile_id and d.rule_id = a.rule_id
          where a.id in $1
          order by a.next_attempt_at",
     )

@@ -8,16 +8,13 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use odp_api_types::{ChannelKind, Delivery, DeliveryAttempt, DeliveryStatus};
-use sqlx::error::BoxDynError;
-use sqlx::types::Json;
-use sqlx::{Decode, MySql, Postgres, Type};
+use odp_core::domain::{ChannelKind, DeliveryStatus};
 use uuid::Uuid;
 
-use crate::columns::Text;
+use crate::columns::{List, Text};
 use crate::database::{Backend, Database};
 use crate::sql::{Arg, Sql};
-use crate::{Result, StoreError, Violation};
+use crate::{conflict_if_taken, written, Result};
 
 mod mysql;
 mod postgres;
@@ -45,8 +42,8 @@ pub struct NewChannel {
 pub struct ChannelRow {
     pub id: Uuid,
     pub name: String,
-    /// `webhook` or `email`.
-    pub kind: String,
+    #[sqlx(try_from = "Text<ChannelKind>")]
+    pub kind: ChannelKind,
     /// The webhook's URL, or the email channel's SMTP relay.
     pub url: String,
     pub secret: String,
@@ -54,50 +51,8 @@ pub struct ChannelRow {
     pub enabled: bool,
     pub created_at: DateTime<Utc>,
     pub email_from: Option<String>,
-    #[sqlx(try_from = "TextList")]
+    #[sqlx(try_from = "List<String>")]
     pub email_to: Vec<String>,
-}
-
-/// A list of texts: Postgres' `text[]`, MySQL's JSON array of strings.
-pub(crate) struct TextList(Vec<String>);
-
-impl From<TextList> for Vec<String> {
-    fn from(list: TextList) -> Vec<String> {
-        list.0
-    }
-}
-
-impl Type<Postgres> for TextList {
-    fn type_info() -> sqlx::postgres::PgTypeInfo {
-        <Vec<String> as Type<Postgres>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
-        <Vec<String> as Type<Postgres>>::compatible(ty)
-    }
-}
-
-impl<'r> Decode<'r, Postgres> for TextList {
-    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
-        Ok(TextList(<Vec<String> as Decode<Postgres>>::decode(value)?))
-    }
-}
-
-impl Type<MySql> for TextList {
-    fn type_info() -> sqlx::mysql::MySqlTypeInfo {
-        <Json<Vec<String>> as Type<MySql>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::mysql::MySqlTypeInfo) -> bool {
-        <Json<Vec<String>> as Type<MySql>>::compatible(ty)
-    }
-}
-
-impl<'r> Decode<'r, MySql> for TextList {
-    fn decode(value: sqlx::mysql::MySqlValueRef<'r>) -> std::result::Result<Self, BoxDynError> {
-        let Json(list) = <Json<Vec<String>> as Decode<MySql>>::decode(value)?;
-        Ok(TextList(list))
-    }
 }
 
 /// `email_to`, bound as a JSON array (or null), as each backend stores it
@@ -106,40 +61,6 @@ fn email_list(backend: Backend, param: &str) -> String {
     match backend {
         Backend::Postgres => postgres::email_list(param),
         Backend::MySql => mysql::email_list(param),
-    }
-}
-
-/// The channel as the API shows it: its kind's fields, never the secret.
-impl TryFrom<ChannelRow> for odp_api_types::Channel {
-    type Error = StoreError;
-
-    fn try_from(row: ChannelRow) -> Result<Self> {
-        let kind = match row.kind.as_str() {
-            "webhook" => ChannelKind::Webhook,
-            "email" => ChannelKind::Email,
-            other => {
-                return Err(StoreError::Corrupt(format!(
-                    "channel {} has unknown kind {other:?}",
-                    row.id
-                )))
-            }
-        };
-        let (url, smtp_url) = match kind {
-            ChannelKind::Webhook => (Some(row.url), None),
-            ChannelKind::Email => (None, Some(row.url)),
-        };
-        Ok(odp_api_types::Channel {
-            id: row.id,
-            name: row.name,
-            kind,
-            url,
-            smtp_url,
-            from: row.email_from,
-            to: row.email_to,
-            service_pattern: row.service_pattern,
-            enabled: row.enabled,
-            created_at: row.created_at,
-        })
     }
 }
 
@@ -160,7 +81,7 @@ pub struct ChannelPatch {
     pub email_to: Option<Vec<String>>,
 }
 
-/// Creates a channel; a taken name is a [`StoreError::Conflict`].
+/// Creates a channel; a taken name is a [`crate::StoreError::Conflict`].
 pub async fn create_channel(db: impl Into<Database>, channel: &NewChannel) -> Result<ChannelRow> {
     let db = db.into();
     let id = Uuid::new_v4();
@@ -181,19 +102,13 @@ pub async fn create_channel(db: impl Into<Database>, channel: &NewChannel) -> Re
     .bind(Arg::json(&channel.email_to)?)
     .execute(&db)
     .await;
-    match inserted {
-        // The id is fresh, so the only key that can collide is the name.
-        Err(e) if e.violation() == Some(Violation::Unique) => {
-            return Err(StoreError::Conflict(format!(
-                "alert channel {:?} already exists",
-                channel.name
-            )))
-        }
-        other => other?,
-    };
-    get_channel(&db, id)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt(format!("alert channel {id} vanished")))
+    // The id is fresh, so the only key that can collide is the name.
+    conflict_if_taken(inserted, || {
+        format!("alert channel {:?} already exists", channel.name)
+    })?;
+    written(get_channel(&db, id).await?, || {
+        format!("alert channel {id}")
+    })
 }
 
 /// All channels, by name.
@@ -207,12 +122,9 @@ pub async fn list_channels(db: impl Into<Database>) -> Result<Vec<ChannelRow>> {
 
 /// The channel, if there is one with that id.
 pub async fn get_channel(db: impl Into<Database>, id: Uuid) -> Result<Option<ChannelRow>> {
-    Sql::new(format!(
-        "select {CHANNEL_COLUMNS} from alert_channels where id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(&db.into())
-    .await
+    Sql::by_id(CHANNEL_COLUMNS, "alert_channels", id)
+        .fetch_optional(&db.into())
+        .await
 }
 
 /// Applies `patch`; `None` when there is no such channel. The update and
@@ -249,12 +161,9 @@ pub async fn update_channel(
     .bind(email_to)
     .execute(&mut tx)
     .await?;
-    let row = Sql::new(format!(
-        "select {CHANNEL_COLUMNS} from alert_channels where id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(&mut tx)
-    .await?;
+    let row = Sql::by_id(CHANNEL_COLUMNS, "alert_channels", id)
+        .fetch_optional(&mut tx)
+        .await?;
     tx.commit().await?;
     Ok(row)
 }
@@ -302,28 +211,6 @@ pub struct DeliveryRow {
     /// Every attempt, first first (read after the page).
     #[sqlx(skip)]
     pub attempt_log: Vec<DeliveryAttempt>,
-}
-
-impl From<DeliveryRow> for Delivery {
-    fn from(row: DeliveryRow) -> Self {
-        Delivery {
-            id: row.id,
-            profile_id: row.profile_id,
-            rule_id: row.rule_id,
-            rule_title: row.rule_title,
-            service: row.service,
-            host: row.host,
-            share: row.share,
-            threshold_pct: row.threshold_pct,
-            detected_at: row.detected_at,
-            status: row.status,
-            attempts: row.attempts,
-            next_attempt_at: row.next_attempt_at,
-            created_at: row.created_at,
-            finished_at: row.finished_at,
-            attempt_log: row.attempt_log,
-        }
-    }
 }
 
 /// The columns of a [`DeliveryRow`] but its attempts, over deliveries `d`
@@ -390,14 +277,24 @@ pub async fn channel_deliveries(
     Ok(Some(rows))
 }
 
+/// One try at sending a delivery.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct DeliveryAttempt {
+    pub attempt: i32,
+    pub attempted_at: DateTime<Utc>,
+    /// The HTTP status (webhook) or SMTP reply code (email), when the
+    /// server answered.
+    pub status_code: Option<i32>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    pub success: bool,
+}
+
 #[derive(sqlx::FromRow)]
 struct AttemptRow {
     delivery_id: Uuid,
-    attempt: i32,
-    attempted_at: DateTime<Utc>,
-    status_code: Option<i32>,
-    error: Option<String>,
-    success: bool,
+    #[sqlx(flatten)]
+    attempt: DeliveryAttempt,
 }
 
 /// The attempts of each of `deliveries` (a page), first first.
@@ -415,15 +312,7 @@ async fn attempt_logs(
     .await?;
     let mut logs: HashMap<Uuid, Vec<DeliveryAttempt>> = HashMap::new();
     for row in rows {
-        logs.entry(row.delivery_id)
-            .or_default()
-            .push(DeliveryAttempt {
-                attempt: row.attempt,
-                attempted_at: row.attempted_at,
-                status_code: row.status_code,
-                error: row.error,
-                success: row.success,
-            });
+        logs.entry(row.delivery_id).or_default().push(row.attempt);
     }
     Ok(logs)
 }

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-pub use odp_api_types::{Issue, IssueStack};
 use odp_rules::{Detection, ProfileIdentity, StackHit};
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -18,6 +17,8 @@ mod mysql;
 mod postgres;
 mod queue;
 
+pub(crate) use queue::SERVICE_LIKE_PATTERN;
+
 /// Ids per `in (…)` list, far below MySQL's 65,535 placeholders.
 const IN_LIST_CHUNK: usize = 5_000;
 
@@ -28,7 +29,7 @@ pub async fn profile_identity(
     profile_id: Uuid,
 ) -> Result<ProfileIdentity> {
     let row: IdentityRow = Sql::new(
-        "select p.target, p.status, p.host, p.service,
+        "select p.target, p.status, p.host, p.service, p.run_id,
                 (select host from snapshots where profile_id = $1 order by id limit 1)
                     as snapshot_host
          from (select 1 as one) as one left join profiles p on p.id = $1",
@@ -44,6 +45,7 @@ pub async fn profile_identity(
         ended: matches!(text(row.status).as_deref(), Some("finished" | "stopped")),
         host: text(row.host).or(row.snapshot_host),
         service: text(row.service),
+        run: row.run_id,
     })
 }
 
@@ -55,6 +57,7 @@ struct IdentityRow {
     status: Option<String>,
     host: Option<String>,
     service: Option<String>,
+    run_id: Option<Uuid>,
     snapshot_host: Option<String>,
 }
 
@@ -63,6 +66,9 @@ struct IdentityRow {
 pub struct AlertSubject<'a> {
     pub service: &'a str,
     pub host: &'a str,
+    /// Rules whose alerts another evaluation raises: a run member's rules
+    /// that its run judges, which alerts once for the whole run.
+    pub except_rules: &'a [String],
 }
 
 /// Replaces a profile's detections with `found`: rows for rules still
@@ -81,21 +87,31 @@ pub async fn save_detections(
     found: &[Detection],
 ) -> Result<Vec<String>> {
     let mut tx = db.into().begin().await?;
-    let (new, queue) = match &mut tx {
-        Tx::Postgres(conn) => (
-            postgres::replace_detections(conn, profile_id, found).await?,
-            &postgres::QUEUE,
-        ),
-        Tx::MySql(conn) => (
-            mysql::replace_detections(conn, profile_id, found).await?,
-            &mysql::QUEUE,
-        ),
+    let new = match &mut tx {
+        Tx::Postgres(conn) => postgres::replace_detections(conn, profile_id, found).await?,
+        Tx::MySql(conn) => mysql::replace_detections(conn, profile_id, found).await?,
     };
-    if let Some(subject) = alert_subject.filter(|_| !new.is_empty()) {
-        queue::queue_alerts(&mut tx, queue, profile_id, subject, &new).await?;
+    let queue = queue_dialect(&tx);
+    if let Some(subject) = alert_subject {
+        let alerting: Vec<String> = new
+            .iter()
+            .filter(|rule| !subject.except_rules.contains(rule))
+            .cloned()
+            .collect();
+        if !alerting.is_empty() {
+            queue::queue_alerts(&mut tx, queue, profile_id, subject, &alerting).await?;
+        }
     }
     tx.commit().await?;
     Ok(new)
+}
+
+/// How `tx`'s backend writes the queuing of alerts.
+pub(crate) fn queue_dialect(tx: &Tx) -> &'static queue::Dialect {
+    match tx {
+        Tx::Postgres(_) => &postgres::QUEUE,
+        Tx::MySql(_) => &mysql::QUEUE,
+    }
 }
 
 /// Deletes the profile's detections of rules `found` does not flag.
@@ -108,6 +124,46 @@ fn delete_cleared(profile_id: Uuid, found: &[Detection]) -> Sql {
     Sql::new("delete from detections where profile_id = $1 and rule_id not in $2")
         .bind(profile_id)
         .bind_list(found.iter().map(|d| d.rule_id.as_str()))
+}
+
+/// How far apart a continuous segment's baselines are: a service's hour is
+/// compared with the same hour of earlier weeks, so the time of day and the
+/// day of the week (traffic, batch jobs) are the same on both sides.
+pub const SEGMENT_BASELINE_PERIOD: chrono::Duration = chrono::Duration::weeks(1);
+
+/// The segments of the same continuous profile on the same host that
+/// began the same hour of the previous `limit` weeks and ended normally,
+/// most recent first; empty when `profile_id` is not a continuous segment.
+pub async fn previous_segments(
+    db: impl Into<Database>,
+    profile_id: Uuid,
+    limit: i64,
+) -> Result<Vec<Uuid>> {
+    let db = db.into();
+    let this: Option<(Option<Uuid>, String, DateTime<Utc>)> =
+        Sql::by_id("continuous_id, host, created_at", "profiles", profile_id)
+            .fetch_optional(&db)
+            .await?;
+    let Some((Some(continuous_id), host, start)) = this else {
+        return Ok(Vec::new());
+    };
+    let starts: Vec<DateTime<Utc>> = (1..=limit.clamp(0, 52))
+        .map(|weeks| start - SEGMENT_BASELINE_PERIOD * weeks as i32)
+        .collect();
+    if starts.is_empty() {
+        return Ok(Vec::new());
+    }
+    Sql::new(
+        "select id from profiles
+         where continuous_id = $1 and host = $2 and created_at in $3
+           and status in ('finished', 'stopped')
+         order by created_at desc",
+    )
+    .bind(continuous_id)
+    .bind(host)
+    .bind_list(starts)
+    .fetch_column(&db)
+    .await
 }
 
 /// The profiles of the schedule run before `profile_id`'s, most recent
@@ -182,25 +238,28 @@ pub(crate) async fn stack_names(
         .collect())
 }
 
-/// Resolves each row's matching stacks to their frames' names, in one
-/// round of queries for all rows.
-pub(crate) async fn name_stacks(
+/// Each of `rows` with its matching stacks (`hits` of it), their frames
+/// named, in one round of queries for all rows.
+pub(crate) async fn name_stacks<R>(
     db: &Database,
-    rows: &[&[StackHit]],
-) -> Result<Vec<Vec<IssueStack>>> {
+    rows: Vec<R>,
+    hits: impl Fn(&R) -> &[StackHit],
+) -> Result<Vec<(R, Vec<IssueStack>)>> {
     let stack_ids: Vec<Uuid> = rows
         .iter()
-        .flat_map(|hits| {
-            hits.iter()
+        .flat_map(|row| {
+            hits(row)
+                .iter()
                 .filter(|h| h.frames.is_empty())
                 .map(|h| h.stack_id)
         })
         .collect();
     let names = stack_names(db, &stack_ids).await?;
     Ok(rows
-        .iter()
-        .map(|hits| {
-            hits.iter()
+        .into_iter()
+        .map(|row| {
+            let stacks = hits(&row)
+                .iter()
                 .map(|hit| IssueStack {
                     stack_id: hit.stack_id,
                     count: hit.count,
@@ -210,27 +269,52 @@ pub(crate) async fn name_stacks(
                         hit.frames.clone()
                     },
                 })
-                .collect()
+                .collect();
+            (row, stacks)
         })
         .collect())
 }
 
+/// A stack matching a detection rule, frames root first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IssueStack {
+    pub stack_id: Uuid,
+    pub count: u64,
+    pub frames: Vec<String>,
+}
+
+/// A detection with its rule's text and its heaviest matching stacks.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Issue {
+    pub rule_id: String,
+    pub kind: String,
+    pub title: String,
+    pub explanation: String,
+    pub fix: String,
+    pub link: String,
+    /// Matched samples, percent of the profile's samples.
+    pub share: f64,
+    pub threshold_pct: f64,
+    #[sqlx(try_from = "i64")]
+    pub samples_matched: u64,
+    #[sqlx(try_from = "i64")]
+    pub samples_total: u64,
+    /// The heaviest matching stacks, their frames named.
+    #[sqlx(skip)]
+    pub stacks: Vec<IssueStack>,
+    /// What the rule kind found beyond the share (see `Detection::detail`).
+    pub detail: serde_json::Value,
+    pub first_evaluated_at: DateTime<Utc>,
+    pub last_evaluated_at: DateTime<Utc>,
+}
+
+/// An issue as read: its stacks as the detection keeps them (their frames
+/// named after).
 #[derive(sqlx::FromRow)]
 struct IssueRow {
-    rule_id: String,
-    kind: String,
-    title: String,
-    explanation: String,
-    fix: String,
-    link: String,
-    share: f64,
-    threshold_pct: f64,
-    samples_matched: i64,
-    samples_total: i64,
+    #[sqlx(flatten)]
+    issue: Issue,
     stacks: Json<Vec<StackHit>>,
-    detail: serde_json::Value,
-    first_evaluated_at: DateTime<Utc>,
-    last_evaluated_at: DateTime<Utc>,
 }
 
 /// A profile's detections, largest share first, with their stacks'
@@ -248,26 +332,12 @@ pub async fn profile_issues(db: impl Into<Database>, profile_id: Uuid) -> Result
     .bind(profile_id)
     .fetch_all(&db)
     .await?;
-    let hits: Vec<&[StackHit]> = rows.iter().map(|r| &r.stacks[..]).collect();
-    let named = name_stacks(&db, &hits).await?;
-    Ok(rows
+    let named = name_stacks(&db, rows, |row| &row.stacks).await?;
+    Ok(named
         .into_iter()
-        .zip(named)
-        .map(|(r, stacks)| Issue {
+        .map(|(row, stacks)| Issue {
             stacks,
-            rule_id: r.rule_id,
-            kind: r.kind,
-            title: r.title,
-            explanation: r.explanation,
-            fix: r.fix,
-            link: r.link,
-            share: r.share,
-            threshold_pct: r.threshold_pct,
-            samples_matched: r.samples_matched.max(0) as u64,
-            samples_total: r.samples_total.max(0) as u64,
-            detail: r.detail,
-            first_evaluated_at: r.first_evaluated_at,
-            last_evaluated_at: r.last_evaluated_at,
+            ..row.issue
         })
         .collect())
 }

@@ -9,12 +9,12 @@ use crate::sql::{Sql, Tx};
 use crate::Result;
 
 /// What the backends write differently in queuing deliveries.
-pub(super) struct Dialect {
+pub(crate) struct Dialect {
     /// A new random uuid.
-    pub(super) new_id: &'static str,
+    pub(crate) new_id: &'static str,
     /// Ends the insert: a delivery queued before (the rule was flagged,
     /// cleared, and flagged again) stays as it is.
-    pub(super) keep_queued: &'static str,
+    pub(crate) keep_queued: &'static str,
 }
 
 /// The LIKE pattern (escaped with `!`) a channel's service glob
@@ -22,7 +22,7 @@ pub(super) struct Dialect {
 /// LIKE's own wildcards and the escape are escaped first, then `*` and `?`
 /// translated. `!` rather than `\` because MySQL string literals treat a
 /// backslash as an escape of their own.
-const SERVICE_LIKE_PATTERN: &str = "replace(replace(replace(replace(replace(\
+pub(crate) const SERVICE_LIKE_PATTERN: &str = "replace(replace(replace(replace(replace(\
      c.service_pattern, '!', '!!'), '%', '!%'), '_', '!_'), '*', '%'), '?', '_')";
 
 /// Queues one delivery per enabled channel whose pattern matches the

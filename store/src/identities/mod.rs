@@ -12,9 +12,22 @@ use crate::database::Database;
 use crate::sql::Sql;
 use crate::Result;
 
-/// An issued identity as the store keeps it.
+/// An issued identity as the store keeps it: as issued, and its
+/// revocation.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct IdentityRow {
+    #[sqlx(flatten)]
+    pub issued: NewIdentity,
+    /// The enrollment token the agent traded for it, when it did
+    /// ([`crate::EnrollmentTokens::enroll`]).
+    pub enrollment_token: Option<Uuid>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub revoked_by: Option<String>,
+}
+
+/// An identity just issued.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct NewIdentity {
     pub id: Uuid,
     pub host: String,
     /// The agent's Ed25519 public key, raw, base64url without padding.
@@ -22,23 +35,10 @@ pub struct IdentityRow {
     pub issued_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub issued_by: String,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub revoked_by: Option<String>,
 }
 
-/// An identity just issued.
-#[derive(Debug, Clone)]
-pub struct NewIdentity {
-    pub id: Uuid,
-    pub host: String,
-    pub public_key: String,
-    pub issued_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-    pub issued_by: String,
-}
-
-const COLUMNS: &str =
-    "id, host, public_key, issued_at, expires_at, issued_by, revoked_at, revoked_by";
+const COLUMNS: &str = "id, host, public_key, issued_at, expires_at, issued_by, \
+                       enrollment_token, revoked_at, revoked_by";
 
 /// Issued agent identities, in whichever database the store runs on.
 #[derive(Clone)]
@@ -65,24 +65,17 @@ impl Identities {
         .execute(&self.db)
         .await?;
         Ok(IdentityRow {
-            id: new.id,
-            host: new.host.clone(),
-            public_key: new.public_key.clone(),
-            issued_at: new.issued_at,
-            expires_at: new.expires_at,
-            issued_by: new.issued_by.clone(),
+            issued: new.clone(),
+            enrollment_token: None,
             revoked_at: None,
             revoked_by: None,
         })
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<IdentityRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from agent_identities where id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.db)
-        .await
+        Sql::by_id(COLUMNS, "agent_identities", id)
+            .fetch_optional(&self.db)
+            .await
     }
 
     /// Identities, newest first: of one host when given, at most `limit`.
@@ -101,14 +94,9 @@ impl Identities {
     /// Revokes an identity; `None` when there is no such identity. Revoking
     /// twice keeps the first time and revoker.
     pub async fn revoke(&self, id: Uuid, by: &str) -> Result<Option<IdentityRow>> {
-        Sql::new(
-            "update agent_identities set revoked_at = {now}, revoked_by = $2
-             where id = $1 and revoked_at is null",
-        )
-        .bind(id)
-        .bind(by)
-        .execute(&self.db)
-        .await?;
+        Sql::revoke_once("agent_identities", id, by)
+            .execute(&self.db)
+            .await?;
         self.get(id).await
     }
 

@@ -113,8 +113,7 @@ pub async fn ingest_profile(
     let row = match insert_finished(&db, &profile).await {
         Ok(row) => row,
         Err(e) if e.violation() == Some(Violation::Unique) => {
-            let row: ProfileRow = Sql::new("select * from profiles where id = $1")
-                .bind(snapshot.profile_id)
+            let row: ProfileRow = Sql::by_id("*", "profiles", snapshot.profile_id)
                 .fetch_one(&db)
                 .await?;
             return Ok(IngestedProfile::Replayed(row));
@@ -156,8 +155,7 @@ async fn insert_finished(db: &Database, p: &ImportedProfile<'_>) -> Result<Profi
         .bind(s.profile_id)
         .execute(&mut tx)
         .await?;
-    let row = Sql::new("select * from profiles where id = $1")
-        .bind(s.profile_id)
+    let row = Sql::by_id("*", "profiles", s.profile_id)
         .fetch_one(&mut tx)
         .await?;
     tx.commit().await?;

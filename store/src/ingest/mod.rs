@@ -37,7 +37,7 @@ pub struct IngestOutcome {
 }
 
 /// A snapshot refused because its profile belongs to another agent: the
-/// one that first acknowledged it ([`ownership`]).
+/// one that first acknowledged it (see the `ownership` module).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForeignSnapshot {
     pub agent_id: String,

@@ -48,7 +48,8 @@ pub(super) async fn write_batch(pool: &MySqlPool, snapshots: &[&Snapshot]) -> Re
 
 async fn write_once(pool: &MySqlPool, snapshots: &[&Snapshot]) -> Result<Written> {
     let mut tx = pool.begin().await?;
-    let owners = claim(&mut tx, snapshots).await?;
+    let mut owners = claim(&mut tx, snapshots).await?;
+    ownership::take_over(&mut *tx, snapshots, &mut owners).await?;
     let (kept, foreign) = ownership::split(snapshots.to_vec(), &owners);
     let stored_before = stored_keys(&mut tx, &kept).await?;
     let new: Vec<&Snapshot> = kept

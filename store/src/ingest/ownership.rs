@@ -11,6 +11,12 @@
 //! pipeline refuses snapshots of profiles the API never recorded, or that
 //! run on another host than the signer's, before they get here; a store
 //! called directly (tests, tools) stores those as they come.
+//!
+//! A continuous profile's segment is the exception ([`take_over`]): its
+//! host's agent restarted under a new id goes on with the same hour's
+//! segment, and becomes its owner once the old owner's windows have ended
+//! before the new one's begin, so two agents never both count the same
+//! seconds.
 
 use std::collections::HashMap;
 
@@ -18,6 +24,51 @@ use odp_core::Snapshot;
 use uuid::Uuid;
 
 use super::ForeignSnapshot;
+use crate::sql::{On, Sql};
+use crate::Result;
+
+/// Hands each continuous segment of `snapshots` that `owners` gives to
+/// another agent to the batch's agent, when none of the owner's windows
+/// ends after the batch's first window of it begins; updates `owners`.
+pub(super) async fn take_over<C>(
+    tx: &mut C,
+    snapshots: &[&Snapshot],
+    owners: &mut HashMap<Uuid, String>,
+) -> Result<()>
+where
+    for<'x> &'x mut C: Into<On<'x>>,
+{
+    let mut earliest: HashMap<(Uuid, &str), i64> = HashMap::new();
+    for s in snapshots {
+        if owners.get(&s.profile_id).is_some_and(|o| *o != s.agent_id) {
+            let start = earliest
+                .entry((s.profile_id, s.agent_id.as_str()))
+                .or_insert(s.window_start_ms);
+            *start = (*start).min(s.window_start_ms);
+        }
+    }
+    for ((profile, agent), start_ms) in earliest {
+        let start =
+            chrono::DateTime::<chrono::Utc>::from_timestamp_millis(start_ms).unwrap_or_default();
+        let moved = Sql::new(
+            "update profiles set agent_id = $2
+             where id = $1 and continuous_id is not null and agent_id <> $2
+               and not exists (select 1 from snapshots s
+                               where s.profile_id = $1 and s.agent_id = profiles.agent_id
+                                 and s.window_end > $3)",
+        )
+        .bind(profile)
+        .bind(agent)
+        .bind(start)
+        .execute(&mut *tx)
+        .await?;
+        if moved == 1 {
+            tracing::info!(%profile, agent, "a restarted agent took over its host's continuous segment");
+            owners.insert(profile, agent.to_owned());
+        }
+    }
+    Ok(())
+}
 
 /// Each profile of the batch with the agent of its earliest window: the
 /// agent that claims the profile should it have no owner yet.

@@ -14,7 +14,8 @@ use crate::Result;
 
 pub(super) async fn write_batch(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<Written> {
     let mut tx = pool.begin().await?;
-    let owners = claim(&mut tx, snapshots).await?;
+    let mut owners = claim(&mut tx, snapshots).await?;
+    ownership::take_over(&mut *tx, snapshots, &mut owners).await?;
     let (kept, foreign) = ownership::split(snapshots.to_vec(), &owners);
     let stored = if kept.is_empty() {
         Default::default()

@@ -30,8 +30,8 @@ use std::time::Duration;
 
 pub mod mysql;
 
-use sqlx::postgres::PgPoolOptions;
-use sqlx::{Executor as _, PgConnection, PgPool, Row as _};
+use sqlx::pool::{Pool, PoolOptions};
+use sqlx::{Executor as _, PgConnection, PgPool, Postgres, Row as _};
 
 /// How long a released connection may take to answer the probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -73,45 +73,120 @@ impl Default for PoolConfig {
 /// A pool of connections to `database_url` configured by `config`, with
 /// one connection opened now.
 pub async fn connect_with(database_url: &str, config: &PoolConfig) -> sqlx::Result<PgPool> {
+    open(database_url, config).await
+}
+
+/// Work on one connection of a pool, as sqlx's pool hooks take it.
+pub(crate) type OnConnection<'c, T> = Pin<Box<dyn Future<Output = sqlx::Result<T>> + Send + 'c>>;
+
+/// What a backend does to its pool's connections: sets a new one's
+/// session up, and probes one just released.
+pub(crate) trait Checked: sqlx::Database {
+    fn configure(
+        conn: &mut Self::Connection,
+        statement_timeout: Option<Duration>,
+    ) -> OnConnection<'_, ()>;
+
+    fn probe(conn: &mut Self::Connection) -> OnConnection<'_, Probe>;
+}
+
+/// A pool of `DB` connections to `database_url` configured by `config`,
+/// whose released connections serve another caller only once they pass
+/// the backend's probe (within [`PROBE_TIMEOUT`] when `config` has a
+/// timer).
+pub(crate) async fn open<DB: Checked>(
+    database_url: &str,
+    config: &PoolConfig,
+) -> sqlx::Result<Pool<DB>> {
     let statement_timeout = config.statement_timeout;
     let sleep = config.sleep;
-    PgPoolOptions::new()
+    PoolOptions::<DB>::new()
         .max_connections(config.max_connections)
         .acquire_timeout(config.acquire_timeout)
         .test_before_acquire(true)
-        .after_connect(move |conn, _meta| {
-            Box::pin(async move { configure_session(conn, statement_timeout).await })
+        .after_connect(move |conn, _meta| DB::configure(conn, statement_timeout))
+        .after_release(move |conn, _meta| {
+            Box::pin(async move {
+                let outcome = within(sleep, PROBE_TIMEOUT, DB::probe(conn)).await;
+                Ok(log_unusable(outcome))
+            })
         })
-        .after_release(move |conn, _meta| Box::pin(async move { Ok(reusable(conn, sleep).await) }))
         .connect(database_url)
         .await
 }
 
-/// Session settings of a new connection.
-async fn configure_session(
-    conn: &mut PgConnection,
-    statement_timeout: Option<Duration>,
-) -> sqlx::Result<()> {
-    let mut settings = Vec::new();
-    if let Some(timeout) = statement_timeout {
-        settings.push(format!("set statement_timeout = {}", timeout.as_millis()));
+impl Checked for Postgres {
+    /// Session settings of a new connection.
+    fn configure(
+        conn: &mut PgConnection,
+        statement_timeout: Option<Duration>,
+    ) -> OnConnection<'_, ()> {
+        Box::pin(async move {
+            let mut settings = Vec::new();
+            if let Some(timeout) = statement_timeout {
+                settings.push(format!("set statement_timeout = {}", timeout.as_millis()));
+            }
+            if conn.server_version_num().is_some_and(|v| v >= 140_000) {
+                settings.push(format!(
+                    "set client_connection_check_interval = {}",
+                    CONNECTION_CHECK_INTERVAL.as_millis()
+                ));
+            }
+            if !settings.is_empty() {
+                conn.execute(sqlx::raw_sql(&settings.join("; "))).await?;
+            }
+            Ok(())
+        })
     }
-    if conn.server_version_num().is_some_and(|v| v >= 140_000) {
-        settings.push(format!(
-            "set client_connection_check_interval = {}",
-            CONNECTION_CHECK_INTERVAL.as_millis()
-        ));
+
+    /// Sends a query with a fresh token over the simple protocol (no
+    /// prepared statement to cache) and checks the answer. `now()` is the
+    /// transaction's start and `statement_timestamp()` this statement's: in a
+    /// simple query outside a transaction block they are the same instant.
+    fn probe(conn: &mut PgConnection) -> OnConnection<'_, Probe> {
+        Box::pin(async move {
+            let (token, row) = ask::<Self>(conn, |token| {
+                format!("select '{token}'::text, now() = statement_timestamp()")
+            })
+            .await?;
+            let Some(row) = row else {
+                return Ok(Probe::OutOfStep);
+            };
+            let (Ok(answered), Ok(autocommit)) =
+                (row.try_get::<String, _>(0), row.try_get::<bool, _>(1))
+            else {
+                return Ok(Probe::OutOfStep);
+            };
+            Ok(if answered != token {
+                Probe::OutOfStep
+            } else if !autocommit {
+                Probe::InTransaction
+            } else {
+                Probe::Clean
+            })
+        })
     }
-    if !settings.is_empty() {
-        conn.execute(sqlx::raw_sql(&settings.join("; "))).await?;
-    }
-    Ok(())
 }
 
-/// Whether a connection just released may serve another caller; logs why
-/// not. With `sleep`, a probe unanswered after [`PROBE_TIMEOUT`] fails.
-async fn reusable(conn: &mut PgConnection, sleep: Option<Sleep>) -> bool {
-    log_unusable(within(sleep, PROBE_TIMEOUT, probe(conn)).await)
+/// Tokens of the probes, unique within the process.
+static PROBES: AtomicU64 = AtomicU64::new(0);
+
+/// Sends `statement` of a fresh token over the simple (text) protocol, so
+/// no prepared statement is cached: the token, and the only row answered
+/// (`None` when the answer has another number of rows).
+async fn ask<'c, DB>(
+    conn: &'c mut DB::Connection,
+    statement: impl FnOnce(&str) -> String,
+) -> sqlx::Result<(String, Option<DB::Row>)>
+where
+    DB: sqlx::Database,
+    &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    let token = format!("odp-probe-{}", PROBES.fetch_add(1, Ordering::Relaxed));
+    let sql = statement(&token);
+    let mut rows = conn.fetch_all(sqlx::raw_sql(&sql)).await?;
+    let row = (rows.len() == 1).then(|| rows.remove(0));
+    Ok((token, row))
 }
 
 /// Whether a probe's outcome (`None`: unanswered in time) leaves the
@@ -155,40 +230,13 @@ async fn within<T>(
     .await
 }
 
-/// What a connection answered to [`probe`].
+/// What a connection answered to [`Checked::probe`].
 #[derive(Debug, PartialEq, Eq)]
-enum Probe {
+pub(crate) enum Probe {
     /// The token it was sent, outside a transaction.
     Clean,
     /// Not one row with the token: it answers with an earlier reply.
     OutOfStep,
     /// Its session is inside a transaction no caller owns.
     InTransaction,
-}
-
-/// Tokens of the probes, unique within the process.
-static PROBES: AtomicU64 = AtomicU64::new(0);
-
-/// Sends a query with a fresh token over the simple protocol (no
-/// prepared statement to cache) and checks the answer. `now()` is the
-/// transaction's start and `statement_timestamp()` this statement's: in a
-/// simple query outside a transaction block they are the same instant.
-async fn probe(conn: &mut PgConnection) -> sqlx::Result<Probe> {
-    let token = format!("odp-probe-{}", PROBES.fetch_add(1, Ordering::Relaxed));
-    let sql = format!("select '{token}'::text, now() = statement_timestamp()");
-    let rows = conn.fetch_all(sqlx::raw_sql(&sql)).await?;
-    let [row] = &rows[..] else {
-        return Ok(Probe::OutOfStep);
-    };
-    let (Ok(answered), Ok(autocommit)) = (row.try_get::<String, _>(0), row.try_get::<bool, _>(1))
-    else {
-        return Ok(Probe::OutOfStep);
-    };
-    Ok(if answered != token {
-        Probe::OutOfStep
-    } else if !autocommit {
-        Probe::InTransaction
-    } else {
-        Probe::Clean
-    })
 }

@@ -11,12 +11,12 @@ use uuid::Uuid;
 use crate::columns::{OptionalText, Text};
 use crate::database::{on_backend, Database};
 use crate::sql::{Arg, On, Sql};
-use crate::{Result, StoreError};
+use crate::{written, Result, StoreError};
 
 mod mysql;
 mod postgres;
 
-pub use odp_api_types::ProfileMode;
+pub use odp_core::domain::ProfileMode;
 pub use odp_core::ProfileStatus;
 
 #[derive(Debug, Clone)]
@@ -96,36 +96,6 @@ pub struct ProfileRow {
     pub run_id: Option<Uuid>,
 }
 
-/// The profile as the API shows it, without the agent's runtime report
-/// (which only the profile's own page reads).
-impl From<ProfileRow> for odp_api_types::Profile {
-    fn from(row: ProfileRow) -> Self {
-        odp_api_types::Profile {
-            links: odp_api_types::ProfileLinks::of(row.id),
-            id: row.id,
-            host: row.host,
-            service: row.service,
-            target: row.target,
-            mode: row.mode,
-            duration_ms: row.duration_ms,
-            frequency_hz: row.frequency_hz,
-            status: row.status,
-            status_reason: row.status_reason,
-            requested_by: row.requested_by,
-            event: row.event,
-            agent_id: row.agent_id,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-            started_at: row.started_at,
-            finished_at: row.finished_at,
-            labels: row.labels,
-            options: row.options,
-            runtime: None,
-            coverage: None,
-        }
-    }
-}
-
 /// Profile ids looked up per statement by [`Profiles::hosts`].
 const HOSTS_CHUNK: usize = 500;
 
@@ -164,10 +134,8 @@ impl Profiles {
         .await;
         let conflict = match inserted {
             Ok(_) => {
-                let row = self.get(p.id).await?;
-                return row
-                    .map(Inserted::Created)
-                    .ok_or_else(|| StoreError::Corrupt(format!("profile {} vanished", p.id)));
+                let row = written(self.get(p.id).await?, || format!("profile {}", p.id))?;
+                return Ok(Inserted::Created(row));
             }
             Err(e) if e.violation() == Some(crate::Violation::Unique) => {
                 Conflict::of(e.violated_key())
@@ -215,8 +183,7 @@ impl Profiles {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {
-        Sql::new("select * from profiles where id = $1")
-            .bind(id)
+        Sql::by_id("*", "profiles", id)
             .fetch_optional(&self.db)
             .await
     }
@@ -261,6 +228,14 @@ impl Profiles {
 ///
 /// MySQL assigns `set` clauses left to right, each seeing the ones before,
 /// so none reads a column this statement sets but its own.
+///
+/// A profile's first agent owns it, except a continuous profile's segment:
+/// its host's agent restarted (under a new id) goes on with the same
+/// segment and ends it, and the latest agent becomes its owner. Messages
+/// reach here only from their host's agents (signed, and checked against
+/// the profile's host). A segment also runs again after it ended: its
+/// process came back within the hour, or its rate changed, and the agent
+/// started the rest of the hour as another part of it.
 pub(crate) async fn transition_in<'a>(
     on: impl Into<On<'a>>,
     moved: &Transition<'_>,
@@ -270,12 +245,13 @@ pub(crate) async fn transition_in<'a>(
              status = $2,
              status_reason = coalesce($3, status_reason),
              event = coalesce($4, event),
-             agent_id = coalesce(agent_id, $5),
+             agent_id = case when continuous_id is null then coalesce(agent_id, $5)
+                             else coalesce($5, agent_id) end,
              updated_at = {now},
              started_at = case when $6 then {now} else started_at end,
-             finished_at = case when $7 then {now} else finished_at end
-         where id = $1 and status in $8
-           and ($5 is null or agent_id is null or agent_id = $5)",
+             finished_at = case when $7 then {now} when $6 then null else finished_at end
+         where id = $1 and (status in $8 or (continuous_id is not null and $6))
+           and ($5 is null or agent_id is null or agent_id = $5 or continuous_id is not null)",
     )
     .bind(moved.id)
     .bind(moved.status.as_str())

@@ -2,7 +2,7 @@
 //! database: an aggregate over a fleet reads one row per event, however
 //! many windows it covers.
 
-use odp_api_types::{LostSamples, SampleCoverage};
+use odp_core::timeline::{LostSamples, SampleCoverage};
 use odp_core::EventKind;
 use sqlx::QueryBuilder;
 

@@ -25,6 +25,7 @@ use chrono::{DateTime, Utc};
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
+use odp_core::trend::WindowCount;
 use odp_core::{EventKind, WeightedStack};
 use odp_profile::{many, scale, stacks, weigh, NameTree, NodeSums, Profile, Selection, View};
 use sqlx::{Encode, QueryBuilder, Type};
@@ -164,10 +165,50 @@ impl ReadResult {
     }
 }
 
-/// Reads `read`: see the module documentation.
-pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
-    let db = db.into();
-    let groups = window_groups(&db, read).await?;
+/// What a read loaded: its event, hosts and profiles, decoded.
+struct Loaded {
+    event: EventKind,
+    ids: Vec<Uuid>,
+    snapshots: i64,
+    /// Per host, without views yet.
+    hosts: BTreeMap<String, HostView>,
+    /// Profiles read from their own blocks (and rolled-up profiles'
+    /// windows not compacted yet).
+    profiles: Vec<(Uuid, Profile)>,
+    /// Service rollups: many profiles' windows each.
+    rollups: Vec<Profile>,
+    /// How many of the profiles were read from rollups.
+    rolled_up: usize,
+    loaded: std::time::Duration,
+}
+
+impl Loaded {
+    /// What [`Profile::select`] keeps of it: `read`'s threads, range and
+    /// hosts, its event and `stacks`.
+    fn selection<'a>(
+        &self,
+        read: &'a Read,
+        host_filter: &'a [String],
+        stacks: &'a StackFilter,
+    ) -> Selection<'a> {
+        Selection {
+            threads: read.thread.as_ref(),
+            since_ms: read.from.map(|t| t.timestamp_millis()),
+            until_ms: read.to.map(|t| t.timestamp_millis()),
+            stacks: Some(stacks),
+            hosts: Some(host_filter),
+            event: Some(self.event),
+        }
+    }
+
+    fn host_filter(&self) -> Vec<String> {
+        self.hosts.keys().cloned().collect()
+    }
+}
+
+/// Finds and decodes what `read` covers; `None` when nothing matched.
+async fn load(db: &Database, read: &Read) -> Result<Option<Loaded>> {
+    let groups = window_groups(db, read).await?;
     let mut events: Vec<EventKind> = groups.iter().map(|g| g.event).collect();
     events.sort_unstable_by_key(|e| e.as_str());
     events.dedup();
@@ -175,7 +216,7 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
         return Err(StoreError::MixedEvents(events));
     }
     let Some(&event) = events.first() else {
-        return Ok(ReadResult::default());
+        return Ok(None);
     };
     let mut hosts: BTreeMap<String, HostView> = BTreeMap::new();
     let mut profile_ids: HashSet<Uuid> = HashSet::new();
@@ -197,37 +238,58 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
     let mut ids: Vec<Uuid> = profile_ids.into_iter().collect();
     ids.sort_unstable();
     let started = std::time::Instant::now();
-    let rolled = rolled_up(&db, read, &ids).await?;
+    let rolled = rolled_up(db, read, &ids).await?;
     let own: Vec<Uuid> = ids
         .iter()
         .filter(|id| !rolled.members.contains(id))
         .copied()
         .collect();
     let members: Vec<Uuid> = rolled.members.iter().copied().collect();
-    let mut profiles = load_profiles(&db, &own).await?;
-    profiles.extend(load_uncompacted(&db, &members).await?);
+    let mut profiles = load_profiles(db, &own).await?;
+    profiles.extend(load_uncompacted(db, &members).await?);
     let rollups = match &read.scope {
         ReadScope::Service { service, .. } if !rolled.hours.is_empty() => {
-            rollups::load(&db, service, &rolled.hours).await?
+            rollups::load(db, service, &rolled.hours).await?
         }
         _ => Vec::new(),
     };
-    let loaded = started.elapsed();
-    let host_filter: Vec<String> = hosts.keys().cloned().collect();
+    Ok(Some(Loaded {
+        event,
+        ids,
+        snapshots,
+        hosts,
+        profiles,
+        rollups,
+        rolled_up: members.len(),
+        loaded: started.elapsed(),
+    }))
+}
+
+/// Reads `read`: see the module documentation.
+pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
+    let db = db.into();
+    let Some(loaded) = load(&db, read).await? else {
+        return Ok(ReadResult::default());
+    };
+    let started = std::time::Instant::now();
     let read_owned = read.clone();
-    let selected = tokio::task::spawn_blocking(move || {
-        let selection = Selection {
-            threads: read_owned.thread.as_ref(),
-            since_ms: read_owned.from.map(|t| t.timestamp_millis()),
-            until_ms: read_owned.to.map(|t| t.timestamp_millis()),
-            stacks: Some(&read_owned.stacks),
-            hosts: Some(&host_filter),
-            event: Some(event),
-        };
-        select_all(&profiles, &rollups, &selection)
+    let (loaded, selected) = tokio::task::spawn_blocking(move || {
+        let host_filter = loaded.host_filter();
+        let selection = loaded.selection(&read_owned, &host_filter, &read_owned.stacks);
+        let selected = select_all(&loaded.profiles, &loaded.rollups, &selection);
+        (loaded, selected)
     })
     .await
     .map_err(|e| StoreError::Corrupt(format!("selecting samples failed: {e}")))?;
+    let Loaded {
+        event,
+        ids,
+        snapshots,
+        mut hosts,
+        rolled_up,
+        loaded: load_time,
+        ..
+    } = loaded;
     for (host, views) in selected.host_views {
         if let Some(entry) = hosts.get_mut(&host) {
             entry.views = views;
@@ -240,10 +302,10 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
     }
     tracing::debug!(
         profiles = ids.len(),
-        rolled_up = members.len(),
+        rolled_up,
         rollups = selected.rollups.len(),
-        load_ms = loaded.as_millis() as u64,
-        select_ms = (started.elapsed() - loaded).as_millis() as u64,
+        load_ms = load_time.as_millis() as u64,
+        select_ms = started.elapsed().as_millis() as u64,
         "read"
     );
     Ok(ReadResult {
@@ -254,6 +316,60 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
         rollups: selected.rollups,
         period: selected.period,
     })
+}
+
+/// Per window that `read` covers (its threads, range and hosts), its
+/// samples and those of `matched` stacks: what a function's trend is
+/// made of ([`odp_core::trend`]). `None` when nothing matched.
+pub async fn read_window_counts(
+    db: impl Into<Database>,
+    read: &Read,
+    matched: &StackFilter,
+) -> Result<Option<(EventKind, Vec<WindowCount>)>> {
+    let db = db.into();
+    let Some(loaded) = load(&db, read).await? else {
+        return Ok(None);
+    };
+    let read = read.clone();
+    let matched = matched.clone();
+    tokio::task::spawn_blocking(move || {
+        let host_filter = loaded.host_filter();
+        let all = loaded.selection(&read, &host_filter, &read.stacks);
+        let parts = loaded
+            .profiles
+            .iter()
+            .map(|(_, profile)| profile)
+            .chain(&loaded.rollups);
+        let mut counts = Vec::new();
+        for profile in parts {
+            let names = NameTree::new(profile);
+            let samples = profile.select(&all, &names).window_samples;
+            let hits = profile
+                .select(
+                    &Selection {
+                        stacks: Some(&matched),
+                        ..all
+                    },
+                    &names,
+                )
+                .window_samples;
+            for ((window, samples), matched) in profile.windows.iter().zip(samples).zip(hits) {
+                if samples > 0 {
+                    counts.push(WindowCount {
+                        host: window.host.clone(),
+                        start_ms: window.start_ms,
+                        end_ms: window.end_ms,
+                        period: window.period,
+                        samples,
+                        matched,
+                    });
+                }
+            }
+        }
+        Some((loaded.event, counts))
+    })
+    .await
+    .map_err(|e| StoreError::Corrupt(format!("counting windows failed: {e}")))
 }
 
 /// Which of a service read's profiles are rolled up, and the hours of

@@ -12,12 +12,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-pub use odp_api_types::ReanalysisStatus;
+pub use odp_core::domain::ReanalysisStatus;
 
 use crate::columns::Text;
 use crate::database::{Backend, Database};
 use crate::sql::{On, Sql, Tx};
-use crate::{Result, StoreError};
+use crate::Result;
 
 mod mysql;
 mod postgres;
@@ -40,24 +40,6 @@ pub struct Reanalysis {
     pub error: Option<String>,
 }
 
-/// The job as the API shows it: without the worker's cursor.
-impl From<Reanalysis> for odp_api_types::Reanalysis {
-    fn from(job: Reanalysis) -> Self {
-        odp_api_types::Reanalysis {
-            id: job.id,
-            rule_id: job.rule_id,
-            requested_by: job.requested_by,
-            requested_at: job.requested_at,
-            status: job.status,
-            profiles_total: job.profiles_total,
-            profiles_done: job.profiles_done,
-            started_at: job.started_at,
-            finished_at: job.finished_at,
-            error: job.error,
-        }
-    }
-}
-
 const COLUMNS: &str = "id, rule_id, requested_by, requested_at, status, profiles_total,
                        profiles_done, cursor_created_at, cursor_id, started_at, finished_at,
                        error";
@@ -76,19 +58,14 @@ fn lease(secs: i64) -> Duration {
 }
 
 async fn read<'a>(on: impl Into<On<'a>>, id: Uuid) -> Result<Option<Reanalysis>> {
-    Sql::new(format!(
-        "select {COLUMNS} from rule_reanalyses where id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(on)
-    .await
+    Sql::by_id(COLUMNS, "rule_reanalyses", id)
+        .fetch_optional(on)
+        .await
 }
 
 /// The job this transaction just wrote.
 async fn written(tx: &mut Tx, id: Uuid) -> Result<Reanalysis> {
-    read(tx, id)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt(format!("re-analysis {id} vanished")))
+    crate::written(read(tx, id).await?, || format!("re-analysis {id}"))
 }
 
 /// Queues a re-analysis for `rule_id` inside the caller's transaction.

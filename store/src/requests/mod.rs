@@ -10,13 +10,13 @@ use uuid::Uuid;
 use crate::columns::{OptionalText, Text};
 use crate::database::{on_backend, Database};
 use crate::sql::Sql;
-use crate::{Result, StoreError};
+use crate::{written, Result, StoreError};
 
-use odp_api_types::UndeployMode;
+use odp_core::command::UndeployMode;
 
 mod mysql;
 mod postgres;
-pub use odp_api_types::{RequestKind, RequestStatus};
+pub use odp_core::domain::{RequestKind, RequestStatus};
 
 #[derive(Debug, Clone)]
 pub struct NewRequest {
@@ -43,24 +43,6 @@ pub struct RequestRow {
     pub command_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-impl From<RequestRow> for odp_api_types::ControlRequest {
-    fn from(row: RequestRow) -> Self {
-        odp_api_types::ControlRequest {
-            id: row.id,
-            kind: row.kind,
-            host: row.host,
-            profile_id: row.profile_id,
-            mode: row.mode,
-            requested_by: row.requested_by,
-            status: row.status,
-            status_reason: row.status_reason,
-            command_id: row.command_id,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
-    }
 }
 
 /// The columns of [`RequestRow`] (MySQL's table has one more, generated).
@@ -126,18 +108,13 @@ impl Requests {
         .bind(&request.requested_by)
         .execute(&self.db)
         .await?;
-        self.get(id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt(format!("control request {id} vanished")))
+        written(self.get(id).await?, || format!("control request {id}"))
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<RequestRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from control_requests where id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.db)
-        .await
+        Sql::by_id(COLUMNS, "control_requests", id)
+            .fetch_optional(&self.db)
+            .await
     }
 
     /// Moves an open request to `status`; a request that already ended

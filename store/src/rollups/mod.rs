@@ -97,9 +97,9 @@ pub struct RolledUp {
 /// Adds the windows of `profile_ids` (those pending, and not being rolled
 /// up by another worker) to their services' rollups, one transaction per
 /// service, when that makes the rollups smaller than the profiles' blocks
-/// by [`WORTH`]; else the profiles are marked to be read on their own. A
+/// by `WORTH`; else the profiles are marked to be read on their own. A
 /// profile that would start a rollup alone waits for others (up to
-/// [`ALONE_AFTER_SECS`]).
+/// `ALONE_AFTER_SECS`).
 pub async fn roll_up(db: impl Into<Database>, profile_ids: &[Uuid]) -> Result<RolledUp> {
     let db: Database = db.into();
     let pending: Vec<(String, Uuid)> = fetch_any(

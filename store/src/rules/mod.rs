@@ -14,7 +14,7 @@ use sqlx::types::Json;
 use crate::database::{Backend, Database};
 use crate::reanalysis::{self, Reanalysis};
 use crate::sql::{Arg, On, Sql, Tx};
-use crate::{Result, StoreError, Violation};
+use crate::{Result, Violation};
 
 mod mysql;
 mod postgres;
@@ -26,27 +26,6 @@ pub struct RuleRow {
     pub source: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-impl From<RuleRow> for odp_api_types::Rule {
-    fn from(row: RuleRow) -> Self {
-        let rule = row.rule;
-        odp_api_types::Rule {
-            id: rule.id,
-            title: rule.title,
-            explanation: rule.explanation,
-            fix: rule.fix,
-            link: rule.link,
-            kind: rule.kind,
-            spec: rule.spec,
-            threshold_pct: rule.threshold_pct,
-            service_thresholds: rule.service_thresholds,
-            enabled: rule.enabled,
-            source: row.source,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
-    }
 }
 
 /// A `rules` row as stored, read into a [`RuleRow`].
@@ -93,8 +72,9 @@ impl From<StoredRule> for RuleRow {
 struct Dialect {
     /// Ends an insert whose id is taken with the assignments that follow.
     on_taken_id: &'static str,
-    /// The value the insert gave a field, in those assignments.
-    new_value: fn(&str) -> String,
+    /// What stands before and after a field's name for the value the
+    /// insert gave it, in those assignments.
+    new_value: (&'static str, &'static str),
 }
 
 /// A rule's fields after its id, in column order.
@@ -159,18 +139,13 @@ fn bind_fields(sql: Sql, rule: &RuleDef, source: &str) -> Result<Sql> {
 }
 
 async fn read<'a>(on: impl Into<On<'a>>, id: &str) -> Result<Option<RuleRow>> {
-    let row: Option<StoredRule> = Sql::new("select * from rules where id = $1")
-        .bind(id)
-        .fetch_optional(on)
-        .await?;
+    let row: Option<StoredRule> = Sql::by_id("*", "rules", id).fetch_optional(on).await?;
     Ok(row.map(RuleRow::from))
 }
 
 /// The rule this transaction just wrote.
 async fn written(tx: &mut Tx, id: &str) -> Result<RuleRow> {
-    read(tx, id)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt(format!("rule {id:?} vanished")))
+    crate::written(read(tx, id).await?, || format!("rule {id:?}"))
 }
 
 /// Installs the seed pack: new rules are inserted, seed rows refreshed when
@@ -194,7 +169,10 @@ pub async fn save_user_rule(db: impl Into<Database>, rule: &RuleDef) -> Result<R
     };
     let replaced: Vec<String> = FIELDS
         .iter()
-        .map(|field| format!("{field} = {}", (dialect.new_value)(field)))
+        .map(|field| {
+            let (before, after) = dialect.new_value;
+            format!("{field} = {before}{field}{after}")
+        })
         .collect();
     let upsert = insert(
         rule,

@@ -14,12 +14,8 @@ use crate::Result;
 
 pub(super) const DIALECT: Dialect = Dialect {
     on_taken_id: "on duplicate key update",
-    new_value,
+    new_value: ("values(", ")"),
 };
-
-fn new_value(field: &str) -> String {
-    format!("values({field})")
-}
 
 pub(super) async fn install_seed_rules(db: &Database, rules: &[RuleDef]) -> Result<u64> {
     if rules.is_empty() {

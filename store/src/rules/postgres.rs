@@ -11,12 +11,8 @@ use crate::Result;
 
 pub(super) const DIALECT: Dialect = Dialect {
     on_taken_id: "on conflict (id) do update set",
-    new_value,
+    new_value: ("excluded.", ""),
 };
-
-fn new_value(field: &str) -> String {
-    format!("excluded.{field}")
-}
 
 pub(super) async fn install_seed_rules(db: &Database, rules: &[RuleDef]) -> Result<u64> {
     Sql::new(

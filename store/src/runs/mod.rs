@@ -9,7 +9,11 @@ use uuid::Uuid;
 use crate::database::Database;
 use crate::profiles::ProfileRow;
 use crate::sql::{Arg, Sql};
-use crate::{Result, StoreError};
+use crate::{written, Result, StoreError};
+
+mod detections;
+
+pub use detections::RunIssue;
 
 /// How a run ended, or that it has not yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +96,8 @@ pub struct RunRow {
     pub requested_by: String,
     pub created_at: DateTime<Utc>,
     pub ended_at: Option<DateTime<Utc>>,
+    /// When the rules judged the ended run ([`Runs::save_detections`]).
+    pub detected_at: Option<DateTime<Utc>>,
 }
 
 impl RunRow {
@@ -140,7 +146,7 @@ pub struct RunEnd<'a> {
 
 const COLUMNS: &str = "id, service, selection, chosen, stop_rule, max_duration_ms, status, \
                        status_reason, reached_epsilon, samples_used, requested_by, created_at, \
-                       ended_at";
+                       ended_at, detected_at";
 
 /// Runs, in whichever database the store runs on.
 #[derive(Clone)]
@@ -174,14 +180,11 @@ impl Runs {
         .bind(&run.requested_by)
         .execute(&self.db)
         .await?;
-        self.get(run.id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt(format!("run {} vanished", run.id)))
+        written(self.get(run.id).await?, || format!("run {}", run.id))
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<RunRow>> {
-        Sql::new(format!("select {COLUMNS} from runs where id = $1"))
-            .bind(id)
+        Sql::by_id(COLUMNS, "runs", id)
             .fetch_optional(&self.db)
             .await
     }

@@ -6,8 +6,9 @@
 //! occurrence twice, on Postgres and on MySQL alike.
 
 use chrono::{DateTime, Utc};
-use odp_api_types::ScheduleRun;
 use odp_core::cost::StartOptions;
+pub use odp_core::domain::RunOutcome;
+use odp_core::run::ScheduleRun;
 use odp_core::Target;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -16,7 +17,7 @@ use crate::columns::Text;
 use crate::database::Database;
 use crate::profiles::ProfileMode;
 use crate::sql::{Arg, Sql};
-use crate::{Result, StoreError, Violation};
+use crate::{conflict_if_taken, written, Result};
 
 mod mysql;
 mod postgres;
@@ -73,7 +74,7 @@ pub struct NewSchedule {
 }
 
 /// A stored schedule.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ScheduleRow {
     pub id: Uuid,
     pub name: String,
@@ -112,8 +113,6 @@ pub struct SchedulePatch {
     pub frequency_hz: Option<i32>,
 }
 
-pub use odp_api_types::RunOutcome;
-
 /// One recorded occurrence of a schedule.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ScheduleRunRow {
@@ -127,45 +126,6 @@ pub struct ScheduleRunRow {
     /// The run a run schedule's occurrence started.
     pub run_id: Option<Uuid>,
     pub detail: Option<String>,
-}
-
-impl From<ScheduleRow> for odp_api_types::Schedule {
-    fn from(row: ScheduleRow) -> Self {
-        odp_api_types::Schedule {
-            id: row.id,
-            name: row.name,
-            service: row.service,
-            host: row.host,
-            target: row.target,
-            mode: row.mode,
-            duration_secs: row.duration_secs,
-            frequency_hz: row.frequency_hz,
-            window_secs: row.window_secs,
-            cron: row.cron,
-            timezone: row.timezone,
-            enabled: row.enabled,
-            created_by: row.created_by,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-            next_run_at: row.next_run_at,
-            last_run_at: row.last_run_at,
-            options: row.options,
-            run: row.run_spec.map(|spec| spec.0),
-        }
-    }
-}
-
-impl From<ScheduleRunRow> for odp_api_types::RunView {
-    fn from(run: ScheduleRunRow) -> Self {
-        odp_api_types::RunView {
-            scheduled_for: run.scheduled_for,
-            fired_at: run.fired_at,
-            outcome: run.outcome,
-            profile_id: run.profile_id,
-            run_id: run.run_id,
-            detail: run.detail,
-        }
-    }
 }
 
 /// Schedules, in whichever database the store runs on.
@@ -184,7 +144,7 @@ impl Schedules {
         &self.db
     }
 
-    /// Stores a new schedule; a taken name is a [`StoreError::Conflict`].
+    /// Stores a new schedule; a taken name is a [`crate::StoreError::Conflict`].
     pub async fn create(&self, s: &NewSchedule) -> Result<ScheduleRow> {
         let inserted = Sql::new(
             "insert into schedules (id, name, service, host, target, duration_secs, frequency_hz,
@@ -216,18 +176,10 @@ impl Schedules {
         )
         .execute(&self.db)
         .await;
-        match inserted {
-            Err(e) if e.violation() == Some(Violation::Unique) => {
-                return Err(StoreError::Conflict(format!(
-                    "a schedule named {:?} already exists",
-                    s.name
-                )))
-            }
-            other => other?,
-        };
-        self.get(s.id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt(format!("schedule {} vanished", s.id)))
+        conflict_if_taken(inserted, || {
+            format!("a schedule named {:?} already exists", s.name)
+        })?;
+        written(self.get(s.id).await?, || format!("schedule {}", s.id))
     }
 
     /// Every schedule, by name.
@@ -238,8 +190,7 @@ impl Schedules {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ScheduleRow>> {
-        Sql::new("select * from schedules where id = $1")
-            .bind(id)
+        Sql::by_id("*", "schedules", id)
             .fetch_optional(&self.db)
             .await
     }
@@ -274,8 +225,7 @@ impl Schedules {
         .bind(next_run_at)
         .execute(&mut tx)
         .await?;
-        let row = Sql::new("select * from schedules where id = $1")
-            .bind(id)
+        let row = Sql::by_id("*", "schedules", id)
             .fetch_optional(&mut tx)
             .await?;
         tx.commit().await?;

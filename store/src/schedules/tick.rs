@@ -122,17 +122,8 @@ impl SchedulerTick {
         profile_id: Option<Uuid>,
         detail: Option<&str>,
     ) -> Result<()> {
-        Sql::new(
-            "update schedule_runs set outcome = $2, profile_id = $3, detail = $4, fired_at = {now}
-             where id = $1",
-        )
-        .bind(run_id)
-        .bind(outcome.as_str())
-        .bind(profile_id)
-        .bind(detail)
-        .execute(self.on())
-        .await?;
-        Ok(())
+        self.finish(run_id, outcome, ("profile_id", profile_id), detail)
+            .await
     }
 
     /// Sets the final outcome of a claimed run of a run schedule: the run
@@ -144,13 +135,25 @@ impl SchedulerTick {
         run: Option<Uuid>,
         detail: Option<&str>,
     ) -> Result<()> {
-        Sql::new(
-            "update schedule_runs set outcome = $2, run_id = $3, detail = $4, fired_at = {now}
-             where id = $1",
-        )
+        self.finish(run_id, outcome, ("run_id", run), detail).await
+    }
+
+    /// Sets a claimed run's outcome and what it started: `started`'s column
+    /// (`profile_id` or `run_id`) and id.
+    async fn finish(
+        &mut self,
+        run_id: i64,
+        outcome: RunOutcome,
+        (column, started): (&str, Option<Uuid>),
+        detail: Option<&str>,
+    ) -> Result<()> {
+        Sql::new(format!(
+            "update schedule_runs set outcome = $2, {column} = $3, detail = $4, fired_at = {{now}}
+             where id = $1"
+        ))
         .bind(run_id)
         .bind(outcome.as_str())
-        .bind(run)
+        .bind(started)
         .bind(detail)
         .execute(self.on())
         .await?;

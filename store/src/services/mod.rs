@@ -10,7 +10,7 @@ use odp_core::Target;
 
 use crate::database::Database;
 use crate::sql::{Arg, Sql};
-use crate::{Result, StoreError, Violation};
+use crate::{conflict_if_taken, written, Result};
 
 /// A service as the store keeps it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -66,7 +66,7 @@ impl Services {
     }
 
     /// Defines a service; a name already defined is a
-    /// [`StoreError::Conflict`].
+    /// [`crate::StoreError::Conflict`].
     pub async fn create(&self, new: &NewService) -> Result<ServiceRow> {
         let inserted = Sql::new(
             "insert into services (name, target, owner_team, description, created_by)
@@ -79,16 +79,12 @@ impl Services {
         .bind(&new.created_by)
         .execute(&self.db)
         .await;
-        match inserted {
-            Err(e) if e.violation() == Some(Violation::Unique) => Err(StoreError::Conflict(
-                format!("service {:?} is already defined", new.name),
-            )),
-            Err(e) => Err(e),
-            Ok(_) => self
-                .get(&new.name)
-                .await?
-                .ok_or_else(|| StoreError::Corrupt(format!("service {:?} vanished", new.name))),
-        }
+        conflict_if_taken(inserted, || {
+            format!("service {:?} is already defined", new.name)
+        })?;
+        written(self.get(&new.name).await?, || {
+            format!("service {:?}", new.name)
+        })
     }
 
     pub async fn get(&self, name: &str) -> Result<Option<ServiceRow>> {

@@ -5,7 +5,7 @@
 //! `?`, where MySQL also needs a value bound again each time it is used)
 //! and a few functions (`now()`, whose MySQL form keeps only seconds
 //! unless asked for microseconds). A [`Sql`] holds the text in Postgres'
-//! notation and its arguments; [`render`] writes it for the backend it
+//! notation and its arguments; [`render()`] writes it for the backend it
 //! runs on. What really differs between the dialects (`returning`,
 //! `on conflict` against `on duplicate key`, arrays against `in` lists,
 //! `COPY`, advisory locks, intervals) stays in the areas' `postgres.rs`
@@ -187,6 +187,23 @@ impl Sql {
             text: text.into(),
             args: Vec::new(),
         }
+    }
+
+    /// The row of `table` (its `columns`) whose `id` is `id`.
+    pub(crate) fn by_id(columns: &str, table: &str, id: impl Into<Arg>) -> Sql {
+        Sql::new(format!("select {columns} from {table} where id = $1")).bind(id)
+    }
+
+    /// Marks the row of `table` whose `id` is `id` revoked (its
+    /// `revoked_at` and `revoked_by` columns) by `by`, now, unless it was
+    /// already: the first revocation stands.
+    pub(crate) fn revoke_once(table: &str, id: impl Into<Arg>, by: &str) -> Sql {
+        Sql::new(format!(
+            "update {table} set revoked_at = {{now}}, revoked_by = $2
+             where id = $1 and revoked_at is null"
+        ))
+        .bind(id)
+        .bind(by)
     }
 
     /// Binds the next argument: `$1` first.

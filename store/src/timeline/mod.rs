@@ -3,8 +3,8 @@
 //! `Snapshot::split_to_fit`) is one entry, its parts' samples summed.
 
 use chrono::{DateTime, Utc};
-use odp_api_types::LostSamples;
-pub use odp_api_types::TimelineWindow;
+use odp_core::timeline::LostSamples;
+pub use odp_core::timeline::TimelineWindow;
 use odp_core::EventKind;
 use uuid::Uuid;
 

@@ -3,11 +3,11 @@
 //! them.
 #![allow(dead_code)] // not every suite needs every fixture
 
-use odp_api_types::ChannelKind;
 use odp_core::cost::StartOptions;
 use odp_core::Target;
 use odp_rules::seed::seed_rules;
 use odp_rules::{Detection, RuleDef, StackHit};
+use odp_store::ChannelKind;
 use odp_store::{Database, Inserted, Labels, NewChannel, NewProfile, ProfileMode, Profiles};
 use uuid::Uuid;
 

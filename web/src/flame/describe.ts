@@ -5,7 +5,7 @@ import { escapeHtml, pct } from '../format';
 import { amount, isTimed, wholeOf, type SampleUnit } from '../units';
 import { isMerged } from './focus';
 import { shareOf, type FlatTree } from './layout';
-import { change, changeText, significance, type Change } from './significance';
+import { change, changeSignificance, changeText, shareStderr, type Change } from './significance';
 
 export interface DescribeContext {
   kind: 'samples' | 'diff';
@@ -37,7 +37,7 @@ const SIGNIFICANCE_TEXT = {
 
 function shareOfWhole(weight: number, whole: number, samples: number): { share: number; stderr: number } {
   const share = whole > 0 ? weight / whole : 0;
-  return { share, stderr: samples > 0 ? Math.sqrt((share * (1 - share)) / samples) : 0 };
+  return { share, stderr: shareStderr(share, samples) };
 }
 
 export function describeNode(tree: FlatTree, n: number, ctx: DescribeContext): string {
@@ -47,7 +47,7 @@ export function describeNode(tree: FlatTree, n: number, ctx: DescribeContext): s
     const t = tree.sides?.target[n] ?? 0;
     const c = diffChange(tree, n, ctx.baselineSamples ?? 0, ctx.samples);
     return `<b>${name}</b><br>baseline ${b} samples · target ${t} samples<br>` +
-      `change ${changeText(c)} of total share: ${SIGNIFICANCE_TEXT[significance(c.z)]}`;
+      `change ${changeText(c)} of total share: ${SIGNIFICANCE_TEXT[changeSignificance(c)]}`;
   }
   const { share, stderr } = ctx.whole
     ? shareOfWhole(tree.total[n], ctx.whole, ctx.samples)

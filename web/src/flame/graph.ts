@@ -7,7 +7,7 @@
 // a cut subtree zooms at once and then shows the server's focused tree.
 
 import { copyText, h } from '../format';
-import { flameOrientation, setFlameOrientation, type Orientation } from '../settings';
+import { flameOrientation, setFlameOrientation, type Orientation, type SourceLocation } from '../settings';
 import { type SampleUnit } from '../units';
 import { describeNode, diffChange } from './describe';
 import { FocusCache, focusParam, focusPath, isCut, isMerged, nodeAtPath, samePath, zoomTarget } from './focus';
@@ -30,6 +30,10 @@ export interface MenuItem {
   label: string;
   href?: string;
   action?: () => void;
+  /** Copied to the clipboard, with a status line naming `what`. */
+  copy?: { text: string; what: string };
+  /** The entry's tooltip. */
+  title?: string;
 }
 
 export interface DrawnFrame {
@@ -56,8 +60,9 @@ export interface FlameOptions {
   samples: number;
   /** What a sample stands for: tooltips of timed events show time. */
   unit?: SampleUnit;
-  /** Extra context-menu entries for a frame (source link, known issue). */
-  menuItems?: (name: string, stack: string[]) => MenuItem[];
+  /** Extra context-menu entries for a frame (source link, known issue);
+   *  `source` is the frame's file and line when the profile has them. */
+  menuItems?: (name: string, stack: string[], source?: SourceLocation) => MenuItem[];
   /** Fetches the tree opened at a `focus` path (frame names below the
    *  root): the view's endpoint asked again with `focus`. Without it, cut
    *  subtrees only zoom locally. */
@@ -569,7 +574,7 @@ export class FlameGraph {
       : [
           { label: 'Zoom here', action: () => this.zoomTo(n) },
           ...(this.onSandwich ? [{ label: 'Sandwich view', action: () => this.onSandwich?.(name) }] : []),
-          ...(this.options.menuItems?.(name, stack) ?? []),
+          ...(this.options.menuItems?.(name, stack, tree.sources?.[n]) ?? []),
           { label: 'Copy function name', action: () => void this.copy(name, 'function name') },
           { label: 'Copy stack', action: () => void this.copy(stack.slice().reverse().join('\n'), 'stack') },
         ];
@@ -577,8 +582,16 @@ export class FlameGraph {
       h('div', { class: 'menu-title' }, name),
       ...items.map((item) =>
         item.href
-          ? h('a', { role: 'menuitem', href: item.href, target: '_blank', rel: 'noopener' }, item.label)
-          : h('button', { role: 'menuitem', onclick: () => item.action?.() }, item.label),
+          ? h('a', { role: 'menuitem', href: item.href, target: '_blank', rel: 'noopener', title: item.title }, item.label)
+          : h(
+              'button',
+              {
+                role: 'menuitem',
+                title: item.title,
+                onclick: () => (item.copy ? void this.copy(item.copy.text, item.copy.what) : item.action?.()),
+              },
+              item.label,
+            ),
       ),
     );
     const box = this.root.getBoundingClientRect();

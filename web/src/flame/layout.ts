@@ -4,6 +4,8 @@
 // so layout, pruning and search are linear scans without recursion.
 
 import type { Schemas } from '../api';
+import type { SourceLocation } from '../settings';
+import { shareStderr } from './significance';
 import { hslToRgb, luminance } from './theme';
 
 /** A node as the API sends it (`/flamegraph?format=json`, `/aggregate`).
@@ -35,6 +37,9 @@ export interface FlatTree {
   merged: Uint32Array;
   /** Diffs only: each side's total samples per node. */
   sides?: { baseline: Float64Array; target: Float64Array };
+  /** Per node, its file and line when the API sent them (sparse); absent
+   *  when no node has one. */
+  sources?: Array<SourceLocation | undefined>;
 }
 
 interface Source<N> {
@@ -106,14 +111,27 @@ function flattenWith<N>(root: N, src: Source<N>, visit?: (i: number, n: N) => vo
 }
 
 export function flatten(root: FlameNode): FlatTree {
-  return flattenWith(root, {
-    name: (n) => n.name,
-    total: (n) => n.total,
-    self: (n) => n.self_count,
-    delta: () => 0,
-    merged: (n) => n.merged ?? 0,
-    children: (n) => n.children ?? [],
-  });
+  const sources: Array<SourceLocation | undefined> = [];
+  let located = false;
+  const tree = flattenWith(
+    root,
+    {
+      name: (n) => n.name,
+      total: (n) => n.total,
+      self: (n) => n.self_count,
+      delta: () => 0,
+      merged: (n) => n.merged ?? 0,
+      children: (n) => n.children ?? [],
+    },
+    (i, n) => {
+      if (n.file) {
+        sources[i] = { file: n.file, line: n.line };
+        located = true;
+      }
+    },
+  );
+  if (located) tree.sources = sources;
+  return tree;
 }
 
 /** Diff trees are laid out by the mean of both sides' shares, so frames that
@@ -216,7 +234,7 @@ export function ancestry(tree: FlatTree, node: number): number[] {
 export function shareOf(tree: FlatTree, node: number, samples: number): { share: number; stderr: number } {
   const root = tree.total[0];
   const share = root > 0 ? tree.total[node] / root : 0;
-  const stderr = samples > 0 ? Math.sqrt((share * (1 - share)) / samples) : 0;
+  const stderr = shareStderr(share, samples);
   return { share, stderr };
 }
 

@@ -9,8 +9,11 @@
 // however often the function recurses; the inner calls show in the
 // callees tree, below the outer ones. Frames the server's node budget cut
 // into `other` boxes are not known by name here: they stay `other` boxes
-// among the callees, and a function only inside them is not found.
+// among the callees, and a function only inside them is not found. A
+// merged node names the smallest file and line of the nodes it merges, as
+// the server's nodes do (odp_profile::sources), for "View source".
 
+import type { SourceLocation } from '../settings';
 import type { FlameNode, FlatTree } from './layout';
 
 export interface Sandwich {
@@ -33,6 +36,7 @@ interface Building {
   total: number;
   self: number;
   merged: number;
+  source?: SourceLocation;
   children: Map<string, Building>;
 }
 
@@ -45,6 +49,19 @@ function child(parent: Building, name: string): Building {
     parent.children.set(name, c);
   }
   return c;
+}
+
+/** Whether location `a` comes before `b`: by file, then line (an unknown
+ *  line first), as the server orders them. */
+function before(a: SourceLocation, b: SourceLocation): boolean {
+  if (a.file !== b.file) return a.file < b.file;
+  return (a.line ?? -1) < (b.line ?? -1);
+}
+
+/** Adds node `i` of `tree` to `b`'s source: the smallest so far. */
+function locate(b: Building, tree: FlatTree, i: number): void {
+  const source = tree.sources?.[i];
+  if (source && (!b.source || before(source, b.source))) b.source = source;
 }
 
 /** The built tree as the API's node shape (children sorted by name, as
@@ -65,6 +82,10 @@ function toFlameNode(root: Building): FlameNode {
       .sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
     const node: FlameNode = { name: b.name, total: b.total, self_count: b.self, children };
     if (b.merged > 0) node.merged = b.merged;
+    if (b.source) {
+      node.file = b.source.file;
+      node.line = b.source.line;
+    }
     out.set(b, node);
   }
   return out.get(root)!;
@@ -100,10 +121,13 @@ export function sandwich(tree: FlatTree, name: string): Sandwich | null {
     const weight = tree.total[o];
     // Callers: up from the occurrence to the root's child.
     callers.total += weight;
+    locate(callers, tree, o);
+    locate(callees, tree, o);
     let at = callers;
     for (let a = tree.parent[o]; a > 0; a = tree.parent[a]) {
       at = child(at, tree.names[a]);
       at.total += weight;
+      locate(at, tree, a);
     }
     // The samples end at the outermost caller (or at the function when
     // the root calls it directly): that node's own weight.
@@ -119,6 +143,7 @@ export function sandwich(tree: FlatTree, name: string): Sandwich | null {
       c.total += tree.total[i];
       c.self += tree.self[i];
       c.merged += tree.merged[i];
+      locate(c, tree, i);
       placed.set(i, c);
     }
   }

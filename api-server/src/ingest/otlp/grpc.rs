@@ -61,6 +61,11 @@ impl From<ApiError> for Failure {
     }
 }
 
+/// A gRPC failure, for a request refused before its handler runs.
+pub(super) fn refusal(_: &HeaderMap, e: ApiError) -> Response {
+    trailers_only(e.into())
+}
+
 pub(super) async fn export(
     State(state): State<AppState>,
     by: Result<Ingester, ApiError>,

@@ -24,6 +24,7 @@ use super::{client_message, export as export_all, grpc_code, json, Status};
 use crate::auth::Ingester;
 use crate::error::{ApiError, RETRY_AFTER_SECS};
 use crate::ingest::body;
+use crate::ingest::openapi::{BinaryBody, OtlpExportRequest, OtlpExportResponse, OtlpStatus};
 use crate::AppState;
 
 /// How a request is encoded, and so its answer.
@@ -124,6 +125,61 @@ fn http_status(e: &ApiError) -> StatusCode {
     }
 }
 
+/// [`Encoding::error`] in the request's encoding (JSON for another
+/// content type), for a request refused before its handler runs.
+pub(super) fn refusal(headers: &HeaderMap, e: ApiError) -> Response {
+    Encoding::of(headers).unwrap_or(Encoding::Json).error(&e)
+}
+
+/// Take OpenTelemetry profiles over OTLP/HTTP.
+///
+/// What the OpenTelemetry eBPF profiler, a Collector's `otlp_http`
+/// exporter or any OTLP exporter sends (signal `v1development`). Each
+/// profile is stored once however often it is sent, labelled
+/// `source=otlp`; a profile that cannot be kept is refused alone and
+/// counted in `partial_success`. The same port also takes OTLP/gRPC over
+/// HTTP/2, which is no HTTP/JSON operation: the method
+/// `opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export`,
+/// with the same token, answering in gRPC statuses.
+#[utoipa::path(
+    post,
+    path = "/v1development/profiles",
+    operation_id = "export_otlp_profiles",
+    tag = "ingest",
+    request_body(
+        description = "An `ExportProfilesServiceRequest` in protocol buffers or OTLP/JSON, at \
+                       most 32 MiB (128 MiB once a gzip `Content-Encoding` is undone)",
+        content(
+            (BinaryBody = "application/x-protobuf"),
+            (OtlpExportRequest = "application/json"),
+        ),
+    ),
+    responses(
+        (status = 200, description = "An `ExportProfilesServiceResponse` in the request's encoding; \
+            its `partial_success` counts the profiles refused and names each (the others are stored), \
+            and names what was kept but changed",
+            content(
+                (BinaryBody = "application/x-protobuf"),
+                (OtlpExportResponse = "application/json"),
+            ),
+        ),
+        (status = 400, description = "Not an OTLP request (malformed protobuf or JSON, or a \
+            dictionary whose entry 0 is not the zero value): a `google.rpc.Status`",
+            content((BinaryBody = "application/x-protobuf"), (OtlpStatus = "application/json"))),
+        (status = 401, description = "No bearer token, or an invalid or expired one",
+            content((BinaryBody = "application/x-protobuf"), (OtlpStatus = "application/json"))),
+        (status = 403, description = "The token may not send profiles of a service of the \
+            request: nothing of it is stored",
+            content((BinaryBody = "application/x-protobuf"), (OtlpStatus = "application/json"))),
+        (status = 413, description = "The body exceeds 32 MiB, or inflates past 128 MiB (a gzip bomb)",
+            content((BinaryBody = "application/x-protobuf"), (OtlpStatus = "application/json"))),
+        (status = 415, description = "A content type other than protobuf or JSON",
+            content((OtlpStatus = "application/json"))),
+        (status = 503, description = "The database is unavailable (see `Retry-After`); retrying \
+            stores nothing twice",
+            content((BinaryBody = "application/x-protobuf"), (OtlpStatus = "application/json"))),
+    ),
+)]
 pub(super) async fn export(
     State(state): State<AppState>,
     by: Result<Ingester, ApiError>,

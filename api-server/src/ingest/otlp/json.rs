@@ -21,8 +21,14 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-/// Reads an OTLP/JSON `ExportProfilesServiceRequest`.
+/// Reads an OTLP/JSON `ExportProfilesServiceRequest`: a JSON object
+/// (serde would also read a struct from an array of its fields in order,
+/// which no OTLP/JSON producer writes).
 pub(super) fn decode(body: &[u8]) -> Result<ExportProfilesServiceRequest, String> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Err("the request is not a JSON object".to_owned());
+    }
     serde_json::from_slice::<Request>(body)
         .map(Into::into)
         .map_err(|e| e.to_string())

@@ -90,3 +90,13 @@ fn ids_in_base64_are_read_too_and_bad_input_is_an_error() {
         ExportProfilesServiceRequest::default()
     );
 }
+
+#[test]
+fn only_a_json_object_is_a_request() {
+    // serde reads a struct from an array of its fields too; OTLP/JSON is
+    // an object, so `[]` is no (empty) request.
+    for body in [&b"[]"[..], b" [[]]", b"null", b"\"x\"", b"0", b"true", b""] {
+        assert!(decode(body).is_err(), "{}", String::from_utf8_lossy(body));
+    }
+    assert!(decode(b" {}").unwrap().resource_profiles.is_empty());
+}

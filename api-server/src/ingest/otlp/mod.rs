@@ -33,20 +33,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::routing::post;
-use axum::Router;
 use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceRequest, ExportProfilesServiceResponse,
 };
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::auth::Ingester;
 use crate::error::ApiError;
+use crate::ingest::body::refuse_declared_oversize;
 use crate::ingest::{store, Incoming};
 use crate::AppState;
 
-/// The OTLP/HTTP path of the profiles signal.
-pub(crate) const HTTP_PATH: &str = "/v1development/profiles";
 /// The gRPC method.
 pub(crate) const GRPC_PATH: &str =
     "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export";
@@ -56,10 +56,21 @@ const STORES_AT_ONCE: usize = 4;
 /// Most messages `partial_success.error_message` lists.
 const MAX_MESSAGES: usize = 20;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route(HTTP_PATH, post(http::export))
+/// OTLP/HTTP, documented, and gRPC, which is no HTTP/JSON operation (the
+/// OTLP/HTTP operation's description names it), each refusing a body
+/// declared too large in its own error shape.
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    let http = OpenApiRouter::new()
+        .routes(routes!(http::export))
+        .layer(axum::middleware::from_fn(|request, next| {
+            refuse_declared_oversize(http::refusal, request, next)
+        }));
+    let grpc = OpenApiRouter::new()
         .route(GRPC_PATH, post(grpc::export))
+        .layer(axum::middleware::from_fn(|request, next| {
+            refuse_declared_oversize(grpc::refusal, request, next)
+        }));
+    http.merge(grpc)
 }
 
 /// What an export did, for its answer.

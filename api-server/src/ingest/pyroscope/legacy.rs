@@ -8,44 +8,112 @@
 use std::collections::HashMap;
 
 use axum::body::Bytes;
+use axum::extract::multipart::MultipartError;
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use odp_api_types::IngestedProfiles;
 use odp_core::model::EventKind;
 use odp_core::{folded, pprof, WeightedStack};
 use odp_store::Labels;
 use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Ingester;
 use crate::error::ApiError;
 use crate::extract::AppQuery;
 use crate::formats::rich::parse_jfr_kinds;
 use crate::formats::{Framed, Parsed};
+use crate::ingest::openapi::{BinaryBody, IngestForm};
 use crate::ingest::pprof_events::{self, known_types};
 use crate::ingest::{body, digest_hex, store, Incoming};
+use crate::openapi::{CommonErrors, ErrorBody};
 use crate::AppState;
 
-#[derive(Debug, Deserialize)]
+/// The query of `/ingest`, as Pyroscope's clients send it.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct IngestQuery {
+    /// `APP` or `APP{key=value,…}`: the service, with an optional
+    /// profile-type suffix (`checkout.cpu`, `.wall`, `.alloc_space`,
+    /// `.inuse_space`, `.lock_duration`…), and the profile's labels.
+    #[param(min_length = 1, example = "checkout.cpu{region=eu-west}")]
     name: String,
+    /// Start of the samples' time range, Unix seconds; now when absent.
     #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 253_402_300_798_i64)]
     from: Option<String>,
+    /// End of the samples' time range, Unix seconds, not before `from`;
+    /// now when absent.
     #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 253_402_300_798_i64)]
     until: Option<String>,
+    /// The body's format: `folded` (`frame;frame;frame count` lines, the
+    /// default), `lines` (one `frame;frame;frame` line per sample), or
+    /// `pprof` or `jfr`, raw or in the multipart form.
     #[serde(default)]
+    #[param(value_type = Option<IngestFormat>, inline)]
     format: Option<String>,
+    /// Folded and line stacks: the sampling rate in Hz, which gives their
+    /// period; 100 when absent.
     #[serde(default, rename = "sampleRate")]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     sample_rate: Option<String>,
+    /// The profiler (`pyspy`, `rbspy`, `gospy`…), kept as the label `spy`.
     #[serde(default, rename = "spyName")]
     spy_name: Option<String>,
+    /// Folded and line stacks without a suffix in `name`: what they
+    /// count, `samples` (CPU, the default), `bytes` (allocated, or in use
+    /// with `aggregationType=average`) or `lock_nanoseconds`.
     #[serde(default)]
     units: Option<String>,
+    /// `sum` (the default) or `average`, which makes `bytes` in use.
     #[serde(default, rename = "aggregationType")]
     aggregation_type: Option<String>,
 }
 
+/// The formats of `/ingest`'s body, for the document: the handler reads
+/// `format` as text, so that another answers 422 naming these.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum IngestFormat {
+    Folded,
+    Lines,
+    Pprof,
+    Jfr,
+}
+
+/// Take a profile in Pyroscope's ingest API.
+///
+/// What Pyroscope's older SDKs (`pyroscope-io` 0.8), its Java agent and
+/// Grafana Alloy's legacy components send: a profile of a service, stored
+/// once however often it is sent, as one ODP profile per event it
+/// measures, labelled `source=pyroscope`.
+#[utoipa::path(
+    post,
+    path = "/ingest",
+    operation_id = "pyroscope_ingest",
+    tag = "ingest",
+    params(IngestQuery),
+    request_body(
+        description = "At most 32 MiB (128 MiB once a gzip `Content-Encoding` is undone): \
+                       folded or line stacks (UTF-8 text), a pprof profile or a JFR \
+                       recording, raw or in a multipart form",
+        content(
+            (BinaryBody = "text/plain"),
+            (BinaryBody = "application/octet-stream"),
+            (IngestForm = "multipart/form-data"),
+        ),
+    ),
+    responses(
+        (status = 200, description = "Stored, or stored before (a retry)", body = IngestedProfiles),
+        (status = 413, description = "The body exceeds 32 MiB, or inflates past 128 MiB (a gzip bomb)", body = ErrorBody),
+        CommonErrors,
+    ),
+)]
 pub(super) async fn ingest(
     State(state): State<AppState>,
     by: Ingester,
@@ -62,7 +130,7 @@ pub(super) async fn ingest(
             ids.push(stored.row().id);
         }
     }
-    Ok((StatusCode::OK, Json(serde_json::json!({ "profiles": ids }))).into_response())
+    Ok((StatusCode::OK, Json(IngestedProfiles { profiles: ids })).into_response())
 }
 
 /// The profile file of a request: its body, or the `profile` (pprof) or
@@ -92,21 +160,14 @@ impl Upload {
             .await
             .map_err(|e| ApiError::BadRequest(format!("malformed multipart form: {e}")))?;
         let mut file = None;
-        while let Some(field) = form
-            .next_field()
-            .await
-            .map_err(|e| ApiError::BadRequest(format!("malformed multipart form: {e}")))?
-        {
+        while let Some(field) = form.next_field().await.map_err(form_error)? {
             // `previous_profile` (the cumulative profile a delta was taken
             // from) and `sample_type_config` are not needed: the SDKs
             // send deltas, and the sample types name their units. The JFR
             // form's `labels` are per-context labels of its samples, which
             // ODP's stacks do not carry.
             if matches!(field.name(), Some("profile" | "jfr")) {
-                file =
-                    Some(field.bytes().await.map_err(|e| {
-                        ApiError::BadRequest(format!("malformed multipart form: {e}"))
-                    })?);
+                file = Some(field.bytes().await.map_err(form_error)?);
             }
         }
         let file = file.ok_or_else(|| {
@@ -116,6 +177,19 @@ impl Upload {
             file,
             multipart: true,
         })
+    }
+}
+
+/// Why a multipart form could not be read: too large (the body limit cut
+/// it off) or malformed.
+fn form_error(e: MultipartError) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge(format!(
+            "the request body exceeds {} bytes",
+            body::MAX_INGEST_BYTES
+        ))
+    } else {
+        ApiError::BadRequest(format!("malformed multipart form: {e}"))
     }
 }
 

@@ -8,10 +8,14 @@
 mod legacy;
 mod push;
 
-use axum::routing::post;
-use axum::Router;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use odp_core::model::EventKind;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use crate::error::ApiError;
+use crate::ingest::body::refuse_declared_oversize;
 use crate::AppState;
 
 /// The label naming the service, in the push API.
@@ -19,10 +23,24 @@ const SERVICE_LABEL: &str = "service_name";
 /// The label naming the profile type, in the push API.
 const NAME_LABEL: &str = "__name__";
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ingest", post(legacy::ingest))
-        .route("/push.v1.PusherService/Push", post(push::push))
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    let ingest =
+        OpenApiRouter::new()
+            .routes(routes!(legacy::ingest))
+            .layer(axum::middleware::from_fn(|request, next| {
+                refuse_declared_oversize(api_error, request, next)
+            }));
+    let push = OpenApiRouter::new()
+        .routes(routes!(push::push))
+        .layer(axum::middleware::from_fn(|request, next| {
+            refuse_declared_oversize(push::refusal, request, next)
+        }));
+    ingest.merge(push)
+}
+
+/// `/ingest` answers errors as the rest of the API does.
+fn api_error(_: &HeaderMap, e: ApiError) -> Response {
+    e.into_response()
 }
 
 /// The event a push series' `__name__` asks for, when it names one of

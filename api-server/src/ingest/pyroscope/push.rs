@@ -20,12 +20,39 @@ use prost::Message;
 use super::{event_of_name, NAME_LABEL, SERVICE_LABEL};
 use crate::auth::Ingester;
 use crate::error::ApiError;
+use crate::ingest::openapi::{BinaryBody, ConnectError};
 use crate::ingest::pprof_events::{self, known_types};
 use crate::ingest::{body, store, Incoming};
 use crate::AppState;
 
-/// Stores every profile of the request. A profile that cannot be stored
-/// does not stop the others; the answer then names each one refused.
+/// Take profiles in Pyroscope's push API.
+///
+/// What Pyroscope's SDKs of today and Grafana Alloy's `pyroscope.write`
+/// send: a Connect unary call whose `push.v1.PushRequest` holds series of
+/// labels (`service_name` names the ODP service), each with pprof
+/// profiles. Every profile is stored once however often it is sent,
+/// labelled `source=pyroscope`; one that cannot be stored does not stop
+/// the others, and the answer then names each one refused.
+#[utoipa::path(
+    post,
+    path = "/push.v1.PusherService/Push",
+    operation_id = "pyroscope_push",
+    tag = "ingest",
+    request_body(
+        description = "A `push.v1.PushRequest` in protocol buffers, at most 32 MiB (128 MiB \
+                       once a gzip `Content-Encoding` is undone)",
+        content((BinaryBody = "application/proto")),
+    ),
+    responses(
+        (status = 200, description = "Every profile stored, or stored before (a retry): an empty `push.v1.PushResponse`",
+            content_type = "application/proto"),
+        (status = 400, description = "A body that is not a `PushRequest`, or profiles refused (each named; the others are stored)", body = ConnectError),
+        (status = 401, description = "No bearer token, or an invalid or expired one", body = ConnectError),
+        (status = 403, description = "The token may not send profiles of a service of the request", body = ConnectError),
+        (status = 413, description = "The body exceeds 32 MiB, or inflates past 128 MiB (a gzip bomb)", body = ConnectError),
+        (status = 503, description = "The database is unavailable; retrying stores nothing twice", body = ConnectError),
+    ),
+)]
 pub(super) async fn push(
     State(state): State<AppState>,
     by: Result<Ingester, ApiError>,
@@ -192,6 +219,11 @@ fn profiles_of(series: &SeriesLabels, sample: &RawSample) -> Result<Vec<Incoming
             })
         })
         .collect()
+}
+
+/// [`connect_error`], for a request refused before its handler runs.
+pub(super) fn refusal(_: &HeaderMap, e: ApiError) -> Response {
+    connect_error(e)
 }
 
 /// An error as the Connect protocol spells it, which the SDKs log.

@@ -30,6 +30,7 @@ use crate::formats::{
     framed_to_snapshot, imported_header, parse_folded, parse_pprof, rich, Framed, DEFAULT_HOST,
 };
 use crate::openapi::{CommonErrors, ErrorBody};
+use crate::service::profiles;
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -195,17 +196,17 @@ async fn import(
         .read_limits
         .check_import(snapshot.stacks.len(), snapshot.frames.len())?;
     let samples = snapshot.total_samples();
-    let row = odp_store::import_profile(
-        &state.pool,
+    let profile = profiles::import(
+        &state,
         &snapshot,
         &query.service,
         query.format.as_str(),
         &caller.subject,
     )
     .await?;
-    tracing::info!(profile_id = %row.id, service = %row.service, format = query.format.as_str(),
+    tracing::info!(profile_id = %profile.id, service = %profile.service, format = query.format.as_str(),
         samples, by = %caller.subject, "profile imported");
-    Ok((StatusCode::CREATED, Json(Profile::from(row))).into_response())
+    Ok((StatusCode::CREATED, Json(profile)).into_response())
 }
 
 fn event_names() -> String {

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use odp_api_types::{
-    RunFlameGraphBody, RunFlameGraphJson, RunHostsResponse, RunTimelineJson, RunTopResponse,
+    RunFlameGraphBody, RunFlameGraphJson, RunHostsResponse, RunIssuesResponse, RunTimelineJson,
+    RunTopResponse,
 };
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::run::outliers::OutlierOptions;
@@ -23,7 +24,7 @@ use crate::auth::{Caller, Role};
 use crate::error::ApiError;
 use crate::extract::{AppPath, AppQuery};
 use crate::openapi::{CommonErrors, NotFound};
-use crate::render::{sample_unit, Format, Orientation};
+use crate::render::{Format, Orientation};
 use crate::service::queries::{
     filter_error, render_merged, MergedTitle, TreeParams, MAX_MAX_NODES,
 };
@@ -36,6 +37,7 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(top))
         .routes(routes!(timeline))
         .routes(routes!(hosts))
+        .routes(routes!(issues))
 }
 
 /// The pairs by name, each given at most once and each one of `known`.
@@ -270,26 +272,8 @@ async fn top(
         params.include.as_deref(),
         params.exclude.as_deref(),
     )?;
-    let row = runs::row(&state, id).await?;
-    let limits = state.read_limits.clone();
-    let _turn = limits.heavy_read().await?;
-    let result = odp_store::read(&state.pool, &reads::run_read(id, thread, stacks)).await?;
-    limits.check_read(&result)?;
     let limit = params.limit.unwrap_or(20);
-    let result = std::sync::Arc::new(result);
-    let shared = result.clone();
-    let functions = tokio::task::spawn_blocking(move || shared.top_functions(limit))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(Json(RunTopResponse {
-        run_id: id,
-        service: row.service,
-        event: result.event,
-        units: sample_unit(result.event, result.period),
-        samples: result.samples(),
-        hosts: result.hosts.iter().filter(|h| h.samples() > 0).count(),
-        functions,
-    }))
+    Ok(Json(reads::top(&state, id, thread, stacks, limit).await?))
 }
 
 /// The windows of every member of the run in time order: host, bounds,
@@ -388,6 +372,32 @@ async fn hosts(
     let row = runs::row(&state, id).await?;
     let _turn = state.read_limits.heavy_read().await?;
     Ok(Json(reads::hosts(&state, &row, options).await?))
+}
+
+/// What the detection rules found in the run's merged samples once it
+/// ended (one finding, and one alert per channel, for the whole run), with
+/// the hosts where each rule measures most. Empty with `evaluated_at`
+/// null until the pipeline has judged the run.
+#[utoipa::path(
+    get,
+    path = "/api/v1/runs/{id}/issues",
+    operation_id = "run_issues",
+    tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id")),
+    responses(
+        (status = 200, description = "The run's findings, largest share first", body = RunIssuesResponse),
+        NotFound,
+        CommonErrors,
+    ),
+)]
+async fn issues(
+    state: axum::extract::State<AppState>,
+    caller: Caller,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<RunIssuesResponse>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let row = runs::row(&state, id).await?;
+    Ok(Json(reads::issues(&state, &row).await?))
 }
 
 #[cfg(test)]

@@ -1,21 +1,138 @@
 //! Alert channels as admins write them: a create request checked into
 //! the channel to store, told apart by its `kind`, and a change checked
-//! against the kind of the channel it changes. The fields' syntax is in
+//! against the kind of the channel it changes; and the stored channels
+//! and their deliveries as the API shows them. The fields' syntax is in
 //! [`checks`].
 
 mod checks;
 
-use odp_api_types::{ChannelKind, CreateEmailRequest, CreateWebhookRequest, UpdateChannelRequest};
+use odp_api_types::{
+    Channel, ChannelKind, ChannelList, CreateEmailRequest, CreateWebhookRequest, DeliveriesPage,
+    Delivery, DeliveryStatus, UpdateChannelRequest,
+};
 use odp_plumbing::egress::{url_host, EgressError, EgressPolicy};
-use odp_store::{ChannelPatch, NewChannel};
+use odp_store::{ChannelPatch, ChannelRow, DeliveryFilter, NewChannel};
+use uuid::Uuid;
 
 use crate::error::ApiError;
+use crate::service::MAX_PAGE;
 use crate::validate::validate_name;
+use crate::views;
+use crate::AppState;
+
+/// Creates the channel `body` asks for, once its destination is allowed.
+pub(crate) async fn create(state: &AppState, body: serde_json::Value) -> Result<Channel, ApiError> {
+    let new = new_channel(body)?;
+    check_destination(&state.egress, new.kind, &new.url).await?;
+    let row = odp_store::create_channel(&state.pool, &new).await?;
+    Ok(views::channel(row))
+}
+
+/// Every channel, by name.
+pub(crate) async fn list(state: &AppState) -> Result<ChannelList, ApiError> {
+    let channels = odp_store::list_channels(&state.pool)
+        .await?
+        .into_iter()
+        .map(views::channel)
+        .collect();
+    Ok(ChannelList { channels })
+}
+
+/// Channel `id`.
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Channel, ApiError> {
+    Ok(views::channel(load(state, id).await?))
+}
+
+/// Channel `id` changed as `request` asks, a new destination allowed first.
+pub(crate) async fn update(
+    state: &AppState,
+    id: Uuid,
+    request: UpdateChannelRequest,
+) -> Result<Channel, ApiError> {
+    let kind = load(state, id).await?.kind;
+    let patch = patch(kind, request)?;
+    if let Some(url) = &patch.url {
+        check_destination(&state.egress, kind, url).await?;
+    }
+    let row = odp_store::update_channel(&state.pool, id, &patch)
+        .await?
+        .ok_or_else(|| no_channel(id))?;
+    Ok(views::channel(row))
+}
+
+/// Deletes channel `id` with its deliveries.
+pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ApiError> {
+    if !odp_store::delete_channel(&state.pool, id).await? {
+        return Err(no_channel(id));
+    }
+    Ok(())
+}
+
+/// One page of channel `id`'s deliveries, newest first: `limit` of them
+/// (50 when absent), queued before delivery `before`.
+pub(crate) async fn deliveries(
+    state: &AppState,
+    id: Uuid,
+    status: Option<DeliveryStatus>,
+    before: Option<Uuid>,
+    limit: Option<i64>,
+) -> Result<DeliveriesPage, ApiError> {
+    let limit = limit.unwrap_or(50);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::Unprocessable(format!(
+            "`limit` must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    load(state, id).await?;
+    let filter = DeliveryFilter {
+        channel_id: id,
+        status,
+        before,
+        limit,
+    };
+    let deliveries = odp_store::channel_deliveries(&state.pool, &filter)
+        .await?
+        .ok_or_else(|| {
+            ApiError::Unprocessable("`before` is not a delivery of this channel".into())
+        })?;
+    let next_before = (deliveries.len() as i64 == limit)
+        .then(|| deliveries.last().map(|d| d.id))
+        .flatten();
+    Ok(DeliveriesPage {
+        deliveries: deliveries
+            .into_iter()
+            .map(|row| without_remote_answers(views::delivery(row)))
+            .collect(),
+        next_before,
+    })
+}
+
+async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ApiError> {
+    odp_store::get_channel(&state.pool, id)
+        .await?
+        .ok_or_else(|| no_channel(id))
+}
+
+/// A failed attempt shows no status code: what a remote answered is not
+/// for the reader to see (the log would be a port scanner). The pipeline
+/// no longer records one; attempts recorded before may hold one.
+fn without_remote_answers(mut delivery: Delivery) -> Delivery {
+    for attempt in &mut delivery.attempt_log {
+        if !attempt.success {
+            attempt.status_code = None;
+        }
+    }
+    delivery
+}
+
+fn no_channel(id: Uuid) -> ApiError {
+    ApiError::NotFound(format!("no channel {id}"))
+}
 
 /// The channel `body` asks for. `kind` is read first, then the body is
 /// parsed as that kind's request, so an error names the bad field of the
 /// kind given rather than failing both shapes of an untagged enum.
-pub(crate) fn new_channel(body: serde_json::Value) -> Result<NewChannel, ApiError> {
+fn new_channel(body: serde_json::Value) -> Result<NewChannel, ApiError> {
     match body.get("kind").and_then(serde_json::Value::as_str) {
         Some("webhook") => webhook(parse(body)?),
         Some("email") => email(parse(body)?),
@@ -64,10 +181,7 @@ fn email(request: CreateEmailRequest) -> Result<NewChannel, ApiError> {
 
 /// The change `request` makes to a channel of `kind`; a field of the
 /// other kind is refused.
-pub(crate) fn patch(
-    kind: ChannelKind,
-    request: UpdateChannelRequest,
-) -> Result<ChannelPatch, ApiError> {
+fn patch(kind: ChannelKind, request: UpdateChannelRequest) -> Result<ChannelPatch, ApiError> {
     if let Some(pattern) = &request.service_pattern {
         checks::service_pattern(pattern)?;
     }
@@ -125,7 +239,7 @@ pub(crate) fn patch(
 /// `http://2130706433/` is `127.0.0.1`), a name by every address it
 /// resolves to now. A name that does not resolve is accepted; the pipeline
 /// checks what it resolves to at each delivery anyway.
-pub(crate) async fn check_destination(
+async fn check_destination(
     policy: &EgressPolicy,
     kind: ChannelKind,
     url: &str,

@@ -1,12 +1,15 @@
 //! A run's reads: its members' samples as one aggregate
 //! (`ReadScope::Run`), restricted to a stratum of its hosts by their
-//! labels, compared host by host (`odp_core::run::outliers`), and its
-//! members' windows over time.
+//! labels, compared host by host (`odp_core::run::outliers`), its
+//! hottest functions, and its members' windows over time.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use odp_api_types::{HostFunction, RunHost, RunHostsResponse, TimelineWindow};
+use odp_api_types::{
+    HostFunction, RunHost, RunHostsResponse, RunIssue, RunIssueHost, RunIssuesResponse,
+    RunTopResponse, TimelineWindow,
+};
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::run::outliers::{find_outliers, HostCounts, OutlierOptions};
 use odp_core::ProfileStatus;
@@ -234,6 +237,36 @@ pub(crate) async fn hosts(
     })
 }
 
+/// Run `id`'s `limit` hottest functions, with error bounds, over the
+/// threads and stacks the filters keep.
+pub(crate) async fn top(
+    state: &AppState,
+    id: Uuid,
+    thread: Option<ThreadFilter>,
+    stacks: StackFilter,
+    limit: usize,
+) -> Result<RunTopResponse, ApiError> {
+    let row = super::row(state, id).await?;
+    let limits = state.read_limits.clone();
+    let _turn = limits.heavy_read().await?;
+    let result = odp_store::read(&state.pool, &run_read(id, thread, stacks)).await?;
+    limits.check_read(&result)?;
+    let result = std::sync::Arc::new(result);
+    let shared = result.clone();
+    let functions = tokio::task::spawn_blocking(move || shared.top_functions(limit))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(RunTopResponse {
+        run_id: id,
+        service: row.service,
+        event: result.event,
+        units: sample_unit(result.event, result.period),
+        samples: result.samples(),
+        hosts: result.hosts.iter().filter(|h| h.samples() > 0).count(),
+        functions,
+    })
+}
+
 /// The windows of every member of run `id`, in time order (then host).
 pub(crate) async fn timeline(state: &AppState, id: Uuid) -> Result<Vec<TimelineWindow>, ApiError> {
     let mut windows = Vec::new();
@@ -244,6 +277,31 @@ pub(crate) async fn timeline(state: &AppState, id: Uuid) -> Result<Vec<TimelineW
         (a.window_start, &a.host, a.window_end).cmp(&(b.window_start, &b.host, b.window_end))
     });
     Ok(windows)
+}
+
+/// What the rules found in `run` once it ended.
+pub(crate) async fn issues(state: &AppState, run: &RunRow) -> Result<RunIssuesResponse, ApiError> {
+    let issues = Runs::new(&state.pool).issues(run.id).await?;
+    Ok(RunIssuesResponse {
+        run_id: run.id,
+        evaluated_at: run.detected_at,
+        issues: issues
+            .into_iter()
+            .map(|found| RunIssue {
+                issue: crate::views::issue(found.issue),
+                hosts: found
+                    .hosts
+                    .into_iter()
+                    .map(|h| RunIssueHost {
+                        host: h.host,
+                        profile_id: h.profile_id,
+                        share: h.share,
+                        samples: h.samples,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
 }
 
 #[cfg(test)]

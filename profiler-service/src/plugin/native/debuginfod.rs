@@ -43,13 +43,6 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a failed build id is left alone: a server that was down, or a
 /// package whose debug file gets indexed later, is asked again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(120);
-/// Where distributions keep the CA bundle, for `https` servers.
-const CA_BUNDLES: [&str; 3] = [
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-];
-
 /// Which servers to ask and where their files are kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DebuginfodSettings {
@@ -191,7 +184,7 @@ impl Debuginfod {
     /// none. Only `http` and `https` URLs are used, `https` only when the
     /// system's CA bundle is there to check servers with.
     pub fn new(settings: &DebuginfodSettings) -> Option<Arc<Self>> {
-        let has_roots = ca_bundle().is_some();
+        let has_roots = crate::ca_bundle::system_ca_bundle().is_some();
         let urls: Vec<reqwest::Url> = settings
             .urls
             .iter()
@@ -398,15 +391,6 @@ impl Fetcher {
     }
 }
 
-/// The first CA bundle of [`CA_BUNDLES`] (or `SSL_CERT_FILE`) there is.
-fn ca_bundle() -> Option<PathBuf> {
-    std::env::var_os("SSL_CERT_FILE")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(CA_BUNDLES.iter().map(PathBuf::from))
-        .find(|path| path.is_file())
-}
-
 /// reqwest with the workspace's features has no built-in roots: `https`
 /// servers are checked against the system's CA bundle.
 fn http_client() -> reqwest::Result<reqwest::Client> {
@@ -414,7 +398,7 @@ fn http_client() -> reqwest::Result<reqwest::Client> {
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(REQUEST_TIMEOUT)
         .user_agent(concat!("odp-profiler-service/", env!("CARGO_PKG_VERSION")));
-    if let Some(pem) = ca_bundle().and_then(|path| fs::read(path).ok()) {
+    if let Some(pem) = crate::ca_bundle::system_ca_bundle().and_then(|path| fs::read(path).ok()) {
         match reqwest::Certificate::from_pem_bundle(&pem) {
             Ok(certs) => {
                 for cert in certs {

@@ -20,8 +20,21 @@
 //! chains alone, 222-228 us (0.98-1.17 %) with stack copies and unwinding;
 //! the difference is within run-to-run noise, the polling and symbolizing
 //! around each sample costing more than the copy and the unwind.
+//!
+//! CPU profiles of a process-name, command-line or cgroup target, and of a
+//! pid with its children (`include_children`), sample per CPU instead
+//! ([`cpu_wide`]), so that processes shorter than a rescan are caught from
+//! their first sample; where per-CPU events cannot be
+//! opened (no system-wide rights), or with [`NativePlugin::with_per_cpu`]
+//! off, they sample per thread as pid targets do. Per thread, a pid's
+//! children and every new thread are attached by the rescan (once a
+//! second) that finds them: one living less than that is missed, a longer
+//! one loses up to its first second, and a child whose parent exited
+//! (re-parented away) is no longer followed.
 
 pub mod blocked;
+pub mod cpu_wide;
+mod cpu_wide_session;
 pub mod debug_files;
 pub mod debuginfod;
 pub mod elf_symbols;
@@ -30,6 +43,7 @@ pub mod module_symbols;
 pub mod modules;
 pub mod perf;
 pub mod perfmap;
+pub mod process_table;
 mod session;
 pub mod switches;
 pub mod symbolize;
@@ -40,14 +54,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use odp_core::{EventKind, Frame, Language};
+use tracing::warn;
 
+use self::cpu_wide::CpuWideSet;
+use self::cpu_wide_session::CpuWideSession;
 use self::debuginfod::Debuginfod;
 use self::perf::{OpenError, PerfSet, RawSample};
 use self::session::NativeSession;
 use self::switches::{SchedSwitch, SwitchSet};
 use self::symbolize::{Symbols, UNKNOWN};
 use super::{OpenOptions, Plugin, PluginError, Session, WindowSink};
-use crate::targets::ProcFs;
+use crate::targets::{ProcFs, Selector};
 
 /// What a native session measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +98,8 @@ pub struct NativePlugin {
     /// Where debug files of stripped modules are fetched from, if
     /// anywhere; shared by the clones, so one agent fetches a file once.
     debuginfod: Option<Arc<Debuginfod>>,
+    /// Whether CPU profiles of broad targets sample per CPU.
+    per_cpu: bool,
 }
 
 impl NativePlugin {
@@ -90,7 +109,16 @@ impl NativePlugin {
             user_stacks: true,
             mode: Mode::Cpu,
             debuginfod: None,
+            per_cpu: true,
         }
+    }
+
+    /// Whether CPU profiles of process-name, command-line and cgroup
+    /// targets sample per CPU (on by default), catching short-lived
+    /// processes; off, they sample the threads a rescan finds.
+    pub fn with_per_cpu(mut self, on: bool) -> Self {
+        self.per_cpu = on;
+        self
     }
 
     /// Names stripped modules from debug files `client` fetches (none
@@ -143,6 +171,9 @@ impl Plugin for NativePlugin {
         frequency_hz: u32,
         options: &OpenOptions,
     ) -> Result<Box<dyn Session>, PluginError> {
+        if let Some(session) = self.open_cpu_wide(pids, frequency_hz, options) {
+            return Ok(session);
+        }
         let cpu = match self.mode {
             Mode::OffCpu => None,
             Mode::Cpu | Mode::Wall => Some(self.open_cpu(pids, frequency_hz)?),
@@ -175,6 +206,48 @@ impl Plugin for NativePlugin {
 }
 
 impl NativePlugin {
+    /// A per-CPU session, for a CPU profile of a broad target or of a pid
+    /// with its children when per-CPU events can be opened; `None` means
+    /// per thread (saying why, when per-CPU events were tried).
+    fn open_cpu_wide(
+        &self,
+        pids: &[u32],
+        frequency_hz: u32,
+        options: &OpenOptions,
+    ) -> Option<Box<dyn Session>> {
+        if self.mode != Mode::Cpu || !self.per_cpu {
+            return None;
+        }
+        let target = options.target.as_ref()?;
+        let selector = match Selector::of_profile(target, options.include_children) {
+            Ok(
+                selector @ (Selector::Name(_)
+                | Selector::Cmdline(_)
+                | Selector::Cgroup(_)
+                | Selector::Descendants(_)),
+            ) => selector,
+            _ => return None,
+        };
+        let set = match CpuWideSet::open(frequency_hz, self.user_stacks) {
+            Ok(set) => set,
+            Err(e) => {
+                warn!(error = %e, "per-CPU sampling unavailable (it needs root, CAP_PERFMON or \
+                    kernel.perf_event_paranoid <= 0): sampling the target's threads, \
+                    which misses processes shorter than a rescan");
+                return None;
+            }
+        };
+        let mut session = CpuWideSession::new(
+            set,
+            selector,
+            self.procfs.clone(),
+            frequency_hz,
+            self.debuginfod.clone(),
+        );
+        session.sync_targets(pids);
+        Some(Box::new(session))
+    }
+
     /// The CPU events' set, whose first thread decides the event for all.
     fn open_cpu(&self, pids: &[u32], frequency_hz: u32) -> Result<PerfSet, PluginError> {
         // A wall profile adds CPU samples to time off CPU: they must be time.

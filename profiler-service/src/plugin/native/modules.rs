@@ -256,6 +256,29 @@ impl ModuleFile {
         Err(last)
     }
 
+    /// Opens the file a process that may have exited mapped, by the path
+    /// its `MMAP2` record gave, in the agent's own root (as `perf report`
+    /// does): only when its build id is the recorded one, if one was.
+    pub fn open_recorded(path: &str, build_id: Option<&[u8]>) -> io::Result<Self> {
+        let file = File::open(path)?;
+        let key = FileKey::of(&file.metadata()?);
+        let opened = ModuleFile { key, file };
+        match build_id {
+            Some(wanted) if opened.build_id().as_deref() != Some(wanted) => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the file at that path has another build id",
+            )),
+            _ => Ok(opened),
+        }
+    }
+
+    /// The file's GNU build id, if it has one.
+    pub fn build_id(&self) -> Option<Vec<u8>> {
+        let cache = ReadCache::new(&self.file);
+        let elf = object::File::parse(&cache).ok()?;
+        Some(elf.build_id().ok()??.to_vec())
+    }
+
     /// Reads the file's unwind sections.
     pub fn sections(self) -> Option<UnwindSections> {
         let cache = ReadCache::new(self.file);

@@ -162,7 +162,11 @@ impl NativeSession {
 /// Replaces a sample's frame-pointer user chain by the DWARF-unwound one,
 /// unless that found fewer frames (a truncated stack copy, or JIT code
 /// where frame pointers are all there is).
-fn unwind_user_stack(unwinders: &mut unwind::Unwinders, unwound: &mut Vec<u64>, s: &mut RawSample) {
+pub(super) fn unwind_user_stack(
+    unwinders: &mut unwind::Unwinders,
+    unwound: &mut Vec<u64>,
+    s: &mut RawSample,
+) {
     let Some(regs) = s.regs.filter(|_| !s.stack.is_empty()) else {
         return;
     };

@@ -29,6 +29,7 @@ use super::modules::{
     find_exec_mapping, parse_exec_mappings, read_vdso_image, ExecMapping, ModuleFile,
 };
 use super::perfmap::{PerfMaps, JIT_MODULE};
+use super::process_table::RecordedMapping;
 use crate::targets::{self, ProcFs};
 
 pub const UNKNOWN: &str = "[unknown]";
@@ -168,13 +169,31 @@ impl Symbols {
         for addr in missing {
             // Libraries get loaded late (dlopen): an address outside every
             // known mapping re-reads the maps, once per batch.
-            if !reloaded && find_exec_mapping(&process.maps, addr).is_none() {
+            if !reloaded && !process.recorded && find_exec_mapping(&process.maps, addr).is_none() {
                 process.reload(procfs, pid);
                 reloaded = true;
             }
             let frame = process.frame(procfs, pid, addr, debuginfod);
             self.user.insert((pid, addr), frame);
         }
+    }
+
+    /// Places a process's modules by the mappings its `MMAP2` records gave
+    /// rather than by `/proc/PID/maps`, which an exited process no longer
+    /// has: the per-CPU mode calls this before [`Self::resolve_user`].
+    pub fn set_recorded_maps(&mut self, pid: u32, maps: &[RecordedMapping]) {
+        let process = self
+            .processes
+            .entry(pid)
+            .or_insert_with(ProcessModules::empty);
+        process.recorded = true;
+        process.maps = maps.iter().map(|m| m.mapping.clone()).collect();
+        process.build_ids = maps
+            .iter()
+            .filter_map(|m| Some((m.mapping.clone(), m.build_id.clone()?)))
+            .collect();
+        let kept = &process.maps;
+        process.modules.retain(|mapping, _| kept.contains(mapping));
     }
 
     /// Resolves kernel addresses not yet cached, in one batch.
@@ -229,16 +248,27 @@ type Placed = Option<(Arc<ModuleSymbols>, u64)>;
 /// up so far.
 struct ProcessModules {
     maps: Vec<ExecMapping>,
+    /// Whether `maps` came from the kernel's records
+    /// ([`Symbols::set_recorded_maps`]), not from `/proc`.
+    recorded: bool,
+    /// The build ids the records gave, by mapping.
+    build_ids: HashMap<ExecMapping, Vec<u8>>,
     /// `None` for a mapping whose file cannot be read or placed.
     modules: HashMap<ExecMapping, Placed>,
 }
 
 impl ProcessModules {
-    fn read(procfs: &ProcFs, pid: u32) -> Self {
-        let mut process = ProcessModules {
+    fn empty() -> Self {
+        ProcessModules {
             maps: Vec::new(),
+            recorded: false,
+            build_ids: HashMap::new(),
             modules: HashMap::new(),
-        };
+        }
+    }
+
+    fn read(procfs: &ProcFs, pid: u32) -> Self {
+        let mut process = ProcessModules::empty();
         process.reload(procfs, pid);
         process
     }
@@ -269,10 +299,11 @@ impl ProcessModules {
         let Some(mapping) = find_exec_mapping(&self.maps, addr) else {
             return Frame::function(UNKNOWN);
         };
+        let build_id = self.build_ids.get(mapping).map(Vec::as_slice);
         let placed = self
             .modules
             .entry(mapping.clone())
-            .or_insert_with(|| place_module(procfs, pid, mapping, debuginfod));
+            .or_insert_with(|| place_module(procfs, pid, mapping, build_id, debuginfod));
         let name = placed
             .as_ref()
             .and_then(|(symbols, bias)| symbols.table.lookup(addr.checked_sub(*bias)?));
@@ -287,10 +318,14 @@ fn place_module(
     procfs: &ProcFs,
     pid: u32,
     mapping: &ExecMapping,
+    build_id: Option<&[u8]>,
     debuginfod: Option<&Debuginfod>,
 ) -> Placed {
     let symbols = if mapping.is_file() {
+        // A process that exited is reached through its records' path and
+        // build id only.
         let file = ModuleFile::open(procfs, pid, mapping)
+            .or_else(|_| ModuleFile::open_recorded(&mapping.path, build_id))
             .map_err(|e| {
                 debug!(pid, path = %mapping.path, error = %e, "cannot open module for symbols");
             })

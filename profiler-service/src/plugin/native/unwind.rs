@@ -27,6 +27,7 @@ use super::modules::{
     UnwindSections,
 };
 use super::perf::UserRegs;
+use super::process_table::RecordedMapping;
 use crate::targets::ProcFs;
 
 /// The most frames kept per stack, as the kernel's default
@@ -41,6 +42,21 @@ struct Process {
     /// Start addresses of the mappings added to the unwinder.
     added: HashSet<u64>,
     reloaded: Option<Instant>,
+    /// Whether `maps` came from the kernel's records
+    /// ([`Unwinders::set_recorded_maps`]), not from `/proc`.
+    recorded: bool,
+}
+
+impl Process {
+    fn new() -> Self {
+        Process {
+            unwinder: UnwinderX86_64::new(),
+            maps: Vec::new(),
+            added: HashSet::new(),
+            reloaded: None,
+            recorded: false,
+        }
+    }
 }
 
 /// The unwinders of one profile's processes.
@@ -67,16 +83,14 @@ impl Unwinders {
     /// instruction pointer, then return addresses. `stack` holds the
     /// memory from `regs.sp` up.
     pub fn unwind(&mut self, pid: u32, regs: UserRegs, stack: &[u8], out: &mut Vec<u64>) {
-        let process = self.processes.entry(pid).or_insert_with(|| Process {
-            unwinder: UnwinderX86_64::new(),
-            maps: Vec::new(),
-            added: HashSet::new(),
-            reloaded: None,
-        });
-        if process.reloaded.is_none() {
+        let process = self.processes.entry(pid).or_insert_with(Process::new);
+        if process.reloaded.is_none() && !process.recorded {
             reload(&self.procfs, &mut self.files, pid, process);
         }
         walk(process, &mut self.cache, regs, stack, out);
+        if process.recorded {
+            return;
+        }
         let unknown = out.iter().any(|&a| !covers(&process.maps, a));
         let may_reload = process
             .reloaded
@@ -85,6 +99,19 @@ impl Unwinders {
             reload(&self.procfs, &mut self.files, pid, process);
             walk(process, &mut self.cache, regs, stack, out);
         }
+    }
+
+    /// Unwinds a process's stacks with the modules its `MMAP2` records
+    /// mapped rather than those of `/proc/PID/maps`, which an exited
+    /// process no longer has (the per-CPU mode).
+    pub fn set_recorded_maps(&mut self, pid: u32, maps: &[RecordedMapping]) {
+        let process = self.processes.entry(pid).or_insert_with(Process::new);
+        process.recorded = true;
+        let mappings: Vec<(ExecMapping, Option<&[u8]>)> = maps
+            .iter()
+            .map(|m| (m.mapping.clone(), m.build_id.as_deref()))
+            .collect();
+        add_modules(&self.procfs, &mut self.files, pid, process, &mappings);
     }
 
     /// Drops a process that exited (its pid may be reused).
@@ -140,17 +167,31 @@ fn reload(
             return;
         }
     };
-    let live: HashSet<u64> = maps.iter().map(|m| m.start).collect();
+    let mappings: Vec<(ExecMapping, Option<&[u8]>)> =
+        maps.into_iter().map(|mapping| (mapping, None)).collect();
+    add_modules(procfs, files, pid, process, &mappings);
+}
+
+/// Makes `maps` (with their recorded build ids, if any) the process's
+/// modules: those new are added, those gone removed.
+fn add_modules(
+    procfs: &ProcFs,
+    files: &mut HashMap<FileKey, Option<Arc<UnwindSections>>>,
+    pid: u32,
+    process: &mut Process,
+    maps: &[(ExecMapping, Option<&[u8]>)],
+) {
+    let live: HashSet<u64> = maps.iter().map(|(m, _)| m.start).collect();
     for gone in process.added.difference(&live) {
         process.unwinder.remove_module(*gone);
     }
     process.added.retain(|start| live.contains(start));
-    for mapping in &maps {
+    for (mapping, build_id) in maps {
         if process.added.contains(&mapping.start) {
             continue;
         }
         let sections = if mapping.is_file() {
-            file_sections(procfs, files, pid, mapping)
+            file_sections(procfs, files, pid, mapping, *build_id)
         } else if mapping.path == "[vdso]" {
             read_vdso(procfs, pid, mapping).map(Arc::new)
         } else {
@@ -164,7 +205,7 @@ fn reload(
         // information does not grow one.
         process.added.insert(mapping.start);
     }
-    process.maps = maps;
+    process.maps = maps.iter().map(|(m, _)| m.clone()).collect();
 }
 
 fn file_sections(
@@ -172,8 +213,13 @@ fn file_sections(
     files: &mut HashMap<FileKey, Option<Arc<UnwindSections>>>,
     pid: u32,
     mapping: &ExecMapping,
+    build_id: Option<&[u8]>,
 ) -> Option<Arc<UnwindSections>> {
-    let file = match ModuleFile::open(procfs, pid, mapping) {
+    // A process that exited is reached through its records' path and
+    // build id only.
+    let opened = ModuleFile::open(procfs, pid, mapping)
+        .or_else(|_| ModuleFile::open_recorded(&mapping.path, build_id));
+    let file = match opened {
         Ok(file) => file,
         Err(e) => {
             debug!(pid, path = %mapping.path, error = %e, "cannot open module for unwinding");

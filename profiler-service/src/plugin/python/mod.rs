@@ -14,10 +14,11 @@
 //! raw output does not say whether a sampled thread held the GIL, so wall
 //! profiles carry no GIL state (`--gil` would drop the other samples).
 //!
-//! A process that exits ends its recordings quietly (the runner's rescan
-//! ends the profile); a recording that fails on a live process is retried,
-//! and after [`MAX_FAILURES`] failures in a row the profile fails with
-//! py-spy's own message.
+//! A process that exits ends its recordings quietly (the rescan of the
+//! [sampling thread](crate::sampling_thread) ends the profile); a
+//! recording that fails on a live process is retried, and after
+//! [`MAX_FAILURES`] failures in a row the profile fails with py-spy's own
+//! message.
 
 pub mod raw;
 

@@ -53,7 +53,8 @@ pub struct Process<'a> {
     /// The executable as the process sees it.
     pub exe: Option<PathBuf>,
     pub identified: Language,
-    /// The runtime version `detect` told from the maps (CPython's `3.11`).
+    /// The runtime version [`identify`](crate::plugin::identify) told from
+    /// the maps (CPython's `3.11`).
     pub version: Option<String>,
 }
 
