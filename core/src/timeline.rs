@@ -36,7 +36,8 @@ pub const MISSING_WARNING_SHARE: f64 = 0.02;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct LostSamples {
-    /// The kernel's ring buffer was full.
+    /// The sampler lost them: the kernel's ring buffer was full, or py-spy
+    /// failed to read a Python stack.
     pub overflow: i64,
     /// The kernel throttled the sampling event.
     pub throttled: i64,
@@ -167,7 +168,7 @@ fn warning(share: f64, expected: i64, lost: &LostSamples, unaccounted: Option<i6
 /// cost control".
 pub fn loss_in_words(reason: &str) -> &'static str {
     match reason {
-        "overflow" => "lost to full ring buffers",
+        "overflow" => "lost by the sampler (full ring buffers, failed reads)",
         "throttled" => "throttled by the kernel",
         "paused" => "paused by cost control",
         "undiscovered" => "before the agent found the process",

@@ -6,7 +6,8 @@
 //! missing; the profile ends `finished`; after every fault ingestion
 //! resumed within the consumer session timeout plus 10 s; and the samples
 //! stored are what the target earned, its CPU time × the rate: sampling
-//! never waited for the frozen broker.
+//! never waited for the frozen broker. That last check is made for the
+//! whole profile and for the windows around each fault on its own.
 
 use odp_client::types::ProfileStatus;
 use std::time::{Duration, Instant};
@@ -49,27 +50,36 @@ async fn through_faults_on(database: DatabaseKind) {
     let started = Instant::now();
     let pool = h.store().await;
     let mut recoveries: Vec<(&str, Duration)> = Vec::new();
+    let mut spans: Vec<FaultSpan> = Vec::new();
 
     for round in ["pipeline SIGKILL 1", "pipeline SIGKILL 2"] {
         wait_stored_after(&h, &pool, id, Duration::from_secs(5)).await;
+        let span = FaultSpan::begin(round);
         h.platform.pipeline.kill().unwrap();
         tokio::time::sleep(Duration::from_secs(2)).await;
         h.platform.pipeline.respawn().unwrap();
         recoveries.push((round, recovery(&h, &pool, id).await));
+        spans.push(span.end());
     }
 
+    let span = FaultSpan::begin("broker frozen 30 s");
     assert!(h.stack.freeze_broker(), "SIGSTOP the broker");
     tokio::time::sleep(Duration::from_secs(30)).await;
     assert!(h.stack.thaw_broker(), "SIGCONT the broker");
-    recoveries.push(("broker frozen 30 s", recovery(&h, &pool, id).await));
+    recoveries.push((span.fault, recovery(&h, &pool, id).await));
+    spans.push(span.end());
 
+    let span = FaultSpan::begin("broker restarted");
     h.stack.restart_broker().await.unwrap();
-    recoveries.push(("broker restarted", recovery(&h, &pool, id).await));
+    recoveries.push((span.fault, recovery(&h, &pool, id).await));
+    spans.push(span.end());
 
+    let span = FaultSpan::begin("database stopped 30 s");
     h.stack.database().stop().unwrap();
     tokio::time::sleep(Duration::from_secs(30)).await;
     h.stack.database().start(false, false).await.unwrap();
-    recoveries.push(("database stopped 30 s", recovery(&h, &pool, id).await));
+    recoveries.push((span.fault, recovery(&h, &pool, id).await));
+    spans.push(span.end());
 
     for (fault, took) in &recoveries {
         println!("recovery after {fault}: {:.1} s", took.as_secs_f64());
@@ -101,7 +111,9 @@ async fn through_faults_on(database: DatabaseKind) {
         )
         .await
         .unwrap();
-    let (earned, on_cpu) = cpu_log.earned(&timeline["windows"]);
+    let windows = cpu_log.windows(&timeline["windows"]);
+    check_each_fault(&spans, &windows);
+    let (earned, on_cpu) = earned_in(&windows);
     let captured = stored.2 as f64 / earned;
     println!(
         "captured/expected: {} of {earned:.0} samples ({:.1}%), the demo on CPU {:.1}% of the profile",
@@ -270,8 +282,11 @@ fn broker_complaints(h: &Harness) -> String {
         .join("\n")
 }
 
-/// The demo's CPU time, read four times a second with the wall clock, so
-/// that what it earned in each window can be told exactly.
+/// How often the test reads the demo's CPU time.
+const CPU_READ_EVERY: Duration = Duration::from_millis(50);
+
+/// The demo's CPU time, read every [`CPU_READ_EVERY`] with the wall clock,
+/// so that what it earned in each window can be told exactly.
 struct CpuLog {
     readings: std::sync::Arc<std::sync::Mutex<Vec<(f64, f64)>>>,
     task: tokio::task::JoinHandle<()>,
@@ -285,7 +300,7 @@ impl CpuLog {
             loop {
                 let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
                 log.lock().unwrap().push((now, cpu_seconds(pid)));
-                tokio::time::sleep(Duration::from_millis(250)).await;
+                tokio::time::sleep(CPU_READ_EVERY).await;
             }
         });
         CpuLog { readings, task }
@@ -301,9 +316,9 @@ impl CpuLog {
         }
     }
 
-    /// The samples the demo earned over the timeline's windows (its CPU
-    /// time in each × that window's rate), and its share of CPU over them.
-    fn earned(&self, windows: &serde_json::Value) -> (f64, f64) {
+    /// The timeline's windows, each with the samples the demo earned in
+    /// it (its CPU time there × the window's rate).
+    fn windows(&self, windows: &serde_json::Value) -> Vec<EarnedWindow> {
         self.task.abort();
         let readings = self.readings.lock().unwrap();
         let seconds = |w: &serde_json::Value, field: &str| {
@@ -312,15 +327,110 @@ impl CpuLog {
                 .timestamp_millis() as f64
                 / 1000.0
         };
-        let (mut earned, mut cpu, mut wall) = (0.0, 0.0, 0.0);
-        for w in windows.as_array().expect("timeline windows") {
-            let (start, end) = (seconds(w, "window_start"), seconds(w, "window_end"));
-            let used = Self::at(&readings, end) - Self::at(&readings, start);
-            earned += used * w["frequency_hz"].as_f64().unwrap();
-            cpu += used;
-            wall += end - start;
+        let windows = windows.as_array().expect("timeline windows");
+        windows
+            .iter()
+            .map(|w| {
+                let (start, end) = (seconds(w, "window_start"), seconds(w, "window_end"));
+                let cpu = Self::at(&readings, end) - Self::at(&readings, start);
+                let rate = w["frequency_hz"].as_f64().unwrap();
+                EarnedWindow {
+                    start,
+                    end,
+                    cpu,
+                    rate,
+                    earned: cpu * rate,
+                    stored: w["samples"].as_i64().unwrap(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// One window of the profile: its span (Unix seconds), the demo's CPU
+/// seconds in it, its rate, the samples that earned and those stored.
+struct EarnedWindow {
+    start: f64,
+    end: f64,
+    cpu: f64,
+    rate: f64,
+    earned: f64,
+    stored: i64,
+}
+
+/// The samples earned over `windows`, and the demo's share of CPU over
+/// them.
+fn earned_in(windows: &[EarnedWindow]) -> (f64, f64) {
+    let earned = windows.iter().map(|w| w.earned).sum();
+    let cpu: f64 = windows.iter().map(|w| w.cpu).sum();
+    let wall: f64 = windows.iter().map(|w| w.end - w.start).sum();
+    (earned, cpu / wall.max(f64::EPSILON))
+}
+
+/// When one fault was injected and when ingestion had recovered from it
+/// (Unix seconds).
+struct FaultSpan {
+    fault: &'static str,
+    from: f64,
+    to: f64,
+}
+
+impl FaultSpan {
+    fn begin(fault: &'static str) -> FaultSpan {
+        let from = unix_seconds();
+        FaultSpan {
+            fault,
+            from,
+            to: from,
         }
-        (earned, cpu / wall.max(f64::EPSILON))
+    }
+
+    fn end(self) -> FaultSpan {
+        FaultSpan {
+            to: unix_seconds(),
+            ..self
+        }
+    }
+}
+
+fn unix_seconds() -> f64 {
+    chrono::Utc::now().timestamp_millis() as f64 / 1000.0
+}
+
+/// For each fault, the windows that overlap it (from its injection until
+/// ingestion recovered) hold what the demo earned in them: the agent kept
+/// sampling through the fault, and nothing it sampled was lost on the way.
+/// A span's two ends are each known to within a sampling tick (the agent
+/// reads its samples every 50 ms and closes a window between reads) and a
+/// CPU reading of the test's: a few samples, which matter in the short
+/// spans (about 250 samples around a pipeline restart).
+fn check_each_fault(spans: &[FaultSpan], windows: &[EarnedWindow]) {
+    let end_uncertainty = 0.05 + CPU_READ_EVERY.as_secs_f64();
+    for span in spans {
+        let during: Vec<&EarnedWindow> = windows
+            .iter()
+            .filter(|w| w.end > span.from && w.start < span.to)
+            .collect();
+        let earned: f64 = during.iter().map(|w| w.earned).sum();
+        let stored: i64 = during.iter().map(|w| w.stored).sum();
+        let captured = stored as f64 / earned.max(f64::EPSILON);
+        let rate = during.iter().map(|w| w.rate).fold(0.0, f64::max);
+        let slack = 2.0 * end_uncertainty * rate;
+        println!(
+            "{}: {} windows over {:.1} s, captured/expected {stored} of {earned:.0} ({:.1}%)",
+            span.fault,
+            during.len(),
+            span.to - span.from,
+            captured * 100.0
+        );
+        assert!(!during.is_empty(), "no window overlaps {}", span.fault);
+        assert!(
+            (0.98 * earned - slack..=1.03 * earned + slack).contains(&(stored as f64)),
+            "{}: stored {stored} of the {earned:.0} samples the demo earned in its windows \
+             ({:.1}%; ± {slack:.0} for the span's ends)",
+            span.fault,
+            captured * 100.0
+        );
     }
 }
 

@@ -2050,7 +2050,8 @@ export interface components {
         LostSamples: {
             /**
              * Format: int64
-             * @description The kernel's ring buffer was full.
+             * @description The sampler lost them: the kernel's ring buffer was full, or py-spy
+             *     failed to read a Python stack.
              */
             overflow: number;
             /**

@@ -17,7 +17,7 @@ export const MISSING_WARNING_SHARE = 0.02;
 
 /** Each reason samples are lost, in plain words, in the server's order. */
 export const LOSS_REASONS: ReadonlyArray<readonly [keyof LostSamples, string]> = [
-  ['overflow', 'lost to full ring buffers'],
+  ['overflow', 'lost by the sampler (full ring buffers, failed reads)'],
   ['throttled', 'throttled by the kernel'],
   ['paused', 'paused by cost control'],
   ['undiscovered', 'before the agent found the process'],

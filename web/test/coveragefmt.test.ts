@@ -20,11 +20,11 @@ describe('profile coverage wording', () => {
       lost: { ...none, paused: 150, overflow: 30 },
       unaccounted: 20,
       missing_share: 0.2,
-      warning: '20.0% of the samples the target earned are missing: 15.0% paused by cost control, 3.0% lost to full ring buffers, 2.0% unaccounted',
+      warning: '20.0% of the samples the target earned are missing: 15.0% paused by cost control, 3.0% lost by the sampler (full ring buffers, failed reads), 2.0% unaccounted',
     };
     expect(capturedText(c)).toBe('captured 800 of 1000 expected (80.0%)');
     expect(coverageText(c)).toBe(
-      'captured 800 of 1000 expected (80.0%) · 30 lost to full ring buffers · 150 paused by cost control · 20 unaccounted',
+      'captured 800 of 1000 expected (80.0%) · 30 lost by the sampler (full ring buffers, failed reads) · 150 paused by cost control · 20 unaccounted',
     );
   });
 
@@ -56,7 +56,7 @@ describe('profile coverage wording', () => {
 
   it('names every reason in plain words', () => {
     expect(lostParts({ overflow: 1, throttled: 2, paused: 3, undiscovered: 4, transport: 5 })).toEqual([
-      '1 lost to full ring buffers',
+      '1 lost by the sampler (full ring buffers, failed reads)',
       '2 throttled by the kernel',
       '3 paused by cost control',
       '4 before the agent found the process',
@@ -80,7 +80,7 @@ describe('timeline window coverage', () => {
     const w = { expected: 100, samples: 80, lost: { ...none, paused: 15 } };
     expect(windowCoverageText(w)).toBe('captured 80 of 100 expected (80.0%); 15 paused by cost control, 5 unaccounted');
     expect(windowCoverageText({ expected: 100, samples: 100, lost: none })).toBe('captured 100 of 100 expected (100.0%)');
-    expect(windowCoverageText({ expected: null, samples: 80, lost: { ...none, overflow: 3 } })).toBe('3 lost to full ring buffers');
+    expect(windowCoverageText({ expected: null, samples: 80, lost: { ...none, overflow: 3 } })).toBe('3 lost by the sampler (full ring buffers, failed reads)');
     expect(windowCoverageText({ expected: null, samples: 80 })).toBeNull();
   });
 });
