@@ -29,6 +29,11 @@ apt_install() {
   if [ "$APT_UPDATED" -eq 0 ]; then $SUDO apt-get update -qq; APT_UPDATED=1; fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
+# Whether pip has NAME at VERSION. (`pip show | grep -q` would fail under
+# pipefail whenever grep's early exit breaks pip's pipe.)
+pip_has() {
+  [ "$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')" = "$2" ]
+}
 pip_install() {
   if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
     apt_install python3-pip
@@ -137,7 +142,7 @@ install_tests() {
   PYROSCOPE_VERSION=1.4.0
   PYROSCOPE_LEGACY_VERSION=0.8.7
   PYROSCOPE_LEGACY_DIR="$HOME/.cache/odp/pyroscope-io-$PYROSCOPE_LEGACY_VERSION"
-  if ! python3 -m pip show pyroscope-io 2>/dev/null | grep -qx "Version: $PYROSCOPE_VERSION"; then
+  if ! pip_has pyroscope-io "$PYROSCOPE_VERSION"; then
     log "installing pyroscope-io $PYROSCOPE_VERSION (pip; the ingest tests' client)"
     pip_install "pyroscope-io==$PYROSCOPE_VERSION"
   fi
@@ -152,8 +157,7 @@ install_tests() {
   # dictionary ODP reads) and send them over gRPC with grpcio.
   OTEL_PROTO_VERSION=1.45.2
   GRPCIO_VERSION=1.85.3
-  if ! python3 -m pip show opentelemetry-proto 2>/dev/null | grep -qx "Version: $OTEL_PROTO_VERSION" \
-    || ! python3 -m pip show grpcio 2>/dev/null | grep -qx "Version: $GRPCIO_VERSION"; then
+  if ! pip_has opentelemetry-proto "$OTEL_PROTO_VERSION" || ! pip_has grpcio "$GRPCIO_VERSION"; then
     log "installing opentelemetry-proto $OTEL_PROTO_VERSION and grpcio $GRPCIO_VERSION (pip; the OTLP tests' producer and client)"
     pip_install "opentelemetry-proto==$OTEL_PROTO_VERSION" "grpcio==$GRPCIO_VERSION"
   fi
