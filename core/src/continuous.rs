@@ -36,8 +36,7 @@ pub const DEFAULT_CPU_BUDGET_PPM: u32 = 5_000;
 pub const PPM: u32 = 1_000_000;
 /// Most assignments one sync may carry.
 pub const MAX_ASSIGNMENTS: usize = 1024;
-/// Most hosts an assignment may name.
-pub const MAX_ASSIGNED_HOSTS: usize = 10_000;
+pub use crate::host_list::MAX_ASSIGNED_HOSTS;
 
 /// One service profiled continuously, as its agents receive it.
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
@@ -63,7 +62,7 @@ pub struct ContinuousAssignment {
 impl ContinuousAssignment {
     /// Whether `host` profiles this service.
     pub fn covers(&self, host: &str) -> bool {
-        crate::service::hosts_cover(self.hosts.as_deref(), host)
+        crate::host_list::hosts_cover(self.hosts.as_deref(), host)
     }
 
     /// The options of each segment's start: the event and the budget.
@@ -90,7 +89,7 @@ impl ContinuousAssignment {
                 cpu_budget_ppm: self.cpu_budget_ppm,
             });
         }
-        if !crate::service::hosts_are_valid(self.hosts.as_deref()) {
+        if !crate::host_list::hosts_are_valid(self.hosts.as_deref()) {
             return Err(AssignmentError::Hosts { id: self.id });
         }
         Ok(())

@@ -41,6 +41,7 @@ pub mod filter;
 pub mod flamegraph;
 pub mod folded;
 pub mod hash;
+mod host_list;
 pub mod identity;
 pub mod liveness;
 pub mod merge;

@@ -129,7 +129,7 @@ pub struct TriggerAssignment {
 impl TriggerAssignment {
     /// Whether `host` watches this trigger.
     pub fn covers(&self, host: &str) -> bool {
-        crate::service::hosts_cover(self.hosts.as_deref(), host)
+        crate::host_list::hosts_cover(self.hosts.as_deref(), host)
     }
 
     /// Checks what an agent relies on: the condition's ranges, the
@@ -146,7 +146,7 @@ impl TriggerAssignment {
                 self.cooldown_secs
             )));
         }
-        if !crate::service::hosts_are_valid(self.hosts.as_deref()) {
+        if !crate::host_list::hosts_are_valid(self.hosts.as_deref()) {
             return Err(invalid(
                 "its hosts must be sorted, unique and bounded".to_owned(),
             ));
@@ -159,7 +159,7 @@ impl TriggerAssignment {
     /// threshold, period and cooldown as u32 little-endian; then its hosts,
     /// encoded as a continuous profile's are.
     pub fn digest_into(&self, ctx: &mut ring::digest::Context) {
-        use crate::service::{digest_hosts, digest_text};
+        use crate::host_list::{digest_hosts, digest_text};
         ctx.update(self.id.as_bytes());
         digest_text(ctx, &self.service);
         digest_text(ctx, self.condition.kind());
