@@ -131,6 +131,7 @@ async fn flame_graph(
         .into_response()
     })
     .await
+    .map_err(ApiError::from)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

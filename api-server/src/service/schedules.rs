@@ -14,9 +14,9 @@ use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules}
 use uuid::Uuid;
 
 use crate::cron_schedule::CronSchedule;
-use crate::error::ApiError;
 use crate::service::profiles::{ValidStart, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
 use crate::service::runs::defined_service;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
 use crate::AppState;
@@ -30,7 +30,7 @@ pub(crate) async fn create(
     state: &AppState,
     body: serde_json::Value,
     by: &str,
-) -> Result<Schedule, ApiError> {
+) -> Result<Schedule, ServiceError> {
     let new = match parse_create(body)? {
         NewScheduleRequest::Host(request) => new_schedule(request, by, Utc::now())?,
         NewScheduleRequest::Run(request) => {
@@ -44,13 +44,13 @@ pub(crate) async fn create(
 }
 
 /// Every schedule.
-pub(crate) async fn list(state: &AppState) -> Result<Vec<Schedule>, ApiError> {
+pub(crate) async fn list(state: &AppState) -> Result<Vec<Schedule>, ServiceError> {
     let schedules = Schedules::new(state.pool.clone()).list().await?;
     Ok(schedules.into_iter().map(views::schedule).collect())
 }
 
 /// Schedule `id` with its latest runs.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithRuns, ApiError> {
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithRuns, ServiceError> {
     let schedules = Schedules::new(state.pool.clone());
     let schedule = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
     let runs = schedules.runs(id, RUNS_SHOWN).await?;
@@ -65,7 +65,7 @@ pub(crate) async fn update(
     state: &AppState,
     id: Uuid,
     request: UpdateScheduleRequest,
-) -> Result<Schedule, ApiError> {
+) -> Result<Schedule, ServiceError> {
     let schedules = Schedules::new(state.pool.clone());
     let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
     let (patch, next_run_at) = schedule_patch(request, &current, Utc::now())?;
@@ -77,19 +77,19 @@ pub(crate) async fn update(
 }
 
 /// Deletes schedule `id`.
-pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ApiError> {
+pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ServiceError> {
     if !Schedules::new(state.pool.clone()).delete(id).await? {
         return Err(no_schedule(id));
     }
     Ok(())
 }
 
-fn no_schedule(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no schedule {id}"))
+fn no_schedule(id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!("no schedule {id}"))
 }
 
-fn unprocessable(message: String) -> ApiError {
-    ApiError::Unprocessable(message)
+fn unprocessable(message: String) -> ServiceError {
+    ServiceError::Invalid(message)
 }
 
 /// The next occurrence after `now` of an enabled schedule; a schedule that
@@ -98,7 +98,7 @@ fn next_run(
     spec: &CronSchedule,
     enabled: bool,
     now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>, ApiError> {
+) -> Result<Option<DateTime<Utc>>, ServiceError> {
     let next = spec
         .next_after(now)
         .ok_or_else(|| unprocessable("`cron` never fires again".into()))?;
@@ -110,7 +110,7 @@ fn new_schedule(
     request: CreateScheduleRequest,
     created_by: &str,
     now: DateTime<Utc>,
-) -> Result<NewSchedule, ApiError> {
+) -> Result<NewSchedule, ServiceError> {
     validate_name("name", &request.name)?;
     let start = ValidStart::try_from(StartRequest {
         host: request.host,
@@ -154,7 +154,7 @@ fn new_schedule(
 
 /// A create body read as a host schedule, or, with `run`, a run schedule:
 /// each with its own unknown-field errors.
-fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ApiError> {
+fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ServiceError> {
     let invalid = |e: serde_json::Error| unprocessable(format!("invalid request body: {e}"));
     if body.get("run").is_some() {
         serde_json::from_value(body)
@@ -179,7 +179,7 @@ fn new_run_schedule(
     service_target: &Target,
     created_by: &str,
     now: DateTime<Utc>,
-) -> Result<NewSchedule, ApiError> {
+) -> Result<NewSchedule, ServiceError> {
     validate_name("name", &request.name)?;
     validate_name("service", &request.service)?;
     let run = &request.run;
@@ -259,7 +259,7 @@ fn schedule_patch(
     request: UpdateScheduleRequest,
     current: &ScheduleRow,
     now: DateTime<Utc>,
-) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ApiError> {
+) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ServiceError> {
     if let Some(d) = request.duration_secs {
         if !(1..=MAX_DURATION_SECS).contains(&d) {
             return Err(unprocessable(format!(
@@ -304,7 +304,7 @@ fn schedule_patch(
 mod tests {
     use super::*;
 
-    fn create(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+    fn create(json: serde_json::Value) -> Result<NewSchedule, ServiceError> {
         new_schedule(
             serde_json::from_value::<CreateScheduleRequest>(json).unwrap(),
             "admin",
@@ -367,13 +367,13 @@ mod tests {
             let mut body = base.clone();
             body[field] = value.clone();
             assert!(
-                matches!(create(body), Err(ApiError::Unprocessable(_))),
+                matches!(create(body), Err(ServiceError::Invalid(_))),
                 "{field} = {value}"
             );
         }
     }
 
-    fn create_run(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+    fn create_run(json: serde_json::Value) -> Result<NewSchedule, ServiceError> {
         let NewScheduleRequest::Run(request) = parse_create(json)? else {
             panic!("a run schedule")
         };
@@ -452,7 +452,7 @@ mod tests {
                 _ => unreachable!(),
             }
             assert!(
-                matches!(create_run(body), Err(ApiError::Unprocessable(_))),
+                matches!(create_run(body), Err(ServiceError::Invalid(_))),
                 "{path:?} = {value}"
             );
         }
