@@ -95,7 +95,7 @@ async fn load_side(
     let (label, read) = match side {
         Side::Run { .. } => unreachable!("read above"),
         Side::Profile(id) => {
-            profiles::get(state, *id).await?;
+            profiles::get(&state.profiles, *id).await?;
             (format!("profile {id}"), Read::profile(*id))
         }
         Side::Aggregate {

@@ -11,7 +11,7 @@ use crate::AppState;
 /// The issues found in profile `id` (not found when there is no such
 /// profile).
 pub(crate) async fn of_profile(state: &AppState, id: Uuid) -> Result<IssuesResponse, ServiceError> {
-    profiles::get(state, id).await?;
+    profiles::get(&state.profiles, id).await?;
     let issues = odp_store::profile_issues(&state.pool, id).await?;
     Ok(IssuesResponse {
         profile_id: id,

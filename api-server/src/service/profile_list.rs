@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use odp_api_types::ProfilesPage;
-use odp_store::{Labels, ProfileFilter, ProfileStatus};
+use odp_store::{Labels, ProfileFilter, ProfileStatus, Profiles};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
@@ -14,7 +14,6 @@ use crate::service::MAX_PAGE;
 use crate::service_error::ServiceError;
 use crate::validate::{validate_labels, validate_name};
 use crate::views;
-use crate::AppState;
 
 /// What a client may filter the list by: the query string of
 /// `GET /api/v1/profiles`.
@@ -42,9 +41,12 @@ pub(crate) struct ListQuery {
 }
 
 /// One page of the profiles `query` asks for.
-pub(crate) async fn page(state: &AppState, query: ListQuery) -> Result<ProfilesPage, ServiceError> {
+pub(crate) async fn page(
+    profiles: &Profiles,
+    query: ListQuery,
+) -> Result<ProfilesPage, ServiceError> {
     let filter = query.into_filter()?;
-    let rows = state.profiles.list(&filter).await?;
+    let rows = profiles.list(&filter).await?;
     let next_cursor = (rows.len() as i64 == filter.limit)
         .then(|| rows.last().map(|r| encode_cursor(r.created_at, r.id)))
         .flatten();

@@ -9,7 +9,7 @@ use odp_core::{Snapshot, Target};
 use odp_store::runtime::profile_runtime;
 use odp_store::{
     read_coverage, Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow,
-    ProfileStatus, Read, RequestKind,
+    ProfileStatus, Profiles, Read, RequestKind,
 };
 use uuid::Uuid;
 
@@ -214,7 +214,7 @@ pub(crate) async fn start(
         .transition(id, ProfileStatus::Dispatched, None)
         .await?;
     tracing::info!(profile_id = %id, host = %valid.host, by = %requested_by, "profile requested");
-    Ok(Inserted::Created(get(state, id).await?))
+    Ok(Inserted::Created(get(&state.profiles, id).await?))
 }
 
 /// For a caller who may deploy, `start` implies `deploy`: with a deployer
@@ -271,9 +271,8 @@ fn duplicate(row: ProfileRow) -> DuplicateStart {
 }
 
 /// A profile by id; 404 when there is none.
-pub(crate) async fn get(state: &AppState, id: Uuid) -> Result<ProfileRow, ServiceError> {
-    state
-        .profiles
+pub(crate) async fn get(profiles: &Profiles, id: Uuid) -> Result<ProfileRow, ServiceError> {
+    profiles
         .get(id)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no profile {id}")))
@@ -310,7 +309,7 @@ pub(crate) async fn stop(
 
 /// A profile with what its agent reported about the target.
 pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ServiceError> {
-    let profile = get(state, id).await?;
+    let profile = get(&state.profiles, id).await?;
     let runtime = profile_runtime(&state.pool, id).await?;
     let coverage = read_coverage(&state.pool, &Read::profile(id)).await?;
     Ok(Profile {

@@ -6,81 +6,77 @@
 
 use odp_api_types::{Reanalysis, Rule, RuleBody, RulePatch, RuleView};
 use odp_rules::RuleDef;
-use odp_store::RuleRow;
+use odp_store::{Database, RuleRow};
 
 use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
-use crate::AppState;
 
 /// Every rule, seed and user.
-pub(crate) async fn list(state: &AppState) -> Result<Vec<Rule>, ServiceError> {
-    let rules = odp_store::list_rules(&state.pool).await?;
+pub(crate) async fn list(db: &Database) -> Result<Vec<Rule>, ServiceError> {
+    let rules = odp_store::list_rules(db).await?;
     Ok(rules.into_iter().map(views::rule).collect())
 }
 
 /// Stores the new rule `body` asks for and queues its re-analysis.
 pub(crate) async fn create(
-    state: &AppState,
+    db: &Database,
     body: RuleBody,
     by: &str,
 ) -> Result<RuleView, ServiceError> {
     let rule = new_rule(body)?;
-    let (rule, job) = odp_store::create_user_rule(&state.pool, &rule, by)
+    let (rule, job) = odp_store::create_user_rule(db, &rule, by)
         .await?
         .ok_or_else(|| ServiceError::Conflict(format!("rule {} exists", rule.id)))?;
     Ok(view(rule, Some(job)))
 }
 
 /// Rule `id` with its latest re-analysis.
-pub(crate) async fn describe(state: &AppState, id: &str) -> Result<RuleView, ServiceError> {
-    let rule = load(state, id).await?;
-    let reanalysis = odp_store::latest_reanalysis(&state.pool, id).await?;
+pub(crate) async fn describe(db: &Database, id: &str) -> Result<RuleView, ServiceError> {
+    let rule = load(db, id).await?;
+    let reanalysis = odp_store::latest_reanalysis(db, id).await?;
     Ok(view(rule, reanalysis))
 }
 
 /// Replaces rule `id` by `body` and queues its re-analysis.
 pub(crate) async fn replace(
-    state: &AppState,
+    db: &Database,
     id: String,
     body: RuleBody,
     by: &str,
 ) -> Result<RuleView, ServiceError> {
-    save(state, replacement(id, body)?, by).await
+    save(db, replacement(id, body)?, by).await
 }
 
 /// Changes the settings of rule `id` that `patch` gives and queues its
 /// re-analysis.
 pub(crate) async fn change(
-    state: &AppState,
+    db: &Database,
     id: &str,
     patch: RulePatch,
     by: &str,
 ) -> Result<RuleView, ServiceError> {
-    let current = load(state, id).await?.rule;
-    save(state, patched(current, patch)?, by).await
+    let current = load(db, id).await?.rule;
+    save(db, patched(current, patch)?, by).await
 }
 
 /// The latest re-analysis of rule `id`'s changes.
-pub(crate) async fn latest_reanalysis(
-    state: &AppState,
-    id: &str,
-) -> Result<Reanalysis, ServiceError> {
-    load(state, id).await?;
-    odp_store::latest_reanalysis(&state.pool, id)
+pub(crate) async fn latest_reanalysis(db: &Database, id: &str) -> Result<Reanalysis, ServiceError> {
+    load(db, id).await?;
+    odp_store::latest_reanalysis(db, id)
         .await?
         .map(views::reanalysis)
         .ok_or_else(|| ServiceError::NotFound(format!("rule {id} was never re-analysed")))
 }
 
-async fn load(state: &AppState, id: &str) -> Result<RuleRow, ServiceError> {
-    odp_store::get_rule(&state.pool, id)
+async fn load(db: &Database, id: &str) -> Result<RuleRow, ServiceError> {
+    odp_store::get_rule(db, id)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no rule {id}")))
 }
 
-async fn save(state: &AppState, rule: RuleDef, by: &str) -> Result<RuleView, ServiceError> {
-    let (rule, job) = odp_store::update_user_rule(&state.pool, &rule, by)
+async fn save(db: &Database, rule: RuleDef, by: &str) -> Result<RuleView, ServiceError> {
+    let (rule, job) = odp_store::update_user_rule(db, &rule, by)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no rule {}", rule.id)))?;
     Ok(view(rule, Some(job)))

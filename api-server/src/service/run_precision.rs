@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use odp_core::run::{Aggregate, StopDecision, StopRule};
 use odp_profile::top::top_functions;
-use odp_store::{read, Read, ReadScope, RunEnd, RunRow, RunState, Runs};
+use odp_store::{read, Database, Read, ReadScope, RunEnd, RunRow, RunState, Runs};
 use uuid::Uuid;
 
 use crate::service::runs;
@@ -26,12 +26,12 @@ pub(crate) const DEFAULT_RULE: StopRule = StopRule {
 /// The run's samples so far, per host and function, as the stop rule
 /// reads them: each host's self counts, the rest of its samples
 /// unattributed.
-pub(crate) async fn aggregate(state: &AppState, run: Uuid) -> Result<Aggregate, ServiceError> {
+pub(crate) async fn aggregate(db: &Database, run: Uuid) -> Result<Aggregate, ServiceError> {
     let members = Read {
         scope: ReadScope::Run(run),
         ..Read::profile(run)
     };
-    let result = read(&state.pool, &members).await?;
+    let result = read(db, &members).await?;
     let mut aggregate = Aggregate::new();
     for host in &result.hosts {
         let view = host.view();
@@ -57,11 +57,11 @@ pub(crate) fn rule_of(row: &RunRow) -> Result<StopRule, ServiceError> {
 
 /// The rule's decision on the run's aggregate now.
 pub(crate) async fn decide(
-    state: &AppState,
+    db: &Database,
     row: &RunRow,
 ) -> Result<(StopRule, StopDecision), ServiceError> {
     let rule = rule_of(row)?;
-    let decision = rule.evaluate(&aggregate(state, row.id).await?);
+    let decision = rule.evaluate(&aggregate(db, row.id).await?);
     Ok((rule, decision))
 }
 
@@ -99,7 +99,7 @@ async fn check(state: &AppState, row: RunRow) -> Result<(), ServiceError> {
     if !all_ended && row.stop_rule.is_none() {
         return Ok(());
     }
-    let (_, decision) = decide(state, &row).await?;
+    let (_, decision) = decide(&state.pool, &row).await?;
     let samples = i64::try_from(decision.samples_used).unwrap_or(i64::MAX);
     if all_ended {
         // Finished, or partial with each host's reason.

@@ -10,8 +10,8 @@ use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, ScheduleRun, St
 use odp_core::run::{select_hosts, Host, Selection, SelectionRequest, StopRule};
 use odp_core::{ProfileStatus, Target};
 use odp_store::{
-    Inserted, NewRun, ProfileRow, RunHost, RunHostRow, RunRow, RunState, Runs, ScheduleRow,
-    ServiceRow, Services,
+    Database, Inserted, NewRun, ProfileRow, RunHost, RunHostRow, RunRow, RunState, Runs,
+    ScheduleRow, ServiceRow, Services,
 };
 use uuid::Uuid;
 
@@ -75,7 +75,7 @@ pub(crate) async fn create(
     if let Some(rule) = &request.stop_when {
         rule.validate().map_err(|e| unprocessable(e.to_string()))?;
     }
-    let service = defined_service(state, &request.service).await?;
+    let service = defined_service(&state.pool, &request.service).await?;
     let id = Uuid::new_v4();
     let template = member_start(&request, &service.target, id)?;
     let spec = ScheduleRun {
@@ -89,11 +89,8 @@ pub(crate) async fn create(
 }
 
 /// The service `name`, or 422 when none is defined.
-pub(crate) async fn defined_service(
-    state: &AppState,
-    name: &str,
-) -> Result<ServiceRow, ServiceError> {
-    Services::new(&state.pool).get(name).await?.ok_or_else(|| {
+pub(crate) async fn defined_service(db: &Database, name: &str) -> Result<ServiceRow, ServiceError> {
+    Services::new(db).get(name).await?.ok_or_else(|| {
         unprocessable(format!(
             "no service {name:?} is defined (POST /api/v1/services)"
         ))
@@ -109,7 +106,7 @@ pub(crate) async fn create_for_schedule(
     spec: &ScheduleRun,
     by: &StartedBy,
 ) -> Result<Run, ServiceError> {
-    let service = defined_service(state, &schedule.service).await?;
+    let service = defined_service(&state.pool, &schedule.service).await?;
     let id = Uuid::new_v4();
     let template = ValidStart {
         host: "run-member".into(),

@@ -10,7 +10,7 @@ use odp_api_types::{
 };
 use odp_core::run::{select_hosts, SelectionError, SelectionRequest};
 use odp_core::Target;
-use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules};
+use odp_store::{Database, NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules};
 use uuid::Uuid;
 
 use crate::cron_schedule::CronSchedule;
@@ -19,7 +19,6 @@ use crate::service::runs::defined_service;
 use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
-use crate::AppState;
 
 /// How many runs [`describe`] shows, newest first.
 const RUNS_SHOWN: i64 = 50;
@@ -27,7 +26,7 @@ const RUNS_SHOWN: i64 = 50;
 /// Stores the schedule `body` asks for, created `by` an admin: of one
 /// host's target, or of a run of a defined service.
 pub(crate) async fn create(
-    state: &AppState,
+    db: &Database,
     body: serde_json::Value,
     by: &str,
 ) -> Result<Schedule, ServiceError> {
@@ -35,23 +34,23 @@ pub(crate) async fn create(
         NewScheduleRequest::Host(request) => new_schedule(request, by, Utc::now())?,
         NewScheduleRequest::Run(request) => {
             validate_name("service", &request.service)?;
-            let service = defined_service(state, &request.service).await?;
+            let service = defined_service(db, &request.service).await?;
             new_run_schedule(request, &service.target, by, Utc::now())?
         }
     };
-    let row = Schedules::new(state.pool.clone()).create(&new).await?;
+    let row = Schedules::new(db.clone()).create(&new).await?;
     Ok(views::schedule(row))
 }
 
 /// Every schedule.
-pub(crate) async fn list(state: &AppState) -> Result<Vec<Schedule>, ServiceError> {
-    let schedules = Schedules::new(state.pool.clone()).list().await?;
+pub(crate) async fn list(db: &Database) -> Result<Vec<Schedule>, ServiceError> {
+    let schedules = Schedules::new(db.clone()).list().await?;
     Ok(schedules.into_iter().map(views::schedule).collect())
 }
 
 /// Schedule `id` with its latest runs.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithRuns, ServiceError> {
-    let schedules = Schedules::new(state.pool.clone());
+pub(crate) async fn describe(db: &Database, id: Uuid) -> Result<ScheduleWithRuns, ServiceError> {
+    let schedules = Schedules::new(db.clone());
     let schedule = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
     let runs = schedules.runs(id, RUNS_SHOWN).await?;
     Ok(ScheduleWithRuns {
@@ -62,11 +61,11 @@ pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithR
 
 /// Schedule `id` changed as `request` asks; absent fields stay as they are.
 pub(crate) async fn update(
-    state: &AppState,
+    db: &Database,
     id: Uuid,
     request: UpdateScheduleRequest,
 ) -> Result<Schedule, ServiceError> {
-    let schedules = Schedules::new(state.pool.clone());
+    let schedules = Schedules::new(db.clone());
     let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
     let (patch, next_run_at) = schedule_patch(request, &current, Utc::now())?;
     let row = schedules
@@ -77,8 +76,8 @@ pub(crate) async fn update(
 }
 
 /// Deletes schedule `id`.
-pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ServiceError> {
-    if !Schedules::new(state.pool.clone()).delete(id).await? {
+pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ServiceError> {
+    if !Schedules::new(db.clone()).delete(id).await? {
         return Err(no_schedule(id));
     }
     Ok(())

@@ -10,7 +10,7 @@ use crate::AppState;
 /// Profile `id`'s windows in time order (not found when there is no such
 /// profile).
 pub(crate) async fn of_profile(state: &AppState, id: Uuid) -> Result<TimelineJson, ServiceError> {
-    profiles::get(state, id).await?;
+    profiles::get(&state.profiles, id).await?;
     let windows = odp_store::profile_timeline(&state.pool, id).await?;
     Ok(TimelineJson {
         profile_id: id,
