@@ -230,22 +230,13 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-#[test]
-fn api_server_routes_reach_the_store_only_through_service() {
-    // ARCHITECTURE.md: routes parse, authorize, call an operation in
-    // `service/` and map its result; the store is the services' to call.
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../api-server/src/routes");
-    let files = files_under(&routes);
-    // So a wrong path cannot pass vacuously.
-    assert!(
-        files.iter().any(|f| f.ends_with("routes/profiles.rs")),
-        "{files:?}"
-    );
+/// Each line of `files` that mentions `needle`, as `file:line: text`.
+fn lines_mentioning(files: &[std::path::PathBuf], needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
+        let text = std::fs::read_to_string(file).unwrap();
         for (number, line) in text.lines().enumerate() {
-            if line.contains("odp_store") {
+            if line.contains(needle) {
                 found.push(format!(
                     "{}:{}: {}",
                     file.display(),
@@ -255,9 +246,59 @@ fn api_server_routes_reach_the_store_only_through_service() {
             }
         }
     }
+    found
+}
+
+/// The api-server's sources, `src/` joined with `path`.
+fn api_server_src(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../api-server/src")
+        .join(path)
+}
+
+#[test]
+fn api_server_routes_reach_the_store_only_through_service() {
+    // ARCHITECTURE.md: routes parse, authorize, call an operation in
+    // `service/` and map its result; the store is the services' to call.
+    let files = files_under(&api_server_src("routes"));
+    // So a wrong path cannot pass vacuously.
+    assert!(
+        files.iter().any(|f| f.ends_with("routes/profiles.rs")),
+        "{files:?}"
+    );
+    let found = lines_mentioning(&files, "odp_store");
     assert!(
         found.is_empty(),
         "routes that use odp_store directly:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn api_server_services_know_no_http_error() {
+    // Services return the domain error (`service_error.rs`); `error.rs`
+    // maps it to HTTP once, and routes map with `?`.
+    let mut files = files_under(&api_server_src("service"));
+    files.extend(files_under(&api_server_src("control")));
+    for file in [
+        "scheduler.rs",
+        "trigger_firings.rs",
+        "service_error.rs",
+        "validate.rs",
+        "read_budget.rs",
+    ] {
+        files.push(api_server_src(file));
+    }
+    // So a wrong path cannot pass vacuously.
+    assert!(
+        files.iter().any(|f| f.ends_with("service/profiles.rs"))
+            && files.iter().any(|f| f.ends_with("control/dispatch.rs")),
+        "{files:?}"
+    );
+    let found = lines_mentioning(&files, "ApiError");
+    assert!(
+        found.is_empty(),
+        "service-layer code that names the HTTP error:\n{}",
         found.join("\n")
     );
 }

@@ -19,6 +19,7 @@ pub(crate) use odp_core::token::Role;
 use odp_core::token::{TokenError, TokenVerifier};
 
 use crate::error::ApiError;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 pub struct Authenticator {
@@ -63,11 +64,11 @@ pub(crate) struct Caller {
 
 impl Caller {
     /// Fails with 403 unless the caller has at least `role`.
-    pub(crate) fn require(&self, role: Role) -> Result<(), ApiError> {
+    pub(crate) fn require(&self, role: Role) -> Result<(), ServiceError> {
         if self.role >= role {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!(
+            Err(ServiceError::Forbidden(format!(
                 "this needs the {role} role; the token has {}",
                 self.role
             )))
@@ -76,12 +77,12 @@ impl Caller {
 
     /// Fails with 403 unless the caller may start or stop profiles of
     /// `service`.
-    pub(crate) fn require_profiling(&self, service: &str) -> Result<(), ApiError> {
+    pub(crate) fn require_profiling(&self, service: &str) -> Result<(), ServiceError> {
         self.require(Role::Profiler)?;
         if self.role == Role::Admin || self.services.iter().any(|p| glob_match(p, service)) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!(
+            Err(ServiceError::Forbidden(format!(
                 "the token may profile services {:?}, not {service:?}",
                 self.services
             )))

@@ -8,13 +8,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::openapi::{ErrorBody, ErrorCode, ErrorDetail};
+use crate::service_error::ServiceError;
 
 /// When a client may retry after a 503 (the database unavailable or too
 /// slow, a dependency down): seconds, in `Retry-After`.
 pub(crate) const RETRY_AFTER_SECS: &str = "2";
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
@@ -81,44 +82,28 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<odp_store::StoreError> for ApiError {
-    fn from(e: odp_store::StoreError) -> Self {
-        if e.is_transient() {
-            // Postgres down or restarting, no connection free in time, a
-            // statement cancelled at the request timeout: all 503.
-            tracing::warn!(error = %e, "database unavailable");
-            ApiError::Unavailable("database unavailable, retry later".into())
-        } else if let odp_store::StoreError::Conflict(message) = e {
-            ApiError::Conflict(message)
-        } else if let Some(violation) = e.violation() {
-            // Input the service's own checks let through (a schema limit
-            // such as MySQL's VARCHAR lengths): the caller's to fix.
-            tracing::info!(error = %e, "the database refused the input");
-            match violation {
-                odp_store::Violation::Unique => {
-                    ApiError::Conflict(format!("already exists: {}", violation_detail(&e)))
-                }
-                odp_store::Violation::ForeignKey | odp_store::Violation::Invalid => {
-                    ApiError::Unprocessable(format!(
-                        "refused by the database: {}",
-                        violation_detail(&e)
-                    ))
-                }
-            }
-        } else if let odp_store::StoreError::MixedEvents(_) = e {
-            ApiError::Unprocessable(e.to_string())
-        } else {
-            ApiError::Internal(e.to_string())
+/// The one place a service's error becomes HTTP.
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(message) => ApiError::Unprocessable(message),
+            ServiceError::Malformed(message) => ApiError::BadRequest(message),
+            ServiceError::Unauthenticated(message) => ApiError::Unauthorized(message),
+            ServiceError::Forbidden(message) => ApiError::Forbidden(message),
+            ServiceError::NotFound(message) => ApiError::NotFound(message),
+            ServiceError::Conflict(message) => ApiError::Conflict(message),
+            ServiceError::TooLarge(message) => ApiError::PayloadTooLarge(message),
+            ServiceError::Unavailable(message) => ApiError::Unavailable(message),
+            ServiceError::Internal(detail) => ApiError::Internal(detail),
         }
     }
 }
 
-/// The database's own words for a refused statement, without sqlx's
-/// prefixes.
-fn violation_detail(e: &odp_store::StoreError) -> String {
-    match e {
-        odp_store::StoreError::Database(sqlx::Error::Database(db)) => db.message().to_owned(),
-        other => other.to_string(),
+/// For the handlers that read the store themselves (ingest): the
+/// services' mapping, so a store error reads the same wherever it arose.
+impl From<odp_store::StoreError> for ApiError {
+    fn from(e: odp_store::StoreError) -> Self {
+        ServiceError::from(e).into()
     }
 }
 

@@ -27,6 +27,7 @@ mod routes;
 pub mod scheduler;
 mod security_headers;
 mod service;
+mod service_error;
 
 pub use service::continuous::ContinuousLimits;
 mod tls;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use odp_store::ReadResult;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 
 /// Defaults; see [`LimitOptions`].
 pub(crate) const DEFAULT_HEAVY_READS: u32 = 4;
@@ -129,7 +129,7 @@ impl ReadLimits {
 
     /// Waits (briefly) for a heavy read's turn; 503 with `Retry-After`
     /// when none frees up in time.
-    pub(crate) async fn heavy_read(&self) -> Result<HeavyRead, ApiError> {
+    pub(crate) async fn heavy_read(&self) -> Result<HeavyRead, ServiceError> {
         let wait = Duration::from_millis(self.options.heavy_read_wait_ms);
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Ok(permit),
@@ -148,7 +148,7 @@ impl ReadLimits {
             turns,
         };
         permit.map(turn).map_err(|()| {
-            ApiError::Unavailable(format!(
+            ServiceError::Unavailable(format!(
                 "the server is busy with other large reads ({} at once); retry later",
                 self.options.heavy_reads
             ))
@@ -156,10 +156,10 @@ impl ReadLimits {
     }
 
     /// 422 when `nodes` (call paths decoded so far) exceed the budget.
-    pub(crate) fn check_nodes(&self, nodes: u64) -> Result<(), ApiError> {
+    pub(crate) fn check_nodes(&self, nodes: u64) -> Result<(), ServiceError> {
         let max = self.options.read_max_nodes;
         if nodes > max {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "the read covers {nodes} call paths, more than this server's limit of {max} \
                  (ODP_READ_MAX_NODES): narrow it with a shorter time range (since/until, \
                  window_since/window_until), fewer hosts, or thread/include/exclude filters"
@@ -169,15 +169,15 @@ impl ReadLimits {
     }
 
     /// 422 when a read's decoded views hold more nodes than the budget.
-    pub(crate) fn check_read(&self, result: &ReadResult) -> Result<(), ApiError> {
+    pub(crate) fn check_read(&self, result: &ReadResult) -> Result<(), ServiceError> {
         self.check_nodes(decoded_nodes(result))
     }
 
     /// 422 when a rendered output of `bytes` exceeds the budget.
-    pub(crate) fn check_output(&self, bytes: usize) -> Result<(), ApiError> {
+    pub(crate) fn check_output(&self, bytes: usize) -> Result<(), ServiceError> {
         let max = self.options.read_max_output_bytes;
         if bytes as u64 > max {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "the answer would be {bytes} bytes, more than this server's limit of {max} \
                  (ODP_READ_MAX_OUTPUT_BYTES): ask for JSON with `max_nodes`, or narrow the read \
                  with a shorter time range, fewer hosts, or thread/include/exclude filters"
@@ -188,19 +188,19 @@ impl ReadLimits {
 
     /// 413 when an import holds more distinct stacks or frames than the
     /// operator allows.
-    pub(crate) fn check_import(&self, stacks: usize, frames: usize) -> Result<(), ApiError> {
+    pub(crate) fn check_import(&self, stacks: usize, frames: usize) -> Result<(), ServiceError> {
         let (max_stacks, max_frames) = (
             self.options.import_max_stacks,
             self.options.import_max_frames,
         );
         if stacks as u64 > max_stacks {
-            return Err(ApiError::PayloadTooLarge(format!(
+            return Err(ServiceError::TooLarge(format!(
                 "the file has {stacks} distinct stacks, more than this server's import limit \
                  of {max_stacks} (ODP_IMPORT_MAX_STACKS): import a shorter or filtered profile"
             )));
         }
         if frames as u64 > max_frames {
-            return Err(ApiError::PayloadTooLarge(format!(
+            return Err(ServiceError::TooLarge(format!(
                 "the file has {frames} distinct frames, more than this server's import limit \
                  of {max_frames} (ODP_IMPORT_MAX_FRAMES): import a shorter or filtered profile"
             )));
@@ -238,7 +238,7 @@ mod tests {
         let limits = limits(1, 20);
         let held = limits.heavy_read().await.unwrap();
         match limits.heavy_read().await {
-            Err(ApiError::Unavailable(m)) => assert!(m.contains("busy"), "{m}"),
+            Err(ServiceError::Unavailable(m)) => assert!(m.contains("busy"), "{m}"),
             Err(other) => panic!("expected 503, got {other:?}"),
             Ok(_) => panic!("expected 503, got a permit"),
         }
@@ -264,18 +264,18 @@ mod tests {
         let limits = limits(1, 0);
         assert!(limits.check_nodes(10).is_ok());
         assert!(
-            matches!(limits.check_nodes(11), Err(ApiError::Unprocessable(m)) if m.contains("narrow"))
+            matches!(limits.check_nodes(11), Err(ServiceError::Invalid(m)) if m.contains("narrow"))
         );
         assert!(limits.check_output(100).is_ok());
         assert!(
-            matches!(limits.check_output(101), Err(ApiError::Unprocessable(m)) if m.contains("max_nodes"))
+            matches!(limits.check_output(101), Err(ServiceError::Invalid(m)) if m.contains("max_nodes"))
         );
         assert!(limits.check_import(3, 5).is_ok());
         assert!(
-            matches!(limits.check_import(4, 1), Err(ApiError::PayloadTooLarge(m)) if m.contains("stacks"))
+            matches!(limits.check_import(4, 1), Err(ServiceError::TooLarge(m)) if m.contains("stacks"))
         );
         assert!(
-            matches!(limits.check_import(1, 6), Err(ApiError::PayloadTooLarge(m)) if m.contains("frames"))
+            matches!(limits.check_import(1, 6), Err(ServiceError::TooLarge(m)) if m.contains("frames"))
         );
         assert_eq!(decoded_nodes(&ReadResult::default()), 0);
     }

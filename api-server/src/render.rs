@@ -11,8 +11,8 @@ use odp_core::{folded, speedscope, EventKind, WeightedStack};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
 use crate::read_budget::ReadLimits;
+use crate::service_error::ServiceError;
 
 /// The response's format: a JSON document of the endpoint's own shape,
 /// folded stacks, an SVG flame graph, gzip pprof or speedscope JSON.
@@ -40,11 +40,11 @@ pub(crate) enum Orientation {
 }
 
 impl Orientation {
-    pub(crate) fn parse(text: &str) -> Result<Orientation, ApiError> {
+    pub(crate) fn parse(text: &str) -> Result<Orientation, ServiceError> {
         match text {
             "flame" => Ok(Orientation::Flame),
             "icicle" => Ok(Orientation::Icicle),
-            other => Err(ApiError::Unprocessable(format!(
+            other => Err(ServiceError::Invalid(format!(
                 "unknown orientation {other:?}; expected flame or icicle"
             ))),
         }
@@ -79,7 +79,7 @@ pub(crate) async fn render(
     data: Rendering,
     limits: &ReadLimits,
     json: impl FnOnce(Rendering) -> Response,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ServiceError> {
     match format {
         Format::Json => Ok(json(data)),
         Format::Folded => {
@@ -89,7 +89,7 @@ pub(crate) async fn render(
         }
         Format::Svg => {
             if data.samples == 0 {
-                return Err(ApiError::NotFound(format!(
+                return Err(ServiceError::NotFound(format!(
                     "{} has no samples yet",
                     data.title
                 )));
@@ -132,7 +132,8 @@ pub(crate) async fn render(
         Format::Speedscope => {
             let period = data.period_nanos.and_then(|p| u64::try_from(p).ok());
             let file = speedscope::to_speedscope(&data.stacks, &data.title, period);
-            let bytes = serde_json::to_vec(&file).map_err(|e| ApiError::Internal(e.to_string()))?;
+            let bytes =
+                serde_json::to_vec(&file).map_err(|e| ServiceError::Internal(e.to_string()))?;
             limits.check_output(bytes.len())?;
             Ok(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
         }
@@ -142,17 +143,17 @@ pub(crate) async fn render(
 /// Runs CPU-heavy rendering off the async workers.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
+) -> Result<T, ServiceError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))
+        .map_err(|e| ServiceError::Internal(e.to_string()))
 }
 
 fn render_svg(
     folded_text: &str,
     title: String,
     orientation: Orientation,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Vec<u8>, ServiceError> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title;
     if orientation == Orientation::Icicle {
@@ -161,7 +162,7 @@ fn render_svg(
     options.count_name = "samples".into();
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut options, folded_text.lines(), &mut svg)
-        .map_err(|e| ApiError::Internal(format!("flame graph rendering failed: {e}")))?;
+        .map_err(|e| ServiceError::Internal(format!("flame graph rendering failed: {e}")))?;
     Ok(svg)
 }
 
@@ -173,9 +174,9 @@ pub(crate) fn differential_svg(
     baseline_folded: &str,
     target_folded: &str,
     title: String,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Vec<u8>, ServiceError> {
     let failed =
-        |e: &dyn std::fmt::Display| ApiError::Internal(format!("diff rendering failed: {e}"));
+        |e: &dyn std::fmt::Display| ServiceError::Internal(format!("diff rendering failed: {e}"));
     let options = inferno::differential::Options {
         normalize: true,
         strip_hex: false,
@@ -309,7 +310,7 @@ mod tests {
         );
         assert!(matches!(
             Orientation::parse("sideways"),
-            Err(ApiError::Unprocessable(_))
+            Err(ServiceError::Invalid(_))
         ));
     }
 
@@ -367,7 +368,7 @@ mod tests {
                 |_| unreachable!()
             )
             .await,
-            Err(ApiError::NotFound(_))
+            Err(ServiceError::NotFound(_))
         ));
     }
 
@@ -384,7 +385,7 @@ mod tests {
             Format::Speedscope,
         ] {
             match render(format, data(), &tight, |_| unreachable!()).await {
-                Err(ApiError::Unprocessable(m)) => assert!(m.contains("narrow"), "{m}"),
+                Err(ServiceError::Invalid(m)) => assert!(m.contains("narrow"), "{m}"),
                 other => panic!(
                     "{format:?}: expected 422, got {:?}",
                     other.map(|r| r.status())

@@ -18,9 +18,9 @@ use odp_store::{Database, Inserted, RunOutcome, Runs, ScheduleRow, SchedulerTick
 use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
-use crate::error::ApiError;
 use crate::service::profiles::{self, StartedBy, ValidStart};
 use crate::service::runs;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// At most this many schedules fire per tick; the rest stay due for the
@@ -210,9 +210,9 @@ fn started_by(schedule: &ScheduleRow) -> StartedBy {
 
 /// What a failed start records: its message, or for an internal error a
 /// pointer to the log.
-fn failure(schedule: &ScheduleRow, e: ApiError) -> String {
+fn failure(schedule: &ScheduleRow, e: ServiceError) -> String {
     match e {
-        ApiError::Internal(e) => {
+        ServiceError::Internal(e) => {
             tracing::error!(schedule = %schedule.id, error = %e, "scheduled start failed");
             "internal error; see the api-server log".into()
         }

@@ -13,6 +13,7 @@ use odp_store::FiringReport;
 use tokio::sync::mpsc;
 
 use crate::service::triggers;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 const ATTEMPTS: u32 = 5;
@@ -24,14 +25,16 @@ pub(crate) async fn act_forever(state: AppState, mut reports: mpsc::Receiver<Fir
         for attempt in 1..=ATTEMPTS {
             match triggers::fire(&state, &report).await {
                 Ok(_) => break,
-                Err(e) if attempt < ATTEMPTS => {
+                // The store away or too slow: the one failure a retry mends.
+                Err(e @ ServiceError::Unavailable(_)) if attempt < ATTEMPTS => {
                     tracing::warn!(trigger_id = %report.trigger_id, host = %report.host,
                         error = %e, attempt, "acting on a trigger report failed; retrying");
                     tokio::time::sleep(RETRY_AFTER).await;
                 }
                 Err(e) => {
                     tracing::error!(trigger_id = %report.trigger_id, host = %report.host,
-                        error = %e, "acting on a trigger report failed; it is dropped")
+                        error = %e, "acting on a trigger report failed; it is dropped");
+                    break;
                 }
             }
         }

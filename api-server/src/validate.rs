@@ -3,16 +3,16 @@
 
 use odp_store::Labels;
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 
 pub(crate) const MAX_LABELS: usize = 16;
 
 /// Up to 16 labels; keys of 1 to 63 letters, digits, `.`, `-` or `_`,
 /// values of up to 256 characters without control characters or
 /// surrounding spaces (list filters trim them).
-pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
+pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ServiceError> {
     if labels.len() > MAX_LABELS {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "at most {MAX_LABELS} labels"
         )));
     }
@@ -22,7 +22,7 @@ pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
         if !key_ok {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "label key {key:?} must be 1 to 63 letters, digits, `.`, `-` or `_`"
             )));
         }
@@ -30,7 +30,7 @@ pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
             || value.chars().any(char::is_control)
             || value.trim() != value
         {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "label {key:?}: values are up to 256 characters without control characters \
                  or surrounding spaces"
             )));
@@ -41,7 +41,7 @@ pub(crate) fn validate_labels(labels: &Labels) -> Result<(), ApiError> {
 
 /// Hosts and services: 1 to 253 characters of letters, digits, `.`, `-`
 /// or `_` (what host names and service names are made of).
-pub(crate) fn validate_name(what: &str, value: &str) -> Result<(), ApiError> {
+pub(crate) fn validate_name(what: &str, value: &str) -> Result<(), ServiceError> {
     let ok = !value.is_empty()
         && value.len() <= 253
         && value
@@ -50,7 +50,7 @@ pub(crate) fn validate_name(what: &str, value: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::Unprocessable(format!(
+        Err(ServiceError::Invalid(format!(
             "`{what}` must be 1 to 253 characters of letters, digits, `.`, `-` or `_`"
         )))
     }

@@ -18,8 +18,8 @@ use odp_plumbing::Kafka;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::metrics::ApiMetrics;
+use crate::service_error::ServiceError;
 
 /// What publishing answers: `Err` says why the broker does not have it.
 pub(crate) type PublishFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
@@ -90,7 +90,7 @@ impl Dispatcher {
 
     /// Signs `action` for `host` and waits until the broker has it.
     /// Returns the command's id.
-    pub async fn send(&self, host: &str, action: CommandAction) -> Result<Uuid, ApiError> {
+    pub async fn send(&self, host: &str, action: CommandAction) -> Result<Uuid, ServiceError> {
         self.send_with_options(host, action, &StartOptions::default())
             .await
     }
@@ -102,7 +102,7 @@ impl Dispatcher {
         host: &str,
         action: CommandAction,
         options: &StartOptions,
-    ) -> Result<Uuid, ApiError> {
+    ) -> Result<Uuid, ServiceError> {
         let kind = match &action {
             CommandAction::Start(_) => "start",
             CommandAction::Stop { .. } => "stop",
@@ -120,10 +120,10 @@ impl Dispatcher {
         let token = self
             .signer
             .sign_with_options(&command, options)
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+            .map_err(|e| ServiceError::Internal(e.to_string()))?;
         self.publisher.publish(host, &token).await.map_err(|e| {
             self.metrics.command(kind, "failed");
-            ApiError::Unavailable(format!("could not publish the command to Kafka: {e}"))
+            ServiceError::Unavailable(format!("could not publish the command to Kafka: {e}"))
         })?;
         self.metrics.command(kind, "published");
         tracing::info!(command_id = %command.id, host, "command published");

@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use self::deploy::{DeployOptions, Deployer, IssueIdentity};
 use self::heartbeats::HeartbeatTracker;
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 
 /// `undeploy mode=drain` may wait for the longest profile (1 h) to end.
 const DRAIN_DEADLINE_SECS: i64 = 2 * 3600;
@@ -103,7 +103,7 @@ impl Control {
     /// Whether `host`'s agent heartbeated recently: as heard on Kafka by
     /// this server, or as stored by the pipeline (which may lag, and which
     /// a server that just started has not heard yet).
-    pub async fn host_is_live(&self, host: &str) -> Result<bool, ApiError> {
+    pub async fn host_is_live(&self, host: &str) -> Result<bool, ServiceError> {
         let within = self.deadlines.live_within_secs;
         let heard = self
             .heartbeats
@@ -113,7 +113,11 @@ impl Control {
     }
 
     /// Deploys an agent to `host` unless one is live there already.
-    pub async fn deploy(&self, host: &str, requested_by: &str) -> Result<DeployOutcome, ApiError> {
+    pub async fn deploy(
+        &self,
+        host: &str,
+        requested_by: &str,
+    ) -> Result<DeployOutcome, ServiceError> {
         let new = NewRequest {
             kind: RequestKind::Deploy,
             host: host.to_owned(),
@@ -136,7 +140,7 @@ impl Control {
             let reason = "no live agent on the host and no deployer configured (--deployer)";
             self.settle(request.id, RequestStatus::Failed, reason)
                 .await?;
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "cannot deploy to {host}: {reason}"
             )));
         };
@@ -160,9 +164,13 @@ impl Control {
 
     /// Records a request carried out by one signed command: `send`
     /// publishes it and returns the command id.
-    pub async fn record_command<F>(&self, new: NewRequest, send: F) -> Result<RequestRow, ApiError>
+    pub async fn record_command<F>(
+        &self,
+        new: NewRequest,
+        send: F,
+    ) -> Result<RequestRow, ServiceError>
     where
-        F: Future<Output = Result<Uuid, ApiError>>,
+        F: Future<Output = Result<Uuid, ServiceError>>,
     {
         let request = match self.requests.insert(&new).await? {
             Ok(request) | Err(request) => request,
@@ -185,11 +193,11 @@ impl Control {
         }
     }
 
-    pub async fn load(&self, id: Uuid) -> Result<RequestRow, ApiError> {
+    pub async fn load(&self, id: Uuid) -> Result<RequestRow, ServiceError> {
         self.requests
             .get(id)
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no request {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no request {id}")))
     }
 
     async fn settle(
@@ -197,7 +205,7 @@ impl Control {
         id: Uuid,
         status: RequestStatus,
         reason: &str,
-    ) -> Result<RequestRow, ApiError> {
+    ) -> Result<RequestRow, ServiceError> {
         self.requests
             .transition(id, status, Some(reason), None)
             .await?;

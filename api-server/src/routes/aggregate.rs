@@ -246,7 +246,7 @@ async fn aggregate(
         orientation,
         tree,
     } = AggregateParams::from_pairs(pairs)?.validate()?;
-    aggregate::aggregate(&state, query, format, orientation, tree).await
+    Ok(aggregate::aggregate(&state, query, format, orientation, tree).await?)
 }
 
 #[cfg(test)]

@@ -222,7 +222,7 @@ async fn diff_handler(
     AppQuery(query): AppQuery<DiffQuery>,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
-    diff::compare(&state, query.validate()?).await
+    Ok(diff::compare(&state, query.validate()?).await?)
 }
 
 #[cfg(test)]

@@ -148,7 +148,7 @@ async fn enroll(
         }
         Err(refused) => {
             tracing::info!(host = ?host, reason = %refused, "agent enrollment refused");
-            Err(refused)
+            Err(refused.into())
         }
     }
 }

@@ -87,7 +87,7 @@ async fn flame_graph(
     AppQuery(query): AppQuery<FlameGraphQuery>,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Viewer)?;
-    let row = profiles::get(&state, id).await?;
+    let row = profiles::get(&state.profiles, id).await?;
     let slice = SliceParams {
         thread: query.thread.as_deref(),
         include: query.include.as_deref(),
@@ -131,6 +131,7 @@ async fn flame_graph(
         .into_response()
     })
     .await
+    .map_err(ApiError::from)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -183,7 +184,7 @@ async fn top(
             "`limit` must be between 1 and 1000".into(),
         ));
     }
-    profiles::get(&state, id).await?;
+    profiles::get(&state.profiles, id).await?;
     let _turn = state.read_limits.heavy_read().await?;
     let slice = SliceParams {
         thread: query.thread.as_deref(),

@@ -59,6 +59,6 @@ async fn rules(
 ) -> Result<Json<RulesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
     Ok(Json(RulesResponse {
-        rules: rules::list(&state).await?,
+        rules: rules::list(&state.pool).await?,
     }))
 }

@@ -30,5 +30,5 @@ pub(crate) async fn list(
     AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<Json<ProfilesPage>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(profile_list::page(&state, query).await?))
+    Ok(Json(profile_list::page(&state.profiles, query).await?))
 }

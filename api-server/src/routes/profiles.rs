@@ -103,7 +103,7 @@ async fn stop(
     caller: Caller,
     AppPath(id): AppPath<Uuid>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let row = profiles::get(&state, id).await?;
+    let row = profiles::get(&state.profiles, id).await?;
     caller.require_profiling(&row.service)?;
     profiles::stop(&state, &row, &caller.subject).await?;
     Ok((StatusCode::ACCEPTED, Json(views::profile(row))))

@@ -44,7 +44,7 @@ async fn create(
     AppJson(body): AppJson<RuleBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let rule = rules::create(&state, body, &caller.subject).await?;
+    let rule = rules::create(&state.pool, body, &caller.subject).await?;
     Ok((StatusCode::CREATED, Json(rule)))
 }
 
@@ -66,7 +66,7 @@ async fn describe(
     AppPath(id): AppPath<String>,
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(rules::describe(&state, &id).await?))
+    Ok(Json(rules::describe(&state.pool, &id).await?))
 }
 
 /// Replaces a rule (a seed rule becomes the admin's, never reset by the
@@ -91,7 +91,7 @@ async fn replace(
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Admin)?;
     Ok(Json(
-        rules::replace(&state, id, body, &caller.subject).await?,
+        rules::replace(&state.pool, id, body, &caller.subject).await?,
     ))
 }
 
@@ -117,7 +117,7 @@ async fn change(
 ) -> Result<Json<RuleView>, ApiError> {
     caller.require(Role::Admin)?;
     Ok(Json(
-        rules::change(&state, &id, patch, &caller.subject).await?,
+        rules::change(&state.pool, &id, patch, &caller.subject).await?,
     ))
 }
 
@@ -139,5 +139,5 @@ async fn latest_reanalysis(
     AppPath(id): AppPath<String>,
 ) -> Result<Json<Reanalysis>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(rules::latest_reanalysis(&state, &id).await?))
+    Ok(Json(rules::latest_reanalysis(&state.pool, &id).await?))
 }

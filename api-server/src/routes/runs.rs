@@ -173,7 +173,7 @@ async fn precision(
 ) -> Result<Json<RunPrecision>, ApiError> {
     caller.require(Role::Viewer)?;
     let row = runs::row(&state, id).await?;
-    let (stop_when, decision) = run_precision::decide(&state, &row).await?;
+    let (stop_when, decision) = run_precision::decide(&state.pool, &row).await?;
     Ok(Json(RunPrecision {
         run: id,
         stop_when,

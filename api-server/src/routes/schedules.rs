@@ -50,7 +50,7 @@ async fn create(
     AppJson(body): AppJson<serde_json::Value>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let schedule = schedules::create(&state, body, &caller.subject).await?;
+    let schedule = schedules::create(&state.pool, body, &caller.subject).await?;
     tracing::info!(schedule = %schedule.id, name = %schedule.name, by = %caller.subject, "schedule created");
     Ok((StatusCode::CREATED, Json(schedule)))
 }
@@ -72,7 +72,7 @@ async fn list(
 ) -> Result<Json<SchedulesResponse>, ApiError> {
     caller.require(Role::Viewer)?;
     Ok(Json(SchedulesResponse {
-        schedules: schedules::list(&state).await?,
+        schedules: schedules::list(&state.pool).await?,
     }))
 }
 
@@ -95,7 +95,7 @@ async fn describe(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<ScheduleWithRuns>, ApiError> {
     caller.require(Role::Viewer)?;
-    Ok(Json(schedules::describe(&state, id).await?))
+    Ok(Json(schedules::describe(&state.pool, id).await?))
 }
 
 /// Change a schedule (admin); absent fields stay as they are.
@@ -119,7 +119,7 @@ async fn update(
     AppJson(request): AppJson<UpdateScheduleRequest>,
 ) -> Result<Json<Schedule>, ApiError> {
     caller.require(Role::Admin)?;
-    let schedule = schedules::update(&state, id, request).await?;
+    let schedule = schedules::update(&state.pool, id, request).await?;
     tracing::info!(schedule = %id, by = %caller.subject, "schedule changed");
     Ok(Json(schedule))
 }
@@ -143,7 +143,7 @@ async fn remove(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin)?;
-    schedules::delete(&state, id).await?;
+    schedules::delete(&state.pool, id).await?;
     tracing::info!(schedule = %id, by = %caller.subject, "schedule deleted");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -10,9 +10,9 @@ use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::EventKind;
 use odp_store::{CoverageByEvent, Read, ReadScope};
 
-use crate::error::ApiError;
 use crate::render::{Format, Orientation};
 use crate::service::queries::{render_merged, MergedTitle, TreeParams};
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// A service's aggregate: which service and range, and what to read of it.
@@ -51,7 +51,7 @@ pub(crate) async fn aggregate(
     format: Format,
     orientation: Orientation,
     tree: TreeParams,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ServiceError> {
     let read = query.read();
     let ServiceQuery {
         service,

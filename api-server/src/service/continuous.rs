@@ -12,7 +12,7 @@ use odp_store::{
 };
 use uuid::Uuid;
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 
 /// The operator's bounds on continuous profiles (`serve` flags).
@@ -42,11 +42,11 @@ impl Default for ContinuousLimits {
 }
 
 impl ContinuousLimits {
-    fn frequency(&self, hz: u32) -> Result<u32, ApiError> {
+    fn frequency(&self, hz: u32) -> Result<u32, ServiceError> {
         if (1..=self.max_hz).contains(&hz) {
             Ok(hz)
         } else {
-            Err(ApiError::Unprocessable(format!(
+            Err(ServiceError::Invalid(format!(
                 "`frequency_hz` {hz} is outside this server's limits for continuous profiles: \
                  1 to {} Hz",
                 self.max_hz
@@ -55,13 +55,13 @@ impl ContinuousLimits {
     }
 
     /// A budget in percent as millionths of a core.
-    fn budget(&self, percent: f64) -> Result<u32, ApiError> {
+    fn budget(&self, percent: f64) -> Result<u32, ServiceError> {
         let ppm = (percent * f64::from(PPM) / 100.0).round();
         if percent.is_finite() && percent > 0.0 && percent <= self.max_budget_percent && ppm >= 1.0
         {
             Ok(ppm as u32)
         } else {
-            Err(ApiError::Unprocessable(format!(
+            Err(ServiceError::Invalid(format!(
                 "`cpu_budget_percent` {percent} is outside this server's limits for continuous \
                  profiles: above 0 and at most {} % of one core",
                 self.max_budget_percent
@@ -71,19 +71,19 @@ impl ContinuousLimits {
 }
 
 /// The events whose cost the budget bounds by lowering the rate.
-fn event(event: EventKind) -> Result<EventKind, ApiError> {
+fn event(event: EventKind) -> Result<EventKind, ServiceError> {
     match event {
         EventKind::CpuClock | EventKind::Wall => Ok(event),
-        other => Err(ApiError::Unprocessable(format!(
+        other => Err(ServiceError::Invalid(format!(
             "`event` {other} cannot be profiled continuously: use `cpu-clock` or `wall`"
         ))),
     }
 }
 
 /// A host list checked, sorted and without repeats; empty is every host.
-pub(crate) fn hosts(hosts: Vec<String>) -> Result<Option<Vec<String>>, ApiError> {
+pub(crate) fn hosts(hosts: Vec<String>) -> Result<Option<Vec<String>>, ServiceError> {
     if hosts.len() > MAX_ASSIGNED_HOSTS {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`hosts` names {} hosts, at most {MAX_ASSIGNED_HOSTS}",
             hosts.len()
         )));
@@ -101,7 +101,7 @@ fn new_continuous(
     request: CreateContinuousRequest,
     limits: &ContinuousLimits,
     created_by: &str,
-) -> Result<NewContinuous, ApiError> {
+) -> Result<NewContinuous, ServiceError> {
     validate_name("service", &request.service)?;
     let default_percent = f64::from(DEFAULT_CPU_BUDGET_PPM) * 100.0 / f64::from(PPM);
     Ok(NewContinuous {
@@ -117,7 +117,7 @@ fn new_continuous(
 fn patch(
     request: UpdateContinuousRequest,
     limits: &ContinuousLimits,
-) -> Result<ContinuousPatch, ApiError> {
+) -> Result<ContinuousPatch, ServiceError> {
     Ok(ContinuousPatch {
         event: request.event.map(event).transpose()?,
         frequency_hz: request
@@ -150,13 +150,13 @@ fn view(row: ContinuousRow) -> ContinuousProfile {
     }
 }
 
-fn not_found(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no continuous profile {id}"))
+fn not_found(id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!("no continuous profile {id}"))
 }
 
 /// Refuses a second continuous profile of the same processes: the
 /// service's, or another service's with the same target.
-async fn check_target_free(db: &Database, service: &str) -> Result<(), ApiError> {
+async fn check_target_free(db: &Database, service: &str) -> Result<(), ServiceError> {
     let targets: std::collections::HashMap<String, odp_core::Target> = Services::new(db.clone())
         .list()
         .await?
@@ -164,20 +164,20 @@ async fn check_target_free(db: &Database, service: &str) -> Result<(), ApiError>
         .map(|s| (s.name, s.target))
         .collect();
     let target = targets.get(service).ok_or_else(|| {
-        ApiError::Unprocessable(format!(
+        ServiceError::Invalid(format!(
             "no service {service:?}: define it first (POST /api/v1/services)"
         ))
     })?;
     for other in ContinuousProfiles::new(db.clone()).list().await? {
         if other.service == service {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "service {service:?} is already profiled continuously ({}); change that one \
                  instead",
                 other.id
             )));
         }
         if targets.get(&other.service) == Some(target) {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "service {:?} profiles the same processes ({target}) continuously ({})",
                 other.service, other.id
             )));
@@ -191,7 +191,7 @@ pub(crate) async fn create(
     request: CreateContinuousRequest,
     limits: &ContinuousLimits,
     created_by: &str,
-) -> Result<ContinuousProfile, ApiError> {
+) -> Result<ContinuousProfile, ServiceError> {
     let new = new_continuous(request, limits, created_by)?;
     check_target_free(db, &new.service).await?;
     Ok(view(
@@ -199,7 +199,7 @@ pub(crate) async fn create(
     ))
 }
 
-pub(crate) async fn list(db: &Database) -> Result<Vec<ContinuousProfile>, ApiError> {
+pub(crate) async fn list(db: &Database) -> Result<Vec<ContinuousProfile>, ServiceError> {
     Ok(ContinuousProfiles::new(db.clone())
         .list()
         .await?
@@ -208,7 +208,7 @@ pub(crate) async fn list(db: &Database) -> Result<Vec<ContinuousProfile>, ApiErr
         .collect())
 }
 
-pub(crate) async fn get(db: &Database, id: Uuid) -> Result<ContinuousProfile, ApiError> {
+pub(crate) async fn get(db: &Database, id: Uuid) -> Result<ContinuousProfile, ServiceError> {
     ContinuousProfiles::new(db.clone())
         .get(id)
         .await?
@@ -222,7 +222,7 @@ pub(crate) async fn update(
     request: UpdateContinuousRequest,
     limits: &ContinuousLimits,
     updated_by: &str,
-) -> Result<ContinuousProfile, ApiError> {
+) -> Result<ContinuousProfile, ServiceError> {
     let patch = patch(request, limits)?;
     ContinuousProfiles::new(db.clone())
         .update(id, &patch, updated_by)
@@ -231,7 +231,7 @@ pub(crate) async fn update(
         .ok_or_else(|| not_found(id))
 }
 
-pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ApiError> {
+pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ServiceError> {
     if ContinuousProfiles::new(db.clone()).delete(id).await? {
         Ok(())
     } else {
@@ -243,7 +243,7 @@ pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ApiError> {
 mod tests {
     use super::*;
 
-    fn create(json: serde_json::Value) -> Result<NewContinuous, ApiError> {
+    fn create(json: serde_json::Value) -> Result<NewContinuous, ServiceError> {
         new_continuous(
             serde_json::from_value(json).unwrap(),
             &ContinuousLimits::default(),
@@ -251,9 +251,9 @@ mod tests {
         )
     }
 
-    fn refusal(result: Result<NewContinuous, ApiError>) -> String {
+    fn refusal(result: Result<NewContinuous, ServiceError>) -> String {
         match result {
-            Err(ApiError::Unprocessable(message)) => message,
+            Err(ServiceError::Invalid(message)) => message,
             other => panic!("not a 422: {other:?}"),
         }
     }

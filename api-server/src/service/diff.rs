@@ -19,11 +19,11 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::read_budget::decoded_nodes;
 use crate::render::{differential_svg, sample_unit};
 use crate::service::profiles;
 use crate::service::runs::{self, reads};
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// JSON (per-frame shares and the biggest changes) or an SVG
@@ -75,7 +75,7 @@ async fn load_side(
     side: &Side,
     filter: &StackFilter,
     event: Option<odp_core::EventKind>,
-) -> Result<LoadedSide, ApiError> {
+) -> Result<LoadedSide, ServiceError> {
     if let Side::Run { id, stratum } = side {
         let row = runs::row(state, *id).await?;
         let read = Read {
@@ -95,7 +95,7 @@ async fn load_side(
     let (label, read) = match side {
         Side::Run { .. } => unreachable!("read above"),
         Side::Profile(id) => {
-            profiles::get(state, *id).await?;
+            profiles::get(&state.profiles, *id).await?;
             (format!("profile {id}"), Read::profile(*id))
         }
         Side::Aggregate {
@@ -138,7 +138,7 @@ fn loaded(label: String, result: ReadResult) -> LoadedSide {
 }
 
 /// Reads both sides of `valid` and compares them as its format asks.
-pub(crate) async fn compare(state: &AppState, valid: ValidDiff) -> Result<Response, ApiError> {
+pub(crate) async fn compare(state: &AppState, valid: ValidDiff) -> Result<Response, ServiceError> {
     let limits = state.read_limits.clone();
     let _turn = limits.heavy_read().await?;
     let baseline = load_side(state, &valid.baseline, &valid.filter, valid.event).await?;
@@ -148,7 +148,7 @@ pub(crate) async fn compare(state: &AppState, valid: ValidDiff) -> Result<Respon
     limits.check_nodes(baseline_nodes + decoded_nodes(&target.result))?;
     if let (Some(b), Some(t)) = (&baseline.summary.event, &target.summary.event) {
         if b != t {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "cannot compare {b} with {t}: their samples measure different things"
             )));
         }
@@ -165,7 +165,7 @@ pub(crate) async fn compare(state: &AppState, valid: ValidDiff) -> Result<Respon
                 )
             })
             .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+            .map_err(|e| ServiceError::Internal(e.to_string()))?;
             Ok(Json(DiffJson {
                 baseline: baseline.summary,
                 target: target.summary,
@@ -177,7 +177,7 @@ pub(crate) async fn compare(state: &AppState, valid: ValidDiff) -> Result<Respon
         DiffFormat::Svg => {
             for side in [&baseline, &target] {
                 if side.summary.samples == 0 {
-                    return Err(ApiError::NotFound(format!(
+                    return Err(ServiceError::NotFound(format!(
                         "{} has no samples to compare",
                         side.summary.label
                     )));
@@ -194,7 +194,7 @@ pub(crate) async fn compare(state: &AppState, valid: ValidDiff) -> Result<Respon
                 differential_svg(&drawn_folded(&before), &drawn_folded(&after), title)
             })
             .await
-            .map_err(|e| ApiError::Internal(e.to_string()))??;
+            .map_err(|e| ServiceError::Internal(e.to_string()))??;
             limits.check_output(svg.len())?;
             Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
         }

@@ -25,9 +25,9 @@ use ring::rand::SecureRandom as _;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::identities::{issued, public_key, IdentityIssuer};
 use crate::service::page_limit;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 
 /// How long a token lives when the request does not say: an hour.
@@ -48,17 +48,17 @@ pub(crate) async fn create(
     db: &Database,
     request: CreateEnrollmentTokenRequest,
     created_by: &str,
-) -> Result<CreatedEnrollmentToken, ApiError> {
+) -> Result<CreatedEnrollmentToken, ServiceError> {
     validate_name("host", &request.host)?;
     let expires_in = request.expires_in_secs.unwrap_or(DEFAULT_EXPIRES_SECS);
     if !(MIN_EXPIRES_SECS..=MAX_EXPIRES_SECS).contains(&expires_in) {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`expires_in_secs` must be between {MIN_EXPIRES_SECS} and {MAX_EXPIRES_SECS} (a week)"
         )));
     }
     let uses = request.uses.unwrap_or(1);
     if !(1..=MAX_USES).contains(&uses) {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`uses` must be between 1 and {MAX_USES}"
         )));
     }
@@ -87,7 +87,7 @@ pub(crate) async fn list(
     db: &Database,
     host: Option<&str>,
     limit: Option<i64>,
-) -> Result<EnrollmentTokenList, ApiError> {
+) -> Result<EnrollmentTokenList, ServiceError> {
     if let Some(host) = host {
         validate_name("host", host)?;
     }
@@ -104,12 +104,16 @@ pub(crate) async fn list(
 
 /// Revokes `id` (a second revocation keeps the first's time and revoker);
 /// 404 when there is no such token.
-pub(crate) async fn revoke(db: &Database, id: Uuid, by: &str) -> Result<EnrollmentToken, ApiError> {
+pub(crate) async fn revoke(
+    db: &Database,
+    id: Uuid,
+    by: &str,
+) -> Result<EnrollmentToken, ServiceError> {
     let tokens = EnrollmentTokens::new(db.clone());
     let row = tokens
         .revoke(id, by)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no enrollment token {id}")))?;
+        .ok_or_else(|| ServiceError::NotFound(format!("no enrollment token {id}")))?;
     let identities = tokens.enrolled(id).await?;
     Ok(view(row, identities, Utc::now()))
 }
@@ -120,7 +124,7 @@ pub(crate) async fn enroll(
     issuer: &IdentityIssuer,
     db: &Database,
     request: EnrollAgentRequest,
-) -> Result<(IssuedAgentIdentity, Uuid), ApiError> {
+) -> Result<(IssuedAgentIdentity, Uuid), ServiceError> {
     validate_name("host", &request.host)?;
     let key = public_key(&request.public_key)?;
     let token = request.token.trim();
@@ -144,35 +148,35 @@ pub(crate) async fn enroll(
     }
 }
 
-fn not_valid() -> ApiError {
-    ApiError::Unauthorized("the enrollment token is not valid".into())
+fn not_valid() -> ServiceError {
+    ServiceError::Unauthenticated("the enrollment token is not valid".into())
 }
 
 /// What the agent is told. Each of these but the first means the caller
 /// holds a real token's secret, so saying which adds nothing an attacker
 /// could guess with.
-fn refused(why: Refusal) -> ApiError {
+fn refused(why: Refusal) -> ServiceError {
     match why {
         Refusal::Unknown => not_valid(),
-        Refusal::Revoked => ApiError::Forbidden("the enrollment token was revoked".into()),
-        Refusal::Expired => {
-            ApiError::Forbidden("the enrollment token expired: ask an admin for a new one".into())
-        }
-        Refusal::UsedUp => ApiError::Conflict(
+        Refusal::Revoked => ServiceError::Forbidden("the enrollment token was revoked".into()),
+        Refusal::Expired => ServiceError::Forbidden(
+            "the enrollment token expired: ask an admin for a new one".into(),
+        ),
+        Refusal::UsedUp => ServiceError::Conflict(
             "the enrollment token was used already: ask an admin for a new one".into(),
         ),
-        Refusal::OtherHost => {
-            ApiError::Forbidden("the enrollment token is for another host: check --host-id".into())
-        }
+        Refusal::OtherHost => ServiceError::Forbidden(
+            "the enrollment token is for another host: check --host-id".into(),
+        ),
     }
 }
 
 /// 32 random bytes, base64url, after [`PREFIX`].
-fn new_secret() -> Result<String, ApiError> {
+fn new_secret() -> Result<String, ServiceError> {
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
-        .map_err(|_| ApiError::Internal("no randomness for an enrollment token".into()))?;
+        .map_err(|_| ServiceError::Internal("no randomness for an enrollment token".into()))?;
     Ok(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
 }
 

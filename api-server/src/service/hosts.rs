@@ -6,12 +6,12 @@ use odp_api_types::{AgentView, UndeployResponse};
 use odp_core::command::{CommandAction, UndeployMode};
 use odp_store::{NewRequest, RequestKind};
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 use crate::views;
 use crate::AppState;
 
 /// Every agent heard from, live when its last heartbeat is recent.
-pub(crate) async fn agents(state: &AppState) -> Result<Vec<AgentView>, ApiError> {
+pub(crate) async fn agents(state: &AppState) -> Result<Vec<AgentView>, ServiceError> {
     let now = Utc::now();
     let live_within_secs = state.control.live_within_secs();
     Ok(odp_store::list_agents(&state.pool)
@@ -36,7 +36,7 @@ pub(crate) async fn undeploy(
     host: String,
     mode: UndeployMode,
     by: &str,
-) -> Result<UndeployResponse, ApiError> {
+) -> Result<UndeployResponse, ServiceError> {
     let new = NewRequest {
         kind: RequestKind::Undeploy,
         host: host.clone(),

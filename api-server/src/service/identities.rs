@@ -19,8 +19,8 @@ use odp_store::{Database, Identities, IdentityRow, NewIdentity};
 use uuid::Uuid;
 
 use crate::control::deploy::{AgentCredentials, IssueFuture, IssueIdentity, WithdrawFuture};
-use crate::error::ApiError;
 use crate::service::page_limit;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 
 /// The longest a certificate may be valid: ten years.
@@ -61,7 +61,7 @@ impl IdentityIssuer {
         public_key: &[u8; 32],
         valid_days: i64,
         issued_by: &str,
-    ) -> Result<(IdentityRow, String), ApiError> {
+    ) -> Result<(IdentityRow, String), ServiceError> {
         let (new, certificate) = self.certify(host, public_key, valid_days, issued_by)?;
         let row = self.identities.record(&new).await?;
         Ok((row, certificate))
@@ -75,13 +75,13 @@ impl IdentityIssuer {
         public_key: &[u8; 32],
         valid_days: i64,
         issued_by: &str,
-    ) -> Result<(NewIdentity, String), ApiError> {
+    ) -> Result<(NewIdentity, String), ServiceError> {
         // Whole seconds, so the record's times are the certificate's.
         let issued_at = Utc::now().timestamp();
         let expires_at = issued_at + valid_days * 86_400;
         let (id, certificate) =
             issue_certificate(&self.signer, host, public_key, issued_at, expires_at)
-                .map_err(|e| ApiError::Internal(format!("issuing a certificate: {e}")))?;
+                .map_err(|e| ServiceError::Internal(format!("issuing a certificate: {e}")))?;
         let new = NewIdentity {
             id,
             host: host.to_owned(),
@@ -137,11 +137,11 @@ struct Checked {
     valid_days: i64,
 }
 
-fn check(request: IssueAgentIdentityRequest) -> Result<Checked, ApiError> {
+fn check(request: IssueAgentIdentityRequest) -> Result<Checked, ServiceError> {
     validate_name("host", &request.host)?;
     let valid_days = request.valid_days.unwrap_or(DEFAULT_CERTIFICATE_DAYS);
     if !(1..=MAX_VALID_DAYS).contains(&valid_days) {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`valid_days` must be between 1 and {MAX_VALID_DAYS}"
         )));
     }
@@ -155,14 +155,14 @@ fn check(request: IssueAgentIdentityRequest) -> Result<Checked, ApiError> {
 
 /// An agent's public key as a request gives it: base64url of its 32
 /// bytes, or an SPKI PEM.
-pub(crate) fn public_key(text: &str) -> Result<[u8; 32], ApiError> {
+pub(crate) fn public_key(text: &str) -> Result<[u8; 32], ServiceError> {
     if text.chars().count() > MAX_PUBLIC_KEY_CHARS {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`public_key` must be at most {MAX_PUBLIC_KEY_CHARS} characters"
         )));
     }
     parse_public_key(text).map_err(|e| {
-        ApiError::Unprocessable(format!(
+        ServiceError::Invalid(format!(
             "`public_key` must be an Ed25519 public key (base64url of its 32 bytes, \
              or an SPKI PEM): {e}"
         ))
@@ -175,13 +175,13 @@ pub(crate) async fn issue(
     issuer: &IdentityIssuer,
     request: IssueAgentIdentityRequest,
     issued_by: &str,
-) -> Result<IssuedAgentIdentity, ApiError> {
+) -> Result<IssuedAgentIdentity, ServiceError> {
     let checked = check(request)?;
     let (public_key, private_key_pem) = match checked.public_key {
         Some(public_key) => (public_key, None),
         None => {
             let key = AgentKey::generate()
-                .map_err(|e| ApiError::Internal(format!("generating a key: {e}")))?;
+                .map_err(|e| ServiceError::Internal(format!("generating a key: {e}")))?;
             (key.public_key(), Some(key.to_pem()))
         }
     };
@@ -232,7 +232,7 @@ pub(crate) async fn list(
     db: &Database,
     host: Option<&str>,
     limit: Option<i64>,
-) -> Result<AgentIdentityList, ApiError> {
+) -> Result<AgentIdentityList, ServiceError> {
     if let Some(host) = host {
         validate_name("host", host)?;
     }
@@ -249,24 +249,24 @@ pub(crate) async fn revoke(
     db: &Database,
     id: Uuid,
     by: &str,
-) -> Result<AgentIdentityRecord, ApiError> {
+) -> Result<AgentIdentityRecord, ServiceError> {
     Identities::new(db.clone())
         .revoke(id, by)
         .await?
         .map(record)
-        .ok_or_else(|| ApiError::NotFound(format!("no agent identity {id}")))
+        .ok_or_else(|| ServiceError::NotFound(format!("no agent identity {id}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn checked(json: serde_json::Value) -> Result<Checked, ApiError> {
+    fn checked(json: serde_json::Value) -> Result<Checked, ServiceError> {
         check(serde_json::from_value(json).unwrap())
     }
 
-    fn message(error: ApiError) -> String {
-        assert!(matches!(error, ApiError::Unprocessable(_)), "{error:?}");
+    fn message(error: ServiceError) -> String {
+        assert!(matches!(error, ServiceError::Invalid(_)), "{error:?}");
         error.to_string()
     }
 

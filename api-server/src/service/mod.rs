@@ -29,12 +29,15 @@ pub(crate) mod triggers;
 pub(crate) const MAX_PAGE: i64 = 500;
 
 /// A list's `limit`, `default` when absent; 422 outside 1..=[`MAX_PAGE`].
-pub(crate) fn page_limit(limit: Option<i64>, default: i64) -> Result<i64, crate::error::ApiError> {
+pub(crate) fn page_limit(
+    limit: Option<i64>,
+    default: i64,
+) -> Result<i64, crate::service_error::ServiceError> {
     let limit = limit.unwrap_or(default);
     if (1..=MAX_PAGE).contains(&limit) {
         Ok(limit)
     } else {
-        Err(crate::error::ApiError::Unprocessable(format!(
+        Err(crate::service_error::ServiceError::Invalid(format!(
             "`limit` must be between 1 and {MAX_PAGE}"
         )))
     }

@@ -5,16 +5,15 @@
 
 use chrono::{DateTime, Utc};
 use odp_api_types::ProfilesPage;
-use odp_store::{Labels, ProfileFilter, ProfileStatus};
+use odp_store::{Labels, ProfileFilter, ProfileStatus, Profiles};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::MAX_PAGE;
+use crate::service_error::ServiceError;
 use crate::validate::{validate_labels, validate_name};
 use crate::views;
-use crate::AppState;
 
 /// What a client may filter the list by: the query string of
 /// `GET /api/v1/profiles`.
@@ -42,9 +41,12 @@ pub(crate) struct ListQuery {
 }
 
 /// One page of the profiles `query` asks for.
-pub(crate) async fn page(state: &AppState, query: ListQuery) -> Result<ProfilesPage, ApiError> {
+pub(crate) async fn page(
+    profiles: &Profiles,
+    query: ListQuery,
+) -> Result<ProfilesPage, ServiceError> {
     let filter = query.into_filter()?;
-    let rows = state.profiles.list(&filter).await?;
+    let rows = profiles.list(&filter).await?;
     let next_cursor = (rows.len() as i64 == filter.limit)
         .then(|| rows.last().map(|r| encode_cursor(r.created_at, r.id)))
         .flatten();
@@ -55,7 +57,7 @@ pub(crate) async fn page(state: &AppState, query: ListQuery) -> Result<ProfilesP
 }
 
 impl ListQuery {
-    fn into_filter(self) -> Result<ProfileFilter, ApiError> {
+    fn into_filter(self) -> Result<ProfileFilter, ServiceError> {
         if let Some(service) = &self.service {
             validate_name("service", service)?;
         }
@@ -66,19 +68,19 @@ impl ListQuery {
             .status
             .map(|s| {
                 s.parse::<ProfileStatus>()
-                    .map_err(|_| ApiError::Unprocessable(format!("unknown status {s:?}")))
+                    .map_err(|_| ServiceError::Invalid(format!("unknown status {s:?}")))
             })
             .transpose()?;
         if let (Some(since), Some(until)) = (self.since, self.until) {
             if since >= until {
-                return Err(ApiError::Unprocessable(
+                return Err(ServiceError::Invalid(
                     "`since` must be before `until`".into(),
                 ));
             }
         }
         let limit = self.limit.unwrap_or(50);
         if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "`limit` must be between 1 and {MAX_PAGE}"
             )));
         }
@@ -99,11 +101,11 @@ impl ListQuery {
 
 /// `env:prod,team:checkout` into labels (values may hold `:`; spaces
 /// around keys and values are ignored).
-fn parse_labels(text: &str) -> Result<Labels, ApiError> {
+fn parse_labels(text: &str) -> Result<Labels, ServiceError> {
     let mut labels = Labels::new();
     for pair in text.split(',') {
         let (key, value) = pair.split_once(':').ok_or_else(|| {
-            ApiError::Unprocessable(format!("label filter {pair:?} is not key:value"))
+            ServiceError::Invalid(format!("label filter {pair:?} is not key:value"))
         })?;
         labels.insert(key.trim().to_owned(), value.trim().to_owned());
     }
@@ -115,8 +117,8 @@ fn encode_cursor(at: DateTime<Utc>, id: Uuid) -> String {
     format!("{}.{}", at.timestamp_micros(), id.simple())
 }
 
-fn decode_cursor(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
-    let bad = || ApiError::BadRequest(format!("invalid cursor {cursor:?}"));
+fn decode_cursor(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ServiceError> {
+    let bad = || ServiceError::Malformed(format!("invalid cursor {cursor:?}"));
     let (micros, id) = cursor.split_once('.').ok_or_else(bad)?;
     let at = micros
         .parse::<i64>()

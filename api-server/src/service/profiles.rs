@@ -9,13 +9,13 @@ use odp_core::{Snapshot, Target};
 use odp_store::runtime::profile_runtime;
 use odp_store::{
     read_coverage, Inserted, Labels, NewProfile, NewRequest, ProfileMode, ProfileRow,
-    ProfileStatus, Read, RequestKind,
+    ProfileStatus, Profiles, Read, RequestKind,
 };
 use uuid::Uuid;
 
 use crate::auth::{Caller, Role};
-use crate::error::ApiError;
 use crate::service::start_options::start_options;
+use crate::service_error::ServiceError;
 use crate::validate::{validate_labels, validate_name};
 use crate::views;
 use crate::AppState;
@@ -57,10 +57,10 @@ pub(crate) struct ValidStart {
 }
 
 impl TryFrom<StartRequest> for ValidStart {
-    type Error = ApiError;
+    type Error = ServiceError;
 
-    fn try_from(request: StartRequest) -> Result<ValidStart, ApiError> {
-        let invalid = |m: String| Err(ApiError::Unprocessable(m));
+    fn try_from(request: StartRequest) -> Result<ValidStart, ServiceError> {
+        let invalid = |m: String| Err(ServiceError::Invalid(m));
         validate_name("host", &request.host)?;
         let target = target_of(&request)?;
         if !(1..=MAX_DURATION_SECS).contains(&request.duration_secs) {
@@ -100,7 +100,7 @@ impl TryFrom<StartRequest> for ValidStart {
         let options = start_options(request.options.unwrap_or_default(), frequency_hz)?;
         options
             .check_target(&target)
-            .map_err(|e| ApiError::Unprocessable(format!("options: {e}")))?;
+            .map_err(|e| ServiceError::Invalid(format!("options: {e}")))?;
         Ok(ValidStart {
             options,
             labels: request.labels,
@@ -116,7 +116,7 @@ impl TryFrom<StartRequest> for ValidStart {
 }
 
 /// The one target field given, checked.
-fn target_of(request: &StartRequest) -> Result<Target, ApiError> {
+fn target_of(request: &StartRequest) -> Result<Target, ServiceError> {
     let given = [
         request.pid.map(Target::Pid),
         request.process_name.clone().map(Target::ProcessName),
@@ -132,8 +132,8 @@ fn target_of(request: &StartRequest) -> Result<Target, ApiError> {
 pub(crate) fn one_target(
     mut given: impl Iterator<Item = Target>,
     fields: &str,
-) -> Result<Target, ApiError> {
-    let invalid = |m: String| Err(ApiError::Unprocessable(m));
+) -> Result<Target, ServiceError> {
+    let invalid = |m: String| Err(ServiceError::Invalid(m));
     let (Some(target), None) = (given.next(), given.next()) else {
         return invalid(format!("give exactly one target: {fields}"));
     };
@@ -148,7 +148,7 @@ pub(crate) fn one_target(
     }
     target
         .check()
-        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+        .map_err(|e| ServiceError::Invalid(e.to_string()))?;
     Ok(target)
 }
 
@@ -160,7 +160,7 @@ pub(crate) async fn start(
     valid: ValidStart,
     by: &StartedBy,
     idempotency_key: Option<String>,
-) -> Result<Inserted, ApiError> {
+) -> Result<Inserted, ServiceError> {
     let requested_by = by.subject.as_str();
     let id = Uuid::new_v4();
     let inserted = state
@@ -214,7 +214,7 @@ pub(crate) async fn start(
         .transition(id, ProfileStatus::Dispatched, None)
         .await?;
     tracing::info!(profile_id = %id, host = %valid.host, by = %requested_by, "profile requested");
-    Ok(Inserted::Created(get(state, id).await?))
+    Ok(Inserted::Created(get(&state.profiles, id).await?))
 }
 
 /// For a caller who may deploy, `start` implies `deploy`: with a deployer
@@ -271,12 +271,11 @@ fn duplicate(row: ProfileRow) -> DuplicateStart {
 }
 
 /// A profile by id; 404 when there is none.
-pub(crate) async fn get(state: &AppState, id: Uuid) -> Result<ProfileRow, ApiError> {
-    state
-        .profiles
+pub(crate) async fn get(profiles: &Profiles, id: Uuid) -> Result<ProfileRow, ServiceError> {
+    profiles
         .get(id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no profile {id}")))
+        .ok_or_else(|| ServiceError::NotFound(format!("no profile {id}")))
 }
 
 /// Asks the profile's agent to stop it early (the last partial window
@@ -285,10 +284,10 @@ pub(crate) async fn stop(
     state: &AppState,
     row: &ProfileRow,
     requested_by: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     let id = row.id;
     if row.status.is_terminal() {
-        return Err(ApiError::Conflict(format!(
+        return Err(ServiceError::Conflict(format!(
             "profile {id} is already {}",
             row.status
         )));
@@ -309,8 +308,8 @@ pub(crate) async fn stop(
 }
 
 /// A profile with what its agent reported about the target.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ApiError> {
-    let profile = get(state, id).await?;
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Profile, ServiceError> {
+    let profile = get(&state.profiles, id).await?;
     let runtime = profile_runtime(&state.pool, id).await?;
     let coverage = read_coverage(&state.pool, &Read::profile(id)).await?;
     Ok(Profile {
@@ -328,7 +327,7 @@ pub(crate) async fn import(
     service: &str,
     format: &str,
     requested_by: &str,
-) -> Result<Profile, ApiError> {
+) -> Result<Profile, ServiceError> {
     let row =
         odp_store::import_profile(&state.pool, snapshot, service, format, requested_by).await?;
     Ok(views::profile(row))
@@ -338,7 +337,7 @@ pub(crate) async fn import(
 mod tests {
     use super::*;
 
-    fn request(json: serde_json::Value) -> Result<ValidStart, ApiError> {
+    fn request(json: serde_json::Value) -> Result<ValidStart, ServiceError> {
         ValidStart::try_from(serde_json::from_value::<StartRequest>(json).unwrap())
     }
 
@@ -389,7 +388,7 @@ mod tests {
         let err = request(serde_json::json!({"host": "h", "process_name": "sh",
             "duration_secs": 5, "options": {"include_children": true}}))
         .unwrap_err();
-        let ApiError::Unprocessable(message) = err else {
+        let ServiceError::Invalid(message) = err else {
             panic!("{err:?}")
         };
         assert!(
@@ -407,7 +406,7 @@ mod tests {
         let err = request(serde_json::json!({"host": "h", "cmdline": "java (",
             "service": "s", "duration_secs": 1}))
         .unwrap_err();
-        let ApiError::Unprocessable(message) = err else {
+        let ServiceError::Invalid(message) = err else {
             panic!("{err:?}")
         };
         assert!(
@@ -442,7 +441,7 @@ mod tests {
             serde_json::json!({"host": "h", "cgroup": "/a/../b", "service": "s", "duration_secs": 5}),
         ] {
             assert!(
-                matches!(request(bad.clone()), Err(ApiError::Unprocessable(_))),
+                matches!(request(bad.clone()), Err(ServiceError::Invalid(_))),
                 "{bad}"
             );
         }

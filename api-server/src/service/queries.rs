@@ -8,20 +8,20 @@ use odp_core::flamegraph::FlameNode;
 use odp_profile::stacks;
 use odp_store::{Read, ReadResult};
 
-use crate::error::ApiError;
 use crate::render::{Format, Orientation};
+use crate::service_error::ServiceError;
 
 /// Longest range one aggregate may cover.
 pub(crate) const MAX_RANGE_DAYS: i64 = 31;
-pub(crate) fn filter_error(e: FilterError) -> ApiError {
-    ApiError::Unprocessable(e.to_string())
+pub(crate) fn filter_error(e: FilterError) -> ServiceError {
+    ServiceError::Invalid(e.to_string())
 }
 
-pub(crate) fn parse_time(what: &str, text: &str) -> Result<DateTime<Utc>, ApiError> {
+pub(crate) fn parse_time(what: &str, text: &str) -> Result<DateTime<Utc>, ServiceError> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| {
-            ApiError::Unprocessable(format!(
+            ServiceError::Invalid(format!(
                 "`{what}` must be an RFC 3339 time like 2026-11-21T10:00:00Z: {e}"
             ))
         })
@@ -32,16 +32,16 @@ pub(crate) fn parse_range(
     what: (&str, &str),
     since: &str,
     until: &str,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+) -> Result<(DateTime<Utc>, DateTime<Utc>), ServiceError> {
     let (since, until) = (parse_time(what.0, since)?, parse_time(what.1, until)?);
     if since >= until {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`{}` must be before `{}`",
             what.0, what.1
         )));
     }
     if until - since > chrono::Duration::days(MAX_RANGE_DAYS) {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "the range may cover at most {MAX_RANGE_DAYS} days"
         )));
     }
@@ -63,12 +63,15 @@ pub(crate) const DEFAULT_MAX_NODES: usize = 8192;
 pub(crate) const MAX_MAX_NODES: usize = 200_000;
 
 impl TreeParams {
-    pub(crate) fn new(max_nodes: Option<usize>, focus: Option<String>) -> Result<Self, ApiError> {
+    pub(crate) fn new(
+        max_nodes: Option<usize>,
+        focus: Option<String>,
+    ) -> Result<Self, ServiceError> {
         let max_nodes = match max_nodes {
             None => DEFAULT_MAX_NODES,
             Some(n) if (1..=MAX_MAX_NODES).contains(&n) => n,
             Some(_) => {
-                return Err(ApiError::Unprocessable(format!(
+                return Err(ServiceError::Invalid(format!(
                     "`max_nodes` must be a number from 1 to {MAX_MAX_NODES}"
                 )))
             }
@@ -76,7 +79,7 @@ impl TreeParams {
         let focus: Vec<String> = match focus {
             None => Vec::new(),
             Some(path) if path.len() > 64 * 1024 => {
-                return Err(ApiError::Unprocessable("`focus` is too long".into()))
+                return Err(ServiceError::Invalid("`focus` is too long".into()))
             }
             Some(path) => path.split(';').map(str::to_owned).collect(),
         };
@@ -85,11 +88,11 @@ impl TreeParams {
 
     /// The flame graph of `result` cut as asked; 404 when `focus` names a
     /// path the result does not have.
-    pub(crate) fn flame_graph(&self, result: &ReadResult) -> Result<FlameNode, ApiError> {
+    pub(crate) fn flame_graph(&self, result: &ReadResult) -> Result<FlameNode, ServiceError> {
         let path: Vec<&str> = self.focus.iter().map(String::as_str).collect();
         let focus = (!path.is_empty()).then_some(path.as_slice());
         result.flame_graph(self.max_nodes, focus).ok_or_else(|| {
-            ApiError::NotFound(format!(
+            ServiceError::NotFound(format!(
                 "no frame path {:?} in the result",
                 self.focus.join(";")
             ))
@@ -114,13 +117,13 @@ pub(crate) async fn shape(
     result: std::sync::Arc<ReadResult>,
     format: Format,
     tree: TreeParams,
-) -> Result<(Option<FlameNode>, Vec<odp_core::WeightedStack>), ApiError> {
+) -> Result<(Option<FlameNode>, Vec<odp_core::WeightedStack>), ServiceError> {
     tokio::task::spawn_blocking(move || match format {
         Format::Json => Ok((Some(tree.flame_graph(&result)?), Vec::new())),
         _ => Ok((None, stacks_for(format, &result))),
     })
     .await
-    .map_err(|e| ApiError::Internal(e.to_string()))?
+    .map_err(|e| ServiceError::Internal(e.to_string()))?
 }
 
 /// The filters the single-profile endpoints (`/flamegraph`, `/top`) take:
@@ -136,7 +139,7 @@ pub(crate) struct SliceParams<'a> {
 
 impl SliceParams<'_> {
     /// A read of `profile_id` narrowed as these parameters say.
-    fn validate(&self, profile_id: uuid::Uuid) -> Result<Read, ApiError> {
+    fn validate(&self, profile_id: uuid::Uuid) -> Result<Read, ServiceError> {
         let window_since = self
             .window_since
             .map(|t| parse_time("window_since", t))
@@ -147,7 +150,7 @@ impl SliceParams<'_> {
             .transpose()?;
         if let (Some(since), Some(until)) = (window_since, window_until) {
             if since >= until {
-                return Err(ApiError::Unprocessable(
+                return Err(ServiceError::Invalid(
                     "`window_since` must be before `window_until`".into(),
                 ));
             }
@@ -173,7 +176,7 @@ pub(crate) async fn read_profile(
     pool: &odp_store::Database,
     profile_id: uuid::Uuid,
     params: SliceParams<'_>,
-) -> Result<ReadResult, ApiError> {
+) -> Result<ReadResult, ServiceError> {
     let read = params.validate(profile_id)?;
     Ok(odp_store::read(pool, &read).await?)
 }
@@ -212,7 +215,7 @@ pub(crate) async fn render_merged(
     tree: TreeParams,
     title: impl FnOnce(usize) -> MergedTitle,
     json: impl FnOnce(MergedParts) -> axum::response::Response,
-) -> Result<axum::response::Response, ApiError> {
+) -> Result<axum::response::Response, ServiceError> {
     let limits = state.read_limits.clone();
     let _turn = limits.heavy_read().await?;
     let result = odp_store::read(&state.pool, read).await?;
@@ -302,7 +305,7 @@ mod tests {
             },
         ] {
             assert!(
-                matches!(params.validate(id), Err(ApiError::Unprocessable(_))),
+                matches!(params.validate(id), Err(ServiceError::Invalid(_))),
                 "{params:?}"
             );
         }
@@ -319,7 +322,7 @@ mod tests {
         for bad in [0, 200_001] {
             assert!(matches!(
                 TreeParams::new(Some(bad), None),
-                Err(ApiError::Unprocessable(_))
+                Err(ServiceError::Invalid(_))
             ));
         }
     }

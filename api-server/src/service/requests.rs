@@ -3,7 +3,7 @@
 use odp_api_types::RequestList;
 use odp_store::{RequestFilter, RequestKind};
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
 use crate::AppState;
@@ -17,14 +17,14 @@ pub(crate) async fn list(
     host: Option<String>,
     open_only: bool,
     limit: Option<i64>,
-) -> Result<RequestList, ApiError> {
+) -> Result<RequestList, ServiceError> {
     let kind = match kind {
         None => None,
         Some("deploy") => Some(RequestKind::Deploy),
         Some("undeploy") => Some(RequestKind::Undeploy),
         Some("stop") => Some(RequestKind::Stop),
         Some(other) => {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "unknown kind {other:?}: deploy, undeploy or stop"
             )))
         }
@@ -34,7 +34,7 @@ pub(crate) async fn list(
     }
     let limit = limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
-        return Err(ApiError::Unprocessable(
+        return Err(ServiceError::Invalid(
             "`limit` must be between 1 and 500".into(),
         ));
     }

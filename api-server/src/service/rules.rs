@@ -6,80 +6,79 @@
 
 use odp_api_types::{Reanalysis, Rule, RuleBody, RulePatch, RuleView};
 use odp_rules::RuleDef;
-use odp_store::RuleRow;
+use odp_store::{Database, RuleRow};
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
-use crate::AppState;
 
 /// Every rule, seed and user.
-pub(crate) async fn list(state: &AppState) -> Result<Vec<Rule>, ApiError> {
-    let rules = odp_store::list_rules(&state.pool).await?;
+pub(crate) async fn list(db: &Database) -> Result<Vec<Rule>, ServiceError> {
+    let rules = odp_store::list_rules(db).await?;
     Ok(rules.into_iter().map(views::rule).collect())
 }
 
 /// Stores the new rule `body` asks for and queues its re-analysis.
 pub(crate) async fn create(
-    state: &AppState,
+    db: &Database,
     body: RuleBody,
     by: &str,
-) -> Result<RuleView, ApiError> {
+) -> Result<RuleView, ServiceError> {
     let rule = new_rule(body)?;
-    let (rule, job) = odp_store::create_user_rule(&state.pool, &rule, by)
+    let (rule, job) = odp_store::create_user_rule(db, &rule, by)
         .await?
-        .ok_or_else(|| ApiError::Conflict(format!("rule {} exists", rule.id)))?;
+        .ok_or_else(|| ServiceError::Conflict(format!("rule {} exists", rule.id)))?;
     Ok(view(rule, Some(job)))
 }
 
 /// Rule `id` with its latest re-analysis.
-pub(crate) async fn describe(state: &AppState, id: &str) -> Result<RuleView, ApiError> {
-    let rule = load(state, id).await?;
-    let reanalysis = odp_store::latest_reanalysis(&state.pool, id).await?;
+pub(crate) async fn describe(db: &Database, id: &str) -> Result<RuleView, ServiceError> {
+    let rule = load(db, id).await?;
+    let reanalysis = odp_store::latest_reanalysis(db, id).await?;
     Ok(view(rule, reanalysis))
 }
 
 /// Replaces rule `id` by `body` and queues its re-analysis.
 pub(crate) async fn replace(
-    state: &AppState,
+    db: &Database,
     id: String,
     body: RuleBody,
     by: &str,
-) -> Result<RuleView, ApiError> {
-    save(state, replacement(id, body)?, by).await
+) -> Result<RuleView, ServiceError> {
+    save(db, replacement(id, body)?, by).await
 }
 
 /// Changes the settings of rule `id` that `patch` gives and queues its
 /// re-analysis.
 pub(crate) async fn change(
-    state: &AppState,
+    db: &Database,
     id: &str,
     patch: RulePatch,
     by: &str,
-) -> Result<RuleView, ApiError> {
-    let current = load(state, id).await?.rule;
-    save(state, patched(current, patch)?, by).await
+) -> Result<RuleView, ServiceError> {
+    let current = load(db, id).await?.rule;
+    save(db, patched(current, patch)?, by).await
 }
 
 /// The latest re-analysis of rule `id`'s changes.
-pub(crate) async fn latest_reanalysis(state: &AppState, id: &str) -> Result<Reanalysis, ApiError> {
-    load(state, id).await?;
-    odp_store::latest_reanalysis(&state.pool, id)
+pub(crate) async fn latest_reanalysis(db: &Database, id: &str) -> Result<Reanalysis, ServiceError> {
+    load(db, id).await?;
+    odp_store::latest_reanalysis(db, id)
         .await?
         .map(views::reanalysis)
-        .ok_or_else(|| ApiError::NotFound(format!("rule {id} was never re-analysed")))
+        .ok_or_else(|| ServiceError::NotFound(format!("rule {id} was never re-analysed")))
 }
 
-async fn load(state: &AppState, id: &str) -> Result<RuleRow, ApiError> {
-    odp_store::get_rule(&state.pool, id)
+async fn load(db: &Database, id: &str) -> Result<RuleRow, ServiceError> {
+    odp_store::get_rule(db, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no rule {id}")))
+        .ok_or_else(|| ServiceError::NotFound(format!("no rule {id}")))
 }
 
-async fn save(state: &AppState, rule: RuleDef, by: &str) -> Result<RuleView, ApiError> {
-    let (rule, job) = odp_store::update_user_rule(&state.pool, &rule, by)
+async fn save(db: &Database, rule: RuleDef, by: &str) -> Result<RuleView, ServiceError> {
+    let (rule, job) = odp_store::update_user_rule(db, &rule, by)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no rule {}", rule.id)))?;
+        .ok_or_else(|| ServiceError::NotFound(format!("no rule {}", rule.id)))?;
     Ok(view(rule, Some(job)))
 }
 
@@ -95,14 +94,14 @@ fn view(rule: RuleRow, reanalysis: Option<odp_store::Reanalysis>) -> RuleView {
 const MAX_SERVICE_THRESHOLDS: usize = 256;
 
 /// A new rule: its id comes in the body.
-fn new_rule(body: RuleBody) -> Result<RuleDef, ApiError> {
+fn new_rule(body: RuleBody) -> Result<RuleDef, ServiceError> {
     let id = body.id.clone().ok_or_else(|| invalid("id is required"))?;
     validated(id, body)
 }
 
 /// Rule `id` replaced by `body`, which may repeat the id but not name
 /// another.
-fn replacement(id: String, body: RuleBody) -> Result<RuleDef, ApiError> {
+fn replacement(id: String, body: RuleBody) -> Result<RuleDef, ServiceError> {
     if body.id.as_ref().is_some_and(|body_id| *body_id != id) {
         return Err(invalid("the body's id differs from the path's"));
     }
@@ -110,7 +109,7 @@ fn replacement(id: String, body: RuleBody) -> Result<RuleDef, ApiError> {
 }
 
 /// `current` with the settings `patch` gives, checked again as a whole.
-fn patched(current: RuleDef, patch: RulePatch) -> Result<RuleDef, ApiError> {
+fn patched(current: RuleDef, patch: RulePatch) -> Result<RuleDef, ServiceError> {
     let body = RuleBody {
         id: None,
         title: current.title,
@@ -128,18 +127,18 @@ fn patched(current: RuleDef, patch: RulePatch) -> Result<RuleDef, ApiError> {
     validated(current.id, body)
 }
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::Unprocessable(message.into())
+fn invalid(message: impl Into<String>) -> ServiceError {
+    ServiceError::Invalid(message.into())
 }
 
-fn check_text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+fn check_text(field: &str, value: &str, max: usize) -> Result<(), ServiceError> {
     if value.trim().is_empty() || value.chars().count() > max {
         return Err(invalid(format!("{field} must be 1 to {max} characters")));
     }
     Ok(())
 }
 
-fn check_id(id: &str) -> Result<(), ApiError> {
+fn check_id(id: &str) -> Result<(), ServiceError> {
     let valid = (1..=63).contains(&id.len())
         && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && id
@@ -155,7 +154,7 @@ fn check_id(id: &str) -> Result<(), ApiError> {
 
 /// Checks what the store cannot: texts, the link, service names, and (by
 /// compiling it as the pipeline will) the kind, spec and thresholds.
-fn validated(id: String, body: RuleBody) -> Result<RuleDef, ApiError> {
+fn validated(id: String, body: RuleBody) -> Result<RuleDef, ServiceError> {
     check_id(&id)?;
     check_text("title", &body.title, 200)?;
     check_text("explanation", &body.explanation, 4000)?;
@@ -210,7 +209,7 @@ mod tests {
         let rule = new_rule(body(stack_share(Some("slow-re")))).unwrap();
         assert_eq!((rule.id.as_str(), rule.enabled), ("slow-re", true));
         let refused = |value, says: &str| {
-            let Err(ApiError::Unprocessable(message)) = new_rule(body(value)) else {
+            let Err(ServiceError::Invalid(message)) = new_rule(body(value)) else {
                 panic!("{says}: accepted")
             };
             assert!(message.contains(says), "{message}");

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use odp_core::run::{Aggregate, StopDecision, StopRule};
 use odp_profile::top::top_functions;
-use odp_store::{read, Read, ReadScope, RunEnd, RunRow, RunState, Runs};
+use odp_store::{read, Database, Read, ReadScope, RunEnd, RunRow, RunState, Runs};
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::runs;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// How often running runs are checked.
@@ -26,12 +26,12 @@ pub(crate) const DEFAULT_RULE: StopRule = StopRule {
 /// The run's samples so far, per host and function, as the stop rule
 /// reads them: each host's self counts, the rest of its samples
 /// unattributed.
-pub(crate) async fn aggregate(state: &AppState, run: Uuid) -> Result<Aggregate, ApiError> {
+pub(crate) async fn aggregate(db: &Database, run: Uuid) -> Result<Aggregate, ServiceError> {
     let members = Read {
         scope: ReadScope::Run(run),
         ..Read::profile(run)
     };
-    let result = read(&state.pool, &members).await?;
+    let result = read(db, &members).await?;
     let mut aggregate = Aggregate::new();
     for host in &result.hosts {
         let view = host.view();
@@ -48,7 +48,7 @@ pub(crate) async fn aggregate(state: &AppState, run: Uuid) -> Result<Aggregate, 
 }
 
 /// The rule a run is judged by: its own, or [`DEFAULT_RULE`].
-pub(crate) fn rule_of(row: &RunRow) -> Result<StopRule, ApiError> {
+pub(crate) fn rule_of(row: &RunRow) -> Result<StopRule, ServiceError> {
     Ok(match &row.stop_rule {
         Some(rule) => RunRow::decode(&rule.0, "stop_rule")?,
         None => DEFAULT_RULE,
@@ -57,11 +57,11 @@ pub(crate) fn rule_of(row: &RunRow) -> Result<StopRule, ApiError> {
 
 /// The rule's decision on the run's aggregate now.
 pub(crate) async fn decide(
-    state: &AppState,
+    db: &Database,
     row: &RunRow,
-) -> Result<(StopRule, StopDecision), ApiError> {
+) -> Result<(StopRule, StopDecision), ServiceError> {
     let rule = rule_of(row)?;
-    let decision = rule.evaluate(&aggregate(state, row.id).await?);
+    let decision = rule.evaluate(&aggregate(db, row.id).await?);
     Ok((rule, decision))
 }
 
@@ -91,7 +91,7 @@ pub(crate) async fn watch_forever(state: AppState) {
 /// without a stop rule is read only when it ends (its precision is read on
 /// request): reading a large run's aggregate every tick would cost what a
 /// user's read does.
-async fn check(state: &AppState, row: RunRow) -> Result<(), ApiError> {
+async fn check(state: &AppState, row: RunRow) -> Result<(), ServiceError> {
     let runs = Runs::new(&state.pool);
     let members = runs.members(row.id).await?;
     let view = runs::view_with(row.clone(), &members, &runs.hosts_of(&[row.id]).await?)?;
@@ -99,7 +99,7 @@ async fn check(state: &AppState, row: RunRow) -> Result<(), ApiError> {
     if !all_ended && row.stop_rule.is_none() {
         return Ok(());
     }
-    let (_, decision) = decide(state, &row).await?;
+    let (_, decision) = decide(&state.pool, &row).await?;
     let samples = i64::try_from(decision.samples_used).unwrap_or(i64::MAX);
     if all_ended {
         // Finished, or partial with each host's reason.

@@ -10,19 +10,19 @@ use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, ScheduleRun, St
 use odp_core::run::{select_hosts, Host, Selection, SelectionRequest, StopRule};
 use odp_core::{ProfileStatus, Target};
 use odp_store::{
-    Inserted, NewRun, ProfileRow, RunHost, RunHostRow, RunRow, RunState, Runs, ScheduleRow,
-    ServiceRow, Services,
+    Database, Inserted, NewRun, ProfileRow, RunHost, RunHostRow, RunRow, RunState, Runs,
+    ScheduleRow, ServiceRow, Services,
 };
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::profiles::{self, StartedBy, ValidStart};
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 pub(crate) mod reads;
 
-fn unprocessable(message: String) -> ApiError {
-    ApiError::Unprocessable(message)
+fn unprocessable(message: String) -> ServiceError {
+    ServiceError::Invalid(message)
 }
 
 /// The member profile every chosen host starts, before its host is set:
@@ -31,12 +31,16 @@ pub(crate) fn member_start(
     request: &CreateRunRequest,
     target: &Target,
     run: Uuid,
-) -> Result<ValidStart, ApiError> {
+) -> Result<ValidStart, ServiceError> {
     let (process_name, cmdline, cgroup) = match target.clone() {
         Target::ProcessName(name) => (Some(name), None, None),
         Target::CommandLine(regex) => (None, Some(regex), None),
         Target::Cgroup(path) => (None, None, Some(path)),
-        other => return Err(ApiError::Internal(format!("a service's target is {other}"))),
+        other => {
+            return Err(ServiceError::Internal(format!(
+                "a service's target is {other}"
+            )))
+        }
     };
     let mut start = ValidStart::try_from(StartRequest {
         host: "run-member".into(),
@@ -67,11 +71,11 @@ pub(crate) async fn create(
     state: &AppState,
     request: CreateRunRequest,
     by: &StartedBy,
-) -> Result<Run, ApiError> {
+) -> Result<Run, ServiceError> {
     if let Some(rule) = &request.stop_when {
         rule.validate().map_err(|e| unprocessable(e.to_string()))?;
     }
-    let service = defined_service(state, &request.service).await?;
+    let service = defined_service(&state.pool, &request.service).await?;
     let id = Uuid::new_v4();
     let template = member_start(&request, &service.target, id)?;
     let spec = ScheduleRun {
@@ -85,8 +89,8 @@ pub(crate) async fn create(
 }
 
 /// The service `name`, or 422 when none is defined.
-pub(crate) async fn defined_service(state: &AppState, name: &str) -> Result<ServiceRow, ApiError> {
-    Services::new(&state.pool).get(name).await?.ok_or_else(|| {
+pub(crate) async fn defined_service(db: &Database, name: &str) -> Result<ServiceRow, ServiceError> {
+    Services::new(db).get(name).await?.ok_or_else(|| {
         unprocessable(format!(
             "no service {name:?} is defined (POST /api/v1/services)"
         ))
@@ -101,8 +105,8 @@ pub(crate) async fn create_for_schedule(
     schedule: &ScheduleRow,
     spec: &ScheduleRun,
     by: &StartedBy,
-) -> Result<Run, ApiError> {
-    let service = defined_service(state, &schedule.service).await?;
+) -> Result<Run, ServiceError> {
+    let service = defined_service(&state.pool, &schedule.service).await?;
     let id = Uuid::new_v4();
     let template = ValidStart {
         host: "run-member".into(),
@@ -131,7 +135,7 @@ async fn launch(
     spec: &ScheduleRun,
     template: ValidStart,
     by: &StartedBy,
-) -> Result<Run, ApiError> {
+) -> Result<Run, ServiceError> {
     let requested_by = by.subject.as_str();
     let live_within = state.control.live_within();
     let live: Vec<Host> = Services::new(&state.pool)
@@ -211,7 +215,7 @@ pub(crate) fn check_host_limit(
     busy: i64,
     limit: u64,
     requested_by: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     let busy = busy.max(0).unsigned_abs();
     let total = busy.saturating_add(chosen as u64);
     if total <= limit {
@@ -266,10 +270,10 @@ async fn start_member(
                 .ok()
                 .and_then(|members| members.into_iter().find(|m| m.host == host));
             let reason = match (&failed, &e) {
-                (Some(_), ApiError::Unavailable(message)) => {
+                (Some(_), ServiceError::Unavailable(message)) => {
                     format!("the broker refused the start command: {message}")
                 }
-                (_, ApiError::Internal(message)) => {
+                (_, ServiceError::Internal(message)) => {
                     tracing::error!(%run, %host, error = %message, "starting a run member failed");
                     "the start failed: internal error; see the api-server log".to_owned()
                 }
@@ -281,15 +285,15 @@ async fn start_member(
 }
 
 /// The run `id` as stored, or 404.
-pub(crate) async fn row(state: &AppState, id: Uuid) -> Result<RunRow, ApiError> {
+pub(crate) async fn row(state: &AppState, id: Uuid) -> Result<RunRow, ServiceError> {
     Runs::new(&state.pool)
         .get(id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no run {id}")))
+        .ok_or_else(|| ServiceError::NotFound(format!("no run {id}")))
 }
 
 /// The run `id` with its members, or 404.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Run, ApiError> {
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Run, ServiceError> {
     let row = row(state, id).await?;
     let runs = Runs::new(&state.pool);
     let members = runs.members(id).await?;
@@ -343,7 +347,7 @@ pub(crate) async fn list(
     state: &AppState,
     service: Option<&str>,
     limit: i64,
-) -> Result<Vec<Run>, ApiError> {
+) -> Result<Vec<Run>, ServiceError> {
     let runs = Runs::new(&state.pool);
     let rows = runs.list(service, limit).await?;
     let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
@@ -367,7 +371,11 @@ pub(crate) async fn list(
 }
 
 /// Stops every live member of the run and ends it as stopped.
-pub(crate) async fn stop(state: &AppState, id: Uuid, requested_by: &str) -> Result<Run, ApiError> {
+pub(crate) async fn stop(
+    state: &AppState,
+    id: Uuid,
+    requested_by: &str,
+) -> Result<Run, ServiceError> {
     let current = row(state, id).await?;
     let reason = format!("stopped by {requested_by}");
     let stopped = Runs::new(&state.pool)
@@ -384,7 +392,7 @@ pub(crate) async fn stop(state: &AppState, id: Uuid, requested_by: &str) -> Resu
     if !stopped {
         // Ended before, or just now by its stop rule or its last member.
         let ended = row(state, id).await.map_or(current.status, |r| r.status);
-        return Err(ApiError::Conflict(format!(
+        return Err(ServiceError::Conflict(format!(
             "run {id} has ended ({})",
             ended.as_str()
         )));
@@ -398,7 +406,7 @@ pub(crate) async fn stop_members(
     state: &AppState,
     id: Uuid,
     requested_by: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     for member in Runs::new(&state.pool).members(id).await? {
         if member.status.is_terminal() {
             continue;
@@ -412,7 +420,7 @@ pub(crate) async fn stop_members(
 
 /// The run as the API shows it, without its hosts' start records (a host
 /// without a profile shows as not started).
-pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ApiError> {
+pub(crate) fn view(row: RunRow, members: &[ProfileRow]) -> Result<Run, ServiceError> {
     view_with(row, members, &[])
 }
 
@@ -422,7 +430,7 @@ pub(crate) fn view_with(
     row: RunRow,
     members: &[ProfileRow],
     hosts: &[RunHostRow],
-) -> Result<Run, ApiError> {
+) -> Result<Run, ServiceError> {
     let asked: SelectionRequest = RunRow::decode(&row.selection.0, "selection")?;
     let selection: Selection = RunRow::decode(&row.chosen.0, "chosen")?;
     let stop_when: Option<StopRule> = row

@@ -10,16 +10,15 @@ use odp_api_types::{
 };
 use odp_core::run::{select_hosts, SelectionError, SelectionRequest};
 use odp_core::Target;
-use odp_store::{NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules};
+use odp_store::{Database, NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules};
 use uuid::Uuid;
 
 use crate::cron_schedule::CronSchedule;
-use crate::error::ApiError;
 use crate::service::profiles::{ValidStart, MAX_DURATION_SECS, MAX_FREQUENCY_HZ};
 use crate::service::runs::defined_service;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
-use crate::AppState;
 
 /// How many runs [`describe`] shows, newest first.
 const RUNS_SHOWN: i64 = 50;
@@ -27,31 +26,31 @@ const RUNS_SHOWN: i64 = 50;
 /// Stores the schedule `body` asks for, created `by` an admin: of one
 /// host's target, or of a run of a defined service.
 pub(crate) async fn create(
-    state: &AppState,
+    db: &Database,
     body: serde_json::Value,
     by: &str,
-) -> Result<Schedule, ApiError> {
+) -> Result<Schedule, ServiceError> {
     let new = match parse_create(body)? {
         NewScheduleRequest::Host(request) => new_schedule(request, by, Utc::now())?,
         NewScheduleRequest::Run(request) => {
             validate_name("service", &request.service)?;
-            let service = defined_service(state, &request.service).await?;
+            let service = defined_service(db, &request.service).await?;
             new_run_schedule(request, &service.target, by, Utc::now())?
         }
     };
-    let row = Schedules::new(state.pool.clone()).create(&new).await?;
+    let row = Schedules::new(db.clone()).create(&new).await?;
     Ok(views::schedule(row))
 }
 
 /// Every schedule.
-pub(crate) async fn list(state: &AppState) -> Result<Vec<Schedule>, ApiError> {
-    let schedules = Schedules::new(state.pool.clone()).list().await?;
+pub(crate) async fn list(db: &Database) -> Result<Vec<Schedule>, ServiceError> {
+    let schedules = Schedules::new(db.clone()).list().await?;
     Ok(schedules.into_iter().map(views::schedule).collect())
 }
 
 /// Schedule `id` with its latest runs.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithRuns, ApiError> {
-    let schedules = Schedules::new(state.pool.clone());
+pub(crate) async fn describe(db: &Database, id: Uuid) -> Result<ScheduleWithRuns, ServiceError> {
+    let schedules = Schedules::new(db.clone());
     let schedule = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
     let runs = schedules.runs(id, RUNS_SHOWN).await?;
     Ok(ScheduleWithRuns {
@@ -62,11 +61,11 @@ pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<ScheduleWithR
 
 /// Schedule `id` changed as `request` asks; absent fields stay as they are.
 pub(crate) async fn update(
-    state: &AppState,
+    db: &Database,
     id: Uuid,
     request: UpdateScheduleRequest,
-) -> Result<Schedule, ApiError> {
-    let schedules = Schedules::new(state.pool.clone());
+) -> Result<Schedule, ServiceError> {
+    let schedules = Schedules::new(db.clone());
     let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
     let (patch, next_run_at) = schedule_patch(request, &current, Utc::now())?;
     let row = schedules
@@ -77,19 +76,19 @@ pub(crate) async fn update(
 }
 
 /// Deletes schedule `id`.
-pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ApiError> {
-    if !Schedules::new(state.pool.clone()).delete(id).await? {
+pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ServiceError> {
+    if !Schedules::new(db.clone()).delete(id).await? {
         return Err(no_schedule(id));
     }
     Ok(())
 }
 
-fn no_schedule(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no schedule {id}"))
+fn no_schedule(id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!("no schedule {id}"))
 }
 
-fn unprocessable(message: String) -> ApiError {
-    ApiError::Unprocessable(message)
+fn unprocessable(message: String) -> ServiceError {
+    ServiceError::Invalid(message)
 }
 
 /// The next occurrence after `now` of an enabled schedule; a schedule that
@@ -98,7 +97,7 @@ fn next_run(
     spec: &CronSchedule,
     enabled: bool,
     now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>, ApiError> {
+) -> Result<Option<DateTime<Utc>>, ServiceError> {
     let next = spec
         .next_after(now)
         .ok_or_else(|| unprocessable("`cron` never fires again".into()))?;
@@ -110,7 +109,7 @@ fn new_schedule(
     request: CreateScheduleRequest,
     created_by: &str,
     now: DateTime<Utc>,
-) -> Result<NewSchedule, ApiError> {
+) -> Result<NewSchedule, ServiceError> {
     validate_name("name", &request.name)?;
     let start = ValidStart::try_from(StartRequest {
         host: request.host,
@@ -154,7 +153,7 @@ fn new_schedule(
 
 /// A create body read as a host schedule, or, with `run`, a run schedule:
 /// each with its own unknown-field errors.
-fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ApiError> {
+fn parse_create(body: serde_json::Value) -> Result<NewScheduleRequest, ServiceError> {
     let invalid = |e: serde_json::Error| unprocessable(format!("invalid request body: {e}"));
     if body.get("run").is_some() {
         serde_json::from_value(body)
@@ -179,7 +178,7 @@ fn new_run_schedule(
     service_target: &Target,
     created_by: &str,
     now: DateTime<Utc>,
-) -> Result<NewSchedule, ApiError> {
+) -> Result<NewSchedule, ServiceError> {
     validate_name("name", &request.name)?;
     validate_name("service", &request.service)?;
     let run = &request.run;
@@ -259,7 +258,7 @@ fn schedule_patch(
     request: UpdateScheduleRequest,
     current: &ScheduleRow,
     now: DateTime<Utc>,
-) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ApiError> {
+) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ServiceError> {
     if let Some(d) = request.duration_secs {
         if !(1..=MAX_DURATION_SECS).contains(&d) {
             return Err(unprocessable(format!(
@@ -304,7 +303,7 @@ fn schedule_patch(
 mod tests {
     use super::*;
 
-    fn create(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+    fn create(json: serde_json::Value) -> Result<NewSchedule, ServiceError> {
         new_schedule(
             serde_json::from_value::<CreateScheduleRequest>(json).unwrap(),
             "admin",
@@ -367,13 +366,13 @@ mod tests {
             let mut body = base.clone();
             body[field] = value.clone();
             assert!(
-                matches!(create(body), Err(ApiError::Unprocessable(_))),
+                matches!(create(body), Err(ServiceError::Invalid(_))),
                 "{field} = {value}"
             );
         }
     }
 
-    fn create_run(json: serde_json::Value) -> Result<NewSchedule, ApiError> {
+    fn create_run(json: serde_json::Value) -> Result<NewSchedule, ServiceError> {
         let NewScheduleRequest::Run(request) = parse_create(json)? else {
             panic!("a run schedule")
         };
@@ -452,7 +451,7 @@ mod tests {
                 _ => unreachable!(),
             }
             assert!(
-                matches!(create_run(body), Err(ApiError::Unprocessable(_))),
+                matches!(create_run(body), Err(ServiceError::Invalid(_))),
                 "{path:?} = {value}"
             );
         }

@@ -7,8 +7,8 @@
 use odp_store::Services;
 
 use crate::auth::{Caller, Role};
-use crate::error::ApiError;
 use crate::service::profiles::ValidStart;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// Fails with 403 unless `caller` may start `start`.
@@ -16,21 +16,21 @@ pub(crate) async fn authorize_start(
     state: &AppState,
     caller: &Caller,
     start: &ValidStart,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     caller.require_profiling(&start.service)?;
     if caller.role >= Role::Admin {
         return Ok(());
     }
     let services = Services::new(&state.pool);
     let Some(service) = services.get(&start.service).await? else {
-        return Err(ApiError::Forbidden(format!(
+        return Err(ServiceError::Forbidden(format!(
             "service {:?} is not defined: a {} token profiles only the defined \
              target of a defined service (an admin defines it: POST /api/v1/services)",
             start.service, caller.role
         )));
     };
     if service.target != start.target {
-        return Err(ApiError::Forbidden(format!(
+        return Err(ServiceError::Forbidden(format!(
             "service {:?} is {}; a {} token may profile only that target, not {}",
             service.name, service.target, caller.role, start.target
         )));
@@ -42,7 +42,7 @@ pub(crate) async fn authorize_start(
         .iter()
         .any(|h| h.host == start.host);
     if !runs_it {
-        return Err(ApiError::Forbidden(format!(
+        return Err(ServiceError::Forbidden(format!(
             "host {:?} has no live agent reporting service {:?} (GET /api/v1/services/{}/hosts \
              lists the hosts that run it)",
             start.host, service.name, service.name

@@ -10,8 +10,8 @@ use odp_api_types::{
 use odp_core::Target;
 use odp_store::{Database, NewService, ServicePatch, ServiceRow, Services};
 
-use crate::error::ApiError;
 use crate::service::profiles::one_target;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 
 /// The fields a service's target may come from: a pid names one process
@@ -23,7 +23,7 @@ fn target_of(
     process_name: Option<String>,
     cmdline: Option<String>,
     cgroup: Option<String>,
-) -> Result<Option<Target>, ApiError> {
+) -> Result<Option<Target>, ServiceError> {
     let given: Vec<Target> = [
         process_name.map(Target::ProcessName),
         cmdline.map(Target::CommandLine),
@@ -43,9 +43,9 @@ fn optional_text(
     what: &str,
     value: Option<String>,
     max: usize,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, ServiceError> {
     match value {
-        Some(text) if text.chars().count() > max => Err(ApiError::Unprocessable(format!(
+        Some(text) if text.chars().count() > max => Err(ServiceError::Invalid(format!(
             "`{what}` must be at most {max} characters"
         ))),
         Some(text) if text.trim().is_empty() => Ok(None),
@@ -54,11 +54,14 @@ fn optional_text(
 }
 
 /// A create request checked into the service to define.
-fn new_service(request: CreateServiceRequest, created_by: &str) -> Result<NewService, ApiError> {
+fn new_service(
+    request: CreateServiceRequest,
+    created_by: &str,
+) -> Result<NewService, ServiceError> {
     validate_name("name", &request.name)?;
     let target =
         target_of(request.process_name, request.cmdline, request.cgroup)?.ok_or_else(|| {
-            ApiError::Unprocessable(format!("give exactly one target: {TARGET_FIELDS}"))
+            ServiceError::Invalid(format!("give exactly one target: {TARGET_FIELDS}"))
         })?;
     Ok(NewService {
         name: request.name,
@@ -70,7 +73,7 @@ fn new_service(request: CreateServiceRequest, created_by: &str) -> Result<NewSer
 }
 
 /// A change request checked into the patch to apply.
-fn service_patch(request: UpdateServiceRequest) -> Result<ServicePatch, ApiError> {
+fn service_patch(request: UpdateServiceRequest) -> Result<ServicePatch, ServiceError> {
     let clear_or_set = |what, value: Option<String>, max| {
         value
             .map(|text| optional_text(what, Some(text), max))
@@ -95,8 +98,8 @@ fn view(row: ServiceRow) -> Service {
     }
 }
 
-fn no_service(name: &str) -> ApiError {
-    ApiError::NotFound(format!("no service {name:?}"))
+fn no_service(name: &str) -> ServiceError {
+    ServiceError::NotFound(format!("no service {name:?}"))
 }
 
 /// Defines the service `request` asks for.
@@ -104,13 +107,13 @@ pub(crate) async fn create(
     db: &Database,
     request: CreateServiceRequest,
     created_by: &str,
-) -> Result<Service, ApiError> {
+) -> Result<Service, ServiceError> {
     let new = new_service(request, created_by)?;
     Ok(view(Services::new(db).create(&new).await?))
 }
 
 /// Every service, by name.
-pub(crate) async fn list(db: &Database) -> Result<Vec<Service>, ApiError> {
+pub(crate) async fn list(db: &Database) -> Result<Vec<Service>, ServiceError> {
     Ok(Services::new(db)
         .list()
         .await?
@@ -124,14 +127,14 @@ pub(crate) async fn update(
     db: &Database,
     name: &str,
     request: UpdateServiceRequest,
-) -> Result<Service, ApiError> {
+) -> Result<Service, ServiceError> {
     let patch = service_patch(request)?;
     let row = Services::new(db).update(name, &patch).await?;
     row.map(view).ok_or_else(|| no_service(name))
 }
 
 /// Deletes `name`.
-pub(crate) async fn delete(db: &Database, name: &str) -> Result<(), ApiError> {
+pub(crate) async fn delete(db: &Database, name: &str) -> Result<(), ServiceError> {
     if Services::new(db).delete(name).await? {
         Ok(())
     } else {
@@ -140,11 +143,11 @@ pub(crate) async fn delete(db: &Database, name: &str) -> Result<(), ApiError> {
 }
 
 /// The service `name`, or 404.
-pub(crate) async fn get(db: &Database, name: &str) -> Result<Service, ApiError> {
+pub(crate) async fn get(db: &Database, name: &str) -> Result<Service, ServiceError> {
     get_row(db, name).await.map(view)
 }
 
-async fn get_row(db: &Database, name: &str) -> Result<ServiceRow, ApiError> {
+async fn get_row(db: &Database, name: &str) -> Result<ServiceRow, ServiceError> {
     Services::new(db)
         .get(name)
         .await?
@@ -157,7 +160,7 @@ pub(crate) async fn hosts(
     db: &Database,
     name: &str,
     live_within: Duration,
-) -> Result<ServiceHostsResponse, ApiError> {
+) -> Result<ServiceHostsResponse, ServiceError> {
     let service = get_row(db, name).await?;
     let hosts = Services::new(db)
         .hosts_running(name, live_within)
@@ -182,7 +185,7 @@ pub(crate) async fn hosts(
 mod tests {
     use super::*;
 
-    fn create(json: serde_json::Value) -> Result<NewService, ApiError> {
+    fn create(json: serde_json::Value) -> Result<NewService, ServiceError> {
         new_service(serde_json::from_value(json).unwrap(), "alice")
     }
 
@@ -208,7 +211,7 @@ mod tests {
         let name = create(serde_json::json!({"name": "a b", "process_name": "x"})).unwrap_err();
         assert!(name.to_string().contains("`name`"), "{name}");
         let regex = create(serde_json::json!({"name": "a", "cmdline": "("})).unwrap_err();
-        assert!(matches!(regex, ApiError::Unprocessable(_)), "{regex}");
+        assert!(matches!(regex, ServiceError::Invalid(_)), "{regex}");
         let long = "x".repeat(256);
         let team =
             create(serde_json::json!({"name": "a", "process_name": "x", "owner_team": long}))

@@ -9,15 +9,15 @@ use odp_api_types::{FdaOptions, ProfileOptions};
 use odp_core::cost::{DutyCycle, FdaSettings, StartOptions};
 use odp_core::{EventKind, Language};
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 
 /// The options as the start command carries them, checked for a profile
 /// at `frequency_hz`.
 pub(crate) fn start_options(
     options: ProfileOptions,
     frequency_hz: u32,
-) -> Result<StartOptions, ApiError> {
-    let invalid = |m: String| ApiError::Unprocessable(format!("options: {m}"));
+) -> Result<StartOptions, ServiceError> {
+    let invalid = |m: String| ServiceError::Invalid(format!("options: {m}"));
     let plugin =
         match options.plugin {
             Some(p) => Some(p.parse::<Language>().map_err(|_| {
@@ -58,10 +58,10 @@ pub(crate) fn start_options(
 }
 
 /// An `event` parameter, or a 422 naming the events there are.
-pub(crate) fn parse_event(text: &str) -> Result<EventKind, ApiError> {
+pub(crate) fn parse_event(text: &str) -> Result<EventKind, ServiceError> {
     text.parse::<EventKind>().map_err(|_| {
         let known: Vec<&str> = EventKind::ALL.iter().map(|e| e.as_str()).collect();
-        ApiError::Unprocessable(format!(
+        ServiceError::Invalid(format!(
             "`event` {text:?} is not one of {}",
             known.join(", ")
         ))

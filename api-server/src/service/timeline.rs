@@ -3,14 +3,14 @@
 use odp_api_types::TimelineJson;
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::profiles;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// Profile `id`'s windows in time order (not found when there is no such
 /// profile).
-pub(crate) async fn of_profile(state: &AppState, id: Uuid) -> Result<TimelineJson, ApiError> {
-    profiles::get(state, id).await?;
+pub(crate) async fn of_profile(state: &AppState, id: Uuid) -> Result<TimelineJson, ServiceError> {
+    profiles::get(&state.profiles, id).await?;
     let windows = odp_store::profile_timeline(&state.pool, id).await?;
     Ok(TimelineJson {
         profile_id: id,

@@ -11,9 +11,9 @@ use odp_store::{Read, ReadScope};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::error::ApiError;
 use crate::service::queries::{filter_error, parse_range};
 use crate::service::start_options::parse_event;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -65,7 +65,7 @@ struct TrendQuery {
     hosts: Vec<String>,
 }
 
-fn hosts(text: Option<&str>) -> Result<Vec<String>, ApiError> {
+fn hosts(text: Option<&str>) -> Result<Vec<String>, ServiceError> {
     let mut hosts: Vec<String> = Vec::new();
     for host in text
         .unwrap_or_default()
@@ -79,7 +79,7 @@ fn hosts(text: Option<&str>) -> Result<Vec<String>, ApiError> {
         }
     }
     if hosts.len() > MAX_HOSTS {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`hosts` names {} hosts, at most {MAX_HOSTS}",
             hosts.len()
         )));
@@ -88,13 +88,13 @@ fn hosts(text: Option<&str>) -> Result<Vec<String>, ApiError> {
 }
 
 /// The step asked for, checked against the range, or the default one.
-fn step(asked: Option<i64>, range_secs: i64) -> Result<i64, ApiError> {
+fn step(asked: Option<i64>, range_secs: i64) -> Result<i64, ServiceError> {
     match asked {
-        Some(step) if step < MIN_STEP_SECS => Err(ApiError::Unprocessable(format!(
+        Some(step) if step < MIN_STEP_SECS => Err(ServiceError::Invalid(format!(
             "`step_secs` must be at least {MIN_STEP_SECS} (an agent's window)"
         ))),
         Some(step) if (range_secs + step - 1) / step > MAX_POINTS => {
-            Err(ApiError::Unprocessable(format!(
+            Err(ServiceError::Invalid(format!(
                 "{range_secs} s in steps of {step} s is more than {MAX_POINTS} steps: \
                  ask for a longer step or a shorter range"
             )))
@@ -107,7 +107,7 @@ fn step(asked: Option<i64>, range_secs: i64) -> Result<i64, ApiError> {
     }
 }
 
-fn query(service: String, params: TrendParams) -> Result<TrendQuery, ApiError> {
+fn query(service: String, params: TrendParams) -> Result<TrendQuery, ServiceError> {
     validate_name("service", &service)?;
     let (since, until) = parse_range(("since", "until"), &params.since, &params.until)?;
     let step_secs = step(params.step_secs, (until - since).num_seconds().max(1))?;
@@ -149,7 +149,7 @@ pub(crate) async fn service_trend(
     state: &AppState,
     service: String,
     params: TrendParams,
-) -> Result<TrendResponse, ApiError> {
+) -> Result<TrendResponse, ServiceError> {
     let query = query(service.clone(), params)?;
     let _turn = state.read_limits.heavy_read().await?;
     let counted = odp_store::read_window_counts(&state.pool, &query.read, &query.matched).await?;
@@ -202,9 +202,9 @@ mod tests {
         }
     }
 
-    fn refusal(result: Result<TrendQuery, ApiError>) -> String {
+    fn refusal(result: Result<TrendQuery, ServiceError>) -> String {
         match result {
-            Err(ApiError::Unprocessable(message)) => message,
+            Err(ServiceError::Invalid(message)) => message,
             Err(other) => panic!("not a 422: {other:?}"),
             Ok(_) => panic!("accepted"),
         }

@@ -18,10 +18,10 @@ use odp_store::{
 };
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::continuous::hosts;
 use crate::service::profiles::{self, StartedBy, ValidStart, MAX_FREQUENCY_HZ};
 use crate::service::start_options::start_options;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::AppState;
 
@@ -38,11 +38,11 @@ const DEFAULT_MAX_CONCURRENT: u32 = 3;
 pub(crate) const TRIGGER_LABEL: &str = "trigger";
 pub(crate) const OBSERVED_LABEL: &str = "trigger_observed";
 
-fn unprocessable(message: String) -> ApiError {
-    ApiError::Unprocessable(message)
+fn unprocessable(message: String) -> ServiceError {
+    ServiceError::Invalid(message)
 }
 
-fn in_range(field: &str, value: u32, low: u32, high: u32) -> Result<u32, ApiError> {
+fn in_range(field: &str, value: u32, low: u32, high: u32) -> Result<u32, ServiceError> {
     if (low..=high).contains(&value) {
         Ok(value)
     } else {
@@ -52,21 +52,21 @@ fn in_range(field: &str, value: u32, low: u32, high: u32) -> Result<u32, ApiErro
     }
 }
 
-fn condition(condition: TriggerCondition) -> Result<TriggerCondition, ApiError> {
+fn condition(condition: TriggerCondition) -> Result<TriggerCondition, ServiceError> {
     condition
         .check()
         .map(|()| condition)
         .map_err(|m| unprocessable(format!("`condition`: {m}")))
 }
 
-fn duration(secs: u64) -> Result<u32, ApiError> {
+fn duration(secs: u64) -> Result<u32, ServiceError> {
     let secs = u32::try_from(secs).unwrap_or(u32::MAX);
     in_range("duration_secs", secs, 1, MAX_DURATION_SECS)
 }
 
 /// The event and rate a triggered profile starts with, checked as any
 /// start's options are.
-fn profile_event(event: EventKind, frequency_hz: u32) -> Result<(EventKind, u32), ApiError> {
+fn profile_event(event: EventKind, frequency_hz: u32) -> Result<(EventKind, u32), ServiceError> {
     let frequency_hz = in_range("frequency_hz", frequency_hz, 1, MAX_FREQUENCY_HZ)?;
     triggered_options(event, frequency_hz)?;
     Ok((event, frequency_hz))
@@ -74,7 +74,7 @@ fn profile_event(event: EventKind, frequency_hz: u32) -> Result<(EventKind, u32)
 
 /// A triggered profile's start options: its event, checked with its rate
 /// as any start's options are.
-fn triggered_options(event: EventKind, frequency_hz: u32) -> Result<StartOptions, ApiError> {
+fn triggered_options(event: EventKind, frequency_hz: u32) -> Result<StartOptions, ServiceError> {
     start_options(
         ProfileOptions {
             event: Some(event.as_str().to_owned()),
@@ -84,7 +84,10 @@ fn triggered_options(event: EventKind, frequency_hz: u32) -> Result<StartOptions
     )
 }
 
-fn new_trigger(request: CreateTriggerRequest, created_by: &str) -> Result<NewTrigger, ApiError> {
+fn new_trigger(
+    request: CreateTriggerRequest,
+    created_by: &str,
+) -> Result<NewTrigger, ServiceError> {
     validate_name("service", &request.service)?;
     let (event, frequency_hz) = profile_event(
         request.event.unwrap_or(EventKind::CpuClock),
@@ -119,7 +122,10 @@ fn new_trigger(request: CreateTriggerRequest, created_by: &str) -> Result<NewTri
 
 /// A change checked; an event or rate is checked against the trigger's
 /// other one as it will be.
-fn patch(request: UpdateTriggerRequest, current: &TriggerRow) -> Result<TriggerPatch, ApiError> {
+fn patch(
+    request: UpdateTriggerRequest,
+    current: &TriggerRow,
+) -> Result<TriggerPatch, ServiceError> {
     let (event, frequency_hz) = match (request.event, request.frequency_hz) {
         (None, None) => (None, None),
         (event, hz) => {
@@ -194,11 +200,11 @@ fn firing_view(row: FiringRow, unit: &str) -> TriggerFiring {
     }
 }
 
-fn not_found(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no trigger {id}"))
+fn not_found(id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!("no trigger {id}"))
 }
 
-async fn row(db: &Database, id: Uuid) -> Result<TriggerRow, ApiError> {
+async fn row(db: &Database, id: Uuid) -> Result<TriggerRow, ServiceError> {
     Triggers::new(db.clone())
         .get(id)
         .await?
@@ -209,7 +215,7 @@ pub(crate) async fn create(
     db: &Database,
     request: CreateTriggerRequest,
     created_by: &str,
-) -> Result<Trigger, ApiError> {
+) -> Result<Trigger, ServiceError> {
     let new = new_trigger(request, created_by)?;
     if Services::new(db.clone()).get(&new.service).await?.is_none() {
         return Err(unprocessable(format!(
@@ -220,7 +226,7 @@ pub(crate) async fn create(
     Ok(view(Triggers::new(db.clone()).create(&new).await?))
 }
 
-pub(crate) async fn list(db: &Database) -> Result<Vec<Trigger>, ApiError> {
+pub(crate) async fn list(db: &Database) -> Result<Vec<Trigger>, ServiceError> {
     Ok(Triggers::new(db.clone())
         .list()
         .await?
@@ -229,7 +235,7 @@ pub(crate) async fn list(db: &Database) -> Result<Vec<Trigger>, ApiError> {
         .collect())
 }
 
-pub(crate) async fn get(db: &Database, id: Uuid) -> Result<Trigger, ApiError> {
+pub(crate) async fn get(db: &Database, id: Uuid) -> Result<Trigger, ServiceError> {
     row(db, id).await.map(view)
 }
 
@@ -238,7 +244,7 @@ pub(crate) async fn update(
     id: Uuid,
     request: UpdateTriggerRequest,
     updated_by: &str,
-) -> Result<Trigger, ApiError> {
+) -> Result<Trigger, ServiceError> {
     let patch = patch(request, &row(db, id).await?)?;
     Triggers::new(db.clone())
         .update(id, &patch, updated_by)
@@ -247,7 +253,7 @@ pub(crate) async fn update(
         .ok_or_else(|| not_found(id))
 }
 
-pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ApiError> {
+pub(crate) async fn delete(db: &Database, id: Uuid) -> Result<(), ServiceError> {
     if Triggers::new(db.clone()).delete(id).await? {
         Ok(())
     } else {
@@ -260,7 +266,7 @@ pub(crate) async fn firings(
     db: &Database,
     id: Uuid,
     limit: u32,
-) -> Result<Vec<TriggerFiring>, ApiError> {
+) -> Result<Vec<TriggerFiring>, ServiceError> {
     let trigger = row(db, id).await?;
     let unit = trigger.condition.unit();
     Ok(Triggers::new(db.clone())
@@ -277,7 +283,7 @@ pub(crate) async fn firings(
 pub(crate) async fn fire(
     state: &AppState,
     report: &FiringReport,
-) -> Result<Option<Uuid>, ApiError> {
+) -> Result<Option<Uuid>, ServiceError> {
     let triggers = Triggers::new(state.pool.clone());
     let (firing, trigger) = match triggers.claim(report).await? {
         Claim::Start { firing, trigger } => (firing, trigger),
@@ -330,7 +336,7 @@ async fn start_triggered(
     trigger: &TriggerRow,
     report: &FiringReport,
     firing: Uuid,
-) -> Result<Inserted, ApiError> {
+) -> Result<Inserted, ServiceError> {
     let target = Services::new(state.pool.clone())
         .get(&trigger.service)
         .await?
@@ -365,13 +371,13 @@ async fn start_triggered(
 mod tests {
     use super::*;
 
-    fn create(json: serde_json::Value) -> Result<NewTrigger, ApiError> {
+    fn create(json: serde_json::Value) -> Result<NewTrigger, ServiceError> {
         new_trigger(serde_json::from_value(json).unwrap(), "alice")
     }
 
-    fn refusal(result: Result<NewTrigger, ApiError>) -> String {
+    fn refusal(result: Result<NewTrigger, ServiceError>) -> String {
         match result {
-            Err(ApiError::Unprocessable(message)) => message,
+            Err(ServiceError::Invalid(message)) => message,
             other => panic!("not a 422: {other:?}"),
         }
     }

@@ -182,7 +182,7 @@ pub(crate) async fn export(
 fn within_import_limits(state: &AppState, parts: &[Incoming]) -> Result<(), ApiError> {
     let stacks: usize = parts.iter().map(|p| p.parsed.stacks.len()).sum();
     let frames: HashSet<&odp_core::Frame> = parts.iter().flat_map(|p| &p.parsed.frames).collect();
-    state.read_limits.check_import(stacks, frames.len())
+    Ok(state.read_limits.check_import(stacks, frames.len())?)
 }
 
 /// The gRPC status code an error stands for, which OTLP/HTTP's error

@@ -219,6 +219,7 @@ async fn flame_graph(
         },
     )
     .await
+    .map_err(ApiError::from)
 }
 
 /// `/runs/{id}/top`'s parameters.

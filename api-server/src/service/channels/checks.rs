@@ -4,7 +4,7 @@
 
 use std::net::Ipv6Addr;
 
-use crate::error::ApiError;
+use crate::service_error::ServiceError;
 
 /// Most recipients of an email channel.
 pub(super) const MAX_RECIPIENTS: usize = 50;
@@ -14,12 +14,12 @@ pub(super) const MAX_SECRET: usize = 512;
 /// Longest URL (webhook or SMTP relay), in characters.
 pub(super) const MAX_URL: usize = 2000;
 
-fn invalid(message: String) -> ApiError {
-    ApiError::Unprocessable(message)
+fn invalid(message: String) -> ServiceError {
+    ServiceError::Invalid(message)
 }
 
 /// A glob over service names: what names are made of plus `*` and `?`.
-pub(super) fn service_pattern(pattern: &str) -> Result<(), ApiError> {
+pub(super) fn service_pattern(pattern: &str) -> Result<(), ServiceError> {
     let ok = (1..=253).contains(&pattern.len())
         && pattern
             .chars()
@@ -37,7 +37,7 @@ pub(super) fn service_pattern(pattern: &str) -> Result<(), ApiError> {
 
 /// An HMAC key: long enough not to be guessed, and text Postgres stores
 /// (no NUL) that survives copy and paste (no control characters).
-pub(super) fn secret(secret: &str) -> Result<(), ApiError> {
+pub(super) fn secret(secret: &str) -> Result<(), ServiceError> {
     let length = secret.chars().count();
     if !(MIN_SECRET..=MAX_SECRET).contains(&length) || secret.chars().any(char::is_control) {
         return Err(invalid(format!(
@@ -50,7 +50,7 @@ pub(super) fn secret(secret: &str) -> Result<(), ApiError> {
 
 /// `http://` or `https://`, a host, an optional port, then any path; no
 /// credentials, which every reader of the channel would see.
-pub(super) fn webhook_url(url: &str) -> Result<(), ApiError> {
+pub(super) fn webhook_url(url: &str) -> Result<(), ServiceError> {
     let bad = |why: &str| {
         invalid(format!(
             "`url` must be an http or https URL with a host: {why}"
@@ -71,7 +71,7 @@ pub(super) fn webhook_url(url: &str) -> Result<(), ApiError> {
 }
 
 /// `smtp://host[:port]`, as the pipeline's email sender reads it.
-pub(super) fn smtp_url(url: &str) -> Result<(), ApiError> {
+pub(super) fn smtp_url(url: &str) -> Result<(), ServiceError> {
     let bad = |why: &str| invalid(format!("`smtp_url` must be smtp://host[:port]: {why}"));
     if url.chars().count() > MAX_URL {
         return Err(bad(&format!("longer than {MAX_URL} characters")));
@@ -139,7 +139,7 @@ fn host_name(host: &str, underscore: bool) -> bool {
 
 /// An address `local@domain` (RFC 5321's dot-atom local part, a DNS
 /// domain); display names and quoted local parts are refused.
-pub(super) fn email_address(field: &str, address: &str) -> Result<(), ApiError> {
+pub(super) fn email_address(field: &str, address: &str) -> Result<(), ServiceError> {
     let valid = address.len() <= 254
         && address.rsplit_once('@').is_some_and(|(local, domain)| {
             (1..=64).contains(&local.len())
@@ -161,7 +161,7 @@ pub(super) fn email_address(field: &str, address: &str) -> Result<(), ApiError> 
 }
 
 /// 1 to [`MAX_RECIPIENTS`] valid addresses.
-pub(super) fn recipients(to: &[String]) -> Result<(), ApiError> {
+pub(super) fn recipients(to: &[String]) -> Result<(), ServiceError> {
     if !(1..=MAX_RECIPIENTS).contains(&to.len()) {
         return Err(invalid(format!(
             "`to` must list 1 to {MAX_RECIPIENTS} addresses"

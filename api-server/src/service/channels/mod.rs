@@ -14,14 +14,17 @@ use odp_plumbing::egress::{url_host, EgressError, EgressPolicy};
 use odp_store::{ChannelPatch, ChannelRow, DeliveryFilter, NewChannel};
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::service::MAX_PAGE;
+use crate::service_error::ServiceError;
 use crate::validate::validate_name;
 use crate::views;
 use crate::AppState;
 
 /// Creates the channel `body` asks for, once its destination is allowed.
-pub(crate) async fn create(state: &AppState, body: serde_json::Value) -> Result<Channel, ApiError> {
+pub(crate) async fn create(
+    state: &AppState,
+    body: serde_json::Value,
+) -> Result<Channel, ServiceError> {
     let new = new_channel(body)?;
     check_destination(&state.egress, new.kind, &new.url).await?;
     let row = odp_store::create_channel(&state.pool, &new).await?;
@@ -29,7 +32,7 @@ pub(crate) async fn create(state: &AppState, body: serde_json::Value) -> Result<
 }
 
 /// Every channel, by name.
-pub(crate) async fn list(state: &AppState) -> Result<ChannelList, ApiError> {
+pub(crate) async fn list(state: &AppState) -> Result<ChannelList, ServiceError> {
     let channels = odp_store::list_channels(&state.pool)
         .await?
         .into_iter()
@@ -39,7 +42,7 @@ pub(crate) async fn list(state: &AppState) -> Result<ChannelList, ApiError> {
 }
 
 /// Channel `id`.
-pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Channel, ApiError> {
+pub(crate) async fn describe(state: &AppState, id: Uuid) -> Result<Channel, ServiceError> {
     Ok(views::channel(load(state, id).await?))
 }
 
@@ -48,7 +51,7 @@ pub(crate) async fn update(
     state: &AppState,
     id: Uuid,
     request: UpdateChannelRequest,
-) -> Result<Channel, ApiError> {
+) -> Result<Channel, ServiceError> {
     let kind = load(state, id).await?.kind;
     let patch = patch(kind, request)?;
     if let Some(url) = &patch.url {
@@ -61,7 +64,7 @@ pub(crate) async fn update(
 }
 
 /// Deletes channel `id` with its deliveries.
-pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ApiError> {
+pub(crate) async fn delete(state: &AppState, id: Uuid) -> Result<(), ServiceError> {
     if !odp_store::delete_channel(&state.pool, id).await? {
         return Err(no_channel(id));
     }
@@ -76,10 +79,10 @@ pub(crate) async fn deliveries(
     status: Option<DeliveryStatus>,
     before: Option<Uuid>,
     limit: Option<i64>,
-) -> Result<DeliveriesPage, ApiError> {
+) -> Result<DeliveriesPage, ServiceError> {
     let limit = limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`limit` must be between 1 and {MAX_PAGE}"
         )));
     }
@@ -93,7 +96,7 @@ pub(crate) async fn deliveries(
     let deliveries = odp_store::channel_deliveries(&state.pool, &filter)
         .await?
         .ok_or_else(|| {
-            ApiError::Unprocessable("`before` is not a delivery of this channel".into())
+            ServiceError::Invalid("`before` is not a delivery of this channel".into())
         })?;
     let next_before = (deliveries.len() as i64 == limit)
         .then(|| deliveries.last().map(|d| d.id))
@@ -107,7 +110,7 @@ pub(crate) async fn deliveries(
     })
 }
 
-async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ApiError> {
+async fn load(state: &AppState, id: Uuid) -> Result<ChannelRow, ServiceError> {
     odp_store::get_channel(&state.pool, id)
         .await?
         .ok_or_else(|| no_channel(id))
@@ -125,14 +128,14 @@ fn without_remote_answers(mut delivery: Delivery) -> Delivery {
     delivery
 }
 
-fn no_channel(id: Uuid) -> ApiError {
-    ApiError::NotFound(format!("no channel {id}"))
+fn no_channel(id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!("no channel {id}"))
 }
 
 /// The channel `body` asks for. `kind` is read first, then the body is
 /// parsed as that kind's request, so an error names the bad field of the
 /// kind given rather than failing both shapes of an untagged enum.
-fn new_channel(body: serde_json::Value) -> Result<NewChannel, ApiError> {
+fn new_channel(body: serde_json::Value) -> Result<NewChannel, ServiceError> {
     match body.get("kind").and_then(serde_json::Value::as_str) {
         Some("webhook") => webhook(parse(body)?),
         Some("email") => email(parse(body)?),
@@ -140,11 +143,11 @@ fn new_channel(body: serde_json::Value) -> Result<NewChannel, ApiError> {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, ApiError> {
+fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, ServiceError> {
     serde_json::from_value(body).map_err(|e| invalid(format!("invalid request body: {e}")))
 }
 
-fn webhook(request: CreateWebhookRequest) -> Result<NewChannel, ApiError> {
+fn webhook(request: CreateWebhookRequest) -> Result<NewChannel, ServiceError> {
     validate_name("name", &request.name)?;
     checks::service_pattern(&request.service_pattern)?;
     checks::webhook_url(&request.url)?;
@@ -161,7 +164,7 @@ fn webhook(request: CreateWebhookRequest) -> Result<NewChannel, ApiError> {
     })
 }
 
-fn email(request: CreateEmailRequest) -> Result<NewChannel, ApiError> {
+fn email(request: CreateEmailRequest) -> Result<NewChannel, ServiceError> {
     validate_name("name", &request.name)?;
     checks::service_pattern(&request.service_pattern)?;
     checks::smtp_url(&request.smtp_url)?;
@@ -181,7 +184,7 @@ fn email(request: CreateEmailRequest) -> Result<NewChannel, ApiError> {
 
 /// The change `request` makes to a channel of `kind`; a field of the
 /// other kind is refused.
-fn patch(kind: ChannelKind, request: UpdateChannelRequest) -> Result<ChannelPatch, ApiError> {
+fn patch(kind: ChannelKind, request: UpdateChannelRequest) -> Result<ChannelPatch, ServiceError> {
     if let Some(pattern) = &request.service_pattern {
         checks::service_pattern(pattern)?;
     }
@@ -243,7 +246,7 @@ async fn check_destination(
     policy: &EgressPolicy,
     kind: ChannelKind,
     url: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ServiceError> {
     let field = match kind {
         ChannelKind::Webhook => "url",
         ChannelKind::Email => "smtp_url",
@@ -268,12 +271,12 @@ async fn check_destination(
     }
 }
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::Unprocessable(message.into())
+fn invalid(message: impl Into<String>) -> ServiceError {
+    ServiceError::Invalid(message.into())
 }
 
 /// A field given for the other kind of channel.
-fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ApiError> {
+fn not_for(kind: ChannelKind, fields: &[(&str, bool)]) -> Result<(), ServiceError> {
     match fields.iter().find(|(_, given)| *given) {
         Some((field, _)) => Err(invalid(format!(
             "`{field}` is not a field of {} channels",
@@ -289,9 +292,9 @@ mod tests {
 
     use super::*;
 
-    fn refusal(result: Result<impl Sized, ApiError>) -> String {
+    fn refusal(result: Result<impl Sized, ServiceError>) -> String {
         match result {
-            Err(ApiError::Unprocessable(message)) => message,
+            Err(ServiceError::Invalid(message)) => message,
             Err(other) => panic!("{other:?}"),
             Ok(_) => panic!("accepted"),
         }

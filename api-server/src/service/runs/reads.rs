@@ -17,8 +17,8 @@ use odp_profile::top::top_functions;
 use odp_store::{Read, ReadResult, ReadScope, RunRow, Runs, Services};
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use crate::render::sample_unit;
+use crate::service_error::ServiceError;
 use crate::AppState;
 
 /// Labels are those the hosts' agents reported within this long: a run
@@ -43,30 +43,30 @@ pub(crate) fn run_read(id: Uuid, thread: Option<ThreadFilter>, stacks: StackFilt
 
 /// A stratum: `key:value` pairs, comma-separated, every one of which a
 /// host's labels must hold. `what` names the parameter in messages.
-pub(crate) fn parse_labels(what: &str, text: &str) -> Result<Vec<(String, String)>, ApiError> {
+pub(crate) fn parse_labels(what: &str, text: &str) -> Result<Vec<(String, String)>, ServiceError> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for item in text.split(',').map(str::trim) {
         let Some((key, value)) = item.split_once(':') else {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "`{what}` must be a comma-separated list of key:value labels, like \
                  version:v1,zone:a; got {item:?}"
             )));
         };
         let (key, value) = (key.trim(), value.trim());
         if key.is_empty() || value.is_empty() || key.len() > 253 || value.len() > 253 {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "`{what}`: each label needs a key and a value of at most 253 bytes; got {item:?}"
             )));
         }
         if pairs.iter().any(|(k, _)| k == key) {
-            return Err(ApiError::Unprocessable(format!(
+            return Err(ServiceError::Invalid(format!(
                 "`{what}` names the label `{key}` more than once"
             )));
         }
         pairs.push((key.to_owned(), value.to_owned()));
     }
     if pairs.len() > MAX_LABELS {
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "`{what}` may name at most {MAX_LABELS} labels"
         )));
     }
@@ -84,7 +84,7 @@ pub(crate) fn in_stratum(labels: &BTreeMap<String, String>, stratum: &[(String, 
 pub(crate) async fn host_labels(
     state: &AppState,
     service: &str,
-) -> Result<BTreeMap<String, BTreeMap<String, String>>, ApiError> {
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, ServiceError> {
     Ok(Services::new(&state.pool)
         .hosts_running(service, LABELS_WITHIN)
         .await?
@@ -112,7 +112,7 @@ pub(crate) async fn read_stratum(
     row: &RunRow,
     read: &Read,
     stratum: &[(String, String)],
-) -> Result<ReadResult, ApiError> {
+) -> Result<ReadResult, ServiceError> {
     let mut result = odp_store::read(&state.pool, read).await?;
     if stratum.is_empty() {
         return Ok(result);
@@ -126,7 +126,7 @@ pub(crate) async fn read_stratum(
         .collect();
     if matching.is_empty() {
         let wanted: Vec<String> = stratum.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ServiceError::Invalid(format!(
             "no member of run {} has the labels {}",
             row.id,
             wanted.join(",")
@@ -143,7 +143,7 @@ pub(crate) async fn hosts(
     state: &AppState,
     row: &RunRow,
     options: OutlierOptions,
-) -> Result<RunHostsResponse, ApiError> {
+) -> Result<RunHostsResponse, ServiceError> {
     let read = run_read(row.id, None, StackFilter::default());
     let result = odp_store::read(&state.pool, &read).await?;
     state.read_limits.check_read(&result)?;
@@ -187,7 +187,7 @@ pub(crate) async fn hosts(
                 .collect()
         })
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| ServiceError::Internal(e.to_string()))?;
     // Chosen hosts without samples (not started, or nothing sampled yet)
     // are listed too, untested.
     let mut counts: Vec<HostCounts> = per_host.iter().map(|(c, _, _)| c.clone()).collect();
@@ -245,7 +245,7 @@ pub(crate) async fn top(
     thread: Option<ThreadFilter>,
     stacks: StackFilter,
     limit: usize,
-) -> Result<RunTopResponse, ApiError> {
+) -> Result<RunTopResponse, ServiceError> {
     let row = super::row(state, id).await?;
     let limits = state.read_limits.clone();
     let _turn = limits.heavy_read().await?;
@@ -255,7 +255,7 @@ pub(crate) async fn top(
     let shared = result.clone();
     let functions = tokio::task::spawn_blocking(move || shared.top_functions(limit))
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| ServiceError::Internal(e.to_string()))?;
     Ok(RunTopResponse {
         run_id: id,
         service: row.service,
@@ -268,7 +268,10 @@ pub(crate) async fn top(
 }
 
 /// The windows of every member of run `id`, in time order (then host).
-pub(crate) async fn timeline(state: &AppState, id: Uuid) -> Result<Vec<TimelineWindow>, ApiError> {
+pub(crate) async fn timeline(
+    state: &AppState,
+    id: Uuid,
+) -> Result<Vec<TimelineWindow>, ServiceError> {
     let mut windows = Vec::new();
     for member in Runs::new(&state.pool).members(id).await? {
         windows.extend(odp_store::profile_timeline(&state.pool, member.id).await?);
@@ -280,7 +283,10 @@ pub(crate) async fn timeline(state: &AppState, id: Uuid) -> Result<Vec<TimelineW
 }
 
 /// What the rules found in `run` once it ended.
-pub(crate) async fn issues(state: &AppState, run: &RunRow) -> Result<RunIssuesResponse, ApiError> {
+pub(crate) async fn issues(
+    state: &AppState,
+    run: &RunRow,
+) -> Result<RunIssuesResponse, ServiceError> {
     let issues = Runs::new(&state.pool).issues(run.id).await?;
     Ok(RunIssuesResponse {
         run_id: run.id,
@@ -308,9 +314,9 @@ pub(crate) async fn issues(state: &AppState, run: &RunRow) -> Result<RunIssuesRe
 mod tests {
     use super::*;
 
-    fn message(result: Result<Vec<(String, String)>, ApiError>) -> String {
+    fn message(result: Result<Vec<(String, String)>, ServiceError>) -> String {
         match result {
-            Err(ApiError::Unprocessable(m)) => m,
+            Err(ServiceError::Invalid(m)) => m,
             other => panic!("expected 422, got {other:?}"),
         }
     }

@@ -13,7 +13,7 @@ fn member(host: &str, status: ProfileStatus, reason: Option<&str>) -> RunMember 
 fn the_host_limit_counts_the_chosen_and_the_busy_hosts() {
     assert!(check_host_limit(2, 0, 2, "alice").is_ok());
     assert!(check_host_limit(1, 1, 2, "alice").is_ok());
-    let Err(ApiError::Unprocessable(message)) = check_host_limit(2, 1, 2, "alice") else {
+    let Err(ServiceError::Invalid(message)) = check_host_limit(2, 1, 2, "alice") else {
         panic!("3 hosts are over a limit of 2")
     };
     assert!(
