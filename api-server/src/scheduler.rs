@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use odp_api_types::ScheduleRun;
-use odp_store::{Database, Inserted, RunOutcome, Runs, ScheduleRow, SchedulerTick};
+use odp_store::{Database, Fired, Inserted, RunOutcome, Runs, ScheduleRow, SchedulerTick};
 use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
@@ -177,13 +177,14 @@ async fn fire_schedule(
             let outcome = match &schedule.run_spec {
                 Some(spec) => {
                     let (outcome, run, detail) = start_run(state, schedule, &spec.0).await;
-                    tx.finish_run_with_run(run_id, outcome, run, detail.as_deref())
+                    tx.finish_run(run_id, outcome, Fired::Run(run), detail.as_deref())
                         .await?;
                     outcome
                 }
                 None => {
                     let (outcome, profile_id, detail) = start_profile(state, schedule).await;
-                    tx.finish_run(run_id, outcome, profile_id, detail.as_deref())
+                    let fired = Fired::Profile(profile_id);
+                    tx.finish_run(run_id, outcome, fired, detail.as_deref())
                         .await?;
                     outcome
                 }

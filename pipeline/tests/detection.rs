@@ -68,8 +68,8 @@ async fn detections_follow_the_stored_samples_idempotently() {
     assert_eq!(issues.len(), 1, "{issues:?}");
     let issue = &issues[0];
     assert_eq!(issue.rule_id, "jvm-stringbuffer");
-    assert_eq!(issue.title, "java.lang.StringBuffer");
-    assert!(issue.link.starts_with("https://docs.oracle.com/"));
+    assert_eq!(issue.rule.title, "java.lang.StringBuffer");
+    assert!(issue.rule.link.starts_with("https://docs.oracle.com/"));
     assert_eq!((issue.share, issue.threshold_pct), (30.0, 1.0));
     assert_eq!((issue.samples_matched, issue.samples_total), (300, 1000));
     assert_eq!(issue.stacks.len(), 1);

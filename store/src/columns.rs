@@ -11,6 +11,8 @@ use sqlx::error::BoxDynError;
 use sqlx::types::Json;
 use sqlx::{Database, Decode, MySql, Postgres, Type};
 
+use crate::sql::{Arg, Sql};
+
 /// A `text not null` column parsed into `T`.
 pub struct Text<T>(pub(crate) T);
 
@@ -145,4 +147,23 @@ impl<'r, T: DeserializeOwned> Decode<'r, MySql> for List<T> {
 pub(crate) fn whole(value: u32) -> crate::Result<i32> {
     i32::try_from(value)
         .map_err(|_| crate::StoreError::Statement(format!("{value} exceeds an integer")))
+}
+
+/// The `hosts` column of continuous profiles and triggers: the hosts a
+/// configuration applies to, sorted, as a JSON list; JSON `null` (the
+/// column is `not null`) for every host running the service.
+pub(crate) fn host_list(hosts: &Option<Vec<String>>) -> crate::Result<Arg> {
+    Arg::json(hosts)
+}
+
+/// Binds a patch of a `hosts` column ([`host_list`]) as two arguments,
+/// whether it changes and to what, for
+/// `hosts = case when $n then $n+1 else hosts end`.
+pub(crate) fn bind_host_list_change(
+    sql: Sql,
+    change: &Option<Option<Vec<String>>>,
+) -> crate::Result<Sql> {
+    Ok(sql
+        .bind(change.is_some())
+        .bind(host_list(&change.clone().flatten())?))
 }

@@ -7,7 +7,16 @@
 //! for the backend it runs on); the area's `postgres.rs` and `mysql.rs`
 //! hold only what the dialects really do differently (`returning`,
 //! upserts, arrays against `in` lists, `COPY`, advisory locks). One
-//! behaviour suite (`store/tests`) runs on both backends.
+//! behaviour suite (`store/tests`) runs on both backends. What every area
+//! does to its own table alike (a row by id, a delete, an update read
+//! back, a newest-first page) is written once, in `sql::Table`.
+//!
+//! Code that still looks alike does so on purpose: rows, new rows and
+//! patches of different areas share field types, not meaning; an area's
+//! `postgres.rs` and `mysql.rs` declare the same functions, each in its
+//! dialect; and areas with the same surface over different tables
+//! (continuous profiles and triggers, channels and schedules) take the
+//! same steps, each with its own columns.
 //!
 //! The store keeps the domain's values (`odp-core`'s enums, stored by
 //! name, and its own rows), never the REST contract's: `odp-api-types`
@@ -68,7 +77,7 @@ pub use continuous::{
 pub use database::{Backend, Database};
 pub use detections::{
     previous_schedule_runs, previous_segments, profile_identity, profile_issues, rules_hit,
-    save_detections, AlertSubject, Issue, IssueStack, SEGMENT_BASELINE_PERIOD,
+    save_detections, AlertSubject, Issue, IssueStack, RuleText, SEGMENT_BASELINE_PERIOD,
 };
 pub use enrollment::{
     Enrollment, EnrollmentTokenRow, EnrollmentTokens, NewEnrollmentToken, Refusal,
@@ -102,8 +111,8 @@ pub use rules::{
 };
 pub use runs::{NewRun, RunEnd, RunHost, RunHostRow, RunIssue, RunRow, RunState, Runs};
 pub use schedules::{
-    claim_run, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow, SchedulerTick,
-    Schedules, SCHEDULER_LOCK_KEY,
+    claim_run, Fired, NewSchedule, RunOutcome, SchedulePatch, ScheduleRow, ScheduleRunRow,
+    SchedulerTick, Schedules, SCHEDULER_LOCK_KEY,
 };
 pub use services::{NewService, ServiceHost, ServicePatch, ServiceRow, Services};
 pub use timeline::{profile_timeline, TimelineWindow};

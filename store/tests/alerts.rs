@@ -122,7 +122,7 @@ async fn a_due_delivery_is_claimed_by_exactly_one_sender(db: Database) {
         (one.service.as_str(), one.host.as_str()),
         ("checkout", "h1")
     );
-    assert_eq!(one.title, "java.lang.StringBuffer");
+    assert_eq!(one.rule.title, "java.lang.StringBuffer");
     assert_eq!((one.share, one.threshold_pct), (10.0, 1.0));
     assert_eq!(one.stacks.len(), 1);
     assert_eq!(one.stacks[0].count, 50);

@@ -83,7 +83,7 @@ async fn saving_is_idempotent_and_issues_read_back_exactly(db: Database) {
             (
                 i.rule_id.as_str(),
                 i.kind.as_str(),
-                i.title.clone(),
+                i.rule.title.clone(),
                 i.share,
                 i.threshold_pct,
                 i.samples_matched,

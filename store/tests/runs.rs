@@ -316,7 +316,7 @@ async fn an_ended_run_is_judged_once_and_alerts_under_its_hottest_host(db: Datab
     let issues = runs.issues(asked.id).await.unwrap();
     assert_eq!(issues.len(), 1);
     assert_eq!(issues[0].issue.rule_id, "jvm-stringbuffer");
-    assert_eq!(issues[0].issue.title, "java.lang.StringBuffer");
+    assert_eq!(issues[0].issue.rule.title, "java.lang.StringBuffer");
     let named: Vec<&str> = issues[0].hosts.iter().map(|h| h.host.as_str()).collect();
     assert_eq!(named, ["h2", "h1"]);
 

@@ -11,8 +11,8 @@ use odp_core::cost::StartOptions;
 use odp_core::run::{HostSelection, ScheduleRun, StopRule};
 use odp_core::{EventKind, Target};
 use odp_store::{
-    Database, NewRun, NewSchedule, ProfileMode, RunOutcome, Runs, SchedulePatch, SchedulerTick,
-    Schedules, StoreError,
+    Database, Fired, NewRun, NewSchedule, ProfileMode, RunOutcome, Runs, SchedulePatch,
+    SchedulerTick, Schedules, StoreError,
 };
 use uuid::Uuid;
 
@@ -413,18 +413,28 @@ async fn runs_finish_and_schedules_advance(db: Database) {
         .await
         .unwrap()
         .unwrap();
-    tick.finish_run(started, RunOutcome::Started, Some(profile), None)
-        .await
-        .unwrap();
+    tick.finish_run(
+        started,
+        RunOutcome::Started,
+        Fired::Profile(Some(profile)),
+        None,
+    )
+    .await
+    .unwrap();
     let busy = tick
         .claim_run(schedule.id, eleven, RunOutcome::Started, None)
         .await
         .unwrap()
         .unwrap();
     let why = "the target already has a live profile";
-    tick.finish_run(busy, RunOutcome::SkippedBusy, None, Some(why))
-        .await
-        .unwrap();
+    tick.finish_run(
+        busy,
+        RunOutcome::SkippedBusy,
+        Fired::Profile(None),
+        Some(why),
+    )
+    .await
+    .unwrap();
     let fired = at("2030-01-01T11:00:05Z");
     tick.advance(schedule.id, Some(at("2030-01-01T12:00:00Z")), Some(fired))
         .await
@@ -598,7 +608,7 @@ async fn a_run_schedule_keeps_its_spec_and_links_its_runs(db: Database) {
         .await
         .unwrap()
         .unwrap();
-    tick.finish_run_with_run(started, RunOutcome::Started, Some(run), None)
+    tick.finish_run(started, RunOutcome::Started, Fired::Run(Some(run)), None)
         .await
         .unwrap();
     let eleven = at("2030-01-01T11:00:00Z");
@@ -608,7 +618,7 @@ async fn a_run_schedule_keeps_its_spec_and_links_its_runs(db: Database) {
         .unwrap()
         .unwrap();
     let why = format!("its previous run {run} is still running");
-    tick.finish_run_with_run(busy, RunOutcome::SkippedBusy, None, Some(&why))
+    tick.finish_run(busy, RunOutcome::SkippedBusy, Fired::Run(None), Some(&why))
         .await
         .unwrap();
     tick.commit().await.unwrap();

@@ -87,11 +87,11 @@ pub fn subject(d: &DueDelivery) -> String {
     match d.run_id {
         Some(_) => format!(
             "[ODP] {} in a run of {}: {:.1}% of samples, most on {}",
-            d.title, d.service, d.share, d.host
+            d.rule.title, d.service, d.share, d.host
         ),
         None => format!(
             "[ODP] {} in {} on {}: {:.1}% of samples",
-            d.title, d.service, d.host, d.share
+            d.rule.title, d.service, d.host, d.share
         ),
     }
 }
@@ -113,7 +113,7 @@ pub fn body(d: &DueDelivery, profile_base_url: Option<&str>) -> String {
     if d.run_id.is_none() {
         line(format!("Host:      {}", d.host));
     }
-    line(format!("Rule:      {} ({})", d.title, d.rule_id));
+    line(format!("Rule:      {} ({})", d.rule.title, d.rule_id));
     line(format!(
         "Share:     {:.1}% of samples (threshold {:.1}%)",
         d.share, d.threshold_pct
@@ -151,12 +151,12 @@ pub fn body(d: &DueDelivery, profile_base_url: Option<&str>) -> String {
     }
     line(String::new());
     line("Why it matters:".into());
-    line(d.explanation.clone());
+    line(d.rule.explanation.clone());
     line(String::new());
     line("Suggested fix:".into());
-    line(d.fix.clone());
-    if !d.link.is_empty() {
-        line(format!("More: {}", d.link));
+    line(d.rule.fix.clone());
+    if !d.rule.link.is_empty() {
+        line(format!("More: {}", d.rule.link));
     }
     if !d.stacks.is_empty() {
         line(String::new());
@@ -299,7 +299,7 @@ impl Notifier for EmailNotifier {
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use odp_store::IssueStack;
+    use odp_store::{IssueStack, RuleText};
     use uuid::Uuid;
 
     fn delivery() -> DueDelivery {
@@ -316,10 +316,12 @@ mod tests {
             service: "checkout".into(),
             host: "h-1".into(),
             rule_id: "jvm-stringbuffer".into(),
-            title: "java.lang.StringBuffer".into(),
-            explanation: "Synchronized appends.".into(),
-            fix: "Use StringBuilder.".into(),
-            link: "https://example.com/sb".into(),
+            rule: RuleText {
+                title: "java.lang.StringBuffer".into(),
+                explanation: "Synchronized appends.".into(),
+                fix: "Use StringBuilder.".into(),
+                link: "https://example.com/sb".into(),
+            },
             share: 30.0,
             threshold_pct: 1.0,
             stacks: vec![IssueStack {

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::columns::List;
 use crate::database::Database;
-use crate::detections::{name_stacks, IssueStack};
+use crate::detections::{name_stacks, IssueStack, RuleText};
 use crate::sql::{Sql, Tx};
 use crate::Result;
 
@@ -53,10 +53,8 @@ pub struct DueDelivery {
     pub service: String,
     pub host: String,
     pub rule_id: String,
-    pub title: String,
-    pub explanation: String,
-    pub fix: String,
-    pub link: String,
+    #[sqlx(flatten)]
+    pub rule: RuleText,
     pub share: f64,
     pub threshold_pct: f64,
     #[sqlx(skip)]

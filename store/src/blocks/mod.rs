@@ -323,19 +323,12 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
         &ids,
     )
     .await?;
-    if !legacy.is_empty() {
-        execute_any(
-            &mut tx,
-            "delete from samples where snapshot_id = any($1)",
-            &legacy,
-        )
-        .await?;
-        execute_any(
-            &mut tx,
-            "delete from snapshot_threads where snapshot_id = any($1)",
-            &legacy,
-        )
-        .await?;
+    // The legacy windows' rows from before blocks, now in the block.
+    for table in ["samples", "snapshot_threads"] {
+        if !legacy.is_empty() {
+            let delete = format!("delete from {table} where snapshot_id = any($1)");
+            execute_any(&mut tx, &delete, &legacy).await?;
+        }
     }
     tx.commit().await?;
     Ok(Compacted {

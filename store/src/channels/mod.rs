@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::columns::{List, Text};
 use crate::database::{Backend, Database};
-use crate::sql::{Arg, Sql};
+use crate::sql::{Arg, Sql, Table};
 use crate::{conflict_if_taken, written, Result};
 
 mod mysql;
@@ -64,9 +64,12 @@ fn email_list(backend: Backend, param: &str) -> String {
     }
 }
 
-/// The columns of [`ChannelRow`].
-pub(crate) const CHANNEL_COLUMNS: &str =
-    "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, email_to";
+/// The table and the columns of [`ChannelRow`].
+const CHANNELS: Table = Table {
+    name: "alert_channels",
+    columns: "id, name, kind, url, secret, service_pattern, enabled, created_at, email_from, \
+              email_to",
+};
 
 /// A change to a channel; `None` fields stay as they are. The caller
 /// checks that each field suits the channel's kind.
@@ -113,18 +116,12 @@ pub async fn create_channel(db: impl Into<Database>, channel: &NewChannel) -> Re
 
 /// All channels, by name.
 pub async fn list_channels(db: impl Into<Database>) -> Result<Vec<ChannelRow>> {
-    Sql::new(format!(
-        "select {CHANNEL_COLUMNS} from alert_channels order by name"
-    ))
-    .fetch_all(&db.into())
-    .await
+    CHANNELS.list(&db.into(), "order by name").await
 }
 
 /// The channel, if there is one with that id.
 pub async fn get_channel(db: impl Into<Database>, id: Uuid) -> Result<Option<ChannelRow>> {
-    Sql::by_id(CHANNEL_COLUMNS, "alert_channels", id)
-        .fetch_optional(&db.into())
-        .await
+    CHANNELS.get(&db.into(), id).await
 }
 
 /// Applies `patch`; `None` when there is no such channel. The update and
@@ -140,8 +137,7 @@ pub async fn update_channel(
         Some(list) => Arg::json(list)?,
         None => Arg::Json(None),
     };
-    let mut tx = db.begin().await?;
-    Sql::new(format!(
+    let update = Sql::new(format!(
         "update alert_channels set
              enabled = coalesce($2, enabled),
              service_pattern = coalesce($3, service_pattern),
@@ -158,24 +154,14 @@ pub async fn update_channel(
     .bind(&patch.url)
     .bind(&patch.secret)
     .bind(&patch.email_from)
-    .bind(email_to)
-    .execute(&mut tx)
-    .await?;
-    let row = Sql::by_id(CHANNEL_COLUMNS, "alert_channels", id)
-        .fetch_optional(&mut tx)
-        .await?;
-    tx.commit().await?;
-    Ok(row)
+    .bind(email_to);
+    CHANNELS.update(&db, update, id).await
 }
 
 /// Deletes a channel with its deliveries and their attempts; `false` when
 /// there was no such channel.
 pub async fn delete_channel(db: impl Into<Database>, id: Uuid) -> Result<bool> {
-    let deleted = Sql::new("delete from alert_channels where id = $1")
-        .bind(id)
-        .execute(&db.into())
-        .await?;
-    Ok(deleted == 1)
+    CHANNELS.delete(&db.into(), id).await
 }
 
 /// Which deliveries of a channel to list, newest first.

@@ -10,10 +10,10 @@ use odp_core::domain::ProfileMode;
 use odp_core::EventKind;
 use uuid::Uuid;
 
-use crate::columns::{whole, Text};
+use crate::columns::{bind_host_list_change, host_list, whole, Text};
 use crate::database::Database;
 use crate::profiles::Labels;
-use crate::sql::{Arg, Sql};
+use crate::sql::{Arg, Sql, Table};
 use crate::{conflict_if_taken, written, Result, StoreError, Violation};
 
 /// The label every segment's profile carries: its configuration's id, so
@@ -87,8 +87,11 @@ pub struct Segment<'a> {
     pub agent_id: &'a str,
 }
 
-const COLUMNS: &str = "id, service, event, frequency_hz, cpu_budget_ppm, hosts, enabled,
-                       created_by, updated_by, created_at, updated_at";
+const CONTINUOUS: Table = Table {
+    name: "continuous_profiles",
+    columns: "id, service, event, frequency_hz, cpu_budget_ppm, hosts, enabled, created_by,
+              updated_by, created_at, updated_at",
+};
 
 /// Continuous configurations, in whichever database the store runs on.
 #[derive(Clone)]
@@ -115,7 +118,7 @@ impl ContinuousProfiles {
         .bind(new.event.as_str())
         .bind(whole(new.frequency_hz)?)
         .bind(whole(new.cpu_budget_ppm)?)
-        .bind(Arg::json(&new.hosts)?)
+        .bind(host_list(&new.hosts)?)
         .bind(&new.created_by)
         .execute(&self.db)
         .await;
@@ -129,18 +132,12 @@ impl ContinuousProfiles {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ContinuousRow>> {
-        Sql::by_id(COLUMNS, "continuous_profiles", id)
-            .fetch_optional(&self.db)
-            .await
+        CONTINUOUS.get(&self.db, id).await
     }
 
     /// Every configuration, by service.
     pub async fn list(&self) -> Result<Vec<ContinuousRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from continuous_profiles order by service"
-        ))
-        .fetch_all(&self.db)
-        .await
+        CONTINUOUS.list(&self.db, "order by service").await
     }
 
     /// Applies `patch`, recording who changed it; `None` when no such
@@ -151,7 +148,7 @@ impl ContinuousProfiles {
         patch: &ContinuousPatch,
         updated_by: &str,
     ) -> Result<Option<ContinuousRow>> {
-        let changed = Sql::new(
+        let update = Sql::new(
             "update continuous_profiles set
                  event = coalesce($2, event),
                  frequency_hz = coalesce($3, frequency_hz),
@@ -165,36 +162,24 @@ impl ContinuousProfiles {
         .bind(id)
         .bind(patch.event.map(EventKind::as_str))
         .bind(patch.frequency_hz.map(whole).transpose()?)
-        .bind(patch.cpu_budget_ppm.map(whole).transpose()?)
-        .bind(patch.hosts.is_some())
-        .bind(Arg::json(&patch.hosts.clone().flatten())?)
-        .bind(patch.enabled)
-        .bind(updated_by)
-        .execute(&self.db)
-        .await?;
-        if changed == 0 {
-            return Ok(None);
-        }
-        self.get(id).await
+        .bind(patch.cpu_budget_ppm.map(whole).transpose()?);
+        let update = bind_host_list_change(update, &patch.hosts)?
+            .bind(patch.enabled)
+            .bind(updated_by);
+        CONTINUOUS.update(&self.db, update, id).await
     }
 
     /// Removes a configuration; whether it existed. Its segments stay, as
     /// profiles.
     pub async fn delete(&self, id: Uuid) -> Result<bool> {
-        let deleted = Sql::new("delete from continuous_profiles where id = $1")
-            .bind(id)
-            .execute(&self.db)
-            .await?;
-        Ok(deleted == 1)
+        CONTINUOUS.delete(&self.db, id).await
     }
 
     /// What the agents are sent: every enabled configuration.
     pub async fn assignments(&self) -> Result<Vec<ContinuousAssignment>> {
-        let rows: Vec<ContinuousRow> = Sql::new(format!(
-            "select {COLUMNS} from continuous_profiles where enabled order by id"
-        ))
-        .fetch_all(&self.db)
-        .await?;
+        let rows: Vec<ContinuousRow> = CONTINUOUS
+            .list(&self.db, "where enabled order by id")
+            .await?;
         Ok(rows.iter().map(ContinuousRow::assignment).collect())
     }
 

@@ -283,15 +283,23 @@ pub struct IssueStack {
     pub frames: Vec<String>,
 }
 
+/// A rule's text as its reader sees it (the `rules` table's columns of
+/// the same names), quoted by each issue and alert the rule raises.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct RuleText {
+    pub title: String,
+    pub explanation: String,
+    pub fix: String,
+    pub link: String,
+}
+
 /// A detection with its rule's text and its heaviest matching stacks.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Issue {
     pub rule_id: String,
     pub kind: String,
-    pub title: String,
-    pub explanation: String,
-    pub fix: String,
-    pub link: String,
+    #[sqlx(flatten)]
+    pub rule: RuleText,
     /// Matched samples, percent of the profile's samples.
     pub share: f64,
     pub threshold_pct: f64,

@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::database::Database;
-use crate::identities::{IdentityRow, NewIdentity};
-use crate::sql::Sql;
+use crate::identities::{self, IdentityRow, NewIdentity};
+use crate::sql::{Sql, Table};
 use crate::Result;
 
 /// A token as the store keeps it (its hash aside).
@@ -63,8 +63,10 @@ pub enum Enrollment {
     Refused(Refusal),
 }
 
-const COLUMNS: &str =
-    "id, host, uses, used, created_at, created_by, expires_at, revoked_at, revoked_by";
+const TOKENS: Table = Table {
+    name: "agent_enrollment_tokens",
+    columns: "id, host, uses, used, created_at, created_by, expires_at, revoked_at, revoked_by",
+};
 
 /// Enrollment tokens, in whichever database the store runs on.
 #[derive(Clone)]
@@ -106,9 +108,7 @@ impl EnrollmentTokens {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<EnrollmentTokenRow>> {
-        Sql::by_id(COLUMNS, "agent_enrollment_tokens", id)
-            .fetch_optional(&self.db)
-            .await
+        TOKENS.get(&self.db, id).await
     }
 
     /// Tokens, newest first: of one host when given, at most `limit`;
@@ -118,15 +118,9 @@ impl EnrollmentTokens {
         host: Option<&str>,
         limit: i64,
     ) -> Result<Vec<(EnrollmentTokenRow, Vec<Uuid>)>> {
-        let tokens: Vec<EnrollmentTokenRow> = Sql::new(format!(
-            "select {COLUMNS} from agent_enrollment_tokens
-             where ($1 is null or host = $1)
-             order by created_at desc, id limit $2"
-        ))
-        .bind(host)
-        .bind(limit)
-        .fetch_all(&self.db)
-        .await?;
+        let tokens: Vec<EnrollmentTokenRow> = TOKENS
+            .newest(&self.db, "created_at", ("host", host), limit)
+            .await?;
         // The page again as a derived table: MySQL takes no `limit` in an
         // `in (select …)`.
         let enrolled: Vec<(Uuid, Uuid)> = Sql::new(
@@ -169,10 +163,7 @@ impl EnrollmentTokens {
     /// keeps the first time and revoker. The identities it enrolled stay
     /// valid: they are revoked on their own.
     pub async fn revoke(&self, id: Uuid, by: &str) -> Result<Option<EnrollmentTokenRow>> {
-        Sql::revoke_once("agent_enrollment_tokens", id, by)
-            .execute(&self.db)
-            .await?;
-        self.get(id).await
+        TOKENS.revoke_once(&self.db, id, by).await
     }
 
     /// Takes one use of the token whose hash is `secret_hash` for
@@ -200,26 +191,16 @@ impl EnrollmentTokens {
                 .bind(secret_hash)
                 .fetch_one(&mut tx)
                 .await?;
-        Sql::new(
-            "insert into agent_identities
-                 (id, host, public_key, issued_at, expires_at, issued_by, enrollment_token)
-             values ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(identity.id)
-        .bind(&identity.host)
-        .bind(&identity.public_key)
-        .bind(identity.issued_at)
-        .bind(identity.expires_at)
-        .bind(&created_by)
-        .bind(token)
-        .execute(&mut tx)
-        .await?;
+        let issued = NewIdentity {
+            issued_by: created_by,
+            ..identity.clone()
+        };
+        identities::insert(&issued, Some(token))
+            .execute(&mut tx)
+            .await?;
         tx.commit().await?;
         Ok(Enrollment::Enrolled(IdentityRow {
-            issued: NewIdentity {
-                issued_by: created_by,
-                ..identity.clone()
-            },
+            issued,
             enrollment_token: Some(token),
             revoked_at: None,
             revoked_by: None,
@@ -229,12 +210,11 @@ impl EnrollmentTokens {
     /// Why the token hashed `secret_hash` was not taken for `host`, read
     /// after the update matched nothing.
     async fn refusal(&self, secret_hash: &str, host: &str) -> Result<Refusal> {
-        let token: Option<EnrollmentTokenRow> = Sql::new(format!(
-            "select {COLUMNS} from agent_enrollment_tokens where secret_hash = $1"
-        ))
-        .bind(secret_hash)
-        .fetch_optional(&self.db)
-        .await?;
+        let token: Option<EnrollmentTokenRow> = TOKENS
+            .select("where secret_hash = $1")
+            .bind(secret_hash)
+            .fetch_optional(&self.db)
+            .await?;
         let Some(token) = token else {
             return Ok(Refusal::Unknown);
         };

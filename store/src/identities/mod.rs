@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::database::Database;
-use crate::sql::Sql;
+use crate::sql::{Sql, Table};
 use crate::Result;
 
 /// An issued identity as the store keeps it: as issued, and its
@@ -37,8 +37,28 @@ pub struct NewIdentity {
     pub issued_by: String,
 }
 
-const COLUMNS: &str = "id, host, public_key, issued_at, expires_at, issued_by, \
-                       enrollment_token, revoked_at, revoked_by";
+const IDENTITIES: Table = Table {
+    name: "agent_identities",
+    columns: "id, host, public_key, issued_at, expires_at, issued_by, enrollment_token, \
+              revoked_at, revoked_by",
+};
+
+/// Records `identity` as issued, enrolled with `enrollment_token` when the
+/// agent traded one for it.
+pub(crate) fn insert(identity: &NewIdentity, enrollment_token: Option<Uuid>) -> Sql {
+    Sql::new(
+        "insert into agent_identities
+             (id, host, public_key, issued_at, expires_at, issued_by, enrollment_token)
+         values ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(identity.id)
+    .bind(&identity.host)
+    .bind(&identity.public_key)
+    .bind(identity.issued_at)
+    .bind(identity.expires_at)
+    .bind(&identity.issued_by)
+    .bind(enrollment_token)
+}
 
 /// Issued agent identities, in whichever database the store runs on.
 #[derive(Clone)]
@@ -52,18 +72,7 @@ impl Identities {
     }
 
     pub async fn record(&self, new: &NewIdentity) -> Result<IdentityRow> {
-        Sql::new(
-            "insert into agent_identities (id, host, public_key, issued_at, expires_at, issued_by)
-             values ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(new.id)
-        .bind(&new.host)
-        .bind(&new.public_key)
-        .bind(new.issued_at)
-        .bind(new.expires_at)
-        .bind(&new.issued_by)
-        .execute(&self.db)
-        .await?;
+        insert(new, None).execute(&self.db).await?;
         Ok(IdentityRow {
             issued: new.clone(),
             enrollment_token: None,
@@ -73,31 +82,20 @@ impl Identities {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<IdentityRow>> {
-        Sql::by_id(COLUMNS, "agent_identities", id)
-            .fetch_optional(&self.db)
-            .await
+        IDENTITIES.get(&self.db, id).await
     }
 
     /// Identities, newest first: of one host when given, at most `limit`.
     pub async fn list(&self, host: Option<&str>, limit: i64) -> Result<Vec<IdentityRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from agent_identities
-             where ($1 is null or host = $1)
-             order by issued_at desc, id limit $2"
-        ))
-        .bind(host)
-        .bind(limit)
-        .fetch_all(&self.db)
-        .await
+        IDENTITIES
+            .newest(&self.db, "issued_at", ("host", host), limit)
+            .await
     }
 
     /// Revokes an identity; `None` when there is no such identity. Revoking
     /// twice keeps the first time and revoker.
     pub async fn revoke(&self, id: Uuid, by: &str) -> Result<Option<IdentityRow>> {
-        Sql::revoke_once("agent_identities", id, by)
-            .execute(&self.db)
-            .await?;
-        self.get(id).await
+        IDENTITIES.revoke_once(&self.db, id, by).await
     }
 
     /// The revoked identities that have not expired yet (an expired one is

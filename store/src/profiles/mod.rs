@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
 use crate::database::{on_backend, Database};
-use crate::sql::{Arg, On, Sql};
+use crate::sql::{Arg, On, Sql, Table};
 use crate::{written, Result, StoreError};
 
 mod mysql;
@@ -95,6 +95,11 @@ pub struct ProfileRow {
     /// The run this profile is a member of.
     pub run_id: Option<Uuid>,
 }
+
+const PROFILES: Table = Table {
+    name: "profiles",
+    columns: "*",
+};
 
 /// Profile ids looked up per statement by [`Profiles::hosts`].
 const HOSTS_CHUNK: usize = 500;
@@ -183,9 +188,7 @@ impl Profiles {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ProfileRow>> {
-        Sql::by_id("*", "profiles", id)
-            .fetch_optional(&self.db)
-            .await
+        PROFILES.get(&self.db, id).await
     }
 
     /// The host each of `ids` was started on; ids without a profile are

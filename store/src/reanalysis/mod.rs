@@ -16,7 +16,7 @@ pub use odp_core::domain::ReanalysisStatus;
 
 use crate::columns::Text;
 use crate::database::{Backend, Database};
-use crate::sql::{On, Sql, Tx};
+use crate::sql::{On, Sql, Table, Tx};
 use crate::Result;
 
 mod mysql;
@@ -40,9 +40,11 @@ pub struct Reanalysis {
     pub error: Option<String>,
 }
 
-const COLUMNS: &str = "id, rule_id, requested_by, requested_at, status, profiles_total,
-                       profiles_done, cursor_created_at, cursor_id, started_at, finished_at,
-                       error";
+const REANALYSES: Table = Table {
+    name: "rule_reanalyses",
+    columns: "id, rule_id, requested_by, requested_at, status, profiles_total, profiles_done,
+              cursor_created_at, cursor_id, started_at, finished_at, error",
+};
 
 /// A lease that has always run out, as `backend` writes it.
 fn expired(backend: Backend) -> &'static str {
@@ -58,9 +60,7 @@ fn lease(secs: i64) -> Duration {
 }
 
 async fn read<'a>(on: impl Into<On<'a>>, id: Uuid) -> Result<Option<Reanalysis>> {
-    Sql::by_id(COLUMNS, "rule_reanalyses", id)
-        .fetch_optional(on)
-        .await
+    REANALYSES.get(on, id).await
 }
 
 /// The job this transaction just wrote.
@@ -85,13 +85,11 @@ pub async fn latest_reanalysis(
     db: impl Into<Database>,
     rule_id: &str,
 ) -> Result<Option<Reanalysis>> {
-    Sql::new(format!(
-        "select {COLUMNS} from rule_reanalyses where rule_id = $1
-         order by requested_at desc limit 1"
-    ))
-    .bind(rule_id)
-    .fetch_optional(&db.into())
-    .await
+    REANALYSES
+        .select("where rule_id = $1 order by requested_at desc limit 1")
+        .bind(rule_id)
+        .fetch_optional(&db.into())
+        .await
 }
 
 /// The job, if there is one with that id.

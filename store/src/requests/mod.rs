@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
 use crate::database::{on_backend, Database};
-use crate::sql::Sql;
+use crate::sql::{Sql, Table};
 use crate::{written, Result, StoreError};
 
 use odp_core::command::UndeployMode;
@@ -45,9 +45,13 @@ pub struct RequestRow {
     pub updated_at: DateTime<Utc>,
 }
 
-/// The columns of [`RequestRow`] (MySQL's table has one more, generated).
-const COLUMNS: &str = "id, kind, host, profile_id, mode, requested_by, status, status_reason, \
-                       command_id, created_at, updated_at";
+/// The table and the columns of [`RequestRow`] (MySQL's table has one
+/// more, generated).
+const REQUESTS: Table = Table {
+    name: "control_requests",
+    columns: "id, kind, host, profile_id, mode, requested_by, status, status_reason, command_id, \
+              created_at, updated_at",
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct RequestFilter {
@@ -112,9 +116,7 @@ impl Requests {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<RequestRow>> {
-        Sql::by_id(COLUMNS, "control_requests", id)
-            .fetch_optional(&self.db)
-            .await
+        REQUESTS.get(&self.db, id).await
     }
 
     /// Moves an open request to `status`; a request that already ended
@@ -143,20 +145,20 @@ impl Requests {
 
     /// Newest first.
     pub async fn list(&self, filter: &RequestFilter) -> Result<Vec<RequestRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from control_requests
-             where ($1 is null or kind = $1)
-               and ($2 is null or host = $2)
-               and (not $3 or status in ('requested', 'dispatched', 'running'))
-             order by created_at desc, id
-             limit $4"
-        ))
-        .bind(filter.kind.map(RequestKind::as_str))
-        .bind(&filter.host)
-        .bind(filter.open_only)
-        .bind(filter.limit.clamp(1, 500))
-        .fetch_all(&self.db)
-        .await
+        REQUESTS
+            .select(
+                "where ($1 is null or kind = $1)
+                   and ($2 is null or host = $2)
+                   and (not $3 or status in ('requested', 'dispatched', 'running'))
+                 order by created_at desc, id
+                 limit $4",
+            )
+            .bind(filter.kind.map(RequestKind::as_str))
+            .bind(&filter.host)
+            .bind(filter.open_only)
+            .bind(filter.limit.clamp(1, 500))
+            .fetch_all(&self.db)
+            .await
     }
 }
 

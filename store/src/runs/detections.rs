@@ -7,7 +7,7 @@ use odp_rules::StackHit;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::{RunRow, Runs, COLUMNS};
+use super::{RunRow, Runs, RUNS};
 use crate::detections::{queue_dialect, Issue, IssueStack, SERVICE_LIKE_PATTERN};
 use crate::sql::{Arg, Sql, Tx};
 use crate::Result;
@@ -29,11 +29,10 @@ impl Runs {
         settled: std::time::Duration,
         limit: i64,
     ) -> Result<Vec<RunRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from runs
-             where ended_at is not null and detected_at is null and ended_at <= {{now}} - $1
-             order by ended_at, id limit $2"
-        ))
+        RUNS.select(
+            "where ended_at is not null and detected_at is null and ended_at <= {now} - $1
+             order by ended_at, id limit $2",
+        )
         .bind(settled)
         .bind(limit)
         .fetch_all(&self.db)

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::database::Database;
 use crate::profiles::ProfileRow;
-use crate::sql::{Arg, Sql};
+use crate::sql::{Arg, Sql, Table};
 use crate::{written, Result, StoreError};
 
 mod detections;
@@ -144,9 +144,11 @@ pub struct RunEnd<'a> {
     pub samples_used: Option<i64>,
 }
 
-const COLUMNS: &str = "id, service, selection, chosen, stop_rule, max_duration_ms, status, \
-                       status_reason, reached_epsilon, samples_used, requested_by, created_at, \
-                       ended_at, detected_at";
+pub(crate) const RUNS: Table = Table {
+    name: "runs",
+    columns: "id, service, selection, chosen, stop_rule, max_duration_ms, status, status_reason, \
+              reached_epsilon, samples_used, requested_by, created_at, ended_at, detected_at",
+};
 
 /// Runs, in whichever database the store runs on.
 #[derive(Clone)]
@@ -184,30 +186,24 @@ impl Runs {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<RunRow>> {
-        Sql::by_id(COLUMNS, "runs", id)
-            .fetch_optional(&self.db)
-            .await
+        RUNS.get(&self.db, id).await
     }
 
     /// The newest runs first, of `service` when given.
     pub async fn list(&self, service: Option<&str>, limit: i64) -> Result<Vec<RunRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from runs where ($1 is null or service = $1)
-             order by created_at desc, id limit $2"
-        ))
-        .bind(service)
-        .bind(limit.clamp(1, 500))
-        .fetch_all(&self.db)
+        RUNS.newest(
+            &self.db,
+            "created_at",
+            ("service", service),
+            limit.clamp(1, 500),
+        )
         .await
     }
 
     /// The runs still running, oldest first.
     pub async fn running(&self) -> Result<Vec<RunRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from runs where status = 'running' order by created_at, id"
-        ))
-        .fetch_all(&self.db)
-        .await
+        RUNS.list(&self.db, "where status = 'running' order by created_at, id")
+            .await
     }
 
     /// The run's member profiles, by host.
@@ -262,10 +258,10 @@ impl Runs {
     /// The runs of `requested_by` still running, oldest first: a
     /// schedule's previous run, a user's live runs.
     pub async fn running_for(&self, requested_by: &str) -> Result<Vec<RunRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from runs where status = 'running' and requested_by = $1
-             order by created_at, id"
-        ))
+        RUNS.select(
+            "where status = 'running' and requested_by = $1
+             order by created_at, id",
+        )
         .bind(requested_by)
         .fetch_all(&self.db)
         .await

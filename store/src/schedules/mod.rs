@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::columns::Text;
 use crate::database::Database;
 use crate::profiles::ProfileMode;
-use crate::sql::{Arg, Sql};
+use crate::sql::{Arg, Sql, Table};
 use crate::{conflict_if_taken, written, Result};
 
 mod mysql;
@@ -30,6 +30,11 @@ pub use tick::SchedulerTick;
 /// one api-server replica fires schedules at a time ("ODPSCHED" in ASCII).
 /// MySQL's named lock is `<database>.odp-scheduler`.
 pub const SCHEDULER_LOCK_KEY: i64 = 0x4f44_5053_4348_4544;
+
+const SCHEDULES: Table = Table {
+    name: "schedules",
+    columns: "*",
+};
 
 /// Records one occurrence of a schedule; `then` is what to do when it
 /// was recorded before (nothing: fail).
@@ -113,6 +118,14 @@ pub struct SchedulePatch {
     pub frequency_hz: Option<i32>,
 }
 
+/// What a claimed occurrence of a schedule started: a profile schedule's
+/// profile, a run schedule's run; `None` when it started nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fired {
+    Profile(Option<Uuid>),
+    Run(Option<Uuid>),
+}
+
 /// One recorded occurrence of a schedule.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ScheduleRunRow {
@@ -184,15 +197,11 @@ impl Schedules {
 
     /// Every schedule, by name.
     pub async fn list(&self) -> Result<Vec<ScheduleRow>> {
-        Sql::new("select * from schedules order by name")
-            .fetch_all(&self.db)
-            .await
+        SCHEDULES.list(&self.db, "order by name").await
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<ScheduleRow>> {
-        Sql::by_id("*", "schedules", id)
-            .fetch_optional(&self.db)
-            .await
+        SCHEDULES.get(&self.db, id).await
     }
 
     /// Applies `patch` and sets `next_run_at`; `None` when there is no such
@@ -204,8 +213,7 @@ impl Schedules {
         patch: &SchedulePatch,
         next_run_at: Option<DateTime<Utc>>,
     ) -> Result<Option<ScheduleRow>> {
-        let mut tx = self.db.begin().await?;
-        Sql::new(
+        let update = Sql::new(
             "update schedules set
                  enabled = coalesce($2, enabled),
                  cron = coalesce($3, cron),
@@ -222,23 +230,13 @@ impl Schedules {
         .bind(&patch.timezone)
         .bind(patch.duration_secs)
         .bind(patch.frequency_hz)
-        .bind(next_run_at)
-        .execute(&mut tx)
-        .await?;
-        let row = Sql::by_id("*", "schedules", id)
-            .fetch_optional(&mut tx)
-            .await?;
-        tx.commit().await?;
-        Ok(row)
+        .bind(next_run_at);
+        SCHEDULES.update(&self.db, update, id).await
     }
 
     /// Deletes a schedule and its runs; whether it existed.
     pub async fn delete(&self, id: Uuid) -> Result<bool> {
-        let deleted = Sql::new("delete from schedules where id = $1")
-            .bind(id)
-            .execute(&self.db)
-            .await?;
-        Ok(deleted == 1)
+        SCHEDULES.delete(&self.db, id).await
     }
 
     /// The schedule's latest `limit` runs, newest occurrence first.

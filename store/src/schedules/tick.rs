@@ -16,7 +16,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{MySql, Postgres, Transaction, TransactionManager};
 use uuid::Uuid;
 
-use super::{mysql, postgres, RunOutcome, ScheduleRow};
+use super::{mysql, postgres, Fired, RunOutcome, ScheduleRow};
 use crate::database::Database;
 use crate::sql::{On, Sql};
 use crate::Result;
@@ -114,39 +114,19 @@ impl SchedulerTick {
         }
     }
 
-    /// Sets the final outcome of a claimed run.
+    /// Sets the final outcome of a claimed run and what it fired, if
+    /// anything.
     pub async fn finish_run(
         &mut self,
         run_id: i64,
         outcome: RunOutcome,
-        profile_id: Option<Uuid>,
+        fired: Fired,
         detail: Option<&str>,
     ) -> Result<()> {
-        self.finish(run_id, outcome, ("profile_id", profile_id), detail)
-            .await
-    }
-
-    /// Sets the final outcome of a claimed run of a run schedule: the run
-    /// its occurrence started, if any.
-    pub async fn finish_run_with_run(
-        &mut self,
-        run_id: i64,
-        outcome: RunOutcome,
-        run: Option<Uuid>,
-        detail: Option<&str>,
-    ) -> Result<()> {
-        self.finish(run_id, outcome, ("run_id", run), detail).await
-    }
-
-    /// Sets a claimed run's outcome and what it started: `started`'s column
-    /// (`profile_id` or `run_id`) and id.
-    async fn finish(
-        &mut self,
-        run_id: i64,
-        outcome: RunOutcome,
-        (column, started): (&str, Option<Uuid>),
-        detail: Option<&str>,
-    ) -> Result<()> {
+        let (column, started) = match fired {
+            Fired::Profile(profile) => ("profile_id", profile),
+            Fired::Run(run) => ("run_id", run),
+        };
         Sql::new(format!(
             "update schedule_runs set outcome = $2, {column} = $3, detail = $4, fired_at = {{now}}
              where id = $1"

@@ -22,6 +22,7 @@
 mod arg;
 pub(crate) mod mysql_lists;
 mod render;
+mod table;
 
 use sqlx::mysql::MySqlRow;
 use sqlx::postgres::PgRow;
@@ -30,6 +31,7 @@ use sqlx::{Decode, FromRow, MySql, MySqlConnection, PgConnection, Postgres, Tran
 pub(crate) use arg::Arg;
 use arg::Bound;
 use render::{render, Dialect};
+pub(crate) use table::Table;
 
 use crate::database::Database;
 use crate::Result;
@@ -123,24 +125,25 @@ impl Database {
 /// Runs `$query` (a function of the rendered text and arguments, such as
 /// `sqlx::query_as_with`) on whichever backend `$on` is, then `$run` on it.
 macro_rules! on_either {
+    // One place: the statement rendered for its dialect, run there.
+    (@at $rendered:expr, $at:expr, |$text:ident, $args:ident| $query:expr, $run:ident $(=> $then:ident)?) => {{
+        let ($text, $args) = $rendered?;
+        $query.$run($at).await?$(.$then())?
+    }};
     ($sql:expr, $on:expr, |$text:ident, $args:ident| $query:expr, $run:ident $(=> $then:ident)?) => {{
         let sql = $sql;
         match $on.into() {
-            On::PgPool(pool) => {
-                let ($text, $args) = sql.postgres()?;
-                $query.$run(pool).await?$(.$then())?
+            On::PgPool(at) => {
+                on_either!(@at sql.postgres(), at, |$text, $args| $query, $run $(=> $then)?)
             }
-            On::PgConnection(conn) => {
-                let ($text, $args) = sql.postgres()?;
-                $query.$run(conn).await?$(.$then())?
+            On::PgConnection(at) => {
+                on_either!(@at sql.postgres(), at, |$text, $args| $query, $run $(=> $then)?)
             }
-            On::MySqlPool(pool) => {
-                let ($text, $args) = sql.mysql()?;
-                $query.$run(pool).await?$(.$then())?
+            On::MySqlPool(at) => {
+                on_either!(@at sql.mysql(), at, |$text, $args| $query, $run $(=> $then)?)
             }
-            On::MySqlConnection(conn) => {
-                let ($text, $args) = sql.mysql()?;
-                $query.$run(conn).await?$(.$then())?
+            On::MySqlConnection(at) => {
+                on_either!(@at sql.mysql(), at, |$text, $args| $query, $run $(=> $then)?)
             }
         }
     }};
@@ -192,18 +195,6 @@ impl Sql {
     /// The row of `table` (its `columns`) whose `id` is `id`.
     pub(crate) fn by_id(columns: &str, table: &str, id: impl Into<Arg>) -> Sql {
         Sql::new(format!("select {columns} from {table} where id = $1")).bind(id)
-    }
-
-    /// Marks the row of `table` whose `id` is `id` revoked (its
-    /// `revoked_at` and `revoked_by` columns) by `by`, now, unless it was
-    /// already: the first revocation stands.
-    pub(crate) fn revoke_once(table: &str, id: impl Into<Arg>, by: &str) -> Sql {
-        Sql::new(format!(
-            "update {table} set revoked_at = {{now}}, revoked_by = $2
-             where id = $1 and revoked_at is null"
-        ))
-        .bind(id)
-        .bind(by)
     }
 
     /// Binds the next argument: `$1` first.

@@ -152,59 +152,57 @@ mod tests {
 
     const ONE: Shape = Shape::One;
 
+    /// Asserts that `sql`, with arguments shaped `shapes`, renders for
+    /// `dialect` as `text` and binds the arguments' elements in `order`.
+    fn renders(
+        sql: &str,
+        shapes: &[Shape],
+        dialect: Dialect,
+        text: &str,
+        order: &[(usize, usize)],
+    ) {
+        let (rendered, bound) = render(sql, shapes, dialect).unwrap();
+        assert_eq!((rendered.as_str(), bound.as_slice()), (text, order));
+    }
+
     #[test]
     fn postgres_keeps_numbered_parameters_and_binds_each_once() {
-        let (text, order) = render(
-            "select 1 from t where a = $1 and (b = $2 or $2 is null)",
-            &[ONE, ONE],
-            Dialect::Postgres,
-        )
-        .unwrap();
-        assert_eq!(
-            text,
-            "select 1 from t where a = $1 and (b = $2 or $2 is null)"
-        );
-        assert_eq!(order, [(0, 0), (1, 0)]);
+        let sql = "select 1 from t where a = $1 and (b = $2 or $2 is null)";
+        renders(sql, &[ONE, ONE], Dialect::Postgres, sql, &[(0, 0), (1, 0)]);
     }
 
     #[test]
     fn postgres_numbers_parameters_in_order_of_first_use() {
-        let (text, order) = render("select $2, $1, $2", &[ONE, ONE], Dialect::Postgres).unwrap();
-        assert_eq!(text, "select $1, $2, $1");
-        assert_eq!(order, [(1, 0), (0, 0)]);
+        let order = [(1, 0), (0, 0)];
+        renders(
+            "select $2, $1, $2",
+            &[ONE, ONE],
+            Dialect::Postgres,
+            "select $1, $2, $1",
+            &order,
+        );
     }
 
     #[test]
     fn mysql_binds_a_parameter_once_per_use_in_order() {
-        let (text, order) = render(
+        renders(
             "select 1 from t where b = $2 and (a = $1 or $1 is null) limit $3",
             &[ONE, ONE, ONE],
             Dialect::MySql,
-        )
-        .unwrap();
-        assert_eq!(
-            text,
-            "select 1 from t where b = ? and (a = ? or ? is null) limit ?"
+            "select 1 from t where b = ? and (a = ? or ? is null) limit ?",
+            &[(1, 0), (0, 0), (0, 0), (2, 0)],
         );
-        assert_eq!(order, [(1, 0), (0, 0), (0, 0), (2, 0)]);
     }
 
     #[test]
     fn a_list_is_one_parameter_per_element_and_null_when_empty() {
         let sql = "select 1 from t where s in $1 and id = $2 and k in $3";
         let lengths = [Shape::List(3), ONE, Shape::List(0)];
-        let (text, order) = render(sql, &lengths, Dialect::Postgres).unwrap();
-        assert_eq!(
-            text,
-            "select 1 from t where s in ($1, $2, $3) and id = $4 and k in (null)"
-        );
-        assert_eq!(order, [(0, 0), (0, 1), (0, 2), (1, 0)]);
-        let (text, order) = render(sql, &lengths, Dialect::MySql).unwrap();
-        assert_eq!(
-            text,
-            "select 1 from t where s in (?, ?, ?) and id = ? and k in (null)"
-        );
-        assert_eq!(order, [(0, 0), (0, 1), (0, 2), (1, 0)]);
+        let order = [(0, 0), (0, 1), (0, 2), (1, 0)];
+        let postgres = "select 1 from t where s in ($1, $2, $3) and id = $4 and k in (null)";
+        renders(sql, &lengths, Dialect::Postgres, postgres, &order);
+        let mysql = "select 1 from t where s in (?, ?, ?) and id = ? and k in (null)";
+        renders(sql, &lengths, Dialect::MySql, mysql, &order);
     }
 
     #[test]

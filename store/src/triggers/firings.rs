@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use std::time::Duration;
 use uuid::Uuid;
 
-use super::{TriggerRow, Triggers, COLUMNS};
+use super::{TriggerRow, Triggers, TRIGGERS};
 use crate::sql::Sql;
 use crate::{Result, Violation};
 
@@ -104,12 +104,11 @@ impl Triggers {
     /// it may start a profile.
     pub async fn claim(&self, report: &FiringReport) -> Result<Claim> {
         let mut tx = self.db.begin().await?;
-        let trigger: Option<TriggerRow> = Sql::new(format!(
-            "select {COLUMNS} from triggers where id = $1 for update"
-        ))
-        .bind(report.trigger_id)
-        .fetch_optional(&mut tx)
-        .await?;
+        let trigger: Option<TriggerRow> = TRIGGERS
+            .select("where id = $1 for update")
+            .bind(report.trigger_id)
+            .fetch_optional(&mut tx)
+            .await?;
         let Some(trigger) = trigger else {
             return Ok(Claim::Unknown);
         };

@@ -12,9 +12,9 @@ use odp_core::trigger::{TriggerAssignment, TriggerCondition};
 use odp_core::EventKind;
 use uuid::Uuid;
 
-use crate::columns::{whole, Text};
+use crate::columns::{bind_host_list_change, host_list, whole, Text};
 use crate::database::Database;
-use crate::sql::{Arg, Sql};
+use crate::sql::{Arg, Sql, Table};
 use crate::{written, Result};
 
 /// A trigger as the store keeps it.
@@ -86,9 +86,12 @@ pub struct TriggerPatch {
     pub enabled: Option<bool>,
 }
 
-pub(crate) const COLUMNS: &str = "id, service, \"condition\", duration_secs, event, frequency_hz,
-    cooldown_secs, max_concurrent, hosts, enabled, fired, held_back, last_fired_at,
-    held_back_since, held_back_reason, created_by, updated_by, created_at, updated_at";
+pub(crate) const TRIGGERS: Table = Table {
+    name: "triggers",
+    columns: "id, service, \"condition\", duration_secs, event, frequency_hz, cooldown_secs,
+              max_concurrent, hosts, enabled, fired, held_back, last_fired_at, held_back_since,
+              held_back_reason, created_by, updated_by, created_at, updated_at",
+};
 
 /// Triggers, in whichever database the store runs on.
 #[derive(Clone)]
@@ -116,7 +119,7 @@ impl Triggers {
         .bind(whole(new.frequency_hz)?)
         .bind(whole(new.cooldown_secs)?)
         .bind(whole(new.max_concurrent)?)
-        .bind(Arg::json(&new.hosts)?)
+        .bind(host_list(&new.hosts)?)
         .bind(&new.created_by)
         .execute(&self.db)
         .await?;
@@ -124,18 +127,14 @@ impl Triggers {
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<TriggerRow>> {
-        Sql::by_id(COLUMNS, "triggers", id)
-            .fetch_optional(&self.db)
-            .await
+        TRIGGERS.get(&self.db, id).await
     }
 
     /// Every trigger, by service, oldest first within one.
     pub async fn list(&self) -> Result<Vec<TriggerRow>> {
-        Sql::new(format!(
-            "select {COLUMNS} from triggers order by service, created_at, id"
-        ))
-        .fetch_all(&self.db)
-        .await
+        TRIGGERS
+            .list(&self.db, "order by service, created_at, id")
+            .await
     }
 
     /// Applies `patch`, recording who changed it; `None` when no such
@@ -147,7 +146,7 @@ impl Triggers {
         updated_by: &str,
     ) -> Result<Option<TriggerRow>> {
         let condition = patch.condition.as_ref().map(Arg::json).transpose()?;
-        let changed = Sql::new(
+        let update = Sql::new(
             "update triggers set
                  \"condition\" = case when $2 then $3 else \"condition\" end,
                  duration_secs = coalesce($4, duration_secs),
@@ -171,36 +170,22 @@ impl Triggers {
         .bind(patch.event.map(EventKind::as_str))
         .bind(patch.frequency_hz.map(whole).transpose()?)
         .bind(patch.cooldown_secs.map(whole).transpose()?)
-        .bind(patch.max_concurrent.map(whole).transpose()?)
-        .bind(patch.hosts.is_some())
-        .bind(Arg::json(&patch.hosts.clone().flatten())?)
-        .bind(patch.enabled)
-        .bind(updated_by)
-        .execute(&self.db)
-        .await?;
-        if changed == 0 {
-            return Ok(None);
-        }
-        self.get(id).await
+        .bind(patch.max_concurrent.map(whole).transpose()?);
+        let update = bind_host_list_change(update, &patch.hosts)?
+            .bind(patch.enabled)
+            .bind(updated_by);
+        TRIGGERS.update(&self.db, update, id).await
     }
 
     /// Removes a trigger and its firings; whether it existed. Its profiles
     /// stay.
     pub async fn delete(&self, id: Uuid) -> Result<bool> {
-        let deleted = Sql::new("delete from triggers where id = $1")
-            .bind(id)
-            .execute(&self.db)
-            .await?;
-        Ok(deleted == 1)
+        TRIGGERS.delete(&self.db, id).await
     }
 
     /// What the agents are sent: every enabled trigger.
     pub async fn assignments(&self) -> Result<Vec<TriggerAssignment>> {
-        let rows: Vec<TriggerRow> = Sql::new(format!(
-            "select {COLUMNS} from triggers where enabled order by id"
-        ))
-        .fetch_all(&self.db)
-        .await?;
+        let rows: Vec<TriggerRow> = TRIGGERS.list(&self.db, "where enabled order by id").await?;
         Ok(rows.iter().map(TriggerRow::assignment).collect())
     }
 }
