@@ -2,17 +2,20 @@
 //! windows as one `UNNEST` insert that skips stored keys and returns the
 //! new ones.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use odp_core::Snapshot;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{ownership, SnapshotKey, Window, Written};
+use super::{ownership, SnapshotKey, SnapshotToStore, Window, Written};
 use crate::Result;
 
-pub(super) async fn write_batch(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<Written> {
+pub(super) async fn write_batch(
+    pool: &PgPool,
+    snapshots: &[SnapshotToStore<'_>],
+) -> Result<Written> {
     let mut tx = pool.begin().await?;
     let mut owners = claim(&mut tx, snapshots).await?;
     ownership::take_over(&mut *tx, snapshots, &mut owners).await?;
@@ -32,7 +35,10 @@ pub(super) async fn write_batch(pool: &PgPool, snapshots: &[&Snapshot]) -> Resul
 
 /// Claims each unowned profile of the batch for the agent of its earliest
 /// window, and returns the owner of every owned profile of the batch.
-async fn claim(tx: &mut PgConnection, snapshots: &[&Snapshot]) -> Result<HashMap<Uuid, String>> {
+async fn claim(
+    tx: &mut PgConnection,
+    snapshots: &[SnapshotToStore<'_>],
+) -> Result<HashMap<Uuid, String>> {
     let (profiles, agents): (Vec<Uuid>, Vec<&str>) =
         ownership::first_offers(snapshots).into_iter().unzip();
     // The outer select sees the rows as they were before the update, so a
@@ -61,12 +67,13 @@ async fn claim(tx: &mut PgConnection, snapshots: &[&Snapshot]) -> Result<HashMap
 /// stored; returns the keys of the new ones.
 async fn insert_windows(
     tx: &mut PgConnection,
-    snapshots: &[&Snapshot],
+    snapshots: &[SnapshotToStore<'_>],
 ) -> Result<std::collections::HashSet<SnapshotKey>> {
     let mut columns = WindowColumns::default();
-    for s in snapshots {
+    for &s in snapshots {
         columns.push(Window::of(s)?);
     }
+    let blocks: Vec<&[u8]> = columns.blocks.iter().map(|b| &**b).collect();
     let rows: Vec<SnapshotKey> = sqlx::query_as(
         "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
                                 event, period, frequency_hz, samples, block, expected_samples,
@@ -89,7 +96,7 @@ async fn insert_windows(
     .bind(&columns.periods)
     .bind(&columns.frequencies)
     .bind(&columns.sample_totals)
-    .bind(&columns.blocks)
+    .bind(&blocks)
     .bind(&columns.expected)
     .bind(&columns.lost[0])
     .bind(&columns.lost[1])
@@ -103,7 +110,7 @@ async fn insert_windows(
 
 /// One array per column of the windows' `UNNEST` insert.
 #[derive(Default)]
-struct WindowColumns {
+struct WindowColumns<'a> {
     profile_ids: Vec<Uuid>,
     agent_ids: Vec<String>,
     sequences: Vec<i64>,
@@ -114,14 +121,15 @@ struct WindowColumns {
     periods: Vec<i64>,
     frequencies: Vec<i32>,
     sample_totals: Vec<i64>,
-    blocks: Vec<Vec<u8>>,
+    /// Bound as slices: a block received as it is stored is not copied.
+    blocks: Vec<Cow<'a, [u8]>>,
     expected: Vec<Option<i64>>,
     /// One column per loss reason.
     lost: [Vec<i64>; 5],
 }
 
-impl WindowColumns {
-    fn push(&mut self, w: Window) {
+impl<'a> WindowColumns<'a> {
+    fn push(&mut self, w: Window<'a>) {
         self.profile_ids.push(w.profile_id);
         self.agent_ids.push(w.agent_id);
         self.sequences.push(w.sequence);
