@@ -95,7 +95,8 @@ pub enum CommandError {
     Signing(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A start command: what to profile and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartProfile {
     pub profile_id: Uuid,
     pub target: Target,
@@ -104,6 +105,13 @@ pub struct StartProfile {
     /// Aggregation window; the agent's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ms: Option<u64>,
+    /// Plugin, event and cost-control options. They travel as further
+    /// fields of the start action, beside those above (`{"kind":"start",
+    /// ..., "fsp_share":0.95}`), each left out when absent: a start without
+    /// options reads as it did before they existed, and an agent that does
+    /// not know an option ignores it.
+    #[serde(flatten)]
+    pub options: StartOptions,
 }
 
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
@@ -141,7 +149,7 @@ impl std::str::FromStr for UndeployMode {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum CommandAction {
     Start(StartProfile),
@@ -159,7 +167,7 @@ pub enum CommandAction {
     SyncServices(SyncServices),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Command {
     pub id: Uuid,
     pub host: String,
@@ -176,9 +184,24 @@ struct Claims {
     sub: String,
     iat: i64,
     exp: i64,
-    /// The action as JSON: a start may carry the optional fields of
-    /// [`StartOptions`] beside those of [`StartProfile`].
+    /// The action, as a JSON value so that its keys are written sorted,
+    /// as they always were: tokens signed before and after a change of the
+    /// action's types stay byte for byte the same.
     cmd: serde_json::Value,
+}
+
+impl Claims {
+    fn of(command: &Command) -> Result<Claims, serde_json::Error> {
+        Ok(Claims {
+            jti: command.id,
+            iss: ISSUER.to_owned(),
+            aud: AUDIENCE.to_owned(),
+            sub: command.host.clone(),
+            iat: command.issued_at,
+            exp: command.expires_at,
+            cmd: serde_json::to_value(&command.action)?,
+        })
+    }
 }
 
 /// Signs commands with the api-server's Ed25519 private key.
@@ -195,33 +218,7 @@ impl CommandSigner {
     }
 
     pub fn sign(&self, command: &Command) -> Result<String, CommandError> {
-        self.sign_with_options(command, &StartOptions::default())
-    }
-
-    /// Signs a command whose start action carries cost-control options (the
-    /// options are ignored for other actions). Agents that do not know an
-    /// option ignore it.
-    pub fn sign_with_options(
-        &self,
-        command: &Command,
-        options: &StartOptions,
-    ) -> Result<String, CommandError> {
-        let json = |e: serde_json::Error| CommandError::Signing(e.to_string());
-        let mut cmd = serde_json::to_value(&command.action).map_err(json)?;
-        if let (CommandAction::Start(_), Some(fields)) = (&command.action, cmd.as_object_mut()) {
-            if let serde_json::Value::Object(extra) = serde_json::to_value(options).map_err(json)? {
-                fields.extend(extra);
-            }
-        }
-        let claims = Claims {
-            jti: command.id,
-            iss: ISSUER.to_owned(),
-            aud: AUDIENCE.to_owned(),
-            sub: command.host.clone(),
-            iat: command.issued_at,
-            exp: command.expires_at,
-            cmd,
-        };
+        let claims = Claims::of(command).map_err(|e| CommandError::Signing(e.to_string()))?;
         self.sign_claims(&claims)
     }
 
@@ -343,26 +340,11 @@ impl CommandVerifier {
     }
 
     pub fn verify(&mut self, token: &str, now_unix_s: i64) -> Result<Command, CommandError> {
-        self.verify_with_options(token, now_unix_s)
-            .map(|(command, _)| command)
-    }
-
-    /// Like [`verify`](Self::verify), also returning the cost-control
-    /// options of a start action (all absent for other actions).
-    pub fn verify_with_options(
-        &mut self,
-        token: &str,
-        now_unix_s: i64,
-    ) -> Result<(Command, StartOptions), CommandError> {
         let claims = jsonwebtoken::decode::<Claims>(token, &self.key, &validation_for(AUDIENCE))
             .map_err(|e| CommandError::Invalid(e.to_string()))?
             .claims;
-        let invalid = |e: serde_json::Error| CommandError::Invalid(e.to_string());
-        let action: CommandAction = serde_json::from_value(claims.cmd.clone()).map_err(invalid)?;
-        let options = match action {
-            CommandAction::Start(_) => serde_json::from_value(claims.cmd).map_err(invalid)?,
-            _ => StartOptions::default(),
-        };
+        let action: CommandAction =
+            serde_json::from_value(claims.cmd).map_err(|e| CommandError::Invalid(e.to_string()))?;
         if expired(claims.exp, now_unix_s) {
             return Err(CommandError::Expired {
                 expires_at: claims.exp,
@@ -411,7 +393,7 @@ impl CommandVerifier {
             expires_at: claims.exp,
             action,
         };
-        Ok((command, options))
+        Ok(command)
     }
 }
 

@@ -6,9 +6,9 @@
 //! JSON, next to those of [`StartProfile`](crate::command::StartProfile)
 //! (`{"kind":"start", ..., "fsp_share":0.95, "fda":{"theta":0.05}}`): an
 //! agent that does not know them ignores them, and a command without them
-//! gets the agent's defaults. They are a separate type, read with
-//! [`CommandVerifier::verify_with_options`](crate::command::CommandVerifier::verify_with_options),
-//! so that code building `StartProfile` values keeps compiling.
+//! gets the agent's defaults. They are the start's
+//! [`options`](crate::command::StartProfile::options) field, flattened
+//! into it; the API and the store keep them on their own too.
 //!
 //! The reports travel on `odp.events` as
 //! [`AgentEventKind::Cost`](crate::event::AgentEventKind::Cost), with the
@@ -42,7 +42,7 @@ pub struct StartOptions {
     /// The plugin that samples the target, overriding the agent's language
     /// detection (e.g. `native` for a Python process, to see the
     /// interpreter's own C frames). Not cost control, but it rides in the
-    /// start action the same way so `StartProfile` literals stay valid.
+    /// start action the same way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin: Option<Language>,
     /// What to measure when the plugin can measure several things (the
@@ -311,63 +311,8 @@ impl CostEventKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::{
-        generate_keypair, Command, CommandAction, CommandSigner, CommandVerifier, StartProfile,
-    };
     use crate::event::{AgentEvent, AgentEventKind};
     use crate::Target;
-
-    fn start() -> Command {
-        Command {
-            id: Uuid::new_v4(),
-            host: "h".into(),
-            issued_at: 100,
-            expires_at: 200,
-            action: CommandAction::Start(StartProfile {
-                profile_id: Uuid::nil(),
-                target: Target::Pid(1),
-                duration_ms: 1000,
-                frequency_hz: 99,
-                window_ms: None,
-            }),
-        }
-    }
-
-    #[test]
-    fn options_ride_in_the_signed_start_action() {
-        let (private, public) = generate_keypair().unwrap();
-        let signer = CommandSigner::from_private_pem(&private).unwrap();
-        let options = StartOptions {
-            fsp_share: Some(0.9),
-            fda: Some(FdaSettings {
-                theta: 0.1,
-                ..FdaSettings::default()
-            }),
-            duty_cycle: Some(DutyCycle {
-                on_ms: 1000,
-                period_ms: 5000,
-            }),
-            overhead_budget: Some(0.02),
-            plugin: Some(Language::Native),
-            event: Some(EventKind::OffCpu),
-            min_wait_us: Some(50),
-            include_children: true,
-        };
-        let command = start();
-        let token = signer.sign_with_options(&command, &options).unwrap();
-        let mut verifier = CommandVerifier::from_public_pem(&public, "h").unwrap();
-        let (got, got_options) = verifier.verify_with_options(&token, 150).unwrap();
-        assert_eq!((got, got_options), (command.clone(), options));
-
-        // Without options: the old encoding, and every option absent.
-        let other = Command {
-            id: Uuid::new_v4(),
-            ..command
-        };
-        let token = signer.sign(&other).unwrap();
-        let (got, got_options) = verifier.verify_with_options(&token, 150).unwrap();
-        assert_eq!((got, got_options), (other, StartOptions::default()));
-    }
 
     #[test]
     fn options_are_checked_against_the_frequency_and_the_plugin() {

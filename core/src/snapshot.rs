@@ -265,6 +265,17 @@ impl Snapshot {
     }
 }
 
+/// Whether `bytes` (a snapshot [`Snapshot::decode`] read) are in the form
+/// [`Snapshot::encode`] writes: this version, LZ4. The store keeps blocks
+/// in this form, so such bytes are stored as they came; a snapshot of an
+/// older version or uncompressed is encoded again first.
+pub fn is_current_form(bytes: &[u8]) -> bool {
+    bytes.len() >= HEADER_LEN
+        && bytes[..4] == *MAGIC
+        && bytes[4] == VERSION
+        && bytes[5] == CODEC_LZ4
+}
+
 fn decode_body(body: &[u8], version: u8) -> Result<Snapshot, SnapshotError> {
     let mut r = Reader::new(body);
     let profile_id = Uuid::from_slice(r.take(16)?).expect("16 bytes make a uuid");

@@ -30,6 +30,30 @@ pub fn snapshot(profile_id: Uuid, sequence: u64, stacks: &[(&[&str], u64)]) -> S
     })
 }
 
+/// `s` encoded as another LZ4 compressor could write it: its body as one
+/// run of literals, a valid LZ4 block unlike `Snapshot::encode`'s (for a
+/// snapshot that compresses), so a test can tell the bytes an agent sent
+/// from the snapshot encoded again.
+pub fn literal_lz4(s: &Snapshot) -> Vec<u8> {
+    let plain = s.encode_uncompressed();
+    let (header, body) = plain.split_at(10);
+    let mut out = header.to_vec();
+    out[5] = 1; // the LZ4 codec
+    let mut length = body.len();
+    out.push((length.min(15) as u8) << 4);
+    if length >= 15 {
+        length -= 15;
+        while length >= 255 {
+            out.push(255);
+            length -= 255;
+        }
+        out.push(length as u8);
+    }
+    out.extend_from_slice(body);
+    assert_ne!(out, s.encode(), "a snapshot that LZ4 compresses");
+    out
+}
+
 /// The single integer `sql` selects (`select count(*) from …`).
 pub async fn count(pool: &PgPool, sql: &str) -> i64 {
     sqlx::query_scalar(sql)

@@ -31,6 +31,8 @@ pub(crate) struct Rejected {
 
 #[derive(Debug, Default)]
 pub(crate) struct Decoded {
+    /// Each with the message it was decoded from, whose payload the store
+    /// keeps as the snapshot's block (`odp_store::SnapshotToStore`).
     pub(crate) snapshots: Vec<(RawMessage, Snapshot)>,
     pub(crate) events: Vec<(RawMessage, AgentEvent)>,
     pub(crate) rejected: Vec<Rejected>,

@@ -5,10 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odp_core::Snapshot;
 use odp_plumbing::Backoff;
-use odp_store::Database;
-use odp_store::StoreError;
+use odp_store::{Database, SnapshotToStore, StoreError};
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
@@ -315,7 +313,13 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
     // must not have its (real) profile evaluated either.
     let touched = batch::profiles_to_evaluate(&decoded);
 
-    let snapshots: Vec<&Snapshot> = decoded.snapshots.iter().map(|(_, s)| s).collect();
+    // Each stored with its message's payload, the bytes it was decoded
+    // from, as its block: not encoded again.
+    let snapshots: Vec<SnapshotToStore<'_>> = decoded
+        .snapshots
+        .iter()
+        .map(|(message, s)| SnapshotToStore::received(s, &message.payload))
+        .collect();
     let stored = store(sinks, &snapshots).await;
     drop(snapshots);
     let stored_at = started.elapsed();
@@ -335,7 +339,12 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
             // only the culprits go to the dead-letter topic.
             tracing::warn!(error = %e, "batch refused, storing snapshots one by one");
             for (message, snapshot) in std::mem::take(&mut decoded.snapshots) {
-                match store(sinks, &[&snapshot]).await {
+                match store(
+                    sinks,
+                    &[SnapshotToStore::received(&snapshot, &message.payload)],
+                )
+                .await
+                {
                     Ok(outcome) => match outcome.foreign.first() {
                         Some(refused) => decoded.rejected.push(Rejected {
                             message,
@@ -456,7 +465,7 @@ async fn open_continuous_segments(
 /// what was stored.
 async fn store(
     sinks: &Sinks<'_>,
-    snapshots: &[&Snapshot],
+    snapshots: &[SnapshotToStore<'_>],
 ) -> Result<odp_store::IngestOutcome, StoreError> {
     let outcome = retry_transient("store snapshots", || {
         odp_store::store_snapshots(sinks.pool, snapshots)

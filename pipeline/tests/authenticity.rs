@@ -4,7 +4,7 @@
 //! issued, one naming another host than its signer's, one for another
 //! host's profile or for no profile, and one of a revoked identity all go
 //! to the dead-letter topic with the reason, and change nothing; what the
-//! right agent signs is stored, exactly once.
+//! right agent signs is stored, exactly once, its bytes as they came.
 
 mod support;
 
@@ -20,12 +20,13 @@ use uuid::Uuid;
 const HOST: &str = "h-1";
 const OTHER: &str = "h-2";
 
-/// Window `sequence` of a profile on `host`: 42 samples.
+/// Window `sequence` of a profile on `host`: 42 samples. Its names
+/// repeat, so LZ4 compresses it.
 fn window(profile_id: Uuid, sequence: u64, host: &str) -> Vec<u8> {
     let mut s: Snapshot = support::snapshot(
         profile_id,
         sequence,
-        &[(&["main", "work"], 30), (&["main"], 12)],
+        &[(&["main", "work::work::work::work"], 30), (&["main"], 12)],
     );
     s.host = host.into();
     s.encode()
@@ -282,9 +283,14 @@ async fn what_the_hosts_own_agent_signs_is_stored_exactly_once() {
     let agent = h.issuer.identity(HOST);
     let id = insert_profile(&h.db, HOST, ProfileStatus::Dispatched).await;
     let key = id.to_string();
-    for sequence in 0..2 {
-        let snapshot = window(id, sequence, HOST);
-        h.send(Channel::Stacks, &key, Signing::By(&agent), &snapshot)
+    // The second as another LZ4 compressor would write it: stored as sent.
+    let second = Snapshot::decode(&window(id, 1, HOST)).unwrap();
+    let sent = [
+        window(id, 0, HOST),
+        odp_devstack::fixtures::literal_lz4(&second),
+    ];
+    for snapshot in &sent {
+        h.send(Channel::Stacks, &key, Signing::By(&agent), snapshot)
             .await;
     }
     let event = finished(id, HOST, "agent");
@@ -300,6 +306,13 @@ async fn what_the_hosts_own_agent_signs_is_stored_exactly_once() {
     eventually_at_least(&h.pool, windows, id, 2).await;
 
     assert_eq!(stored(&h, id).await, (2, 84, 1));
+    let blocks: Vec<Vec<u8>> =
+        sqlx::query_scalar("select block from snapshots where profile_id = $1 order by sequence")
+            .bind(id)
+            .fetch_all(&h.pool)
+            .await
+            .unwrap();
+    assert_eq!(blocks, sent, "the blocks are the bytes the agent signed");
     let blocks = odp_store::profile_stacks(&h.pool, id).await.unwrap();
     assert_eq!(blocks.samples, 84);
     assert_eq!(

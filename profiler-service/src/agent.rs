@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::command::{CommandVerifier, StartProfile, UndeployMode};
-use odp_core::cost::StartOptions;
 use odp_core::event::AgentEventKind;
 use odp_core::liveness::AgentClaim;
 use odp_core::service::SyncServices;
@@ -339,24 +338,24 @@ impl Agent {
                 self.reject(rejection, intake, received).await;
                 return Flow::Continue;
             }
-            Verdict::Accepted(command, options) => {
+            Verdict::Accepted(command) => {
                 // On disk before it is acted on: a restart right after
                 // must not take it again.
                 self.replay.keep(&mut self.verifier, now_s);
-                (command, options)
+                command
             }
         };
         self.metrics.command("accepted");
-        let (command, options) = command;
         let command_id = command.id;
         match commands::decide(*command, self) {
             Decision::Start(start) => {
+                let options = &start.options;
                 let cost = options
                     .check_target(&start.target)
-                    .and_then(|()| self.config.cost.resolve(start.frequency_hz, &options));
+                    .and_then(|()| self.config.cost.resolve(start.frequency_hz, options));
                 match cost {
                     Ok(cost) => {
-                        self.start(start, cost, &options, 0);
+                        self.start(start, cost, 0);
                     }
                     Err(reason) => {
                         let rejection = Rejection {
@@ -434,13 +433,8 @@ impl Agent {
 
     /// Starts a profile, its windows numbered from `first_sequence`;
     /// whether it started (if not, its `profile_failed` is on its way).
-    fn start(
-        &mut self,
-        start: StartProfile,
-        cost: CostSettings,
-        options: &StartOptions,
-        first_sequence: u64,
-    ) -> bool {
+    fn start(&mut self, start: StartProfile, cost: CostSettings, first_sequence: u64) -> bool {
+        let options = &start.options;
         let spec = ProfileSpec {
             profile_id: start.profile_id,
             host: self.config.host_id.clone(),

@@ -14,7 +14,6 @@ use std::time::Duration;
 use odp_core::command::{
     Command, CommandAction, CommandError, CommandVerifier, StartProfile, UndeployMode,
 };
-use odp_core::cost::StartOptions;
 use odp_core::model::TargetError;
 use odp_core::partition::partition_for_key;
 use odp_core::service::SyncServices;
@@ -50,8 +49,8 @@ pub struct Rejection {
 /// What one message of the commands partition turned out to be.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    /// A verified command, with the cost-control options of a start.
-    Accepted(Box<Command>, StartOptions),
+    /// A verified command.
+    Accepted(Box<Command>),
     Rejected(Rejection),
     /// Another host's command sharing the partition: not ours to judge.
     NotOurs,
@@ -81,8 +80,8 @@ pub fn check(
         return reject(None, "command is empty or not UTF-8".to_owned(), true);
     };
     let token = token.trim();
-    match verifier.verify_with_options(token, now_unix_s) {
-        Ok((command, options)) => Verdict::Accepted(Box::new(command), options),
+    match verifier.verify(token, now_unix_s) {
+        Ok(command) => Verdict::Accepted(Box::new(command)),
         Err(e) => {
             // Unusable messages, and commands no api-server issues (valid
             // for longer than any command may be), go to the dead letters.
@@ -100,7 +99,7 @@ pub fn check(
 }
 
 /// What the agent does with a verified command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Start(StartProfile),
     Stop(Uuid),

@@ -101,9 +101,9 @@ impl LiveServices {
 /// One part of a segment to start, as a start command would.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SegmentStart {
+    /// With the assignment's event and budget as its options
+    /// ([`ContinuousAssignment::start_options`]).
     pub start: StartProfile,
-    /// The assignment's event and budget ([`ContinuousAssignment::start_options`]).
-    pub options: StartOptions,
     pub first_sequence: u64,
 }
 
@@ -315,10 +315,10 @@ impl Scheduler {
                 duration_ms: u64::try_from(remaining_ms).unwrap_or(1).max(1),
                 frequency_hz: assignment.frequency_hz,
                 window_ms: None,
-            },
-            options: StartOptions {
-                event: Some(event),
-                ..assignment.start_options()
+                options: StartOptions {
+                    event: Some(event),
+                    ..assignment.start_options()
+                },
             },
             first_sequence,
         }

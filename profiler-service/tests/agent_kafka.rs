@@ -204,15 +204,9 @@ async fn agent_serves_commands_through_kafka() {
     let missing = Uuid::new_v4();
     // Cost-control options are validated: a bad one refuses the start.
     let bad_options = Uuid::new_v4();
-    let options = odp_core::cost::StartOptions {
-        fsp_share: Some(1.5),
-        ..Default::default()
-    };
-    h.send(
-        &h.host,
-        &h.command_with_options(CommandAction::Start(start(bad_options, pid)), &options),
-    )
-    .await;
+    let mut bad = start(bad_options, pid);
+    bad.options.fsp_share = Some(1.5);
+    h.send(&h.host, &h.command(CommandAction::Start(bad))).await;
     let rejected = h
         .wait_event(|k| matches!(k, AgentEventKind::CommandRejected { profile_id: Some(p), .. } if *p == bad_options))
         .await;
@@ -286,5 +280,6 @@ fn start(profile_id: Uuid, pid: u32) -> StartProfile {
         duration_ms: 60_000,
         frequency_hz: 199,
         window_ms: Some(1000),
+        options: Default::default(),
     }
 }

@@ -29,6 +29,7 @@ fn start(profile_id: Uuid, pid: u32) -> StartProfile {
         duration_ms: 4_000,
         frequency_hz: 99,
         window_ms: Some(1000),
+        options: StartOptions::default(),
     }
 }
 
@@ -56,28 +57,25 @@ async fn agent_profiles_python_and_java_with_their_plugins() {
     .await;
     // The JVM's live heap by class, asked for with the start's options.
     let heap_profile = Uuid::new_v4();
-    let heap = StartOptions {
-        event: Some(EventKind::HeapBytes),
-        ..StartOptions::default()
+    let heap = StartProfile {
+        options: StartOptions {
+            event: Some(EventKind::HeapBytes),
+            ..StartOptions::default()
+        },
+        ..start(heap_profile, java.id())
     };
-    h.send(
-        &h.host,
-        &h.command_with_options(CommandAction::Start(start(heap_profile, java.id())), &heap),
-    )
-    .await;
+    h.send(&h.host, &h.command(CommandAction::Start(heap)))
+        .await;
     // The JVM plugin forced onto the Python process: refused, alone.
-    let forced = StartOptions {
-        plugin: Some(Language::Jvm),
-        ..StartOptions::default()
+    let forced = StartProfile {
+        options: StartOptions {
+            plugin: Some(Language::Jvm),
+            ..StartOptions::default()
+        },
+        ..start(wrong_plugin, python.id())
     };
-    h.send(
-        &h.host,
-        &h.command_with_options(
-            CommandAction::Start(start(wrong_plugin, python.id())),
-            &forced,
-        ),
-    )
-    .await;
+    h.send(&h.host, &h.command(CommandAction::Start(forced)))
+        .await;
 
     for (profile, language) in [
         (py_profile, Language::Python),

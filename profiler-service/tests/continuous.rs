@@ -200,6 +200,7 @@ async fn a_service_is_profiled_in_segments_beside_on_demand_profiles_and_across_
             duration_ms: 3_000,
             frequency_hz: 49,
             window_ms: Some(1_000),
+            options: Default::default(),
         })),
     )
     .await;

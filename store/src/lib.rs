@@ -87,7 +87,7 @@ pub use imports::{
     awaiting_detection, detection_done, import_profile, ingest_profile, ImportedMeta,
     IngestedProfile,
 };
-pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome};
+pub use ingest::{store_snapshots, ForeignSnapshot, IngestOutcome, SnapshotToStore};
 pub use pool::{connect_with, PoolConfig};
 pub use profiles::{
     Inserted, Labels, NewProfile, ProfileFilter, ProfileMode, ProfileRow, ProfileStatus, Profiles,

@@ -1,7 +1,8 @@
 //! The write path, one behaviour suite run on a real Postgres and a real
 //! MariaDB: exactly-once batch ingest (redeliveries and within-batch
 //! duplicates counted exactly), a profile owned by the agent that first
-//! acknowledged it, blocks larger than one statement may carry, and what
+//! acknowledged it, blocks larger than one statement may carry, received
+//! bytes kept as the block, and what
 //! reads the stored windows directly: the timeline (with each window's
 //! coverage) and imported profiles.
 
@@ -12,7 +13,7 @@ use odp_devstack::fixtures;
 use odp_store::{
     awaiting_detection, detection_done, import_profile, ingest_profile, profile_timeline,
     store_snapshots, Database, ImportedMeta, IngestOutcome, IngestedProfile, Labels, ProfileStatus,
-    Profiles,
+    Profiles, SnapshotToStore,
 };
 use uuid::Uuid;
 
@@ -84,7 +85,7 @@ async fn a_batch_stored_twice_stores_nothing_the_second_time(db: Database) {
         .unwrap();
     assert_eq!((other.stored, other.duplicates), (1, 0));
     assert_eq!(
-        store_snapshots(&db, &[]).await.unwrap(),
+        store_snapshots(&db, &[] as &[&Snapshot]).await.unwrap(),
         IngestOutcome::default()
     );
 }
@@ -243,21 +244,9 @@ fn large_window(profile: Uuid, sequence: u64, bytes: usize) -> Snapshot {
     })
 }
 
-/// Four windows of 5 MB each: more than a 16 MB packet in one statement,
-/// so they are written in several, in one transaction.
-async fn large_blocks_are_stored_whole(db: Database) {
-    let profile = Uuid::new_v4();
-    let batch: Vec<Snapshot> = (0..4).map(|n| large_window(profile, n, 5 << 20)).collect();
-    let refs: Vec<&Snapshot> = batch.iter().collect();
-    let sent: Vec<Vec<u8>> = batch.iter().map(Snapshot::encode).collect();
-    assert!(sent.iter().all(|block| block.len() > 4 << 20));
-    let outcome = store_snapshots(&db, &refs).await.unwrap();
-    let samples: u64 = batch.iter().map(Snapshot::total_samples).sum();
-    assert_eq!(
-        (outcome.stored, outcome.duplicates, outcome.samples),
-        (4, 0, samples)
-    );
-    let blocks: Vec<Vec<u8>> = match &db {
+/// The stored blocks of `profile`, in sequence order.
+async fn blocks(db: &Database, profile: Uuid) -> Vec<Vec<u8>> {
+    match db {
         Database::Postgres(pool) => sqlx::query_scalar(
             "select block from snapshots where profile_id = $1 order by sequence",
         )
@@ -272,7 +261,53 @@ async fn large_blocks_are_stored_whole(db: Database) {
         .fetch_all(pool)
         .await
         .unwrap(),
-    };
+    }
+}
+
+/// A received snapshot's bytes are its block, not encoded again, when in
+/// the current form; an uncompressed one is encoded (and compressed).
+async fn received_bytes_are_stored_as_they_came(db: Database) {
+    let profile = Uuid::new_v4();
+    // Names that repeat, so LZ4 compresses the windows.
+    let stacks: &[(&[&str], u64)] = &[(&["main", "work::work::work::work"], 3)];
+    let batch: Vec<Snapshot> = (0..3)
+        .map(|n| fixtures::snapshot(profile, n, stacks))
+        .collect();
+    let other_lz4 = fixtures::literal_lz4(&batch[0]);
+    assert_eq!(Snapshot::decode(&other_lz4).unwrap(), batch[0]);
+    let plain = batch[1].encode_uncompressed();
+    let outcome = store_snapshots(
+        &db,
+        &[
+            SnapshotToStore::received(&batch[0], &other_lz4),
+            SnapshotToStore::received(&batch[1], &plain),
+            SnapshotToStore::from(&batch[2]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome.stored, 3);
+    assert_eq!(
+        blocks(&db, profile).await,
+        [other_lz4, batch[1].encode(), batch[2].encode()]
+    );
+}
+
+/// Four windows of 5 MB each: more than a 16 MB packet in one statement,
+/// so they are written in several, in one transaction.
+async fn large_blocks_are_stored_whole(db: Database) {
+    let profile = Uuid::new_v4();
+    let batch: Vec<Snapshot> = (0..4).map(|n| large_window(profile, n, 5 << 20)).collect();
+    let refs: Vec<&Snapshot> = batch.iter().collect();
+    let sent: Vec<Vec<u8>> = batch.iter().map(Snapshot::encode).collect();
+    assert!(sent.iter().all(|block| block.len() > 4 << 20));
+    let outcome = store_snapshots(&db, &refs).await.unwrap();
+    let samples: u64 = batch.iter().map(Snapshot::total_samples).sum();
+    assert_eq!(
+        (outcome.stored, outcome.duplicates, outcome.samples),
+        (4, 0, samples)
+    );
+    let blocks = blocks(&db, profile).await;
     assert!(
         blocks == sent,
         "the blocks read back differ from those sent"
@@ -461,6 +496,7 @@ on_both_backends!(
     a_profile_belongs_to_the_agent_that_first_sent_it,
     several_profiles_per_batch_each_with_its_owner,
     large_blocks_are_stored_whole,
+    received_bytes_are_stored_as_they_came,
     the_timeline_is_of_the_first_event_in_time_order,
     the_timeline_carries_each_windows_coverage,
     an_import_is_a_finished_profile_with_its_window,

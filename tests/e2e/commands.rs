@@ -24,6 +24,7 @@ fn start_command(host: &str, issued_at: i64, ttl: i64) -> (Command, Uuid) {
             duration_ms: 2_000,
             frequency_hz: 99,
             window_ms: None,
+            options: Default::default(),
         }),
     };
     (command, profile_id)

@@ -209,6 +209,7 @@ async fn a_command_valid_for_ten_years_is_refused_and_dead_lettered() {
             duration_ms: 1_000,
             frequency_hz: 99,
             window_ms: None,
+            options: Default::default(),
         }),
     };
     let token = signer.sign(&command).unwrap();

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::command::{Command, CommandAction, CommandSigner};
-use odp_core::cost::StartOptions;
 use odp_plumbing::Kafka;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use uuid::Uuid;
@@ -91,18 +90,6 @@ impl Dispatcher {
     /// Signs `action` for `host` and waits until the broker has it.
     /// Returns the command's id.
     pub async fn send(&self, host: &str, action: CommandAction) -> Result<Uuid, ServiceError> {
-        self.send_with_options(host, action, &StartOptions::default())
-            .await
-    }
-
-    /// [`send`](Self::send) for a start carrying plugin, event and cost
-    /// options (ignored for other actions).
-    pub async fn send_with_options(
-        &self,
-        host: &str,
-        action: CommandAction,
-        options: &StartOptions,
-    ) -> Result<Uuid, ServiceError> {
         let kind = match &action {
             CommandAction::Start(_) => "start",
             CommandAction::Stop { .. } => "stop",
@@ -119,7 +106,7 @@ impl Dispatcher {
         };
         let token = self
             .signer
-            .sign_with_options(&command, options)
+            .sign(&command)
             .map_err(|e| ServiceError::Internal(e.to_string()))?;
         self.publisher.publish(host, &token).await.map_err(|e| {
             self.metrics.command(kind, "failed");

@@ -193,11 +193,9 @@ pub(crate) async fn start(
         duration_ms: valid.duration_secs * 1000,
         frequency_hz: valid.frequency_hz,
         window_ms: valid.window_secs.map(|s| s * 1000),
+        options: valid.options,
     });
-    let sent = state
-        .dispatcher
-        .send_with_options(&valid.host, action, &valid.options)
-        .await;
+    let sent = state.dispatcher.send(&valid.host, action).await;
     if let Err(e) = sent {
         state
             .profiles

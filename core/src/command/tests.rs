@@ -1,5 +1,7 @@
 use super::*;
 
+mod wire;
+
 const NOW: i64 = 1_800_000_000;
 
 #[test]
@@ -24,6 +26,7 @@ fn start_command(host: &str) -> Command {
             duration_ms: 10_000,
             frequency_hz: 99,
             window_ms: None,
+            options: StartOptions::default(),
         }),
     }
 }
@@ -136,9 +139,8 @@ fn sync_services_round_trips_and_is_checked_like_any_command() {
     );
 
     let mut verifier = CommandVerifier::from_public_pem(&public, "host-a").unwrap();
-    let (verified, options) = verifier.verify_with_options(&token, NOW + 1).unwrap();
+    let verified = verifier.verify(&token, NOW + 1).unwrap();
     assert_eq!(verified, command);
-    assert_eq!(options, StartOptions::default());
     let CommandAction::SyncServices(got) = verified.action else {
         panic!("expected a sync")
     };

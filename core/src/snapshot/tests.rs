@@ -55,6 +55,15 @@ fn round_trips_compressed_and_plain() {
 }
 
 #[test]
+fn only_what_encode_writes_is_in_the_current_form() {
+    let s = sample_snapshot();
+    assert!(is_current_form(&s.encode()));
+    assert!(!is_current_form(&s.encode_uncompressed()));
+    assert!(!is_current_form(b"ODPS"));
+    assert!(!is_current_form(b"garbage of some length"));
+}
+
+#[test]
 fn encoding_is_deterministic() {
     assert_eq!(sample_snapshot().encode(), sample_snapshot().encode());
 }
@@ -265,6 +274,8 @@ fn version_1_snapshots_without_coverage_are_still_read() {
     v1.extend(body);
     let back = Snapshot::decode(&v1).unwrap();
     assert_eq!(back, window);
+    // Read, but not kept as it came: stored blocks are the current form.
+    assert!(!is_current_form(&v1));
     assert!(matches!(
         Snapshot::decode(&[b"ODPS".as_slice(), &[3, 0, 0, 0, 0, 0]].concat()),
         Err(SnapshotError::UnsupportedVersion(3))

@@ -42,13 +42,12 @@ impl Agent {
     fn start_segment(&mut self, segment: SegmentStart, scan: u64) {
         let SegmentStart {
             start,
-            options,
             first_sequence,
         } = segment;
         let profile_id = start.profile_id;
         info!(%profile_id, first_sequence, "starting a continuous segment");
-        let started = match self.config.cost.resolve(start.frequency_hz, &options) {
-            Ok(cost) => self.start(start, cost, &options, first_sequence),
+        let started = match self.config.cost.resolve(start.frequency_hz, &start.options) {
+            Ok(cost) => self.start(start, cost, first_sequence),
             Err(reason) => {
                 error!(%profile_id, %reason, "cannot start a continuous segment");
                 false

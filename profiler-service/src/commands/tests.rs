@@ -38,6 +38,7 @@ fn start() -> StartProfile {
         duration_ms: 10_000,
         frequency_hz: 99,
         window_ms: None,
+        options: Default::default(),
     }
 }
 
@@ -74,7 +75,7 @@ fn accepts_a_signed_command_for_this_host_once() {
     let key = Some(HOST.as_bytes());
     assert_eq!(
         check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW),
-        Verdict::Accepted(Box::new(cmd.clone()), Default::default())
+        Verdict::Accepted(Box::new(cmd.clone()))
     );
     let replay = rejection(check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW));
     assert_eq!(replay.command_id, Some(cmd.id));
@@ -277,7 +278,7 @@ fn a_signed_sync_is_verified_then_decided() {
     let token = signer
         .sign(&command(HOST, CommandAction::SyncServices(sync.clone())))
         .unwrap();
-    let Verdict::Accepted(cmd, _) = check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW)
+    let Verdict::Accepted(cmd) = check(&mut verifier, HOST, key, Some(token.as_bytes()), NOW)
     else {
         panic!("a signed sync for this host is accepted")
     };

@@ -120,7 +120,7 @@ fn one_segment_per_covered_assignment_whose_service_runs_here() {
     );
     assert_eq!(start.start.window_ms, None);
     assert_eq!(
-        start.options,
+        start.start.options,
         assignment(1, "checkout", None).start_options()
     );
     assert_eq!(start.first_sequence, 61_000 * SEQUENCES_PER_MS);
@@ -270,7 +270,7 @@ fn a_new_rate_or_budget_restarts_the_segment_at_once_a_new_event_waits_for_the_n
     let second = starts(&plan)[0];
     assert_eq!(second.start.profile_id, id);
     assert_eq!(second.start.frequency_hz, 49);
-    assert_eq!(second.options.event, Some(EventKind::CpuClock));
+    assert_eq!(second.start.options.event, Some(EventKind::CpuClock));
     assert_eq!(second.first_sequence, 7_061 * SEQUENCES_PER_MS);
 
     // A new budget restarts it too.
@@ -285,14 +285,14 @@ fn a_new_rate_or_budget_restarts_the_segment_at_once_a_new_event_waits_for_the_n
     );
     assert!(s.ended(&id, clock.now(), 1));
     let third = starts(&s.plan(clock.now(), &thriftier, &scan, true))[0].clone();
-    assert_eq!(third.options.overhead_budget, Some(0.001));
-    assert_eq!(third.options.event, Some(EventKind::CpuClock));
+    assert_eq!(third.start.options.overhead_budget, Some(0.001));
+    assert_eq!(third.start.options.event, Some(EventKind::CpuClock));
 
     // The next segment measures the new event.
     clock.advance(HOUR_MS);
     let next = starts(&s.plan(clock.now(), &thriftier, &scan, true))[0].clone();
     assert_ne!(next.start.profile_id, id);
-    assert_eq!(next.options.event, Some(EventKind::Wall));
+    assert_eq!(next.start.options.event, Some(EventKind::Wall));
 }
 
 #[test]

@@ -344,23 +344,6 @@ impl Harness {
         self.signer.sign(&command).unwrap()
     }
 
-    /// A command for this host whose start carries cost-control options.
-    pub fn command_with_options(
-        &self,
-        action: CommandAction,
-        options: &odp_core::cost::StartOptions,
-    ) -> String {
-        let now = odp_profiler_service::window::unix_ms() / 1000;
-        let command = OdpCommand {
-            id: Uuid::new_v4(),
-            host: self.host.clone(),
-            issued_at: now,
-            expires_at: now + 300,
-            action,
-        };
-        self.signer.sign_with_options(&command, options).unwrap()
-    }
-
     /// Signs any command with the api-server's key (an expired one, say).
     pub fn sign(&self, command: &OdpCommand) -> String {
         self.signer.sign(command).unwrap()

@@ -1,16 +1,17 @@
 //! Bulk ingest of snapshots: one row per agent window, holding the
-//! window's block (the snapshot as the agent sent it: frames deduplicated,
-//! LZ4), one transaction per batch (`postgres.rs`: one `UNNEST` insert;
-//! `mysql.rs`: the keys already stored, then multi-row inserts). Windows
-//! already stored are skipped, so a redelivery changes nothing; a profile's
-//! windows from any agent but its owner are refused ([`ownership`]). Once
-//! the profile ends, its windows are compacted into one profile block
-//! (`crate::blocks`).
+//! window's block (the snapshot as the agent sent it, [`SnapshotToStore`]:
+//! frames deduplicated, LZ4), one transaction per batch (`postgres.rs`: one
+//! `UNNEST` insert; `mysql.rs`: the keys already stored, then multi-row
+//! inserts). Windows already stored are skipped, so a redelivery changes
+//! nothing; a profile's windows from any agent but its owner are refused
+//! ([`ownership`]). Once the profile ends, its windows are compacted into
+//! one profile block (`crate::blocks`).
 
 mod mysql;
 mod ownership;
 mod postgres;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -57,25 +58,86 @@ impl ForeignSnapshot {
     }
 }
 
-/// Stores a batch of snapshots in one transaction. Snapshots already stored
-/// are skipped, so redelivered messages change nothing.
-pub async fn store_snapshots(
+/// A snapshot to store, with the bytes it was decoded from when it came
+/// off the wire. Those bytes become its block as they are, when they are
+/// in the form blocks are kept in ([`odp_core::snapshot::is_current_form`]):
+/// decoding them gave `snapshot`, so encoding it again would only spend the
+/// time to write the same snapshot. A snapshot from elsewhere (an import, a
+/// test), or received in an older or uncompressed form, is encoded here.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotToStore<'a> {
+    snapshot: &'a Snapshot,
+    /// What [`Snapshot::decode`] read `snapshot` from, if anything.
+    received: Option<&'a [u8]>,
+}
+
+impl<'a> SnapshotToStore<'a> {
+    /// `snapshot`, as [`Snapshot::decode`] read it from `bytes`.
+    pub fn received(snapshot: &'a Snapshot, bytes: &'a [u8]) -> Self {
+        SnapshotToStore {
+            snapshot,
+            received: Some(bytes),
+        }
+    }
+
+    /// The block to store: the bytes as received, or encoded again.
+    fn block(&self) -> Cow<'a, [u8]> {
+        match self.received {
+            Some(bytes) if odp_core::snapshot::is_current_form(bytes) => Cow::Borrowed(bytes),
+            _ => Cow::Owned(self.snapshot.encode()),
+        }
+    }
+}
+
+impl<'a> From<&'a Snapshot> for SnapshotToStore<'a> {
+    fn from(snapshot: &'a Snapshot) -> Self {
+        SnapshotToStore {
+            snapshot,
+            received: None,
+        }
+    }
+}
+
+impl std::ops::Deref for SnapshotToStore<'_> {
+    type Target = Snapshot;
+
+    fn deref(&self) -> &Snapshot {
+        self.snapshot
+    }
+}
+
+/// Stores a batch of snapshots (`&Snapshot`s, or [`SnapshotToStore`]s with
+/// the bytes received) in one transaction. Snapshots already stored are
+/// skipped, so redelivered messages change nothing.
+pub async fn store_snapshots<'a, S>(
     db: impl Into<Database>,
-    snapshots: &[&Snapshot],
-) -> Result<IngestOutcome> {
+    snapshots: &[S],
+) -> Result<IngestOutcome>
+where
+    S: Into<SnapshotToStore<'a>> + Copy,
+{
     let db = db.into();
     let mut outcome = IngestOutcome::default();
     // Duplicates inside one batch (a redelivery racing the original).
-    let mut unique: BTreeMap<(&str, Uuid, u64), &Snapshot> = BTreeMap::new();
+    let mut unique: BTreeMap<(&str, Uuid, u64), SnapshotToStore<'a>> = BTreeMap::new();
     for &s in snapshots {
+        let s: SnapshotToStore<'a> = s.into();
+        let snapshot = s.snapshot;
         if unique
-            .insert((s.agent_id.as_str(), s.profile_id, s.sequence), s)
+            .insert(
+                (
+                    snapshot.agent_id.as_str(),
+                    snapshot.profile_id,
+                    snapshot.sequence,
+                ),
+                s,
+            )
             .is_some()
         {
             outcome.duplicates += 1;
         }
     }
-    let snapshots: Vec<&Snapshot> = unique.into_values().collect();
+    let snapshots: Vec<SnapshotToStore<'a>> = unique.into_values().collect();
     if snapshots.is_empty() {
         return Ok(outcome);
     }
@@ -122,7 +184,7 @@ fn key(s: &Snapshot) -> SnapshotKey {
 }
 
 /// One snapshots row, its values checked against the columns' types.
-struct Window {
+struct Window<'a> {
     profile_id: Uuid,
     agent_id: String,
     sequence: i64,
@@ -138,11 +200,12 @@ struct Window {
     /// Samples lost, in [`LossReason::ALL`]'s order (the `lost_*` columns).
     lost: [i64; 5],
     /// The snapshot as the agent sent it (frames deduplicated, LZ4).
-    block: Vec<u8>,
+    block: Cow<'a, [u8]>,
 }
 
-impl Window {
-    fn of(s: &Snapshot) -> Result<Window> {
+impl<'a> Window<'a> {
+    fn of(to_store: SnapshotToStore<'a>) -> Result<Window<'a>> {
+        let s = to_store.snapshot;
         let to_time = |ms: i64| {
             DateTime::<Utc>::from_timestamp_millis(ms)
                 .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} ms out of range")))
@@ -170,7 +233,7 @@ impl Window {
                 .map(|e| i64::try_from(e).unwrap_or(i64::MAX)),
             lost: LossReason::ALL
                 .map(|reason| i64::try_from(s.coverage.lost.get(reason)).unwrap_or(i64::MAX)),
-            block: s.encode(),
+            block: to_store.block(),
         })
     }
 }

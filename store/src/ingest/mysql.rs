@@ -9,11 +9,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use odp_core::Snapshot;
 use sqlx::{MySql, MySqlConnection, MySqlPool, QueryBuilder};
 use uuid::Uuid;
 
-use super::{key, ownership, SnapshotKey, Window, Written};
+use super::{key, ownership, SnapshotKey, SnapshotToStore, Window, Written};
 use crate::database::push_in_list;
 use crate::{Result, StoreError};
 
@@ -30,7 +29,10 @@ const STATEMENT_ROWS: usize = 4_000;
 /// Sequences per key lookup.
 const LOOKUP_ROWS: usize = 10_000;
 
-pub(super) async fn write_batch(pool: &MySqlPool, snapshots: &[&Snapshot]) -> Result<Written> {
+pub(super) async fn write_batch(
+    pool: &MySqlPool,
+    snapshots: &[SnapshotToStore<'_>],
+) -> Result<Written> {
     let mut attempt = 0;
     loop {
         match write_once(pool, snapshots).await {
@@ -46,13 +48,13 @@ pub(super) async fn write_batch(pool: &MySqlPool, snapshots: &[&Snapshot]) -> Re
     }
 }
 
-async fn write_once(pool: &MySqlPool, snapshots: &[&Snapshot]) -> Result<Written> {
+async fn write_once(pool: &MySqlPool, snapshots: &[SnapshotToStore<'_>]) -> Result<Written> {
     let mut tx = pool.begin().await?;
     let mut owners = claim(&mut tx, snapshots).await?;
     ownership::take_over(&mut *tx, snapshots, &mut owners).await?;
     let (kept, foreign) = ownership::split(snapshots.to_vec(), &owners);
     let stored_before = stored_keys(&mut tx, &kept).await?;
-    let new: Vec<&Snapshot> = kept
+    let new: Vec<SnapshotToStore<'_>> = kept
         .iter()
         .copied()
         .filter(|s| !stored_before.contains(&key(s)))
@@ -68,7 +70,10 @@ async fn write_once(pool: &MySqlPool, snapshots: &[&Snapshot]) -> Result<Written
 
 /// Claims each unowned profile of the batch for the agent of its earliest
 /// window, and returns the owner of every owned profile of the batch.
-async fn claim(tx: &mut MySqlConnection, snapshots: &[&Snapshot]) -> Result<HashMap<Uuid, String>> {
+async fn claim(
+    tx: &mut MySqlConnection,
+    snapshots: &[SnapshotToStore<'_>],
+) -> Result<HashMap<Uuid, String>> {
     let offers = ownership::first_offers(snapshots);
     let mut update = QueryBuilder::<MySql>::new("update profiles set agent_id = case id");
     for (profile, agent) in &offers {
@@ -95,7 +100,7 @@ async fn claim(tx: &mut MySqlConnection, snapshots: &[&Snapshot]) -> Result<Hash
 /// ends (with the gaps where the others go, under REPEATABLE READ).
 async fn stored_keys(
     tx: &mut MySqlConnection,
-    snapshots: &[&Snapshot],
+    snapshots: &[SnapshotToStore<'_>],
 ) -> Result<HashSet<SnapshotKey>> {
     // One lookup per agent and profile, on the unique key's prefix.
     let mut sequences: BTreeMap<(&str, Uuid), Vec<i64>> = BTreeMap::new();
@@ -127,10 +132,10 @@ async fn stored_keys(
 
 /// Inserts the windows, each with its block, in statements of at most
 /// [`STATEMENT_BYTES`] of blocks and [`STATEMENT_ROWS`] rows.
-async fn insert_windows(tx: &mut MySqlConnection, snapshots: &[&Snapshot]) -> Result<()> {
-    let mut pending: Vec<Window> = Vec::new();
+async fn insert_windows(tx: &mut MySqlConnection, snapshots: &[SnapshotToStore<'_>]) -> Result<()> {
+    let mut pending: Vec<Window<'_>> = Vec::new();
     let mut pending_bytes = 0;
-    for s in snapshots {
+    for &s in snapshots {
         let window = Window::of(s)?;
         if !pending.is_empty()
             && (pending_bytes + window.block.len() > STATEMENT_BYTES
@@ -148,7 +153,7 @@ async fn insert_windows(tx: &mut MySqlConnection, snapshots: &[&Snapshot]) -> Re
     Ok(())
 }
 
-async fn insert_statement(tx: &mut MySqlConnection, windows: Vec<Window>) -> Result<()> {
+async fn insert_statement(tx: &mut MySqlConnection, windows: Vec<Window<'_>>) -> Result<()> {
     let mut q = QueryBuilder::<MySql>::new(
         "insert into snapshots (profile_id, agent_id, `sequence`, host, window_start, window_end,
                                 event, period, frequency_hz, samples, block, expected_samples,
@@ -166,7 +171,7 @@ async fn insert_statement(tx: &mut MySqlConnection, windows: Vec<Window>) -> Res
             .push_bind(w.period)
             .push_bind(w.frequency_hz)
             .push_bind(w.samples)
-            .push_bind(w.block)
+            .push_bind(w.block.into_owned())
             .push_bind(w.expected);
         for samples in w.lost {
             row.push_bind(samples);

@@ -20,10 +20,9 @@
 
 use std::collections::HashMap;
 
-use odp_core::Snapshot;
 use uuid::Uuid;
 
-use super::ForeignSnapshot;
+use super::{ForeignSnapshot, SnapshotToStore};
 use crate::sql::{On, Sql};
 use crate::Result;
 
@@ -32,7 +31,7 @@ use crate::Result;
 /// ends after the batch's first window of it begins; updates `owners`.
 pub(super) async fn take_over<C>(
     tx: &mut C,
-    snapshots: &[&Snapshot],
+    snapshots: &[SnapshotToStore<'_>],
     owners: &mut HashMap<Uuid, String>,
 ) -> Result<()>
 where
@@ -72,9 +71,10 @@ where
 
 /// Each profile of the batch with the agent of its earliest window: the
 /// agent that claims the profile should it have no owner yet.
-pub(super) fn first_offers<'a>(snapshots: &[&'a Snapshot]) -> Vec<(Uuid, &'a str)> {
+pub(super) fn first_offers<'a>(snapshots: &[SnapshotToStore<'a>]) -> Vec<(Uuid, &'a str)> {
     let mut earliest: HashMap<Uuid, (i64, &str)> = HashMap::new();
     for s in snapshots {
+        let s = s.snapshot;
         let offer = (s.window_start_ms, s.agent_id.as_str());
         earliest
             .entry(s.profile_id)
@@ -90,9 +90,9 @@ pub(super) fn first_offers<'a>(snapshots: &[&'a Snapshot]) -> Vec<(Uuid, &'a str
 /// The snapshots their profiles' owners sent (or of unowned profiles), and
 /// the refused rest.
 pub(super) fn split<'a>(
-    snapshots: Vec<&'a Snapshot>,
+    snapshots: Vec<SnapshotToStore<'a>>,
     owners: &HashMap<Uuid, String>,
-) -> (Vec<&'a Snapshot>, Vec<ForeignSnapshot>) {
+) -> (Vec<SnapshotToStore<'a>>, Vec<ForeignSnapshot>) {
     let mut kept = Vec::with_capacity(snapshots.len());
     let mut foreign = Vec::new();
     for s in snapshots {
@@ -113,7 +113,7 @@ pub(super) fn split<'a>(
 mod tests {
     use super::*;
     use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-    use odp_core::{EventKind, Frame};
+    use odp_core::{EventKind, Frame, Snapshot};
 
     fn snapshot(profile: Uuid, agent: &str, sequence: u64) -> Snapshot {
         let mut b = SnapshotBuilder::new();
@@ -140,7 +140,7 @@ mod tests {
             snapshot(unowned, "b", 0),
         ];
         let owners = HashMap::from([(owned, "a".to_owned())]);
-        let (kept, foreign) = split(batch.iter().collect(), &owners);
+        let (kept, foreign) = split(batch.iter().map(SnapshotToStore::from).collect(), &owners);
         let kept: Vec<(&str, Uuid)> = kept
             .iter()
             .map(|s| (s.agent_id.as_str(), s.profile_id))

@@ -2,19 +2,20 @@
 //! windows as one `UNNEST` insert that skips stored keys and returns the
 //! new ones.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use odp_core::Snapshot;
-use sqlx::postgres::PgArguments;
-use sqlx::query::QueryAs;
-use sqlx::{PgConnection, PgPool, Postgres};
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{ownership, SnapshotKey, Window, Written};
+use super::{ownership, SnapshotKey, SnapshotToStore, Window, Written};
 use crate::Result;
 
-pub(super) async fn write_batch(pool: &PgPool, snapshots: &[&Snapshot]) -> Result<Written> {
+pub(super) async fn write_batch(
+    pool: &PgPool,
+    snapshots: &[SnapshotToStore<'_>],
+) -> Result<Written> {
     let mut tx = pool.begin().await?;
     let mut owners = claim(&mut tx, snapshots).await?;
     ownership::take_over(&mut *tx, snapshots, &mut owners).await?;
@@ -34,7 +35,10 @@ pub(super) async fn write_batch(pool: &PgPool, snapshots: &[&Snapshot]) -> Resul
 
 /// Claims each unowned profile of the batch for the agent of its earliest
 /// window, and returns the owner of every owned profile of the batch.
-async fn claim(tx: &mut PgConnection, snapshots: &[&Snapshot]) -> Result<HashMap<Uuid, String>> {
+async fn claim(
+    tx: &mut PgConnection,
+    snapshots: &[SnapshotToStore<'_>],
+) -> Result<HashMap<Uuid, String>> {
     let (profiles, agents): (Vec<Uuid>, Vec<&str>) =
         ownership::first_offers(snapshots).into_iter().unzip();
     // The outer select sees the rows as they were before the update, so a
@@ -63,15 +67,15 @@ async fn claim(tx: &mut PgConnection, snapshots: &[&Snapshot]) -> Result<HashMap
 /// stored; returns the keys of the new ones.
 async fn insert_windows(
     tx: &mut PgConnection,
-    snapshots: &[&Snapshot],
+    snapshots: &[SnapshotToStore<'_>],
 ) -> Result<std::collections::HashSet<SnapshotKey>> {
     let mut columns = WindowColumns::default();
-    for s in snapshots {
+    for &s in snapshots {
         columns.push(Window::of(s)?);
     }
-    let rows: Vec<SnapshotKey> = columns
-        .bind(sqlx::query_as(
-            "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
+    let blocks: Vec<&[u8]> = columns.blocks.iter().map(|b| &**b).collect();
+    let rows: Vec<SnapshotKey> = sqlx::query_as(
+        "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
                                 event, period, frequency_hz, samples, block, expected_samples,
                                 lost_overflow, lost_throttled, lost_paused, lost_undiscovered,
                                 lost_transport)
@@ -81,56 +85,65 @@ async fn insert_windows(
                               $15::bigint[], $16::bigint[], $17::bigint[])
          on conflict (agent_id, profile_id, sequence) do nothing
          returning agent_id, profile_id, sequence",
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
+    )
+    .bind(&columns.profile_ids)
+    .bind(&columns.agent_ids)
+    .bind(&columns.sequences)
+    .bind(&columns.hosts)
+    .bind(&columns.starts)
+    .bind(&columns.ends)
+    .bind(&columns.events)
+    .bind(&columns.periods)
+    .bind(&columns.frequencies)
+    .bind(&columns.sample_totals)
+    .bind(&blocks)
+    .bind(&columns.expected)
+    .bind(&columns.lost[0])
+    .bind(&columns.lost[1])
+    .bind(&columns.lost[2])
+    .bind(&columns.lost[3])
+    .bind(&columns.lost[4])
+    .fetch_all(&mut *tx)
+    .await?;
     Ok(rows.into_iter().collect())
 }
 
-/// Declares [`WindowColumns`], one array per column of the windows'
-/// `UNNEST` insert, from one list of its columns in the statement's order
-/// (each with its element type and the [`Window`] field it takes), so the
-/// arrays, what fills them and what binds them cannot disagree.
-macro_rules! window_columns {
-    ($($column:ident: $type:ty = $field:ident,)*) => {
-        #[derive(Default)]
-        struct WindowColumns {
-            $($column: Vec<$type>,)*
-            /// One column per loss reason.
-            lost: [Vec<i64>; 5],
-        }
-
-        impl WindowColumns {
-            fn push(&mut self, w: Window) {
-                $(self.$column.push(w.$field);)*
-                for (column, samples) in self.lost.iter_mut().zip(w.lost) {
-                    column.push(samples);
-                }
-            }
-
-            /// Binds the arrays to `query`'s parameters, in column order.
-            fn bind<'q, O>(
-                &'q self,
-                query: QueryAs<'q, Postgres, O, PgArguments>,
-            ) -> QueryAs<'q, Postgres, O, PgArguments> {
-                let query = query$(.bind(&self.$column))*;
-                self.lost.iter().fold(query, |query, column| query.bind(column))
-            }
-        }
-    };
+/// One array per column of the windows' `UNNEST` insert.
+#[derive(Default)]
+struct WindowColumns<'a> {
+    profile_ids: Vec<Uuid>,
+    agent_ids: Vec<String>,
+    sequences: Vec<i64>,
+    hosts: Vec<String>,
+    starts: Vec<DateTime<Utc>>,
+    ends: Vec<DateTime<Utc>>,
+    events: Vec<&'static str>,
+    periods: Vec<i64>,
+    frequencies: Vec<i32>,
+    sample_totals: Vec<i64>,
+    /// Bound as slices: a block received as it is stored is not copied.
+    blocks: Vec<Cow<'a, [u8]>>,
+    expected: Vec<Option<i64>>,
+    /// One column per loss reason.
+    lost: [Vec<i64>; 5],
 }
 
-window_columns! {
-    profile_ids: Uuid = profile_id,
-    agent_ids: String = agent_id,
-    sequences: i64 = sequence,
-    hosts: String = host,
-    starts: DateTime<Utc> = start,
-    ends: DateTime<Utc> = end,
-    events: &'static str = event,
-    periods: i64 = period,
-    frequencies: i32 = frequency_hz,
-    sample_totals: i64 = samples,
-    blocks: Vec<u8> = block,
-    expected: Option<i64> = expected,
+impl<'a> WindowColumns<'a> {
+    fn push(&mut self, w: Window<'a>) {
+        self.profile_ids.push(w.profile_id);
+        self.agent_ids.push(w.agent_id);
+        self.sequences.push(w.sequence);
+        self.hosts.push(w.host);
+        self.starts.push(w.start);
+        self.ends.push(w.end);
+        self.events.push(w.event);
+        self.periods.push(w.period);
+        self.frequencies.push(w.frequency_hz);
+        self.sample_totals.push(w.samples);
+        self.blocks.push(w.block);
+        self.expected.push(w.expected);
+        for (column, samples) in self.lost.iter_mut().zip(w.lost) {
+            column.push(samples);
+        }
+    }
 }
