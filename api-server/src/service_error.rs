@@ -67,7 +67,8 @@ impl From<odp_store::StoreError> for ServiceError {
                     ))
                 }
             }
-        } else if let odp_store::StoreError::MixedEvents(_) = e {
+        } else if let odp_store::StoreError::MixedEvents(_) | odp_store::StoreError::Invalid(_) = e
+        {
             ServiceError::Invalid(e.to_string())
         } else {
             ServiceError::Internal(e.to_string())

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use odp_store::downsample::{self, Downsampled};
+use odp_store::downsample::{self, Downsampled, Tier};
 use odp_store::retention::{self, Collected, Expired};
 use odp_store::Database;
 use odp_store::StoreError;
@@ -32,9 +32,16 @@ pub struct RetentionOptions {
     /// redelivered from Kafka.
     #[arg(long = "downsample-after-days", env = "ODP_DOWNSAMPLE_AFTER_DAYS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub downsample_after_days: u32,
-    /// Length of a downsampled bucket.
-    #[arg(long = "downsample-bucket-secs", env = "ODP_DOWNSAMPLE_BUCKET_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    /// Length of a downsampled bucket, in seconds that divide an hour.
+    #[arg(long = "downsample-bucket-secs", env = "ODP_DOWNSAMPLE_BUCKET_SECS", default_value_t = 600, value_parser = parse_bucket_secs)]
     pub downsample_bucket_secs: u64,
+    /// More tiers of history, as `DAYS:SECS` pairs (`1:60,7:3600`: windows
+    /// older than a day in minutes, older than a week in hours), each
+    /// bucket dividing an hour; they apply beside
+    /// `--downsample-after-days`, the coarsest bucket winning where ages
+    /// overlap. Each must be at least a day old, as that one is.
+    #[arg(long = "downsample-tiers", env = "ODP_DOWNSAMPLE_TIERS", value_delimiter = ',', value_parser = parse_tier)]
+    pub downsample_tiers: Vec<TierAge>,
     /// How often a pass runs.
     #[arg(long = "retention-interval-secs", env = "ODP_RETENTION_INTERVAL_SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub interval_secs: u64,
@@ -50,6 +57,7 @@ impl Default for RetentionOptions {
             retention_days: 0,
             downsample_after_days: 0,
             downsample_bucket_secs: 600,
+            downsample_tiers: Vec::new(),
             interval_secs: 3600,
             batch: 1000,
         }
@@ -70,6 +78,65 @@ impl RetentionOptions {
     pub fn bucket(&self) -> Duration {
         Duration::from_secs(self.downsample_bucket_secs)
     }
+
+    /// Every tier of history as of `now`: `--downsample-after-days` with
+    /// its bucket, and `--downsample-tiers`.
+    pub fn tiers(&self, now: DateTime<Utc>) -> Vec<Tier> {
+        let first = self.downsample_cutoff(now).map(|cutoff| Tier {
+            cutoff,
+            bucket: self.bucket(),
+        });
+        first
+            .into_iter()
+            .chain(self.downsample_tiers.iter().map(|t| Tier {
+                cutoff: now - DAY * t.after_days,
+                bucket: Duration::from_secs(t.bucket_secs),
+            }))
+            .collect()
+    }
+
+    fn downsamples(&self) -> bool {
+        self.downsample_after_days > 0 || !self.downsample_tiers.is_empty()
+    }
+}
+
+/// A tier of `--downsample-tiers`: windows older than `after_days` are
+/// kept in `bucket_secs` buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TierAge {
+    pub after_days: u32,
+    pub bucket_secs: u64,
+}
+
+fn parse_bucket_secs(text: &str) -> Result<u64, String> {
+    let secs: u64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is no whole number of seconds"))?;
+    if secs < 10 || !downsample::bucket_fits_an_hour(Duration::from_secs(secs)) {
+        return Err(format!(
+            "a bucket is 10 s to an hour and divides an hour (60, 600, 3600, ...); {secs} s does not"
+        ));
+    }
+    Ok(secs)
+}
+
+fn parse_tier(text: &str) -> Result<TierAge, String> {
+    let (days, secs) = text
+        .split_once(':')
+        .ok_or_else(|| format!("{text:?}: a tier is DAYS:SECS, e.g. 7:3600"))?;
+    let after_days: u32 = days
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?}: {days:?} is no whole number of days"))?;
+    if !(1..=36_500).contains(&after_days) {
+        return Err(format!(
+            "{text:?}: a tier starts 1 to 36,500 days back, so no merged window can still be redelivered"
+        ));
+    }
+    Ok(TierAge {
+        after_days,
+        bucket_secs: parse_bucket_secs(secs.trim())?,
+    })
 }
 
 /// What one pass did.
@@ -113,9 +180,9 @@ async fn run_locked(
             pass.collected = retention::collect_garbage(pool, options.batch).await?;
         }
     }
-    if let Some(cutoff) = options.downsample_cutoff(now) {
-        pass.downsampled =
-            downsample::downsample(pool, cutoff, options.bucket(), options.batch).await?;
+    let tiers = options.tiers(now);
+    if !tiers.is_empty() {
+        pass.downsampled = downsample::downsample_tiers(pool, &tiers, options.batch).await?;
     }
     Ok(pass)
 }
@@ -123,13 +190,14 @@ async fn run_locked(
 /// Runs a pass every interval until `stop` is raised or its sender
 /// dropped.
 pub async fn run(pool: Database, options: RetentionOptions, mut stop: watch::Receiver<bool>) {
-    if options.retention_days == 0 && options.downsample_after_days == 0 {
+    if options.retention_days == 0 && !options.downsamples() {
         tracing::info!("retention and downsampling off");
         return;
     }
     tracing::info!(
         retention_days = options.retention_days,
         downsample_after_days = options.downsample_after_days,
+        downsample_tiers = ?options.downsample_tiers,
         interval_secs = options.interval_secs,
         "retention job started"
     );
@@ -178,5 +246,47 @@ mod tests {
             DateTime::from_timestamp(8 * 86_400, 0)
         );
         assert_eq!(options.downsample_cutoff(now), None);
+    }
+
+    #[test]
+    fn tiers_join_the_first_bucket() {
+        let now = DateTime::from_timestamp(10 * 86_400, 0).unwrap();
+        let options = RetentionOptions {
+            downsample_after_days: 1,
+            downsample_tiers: vec![parse_tier("7:3600").unwrap()],
+            ..RetentionOptions::default()
+        };
+        assert_eq!(
+            options.tiers(now),
+            vec![
+                Tier {
+                    cutoff: DateTime::from_timestamp(9 * 86_400, 0).unwrap(),
+                    bucket: Duration::from_secs(600),
+                },
+                Tier {
+                    cutoff: DateTime::from_timestamp(3 * 86_400, 0).unwrap(),
+                    bucket: Duration::from_secs(3600),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bucket_must_divide_an_hour() {
+        assert_eq!(parse_bucket_secs("600"), Ok(600));
+        assert_eq!(parse_bucket_secs("3600"), Ok(3600));
+        for bad in ["7", "700", "7200", "86400", "-60", "1e3"] {
+            assert!(parse_bucket_secs(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_tier(" 30 : 3600"),
+            Ok(TierAge {
+                after_days: 30,
+                bucket_secs: 3600
+            })
+        );
+        for bad in ["0:60", "7", "7:7200", "x:60", "7:"] {
+            assert!(parse_tier(bad).is_err(), "{bad}");
+        }
     }
 }

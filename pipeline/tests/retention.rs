@@ -1,6 +1,6 @@
 //! Retention and downsampling against a real Postgres: old 10 s windows
 //! (compacted into their profile's block) merge into 10-minute buckets
-//! with every total unchanged, expired windows leave both their rows and
+//! with every total unchanged, and then into hours, expired windows leave both their rows and
 //! their profile's block, a second pass changes nothing, and a pass never
 //! runs while another process holds the lock.
 
@@ -10,7 +10,7 @@ use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Snapshot, WeightedStack};
 use odp_devstack::fixtures::frames;
 use odp_devstack::{Stack, StackOptions};
-use odp_pipeline::retention::{run_once, RetentionOptions};
+use odp_pipeline::retention::{run_once, RetentionOptions, TierAge};
 use odp_store::retention::RetentionLock;
 use odp_store::{Database, Read};
 use sqlx::PgPool;
@@ -167,6 +167,7 @@ async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
         interval_secs: 3600,
         // Small batches, so the test goes through many transactions.
         batch: 2,
+        ..RetentionOptions::default()
     };
     let pass = run_once(&db, &options, now)
         .await
@@ -256,6 +257,34 @@ async fn old_windows_merge_exactly_and_expired_windows_leave_their_blocks() {
     assert_eq!(run_once(&db, &options, now).await.unwrap(), None);
     holder.release().await.unwrap();
     assert!(run_once(&db, &options, now).await.unwrap().is_some());
+
+    // A coarser tier for what is older than 20 days: the old profile's
+    // 10-minute rows become one row per hour they start in.
+    let hours: std::collections::BTreeSet<i64> = (0..3)
+        .map(|k| (old_start + bucket * k).timestamp().div_euclid(3600))
+        .collect();
+    let tiered = RetentionOptions {
+        downsample_tiers: vec![TierAge {
+            after_days: 20,
+            bucket_secs: 3600,
+        }],
+        ..options.clone()
+    };
+    let pass = run_once(&db, &tiered, now).await.unwrap().unwrap();
+    assert_eq!(pass.downsampled.snapshots_merged, 3 - hours.len() as u64);
+    let rows: Vec<(i64, i32)> = sqlx::query_as(
+        "select count(*), sum(merged_windows)::int from snapshots where profile_id = $1",
+    )
+    .bind(old)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(rows, [(hours.len() as i64, 150)]);
+    assert_eq!(totals(&pool, old).await, old_before);
+    assert_eq!(block_windows(&pool, old).await, hours.len());
+    assert_eq!(totals(&pool, recent).await, recent_before);
+    let again = run_once(&db, &tiered, now).await.unwrap().unwrap();
+    assert_eq!(again.downsampled, Default::default());
 
     pool.close().await;
     stack.stop().unwrap();

@@ -101,6 +101,7 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         downsample_bucket_secs: 600,
         interval_secs: 3600,
         batch: 3,
+        ..RetentionOptions::default()
     };
     let pass = run_once(&db, &options, Utc::now()).await.unwrap().unwrap();
     assert!(pass.downsampled.buckets > 0);

@@ -131,6 +131,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// An argument the store cannot act on (a downsampling bucket that
+    /// does not divide an hour): the caller's to check first.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
     /// A read spans windows of several events, whose samples cannot be
     /// added (see [`read::Read::event`]).
     #[error(
@@ -221,6 +225,7 @@ impl StoreError {
             StoreError::Migrate(_)
             | StoreError::Corrupt(_)
             | StoreError::Conflict(_)
+            | StoreError::Invalid(_)
             | StoreError::MixedEvents(_)
             | StoreError::Statement(_)
             | StoreError::UnsupportedUrl(_) => false,

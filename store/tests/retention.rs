@@ -2,7 +2,7 @@
 //! ended before the cutoff (from rows, profile blocks and rollups alike)
 //! and then the ended profiles left empty; garbage collection deletes the
 //! legacy stacks and frames nothing references; downsampling keeps every
-//! total; the retention lock is held by one connection at a time;
+//! total, tier after tier; the retention lock is held by one connection at a time;
 //! rewriting an hour's rollups holds up no writer of another hour.
 
 mod block_fixtures;
@@ -13,9 +13,9 @@ use std::time::Duration as StdDuration;
 use block_fixtures::{count, exec, insert_profile, leaves, store_window, window, Arg};
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::Snapshot;
-use odp_store::downsample::{downsample, Downsampled};
+use odp_store::downsample::{downsample, downsample_tiers, Downsampled, Tier};
 use odp_store::retention::{collect_garbage, delete_expired, Collected, Expired, RetentionLock};
-use odp_store::{Database, Read, ReadScope};
+use odp_store::{Database, Read, ReadScope, StoreError};
 use support::on_both_backends;
 use uuid::Uuid;
 
@@ -249,6 +249,76 @@ async fn downsampling_keeps_totals(db: Database) {
     );
 }
 
+/// Tiers: a coarser bucket merges the rows a finer one left, in rows,
+/// blocks and rollups, every total unchanged; a bucket that does not
+/// divide an hour is refused.
+async fn tiers_merge_what_finer_tiers_left(db: Database) {
+    // Windows 0..=5 start in the hour's first minute, 6 and 7 in its second.
+    let start = (Utc::now() - Duration::days(2))
+        .duration_trunc(Duration::hours(1))
+        .unwrap();
+    fleet(&db, 0..4, start).await;
+    let before = odp_store::read(&db, &service_read()).await.unwrap();
+    let cutoff = Utc::now() - Duration::days(1);
+    let (minute, hour) = (StdDuration::from_secs(60), StdDuration::from_secs(3600));
+    assert_eq!(
+        downsample(&db, cutoff, minute, 100).await.unwrap(),
+        Downsampled {
+            buckets: 8,
+            snapshots_merged: 24,
+        }
+    );
+    let tiers = [
+        Tier {
+            cutoff,
+            bucket: minute,
+        },
+        Tier {
+            cutoff,
+            bucket: hour,
+        },
+    ];
+    assert_eq!(
+        downsample_tiers(&db, &tiers, 100).await.unwrap(),
+        Downsampled {
+            buckets: 4,
+            snapshots_merged: 4,
+        },
+        "each profile's two minutes became its hour"
+    );
+    assert_eq!(count(&db, "select count(*) from snapshots").await, 4);
+    assert_eq!(
+        count(&db, "select sum(merged_windows) from snapshots").await,
+        32
+    );
+    let after = odp_store::read(&db, &service_read()).await.unwrap();
+    assert_eq!(after.samples(), before.samples());
+    assert_eq!(leaves(&after.stacks()), leaves(&before.stacks()));
+    assert_eq!(after.snapshots, 4);
+    let host_samples =
+        |r: &odp_store::ReadResult| -> Vec<u64> { r.hosts.iter().map(|h| h.samples()).collect() };
+    assert_eq!(host_samples(&after), host_samples(&before));
+    assert_eq!(
+        count(&db, "select sum(samples) from service_rollups").await as u64,
+        before.samples()
+    );
+    assert_eq!(
+        count(&db, "select sum(windows) from profile_blocks").await,
+        4
+    );
+    assert_eq!(
+        downsample_tiers(&db, &tiers, 100).await.unwrap(),
+        Downsampled::default()
+    );
+    for bad in [7200.0, 45.5, 0.0] {
+        let refused = downsample(&db, cutoff, StdDuration::from_secs_f64(bad), 100).await;
+        assert!(
+            matches!(refused, Err(StoreError::Invalid(_))),
+            "{bad} s: {refused:?}"
+        );
+    }
+}
+
 /// One holder at a time; released, or dropped (its connection closed),
 /// the lock is free again.
 async fn the_lock_is_exclusive(db: Database) {
@@ -450,6 +520,7 @@ on_both_backends!(
     expiry_deletes_exactly_what_is_old,
     garbage_collection_deletes_only_unreferenced_rows,
     downsampling_keeps_totals,
+    tiers_merge_what_finer_tiers_left,
     the_lock_is_exclusive,
     rewriting_an_hour_leaves_other_hours_free,
 );

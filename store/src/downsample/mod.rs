@@ -1,9 +1,9 @@
 //! Downsampling: old fine windows merged into coarse buckets, so long
 //! ranges read fewer rows (perfGenie keeps 10-minute aggregates the same
-//! way).
+//! way), in tiers: [`downsample_tiers`] merges windows older than a week
+//! into hours, say, and those older than a day into minutes.
 //!
-//! Windows not merged yet that ended before a cutoff (so a run reads
-//! only what earlier runs left) are grouped per profile, agent,
+//! Windows that ended before a cutoff are grouped per profile, agent,
 //! host, event, period and sampling frequency and per bucket of their start
 //! time (e.g. 10 minutes). Each group of two or more becomes one snapshot:
 //! the group's first row is kept, its window widened to the group's span,
@@ -11,8 +11,13 @@
 //! per (stack, thread), so every total a query computes stays exactly the
 //! same. Thread names are kept per thread (the latest name when a thread
 //! was renamed within the bucket), and `merged_windows` counts the agent
-//! windows a row holds. Only compacted windows are merged (the others are
-//! compacted once their profile ends).
+//! windows a row holds. Rows merged before take part like any other: a
+//! coarser tier merges a finer tier's rows, and a window spooled in late
+//! joins the row of its bucket. Only compacted windows are merged (the
+//! others are compacted once their profile ends).
+//!
+//! A bucket divides an hour, so each group lies within one hour and one
+//! service rollup (which holds an hour), and merges there as in the block.
 //!
 //! Each run merges `batch` groups per transaction; the rows are locked
 //! first, so a concurrent retention pass or a second downsampler cannot
@@ -40,7 +45,7 @@ use crate::blocks::rewrite_block;
 use crate::database::Database;
 use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::Tx;
-use crate::{rollups, Result};
+use crate::{rollups, Result, StoreError};
 
 /// What [`downsample`] merged.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -51,17 +56,58 @@ pub struct Downsampled {
     pub snapshots_merged: u64,
 }
 
+/// A tier of history: windows that ended before `cutoff` are kept in
+/// `bucket`-long windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tier {
+    pub cutoff: DateTime<Utc>,
+    pub bucket: Duration,
+}
+
+/// Whether windows can be merged into `bucket`s: whole seconds that
+/// divide an hour (see the module documentation).
+pub fn bucket_fits_an_hour(bucket: Duration) -> bool {
+    let secs = bucket.as_secs();
+    bucket.subsec_nanos() == 0 && secs > 0 && 3600 % secs == 0
+}
+
+/// Merges windows into each of `tiers`, coarsest first, so a window old
+/// enough for an hour is not first merged into minutes.
+pub async fn downsample_tiers(
+    db: impl Into<Database>,
+    tiers: &[Tier],
+    batch: u32,
+) -> Result<Downsampled> {
+    let db: Database = db.into();
+    let mut tiers = tiers.to_vec();
+    tiers.sort_by_key(|t| std::cmp::Reverse(t.bucket));
+    let mut done = Downsampled::default();
+    for tier in tiers {
+        let one = downsample(&db, tier.cutoff, tier.bucket, batch).await?;
+        done.buckets += one.buckets;
+        done.snapshots_merged += one.snapshots_merged;
+    }
+    Ok(done)
+}
+
 /// Merges the windows that ended before `cutoff` into `bucket`-long
-/// buckets, `batch` buckets per transaction.
+/// buckets, `batch` buckets per transaction. A bucket must divide an hour
+/// ([`bucket_fits_an_hour`]).
 pub async fn downsample(
     db: impl Into<Database>,
     cutoff: DateTime<Utc>,
     bucket: Duration,
     batch: u32,
 ) -> Result<Downsampled> {
+    if !bucket_fits_an_hour(bucket) {
+        return Err(StoreError::Invalid(format!(
+            "a downsampling bucket divides an hour in whole seconds; {} s does not",
+            bucket.as_secs_f64()
+        )));
+    }
     let db: Database = db.into();
     let mut done = Downsampled::default();
-    let bucket_secs = bucket.as_secs_f64().max(1.0);
+    let bucket_secs = bucket.as_secs_f64();
     loop {
         // `read committed` on MySQL: its rollup rewrite locks only the
         // hours' rows.

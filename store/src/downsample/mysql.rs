@@ -41,7 +41,7 @@ pub(super) async fn groups(
         "select cast(group_concat(id order by id) as char), profile_id, agent_id,
                 cast(group_concat(`sequence` order by id) as char), min(window_start)
          from snapshots
-         where window_end < ? and merged_windows = 1 and compacted
+         where window_end < ? and compacted
          group by profile_id, agent_id, host, event, period, frequency_hz,
                   floor(unix_timestamp(window_start) / ?)
          having count(*) > 1

@@ -18,7 +18,7 @@ pub(super) async fn groups(
         "select array_agg(id order by id), profile_id, agent_id,
                 array_agg(sequence order by id), min(window_start)
          from snapshots
-         where window_end < $1 and merged_windows = 1 and compacted
+         where window_end < $1 and compacted
          group by profile_id, agent_id, host, event, period, frequency_hz,
                   floor(extract(epoch from window_start) / $2)
          having count(*) > 1
