@@ -279,12 +279,12 @@ async fn evaluate_on(
     let service = service_of(&identity);
     let data = odp_store::profile_frames(pool, profile_id).await?;
     // A run is compared with its schedule's earlier runs once it ended.
-    let history = match rules.history_runs() {
-        Some(runs) if identity.ended => run_history(pool, profile_id, runs).await?,
-        _ => None,
+    let histories = match rules.history_runs() {
+        Some(runs) if identity.ended => run_histories(pool, profile_id, runs).await?,
+        _ => Vec::new(),
     };
     let mut found = rules.evaluate(&ProfileInput {
-        history: history.as_ref(),
+        histories: &histories,
         runtime,
         ..ProfileInput::new(&service, &data)
     });
@@ -313,30 +313,54 @@ async fn evaluate_on(
 
 /// What `profile_id` is compared with: the previous runs of its schedule,
 /// or for a continuous segment the same hour of the previous weeks
-/// ([`odp_store::previous_segments`]); none for other profiles.
-async fn run_history(
+/// ([`odp_store::previous_segments`]) and, when its host labels its
+/// release, the segments of the release before
+/// ([`odp_store::previous_release_segments`]); none for other profiles.
+async fn run_histories(
     pool: &Database,
     profile_id: Uuid,
     runs: usize,
-) -> Result<Option<RunHistory>, StoreError> {
-    let mut previous = odp_store::previous_schedule_runs(pool, profile_id, runs as i64).await?;
-    let mut baseline = share_regression::Baseline::Schedule;
-    if previous.is_empty() {
-        previous = odp_store::previous_segments(pool, profile_id, runs as i64).await?;
-        baseline = share_regression::Baseline::Continuous;
+) -> Result<Vec<RunHistory>, StoreError> {
+    let limit = runs as i64;
+    let scheduled = odp_store::previous_schedule_runs(pool, profile_id, limit).await?;
+    let baselines = if scheduled.is_empty() {
+        vec![
+            (
+                share_regression::Baseline::Continuous,
+                odp_store::previous_segments(pool, profile_id, limit).await?,
+            ),
+            (
+                share_regression::Baseline::PreviousRelease,
+                odp_store::previous_release_segments(pool, profile_id, limit).await?,
+            ),
+        ]
+    } else {
+        vec![(share_regression::Baseline::Schedule, scheduled)]
+    };
+    let mut histories = Vec::new();
+    for (baseline, previous) in baselines {
+        if !previous.is_empty() {
+            histories.push(history_of(pool, baseline, &previous).await?);
+        }
     }
-    if previous.is_empty() {
-        return Ok(None);
-    }
+    Ok(histories)
+}
+
+/// The `previous` profiles, most recent first, summed as one baseline.
+async fn history_of(
+    pool: &Database,
+    baseline: share_regression::Baseline,
+    previous: &[Uuid],
+) -> Result<RunHistory, StoreError> {
     let mut data = Vec::with_capacity(previous.len());
-    for &id in &previous {
+    for &id in previous {
         data.push(odp_store::profile_frames(pool, id).await?);
     }
-    let rules_hit = odp_store::rules_hit(pool, &previous, share_regression::KIND).await?;
+    let rules_hit = odp_store::rules_hit(pool, previous, share_regression::KIND).await?;
     let mut history = RunHistory::from_runs(&data, rules_hit);
     history.profiles = previous.iter().map(Uuid::to_string).collect();
     history.baseline = baseline;
-    Ok(Some(history))
+    Ok(history)
 }
 
 async fn load_rules(pool: &Database) -> Result<Arc<RuleSet>, StoreError> {

@@ -2,11 +2,13 @@
 //! an hour's segment is compared with the same host's segments of the same
 //! hour in earlier weeks; a growth beyond three standard errors and the
 //! threshold raises one alert that names the baseline to diff with, and a
-//! growth within chance raises none.
+//! growth within chance raises none; after a deploy, a segment is compared
+//! with the host's hours on the release before.
 
 mod support;
 
 use odp_core::continuous::{segment_profile_id, SEGMENT_SECS};
+use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::{EventKind, Target};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::detect::Detector;
@@ -61,24 +63,8 @@ async fn segment(
     profile_id
 }
 
-async fn regression(pool: &PgPool, profile_id: Uuid) -> Option<(f64, serde_json::Value)> {
-    sqlx::query_as(
-        "select share, detail from detections
-         where profile_id = $1 and rule_id = 'continuous-regression'",
-    )
-    .bind(profile_id)
-    .fetch_optional(pool)
-    .await
-    .unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_hour_is_compared_with_the_same_hour_of_earlier_weeks() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let pool = stack.connect().await.unwrap();
-    let db = Database::from(&pool);
-    let detector = Detector::start(&db).await.unwrap();
-    support::add_catch_all_channel(&pool).await;
+/// Service `checkout`, profiled always.
+async fn always_checkout(db: &Database) -> (ContinuousProfiles, Uuid) {
     Services::new(db.clone())
         .create(&NewService {
             name: "checkout".into(),
@@ -102,6 +88,30 @@ async fn an_hour_is_compared_with_the_same_hour_of_earlier_weeks() {
         .await
         .unwrap()
         .id;
+    (continuous, id)
+}
+
+async fn regression(pool: &PgPool, profile_id: Uuid) -> Option<(f64, serde_json::Value)> {
+    finding(pool, profile_id, "continuous-regression").await
+}
+
+async fn finding(pool: &PgPool, profile_id: Uuid, rule: &str) -> Option<(f64, serde_json::Value)> {
+    sqlx::query_as("select share, detail from detections where profile_id = $1 and rule_id = $2")
+        .bind(profile_id)
+        .bind(rule)
+        .fetch_optional(pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hour_is_compared_with_the_same_hour_of_earlier_weeks() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let db = Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
+    support::add_catch_all_channel(&pool).await;
+    let (continuous, id) = always_checkout(&db).await;
     let hour = 1_800_000_000 / SEGMENT_SECS * SEGMENT_SECS;
 
     // Two weeks ago and last week at 10% and 12% (an 11% mean over 20,000
@@ -147,4 +157,75 @@ async fn an_hour_is_compared_with_the_same_hour_of_earlier_weeks() {
     assert_eq!(regressions.len(), 1);
     assert_eq!(regressions[0].profile_id, grown);
     assert_eq!(regressions[0].compared_with, Some(calm));
+}
+
+/// h-1's agent says which release its host runs.
+async fn runs_release(db: &Database, release: &str, at_s: i64) {
+    let event = AgentEvent {
+        host: "h-1".into(),
+        agent_id: "agent".into(),
+        at_ms: at_s * 1000,
+        kind: AgentEventKind::Heartbeat {
+            version: "odp-agent".into(),
+            running_profiles: Vec::new(),
+            plugins: Vec::new(),
+            machine_id: None,
+            started_at_ms: None,
+            labels: [("version".to_owned(), release.to_owned())].into(),
+            services: Vec::new(),
+            services_digest: None,
+        },
+    };
+    odp_store::record_agent_event(db.clone(), &event)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_hours_of_a_release_are_compared_with_the_release_before() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let db = Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
+    support::add_catch_all_channel(&pool).await;
+    let (continuous, id) = always_checkout(&db).await;
+    let hour = 1_800_000_000 / SEGMENT_SECS * SEGMENT_SECS;
+    let hours = |n: i64| hour + n * SEGMENT_SECS;
+
+    // Release 1.0 at 10% and 11%; then 1.1 at 16%.
+    runs_release(&db, "1.0", hours(0)).await;
+    let old = [
+        segment(&db, &continuous, id, hours(0), 10).await,
+        segment(&db, &continuous, id, hours(1), 11).await,
+    ];
+    runs_release(&db, "1.1", hours(2)).await;
+    let deployed = segment(&db, &continuous, id, hours(2), 16).await;
+    detector.evaluate_profile(&db, deployed).await.unwrap();
+    let (share, detail) = finding(&pool, deployed, "release-regression")
+        .await
+        .expect("a release regression");
+    assert!((share - 5.5).abs() < 0.01, "16% against 10.5%: {share}");
+    assert_eq!(detail["functions"][0]["function"], "parse");
+    assert_eq!(detail["baseline_profiles"][0], old[1].to_string().as_str());
+    assert_eq!(detail["baseline_profiles"][1], old[0].to_string().as_str());
+    // No same hour of an earlier week: the weekly rule has nothing to say.
+    assert_eq!(regression(&pool, deployed).await, None);
+    // The next hour of 1.1, as hot: compared with 1.0 again, not with 1.1.
+    let next = segment(&db, &continuous, id, hours(3), 16).await;
+    detector.evaluate_profile(&db, next).await.unwrap();
+    let (share, _) = finding(&pool, next, "release-regression").await.unwrap();
+    assert!((share - 5.5).abs() < 0.01, "{share}");
+    // Within 1.0 nothing is compared: 11% after 10% is no release change.
+    detector.evaluate_profile(&db, old[1]).await.unwrap();
+    assert_eq!(finding(&pool, old[1], "release-regression").await, None);
+
+    let due = odp_store::claim_due_deliveries(db.clone(), 10, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let alerted: Vec<_> = due
+        .iter()
+        .filter(|d| d.rule_id == "release-regression")
+        .map(|d| (d.profile_id, d.compared_with))
+        .collect();
+    assert!(alerted.contains(&(deployed, Some(old[1]))), "{alerted:?}");
 }

@@ -50,8 +50,11 @@ pub struct ProfileInput<'a> {
     pub service: &'a str,
     /// Samples merged per stack, frames deduplicated.
     pub data: &'a ProfileFrames,
-    /// For a finished scheduled run: its schedule's previous runs.
-    pub history: Option<&'a RunHistory>,
+    /// What a finished profile is compared with: its schedule's previous
+    /// runs, or for a continuous segment the same hour of earlier weeks
+    /// and the release before, one history per
+    /// [`Baseline`](share_regression::Baseline) at most.
+    pub histories: &'a [RunHistory],
     /// Rules the other kinds flagged, for kinds that
     /// [look at them](RuleKind::reads_findings).
     pub flagged: &'a [String],
@@ -65,7 +68,7 @@ impl<'a> ProfileInput<'a> {
         ProfileInput {
             service,
             data,
-            history: None,
+            histories: &[],
             flagged: &[],
             runtime: None,
         }

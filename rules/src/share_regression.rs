@@ -39,7 +39,8 @@ struct Spec {
     #[serde(default)]
     k_stderr: Option<f64>,
     /// What the profile is compared with: a schedule's previous runs (the
-    /// default), or a continuous segment's same hour of earlier weeks.
+    /// default), a continuous segment's same hour of earlier weeks, or its
+    /// host's segments of the release before.
     #[serde(default)]
     baseline: Baseline,
 }
@@ -54,6 +55,10 @@ pub enum Baseline {
     /// For a continuous segment, the same host's segments of the same hour
     /// in earlier weeks.
     Continuous,
+    /// For a continuous segment whose host labels its release (`version`),
+    /// the same host's latest segments of the release before: before and
+    /// after a deploy.
+    PreviousRelease,
 }
 
 fn default_previous_runs() -> usize {
@@ -175,8 +180,9 @@ fn difference_stderr(share_pct: f64, n: u64, baseline_pct: f64, n_baseline: u64)
 impl RuleKind for ShareRegression {
     fn measure(&self, profile: &ProfileInput<'_>) -> Evidence {
         let Some(history) = profile
-            .history
-            .filter(|h| h.runs > 0 && h.baseline == self.baseline)
+            .histories
+            .iter()
+            .find(|h| h.runs > 0 && h.baseline == self.baseline)
         else {
             return Evidence::default();
         };
@@ -303,7 +309,7 @@ mod tests {
         let check = |pct: u64| {
             let data = run(pct);
             let input = ProfileInput {
-                history: Some(&history),
+                histories: std::slice::from_ref(&history),
                 ..ProfileInput::new("svc", &data)
             };
             set.evaluate(&input)
@@ -343,7 +349,7 @@ mod tests {
                 ..RunHistory::from_runs(&[baseline], BTreeSet::new())
             };
             let input = ProfileInput {
-                history: Some(&history),
+                histories: std::slice::from_ref(&history),
                 ..ProfileInput::new("svc", &now)
             };
             set.evaluate(&input)
@@ -362,7 +368,7 @@ mod tests {
         let history = RunHistory::from_runs(&[run_of(10, 10_000)], BTreeSet::new());
         let now = run_of(20, 10_000);
         let input = ProfileInput {
-            history: Some(&history),
+            histories: std::slice::from_ref(&history),
             ..ProfileInput::new("svc", &now)
         };
         assert!(set.evaluate(&input).is_empty());
@@ -371,6 +377,46 @@ mod tests {
             ..rule(1.0)
         }]);
         assert_eq!(errors.len(), 1, "a negative k is refused");
+    }
+
+    #[test]
+    fn each_rule_judges_by_its_own_baseline() {
+        let rule_of = |id: &str, baseline: &str| RuleDef {
+            id: id.into(),
+            spec: json!({"previous_runs": 2, "k_stderr": 3.0, "baseline": baseline}),
+            ..rule(1.0)
+        };
+        let (set, errors) = RuleSet::compile([
+            rule_of("weekly", "continuous"),
+            rule_of("release", "previous_release"),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        // Last week's hour ran the new release already (12%); the release
+        // before ran at 10%. Now 12%: a change of release, not of the week.
+        let histories = [
+            RunHistory {
+                baseline: Baseline::Continuous,
+                ..RunHistory::from_runs(&[run_of(12, 10_000)], BTreeSet::new())
+            },
+            RunHistory {
+                baseline: Baseline::PreviousRelease,
+                ..RunHistory::from_runs(&[run_of(10, 10_000)], BTreeSet::new())
+            },
+        ];
+        let now = run_of(12, 10_000);
+        let found = set.evaluate(&ProfileInput {
+            histories: &histories,
+            ..ProfileInput::new("svc", &now)
+        });
+        let ids: Vec<&str> = found.iter().map(|d| d.rule_id.as_str()).collect();
+        assert_eq!(ids, ["release"]);
+        assert_eq!(found[0].share, 2.0);
+        // Without a release history (an unlabelled host) it judges nothing.
+        let found = set.evaluate(&ProfileInput {
+            histories: &histories[..1],
+            ..ProfileInput::new("svc", &now)
+        });
+        assert!(found.is_empty());
     }
 
     #[test]
@@ -386,7 +432,7 @@ mod tests {
         let data = run(25);
         let quiet = RunHistory::from_runs(&[run(24)], BTreeSet::new());
         let input = ProfileInput {
-            history: Some(&quiet),
+            histories: std::slice::from_ref(&quiet),
             ..ProfileInput::new("svc", &data)
         };
         let found: Vec<_> = set.evaluate(&input);
@@ -396,7 +442,7 @@ mod tests {
         // Hit before as well: no regression (growth of 1 point is under 50).
         let hit_before = RunHistory::from_runs(&[run(24)], ["parse-heavy".to_owned()].into());
         let input = ProfileInput {
-            history: Some(&hit_before),
+            histories: std::slice::from_ref(&hit_before),
             ..ProfileInput::new("svc", &data)
         };
         let ids: Vec<String> = set

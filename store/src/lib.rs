@@ -73,11 +73,13 @@ pub use channels::{
 };
 pub use continuous::{
     ContinuousPatch, ContinuousProfiles, ContinuousRow, NewContinuous, Segment, CONTINUOUS_LABEL,
+    RELEASE_LABEL,
 };
 pub use database::{Backend, Database};
 pub use detections::{
-    previous_schedule_runs, previous_segments, profile_identity, profile_issues, rules_hit,
-    save_detections, AlertSubject, Issue, IssueStack, RuleText, SEGMENT_BASELINE_PERIOD,
+    previous_release_segments, previous_schedule_runs, previous_segments, profile_identity,
+    profile_issues, rules_hit, save_detections, AlertSubject, Issue, IssueStack, RuleText,
+    SEGMENT_BASELINE_PERIOD,
 };
 pub use enrollment::{
     Enrollment, EnrollmentTokenRow, EnrollmentTokens, NewEnrollmentToken, Refusal,

@@ -2,7 +2,8 @@
 //! real MariaDB: one configuration per service, changed and turned off;
 //! the enabled ones as agents are sent them; and each host's hourly
 //! segment opened once, as a running profile beside an on-demand profile
-//! of the same process.
+//! of the same process; and a segment's baselines (earlier weeks, the
+//! release before).
 
 use std::time::Duration;
 
@@ -414,7 +415,82 @@ async fn a_segment_is_compared_with_the_same_hour_of_earlier_weeks(db: Database)
         .is_empty());
 }
 
+/// A heartbeat of web-1's `agent` labelling its host's release.
+async fn runs_release(db: &Database, agent: &str, release: &str, at_s: i64) {
+    let event = AgentEvent {
+        host: "web-1".into(),
+        agent_id: agent.into(),
+        at_ms: at_s * 1000,
+        kind: AgentEventKind::Heartbeat {
+            version: "odp-agent".into(),
+            running_profiles: Vec::new(),
+            plugins: Vec::new(),
+            machine_id: None,
+            started_at_ms: None,
+            labels: [("version".to_owned(), release.to_owned())].into(),
+            services: Vec::new(),
+            services_digest: None,
+        },
+    };
+    record_agent_event(db.clone(), &event).await.unwrap();
+}
+
+/// A segment keeps its host's release label, and is compared with the
+/// host's latest ended segments of the release before it: not those of
+/// its own release, of older releases, or of an unlabelled host.
+async fn a_segment_is_compared_with_the_release_before(db: Database) {
+    let (continuous, assignment) = always_checkout(&db).await;
+    let profiles = Profiles::new(db.clone());
+    let now = 1_800_000_000 / SEGMENT_SECS * SEGMENT_SECS;
+    let hour = SEGMENT_SECS;
+    // Hours -6.. -5 on 1.0 (agent-a), -4.. -2 on 1.1 (agent-b), -1 and
+    // now on 1.2 (agent-c); the agents' labels as their heartbeats said.
+    let mut ids = Vec::new();
+    for (back, agent, release) in [
+        (6, "agent-a", "1.0"),
+        (5, "agent-a", "1.0"),
+        (4, "agent-b", "1.1"),
+        (3, "agent-b", "1.1"),
+        (2, "agent-b", "1.1"),
+        (1, "agent-c", "1.2"),
+        (0, "agent-c", "1.2"),
+    ] {
+        let start = now - back * hour;
+        runs_release(&db, agent, release, start).await;
+        let segment = Segment {
+            agent_id: agent,
+            ..web_1_segment(&assignment, start)
+        };
+        assert!(continuous.open_segment(&segment).await.unwrap());
+        let row = profiles.get(segment.profile_id).await.unwrap().unwrap();
+        assert_eq!(row.labels.get("version").map(String::as_str), Some(release));
+        if back > 0 {
+            profiles
+                .transition(segment.profile_id, ProfileStatus::Finished, None)
+                .await
+                .unwrap();
+        }
+        ids.push(segment.profile_id);
+    }
+    let before = |id, limit| odp_store::previous_release_segments(db.clone(), id, limit);
+    // Now (1.2): the last 1.1 hours, most recent first; not hour -1 (1.2).
+    assert_eq!(before(ids[6], 10).await.unwrap(), [ids[4], ids[3], ids[2]]);
+    assert_eq!(before(ids[6], 2).await.unwrap(), [ids[4], ids[3]]);
+    // Hour -3 (1.1): the 1.0 hours.
+    assert_eq!(before(ids[3], 10).await.unwrap(), [ids[1], ids[0]]);
+    // The first release has none before it.
+    assert!(before(ids[1], 10).await.unwrap().is_empty());
+    // An unlabelled host's segment has no release to compare with.
+    let unlabelled = Segment {
+        agent_id: "agent-quiet",
+        ..web_1_segment(&assignment, now + hour)
+    };
+    assert!(continuous.open_segment(&unlabelled).await.unwrap());
+    assert!(before(unlabelled.profile_id, 10).await.unwrap().is_empty());
+}
+
 on_both_backends!(
+    a_segment_is_compared_with_the_release_before,
     a_segment_is_compared_with_the_same_hour_of_earlier_weeks,
     a_restarted_agent_takes_its_segment_over,
     a_service_has_one_configuration_changed_and_turned_off,

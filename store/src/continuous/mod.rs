@@ -20,6 +20,11 @@ use crate::{conflict_if_taken, written, Result, StoreError, Violation};
 /// reads can select a continuous profile's segments.
 pub const CONTINUOUS_LABEL: &str = "continuous";
 
+/// The host label naming the release a host runs (`--label version=2.4.1`
+/// on its agent, by convention). A segment keeps its host's, so it can be
+/// compared with the release before ([`crate::previous_release_segments`]).
+pub const RELEASE_LABEL: &str = "version";
+
 /// A continuous configuration as the store keeps it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ContinuousRow {
@@ -191,6 +196,9 @@ impl ContinuousProfiles {
         let assignment = segment.assignment;
         let mut labels = Labels::new();
         labels.insert(CONTINUOUS_LABEL.to_owned(), assignment.id.to_string());
+        if let Some(release) = self.release_of(segment.host, segment.agent_id).await? {
+            labels.insert(RELEASE_LABEL.to_owned(), release);
+        }
         let start = Utc
             .timestamp_opt(segment.segment_start_s, 0)
             .single()
@@ -231,6 +239,17 @@ impl ContinuousProfiles {
 }
 
 impl ContinuousProfiles {
+    /// The release the agent's host runs, as its last heartbeat labelled it.
+    async fn release_of(&self, host: &str, agent_id: &str) -> Result<Option<String>> {
+        let labels: Option<sqlx::types::Json<Labels>> =
+            Sql::new("select labels from agents where host = $1 and agent_id = $2")
+                .bind(host)
+                .bind(agent_id)
+                .fetch_value(&self.db)
+                .await?;
+        Ok(labels.and_then(|sqlx::types::Json(mut l)| l.remove(RELEASE_LABEL)))
+    }
+
     /// Ends the segments still running `grace` after their hour: their
     /// agent went away for good (a host retired, an agent uninstalled)
     /// without saying they ended. Returns how many.

@@ -166,6 +166,64 @@ pub async fn previous_segments(
     .await
 }
 
+/// Earlier segments read to find the release before a segment's.
+const RELEASE_LOOKBACK: i64 = 2000;
+
+/// The same host's latest segments of the same continuous profile that ran
+/// the release before `profile_id`'s (by [`crate::RELEASE_LABEL`]) and
+/// ended normally, most recent first, at most `limit`: what a segment is
+/// compared with after a deploy. Empty when `profile_id` is not a
+/// labelled segment, or its host ran no other release before (within the
+/// last `RELEASE_LOOKBACK` segments).
+pub async fn previous_release_segments(
+    db: impl Into<Database>,
+    profile_id: Uuid,
+    limit: i64,
+) -> Result<Vec<Uuid>> {
+    let db = db.into();
+    type Labelled = sqlx::types::Json<crate::Labels>;
+    let this: Option<(Option<Uuid>, String, DateTime<Utc>, Labelled)> = Sql::by_id(
+        "continuous_id, host, created_at, labels",
+        "profiles",
+        profile_id,
+    )
+    .fetch_optional(&db)
+    .await?;
+    let Some((Some(continuous_id), host, start, sqlx::types::Json(labels))) = this else {
+        return Ok(Vec::new());
+    };
+    let Some(release) = labels.get(crate::RELEASE_LABEL) else {
+        return Ok(Vec::new());
+    };
+    let earlier: Vec<(Uuid, Labelled)> = Sql::new(
+        "select id, labels from profiles
+         where continuous_id = $1 and host = $2 and created_at < $3
+           and status in ('finished', 'stopped')
+         order by created_at desc
+         limit $4",
+    )
+    .bind(continuous_id)
+    .bind(host)
+    .bind(start)
+    .bind(RELEASE_LOOKBACK)
+    .fetch_all(&db)
+    .await?;
+    let release_of = |labels: &crate::Labels| labels.get(crate::RELEASE_LABEL).cloned();
+    let Some(before) = earlier
+        .iter()
+        .filter_map(|(_, l)| release_of(l))
+        .find(|r| r != release)
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(earlier
+        .into_iter()
+        .filter(|(_, l)| release_of(l).as_ref() == Some(&before))
+        .map(|(id, _)| id)
+        .take(usize::try_from(limit.clamp(0, 52)).unwrap_or(0))
+        .collect())
+}
+
 /// The profiles of the schedule run before `profile_id`'s, most recent
 /// first, at most `limit`, that ended normally; empty when `profile_id` is
 /// not a scheduled run.
