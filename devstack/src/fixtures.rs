@@ -1,8 +1,9 @@
 //! What integration tests of the store, the pipeline and the whole
-//! platform share: crafted windows, counts of stored rows, and the reads
-//! of a service's fleet that rollup tests compare.
+//! platform share: crafted windows and heartbeats, counts of stored rows,
+//! and the reads of a service's fleet that rollup tests compare.
 
 use chrono::{DateTime, Duration, Utc};
+use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
@@ -179,4 +180,24 @@ pub async fn fleet_answers(db: &Database, start: DateTime<Utc>) -> Vec<Answer> {
         out.push(answer(odp_store::read(db, &read).await.unwrap()));
     }
     out
+}
+
+/// A heartbeat of `agent` on `host` at `at_s` (unix s) saying its host
+/// runs `release` (the `version` label).
+pub fn release_heartbeat(host: &str, agent: &str, release: &str, at_s: i64) -> AgentEvent {
+    AgentEvent {
+        host: host.into(),
+        agent_id: agent.into(),
+        at_ms: at_s * 1000,
+        kind: AgentEventKind::Heartbeat {
+            version: "odp-agent".into(),
+            running_profiles: Vec::new(),
+            plugins: Vec::new(),
+            machine_id: None,
+            started_at_ms: None,
+            labels: [("version".to_owned(), release.to_owned())].into(),
+            services: Vec::new(),
+            services_digest: None,
+        },
+    }
 }

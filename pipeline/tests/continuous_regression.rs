@@ -8,7 +8,6 @@
 mod support;
 
 use odp_core::continuous::{segment_profile_id, SEGMENT_SECS};
-use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::{EventKind, Target};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::detect::Detector;
@@ -91,6 +90,36 @@ async fn always_checkout(db: &Database) -> (ContinuousProfiles, Uuid) {
     (continuous, id)
 }
 
+/// A stack with service `checkout` profiled always, its detector and a
+/// channel that takes every alert.
+struct Checkout {
+    _stack: Stack,
+    pool: PgPool,
+    db: Database,
+    detector: Detector,
+    continuous: ContinuousProfiles,
+    id: Uuid,
+}
+
+impl Checkout {
+    async fn start() -> Checkout {
+        let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+        let pool = stack.connect().await.unwrap();
+        let db = Database::from(&pool);
+        let detector = Detector::start(&db).await.unwrap();
+        support::add_catch_all_channel(&pool).await;
+        let (continuous, id) = always_checkout(&db).await;
+        Checkout {
+            _stack: stack,
+            pool,
+            db,
+            detector,
+            continuous,
+            id,
+        }
+    }
+}
+
 async fn regression(pool: &PgPool, profile_id: Uuid) -> Option<(f64, serde_json::Value)> {
     finding(pool, profile_id, "continuous-regression").await
 }
@@ -106,12 +135,14 @@ async fn finding(pool: &PgPool, profile_id: Uuid, rule: &str) -> Option<(f64, se
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_hour_is_compared_with_the_same_hour_of_earlier_weeks() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let pool = stack.connect().await.unwrap();
-    let db = Database::from(&pool);
-    let detector = Detector::start(&db).await.unwrap();
-    support::add_catch_all_channel(&pool).await;
-    let (continuous, id) = always_checkout(&db).await;
+    let Checkout {
+        _stack,
+        pool,
+        db,
+        detector,
+        continuous,
+        id,
+    } = Checkout::start().await;
     let hour = 1_800_000_000 / SEGMENT_SECS * SEGMENT_SECS;
 
     // Two weeks ago and last week at 10% and 12% (an 11% mean over 20,000
@@ -161,21 +192,7 @@ async fn an_hour_is_compared_with_the_same_hour_of_earlier_weeks() {
 
 /// h-1's agent says which release its host runs.
 async fn runs_release(db: &Database, release: &str, at_s: i64) {
-    let event = AgentEvent {
-        host: "h-1".into(),
-        agent_id: "agent".into(),
-        at_ms: at_s * 1000,
-        kind: AgentEventKind::Heartbeat {
-            version: "odp-agent".into(),
-            running_profiles: Vec::new(),
-            plugins: Vec::new(),
-            machine_id: None,
-            started_at_ms: None,
-            labels: [("version".to_owned(), release.to_owned())].into(),
-            services: Vec::new(),
-            services_digest: None,
-        },
-    };
+    let event = odp_devstack::fixtures::release_heartbeat("h-1", "agent", release, at_s);
     odp_store::record_agent_event(db.clone(), &event)
         .await
         .unwrap();
@@ -183,12 +200,14 @@ async fn runs_release(db: &Database, release: &str, at_s: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_hours_of_a_release_are_compared_with_the_release_before() {
-    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
-    let pool = stack.connect().await.unwrap();
-    let db = Database::from(&pool);
-    let detector = Detector::start(&db).await.unwrap();
-    support::add_catch_all_channel(&pool).await;
-    let (continuous, id) = always_checkout(&db).await;
+    let Checkout {
+        _stack,
+        pool,
+        db,
+        detector,
+        continuous,
+        id,
+    } = Checkout::start().await;
     let hour = 1_800_000_000 / SEGMENT_SECS * SEGMENT_SECS;
     let hours = |n: i64| hour + n * SEGMENT_SECS;
 

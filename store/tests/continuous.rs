@@ -417,21 +417,7 @@ async fn a_segment_is_compared_with_the_same_hour_of_earlier_weeks(db: Database)
 
 /// A heartbeat of web-1's `agent` labelling its host's release.
 async fn runs_release(db: &Database, agent: &str, release: &str, at_s: i64) {
-    let event = AgentEvent {
-        host: "web-1".into(),
-        agent_id: agent.into(),
-        at_ms: at_s * 1000,
-        kind: AgentEventKind::Heartbeat {
-            version: "odp-agent".into(),
-            running_profiles: Vec::new(),
-            plugins: Vec::new(),
-            machine_id: None,
-            started_at_ms: None,
-            labels: [("version".to_owned(), release.to_owned())].into(),
-            services: Vec::new(),
-            services_digest: None,
-        },
-    };
+    let event = odp_devstack::fixtures::release_heartbeat("web-1", agent, release, at_s);
     record_agent_event(db.clone(), &event).await.unwrap();
 }
 
