@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use odp_api_types::ScheduleRun;
-use odp_store::{Database, Fired, Inserted, RunOutcome, Runs, ScheduleRow, SchedulerTick};
+use odp_store::{Database, Fired, Inserted, NewSchedule, RunOutcome, Runs, SchedulerTick};
 use uuid::Uuid;
 
 use crate::cron_schedule::{plan_tick, CronSchedule};
@@ -121,7 +121,7 @@ async fn fire_due(
     }
     report.locked = true;
     for schedule in tx.due(now, SCHEDULES_PER_TICK).await? {
-        fire_schedule(state, tx, &schedule, now, options, report).await?;
+        fire_schedule(state, tx, &schedule.schedule, now, options, report).await?;
     }
     Ok(())
 }
@@ -129,7 +129,7 @@ async fn fire_due(
 async fn fire_schedule(
     state: &AppState,
     tx: &mut SchedulerTick,
-    schedule: &ScheduleRow,
+    schedule: &NewSchedule,
     now: DateTime<Utc>,
     options: &SchedulerOptions,
     report: &mut TickReport,
@@ -176,7 +176,7 @@ async fn fire_schedule(
         {
             let outcome = match &schedule.run_spec {
                 Some(spec) => {
-                    let (outcome, run, detail) = start_run(state, schedule, &spec.0).await;
+                    let (outcome, run, detail) = start_run(state, schedule, spec).await;
                     tx.finish_run(run_id, outcome, Fired::Run(run), detail.as_deref())
                         .await?;
                     outcome
@@ -202,7 +202,7 @@ async fn fire_schedule(
 
 /// Who a schedule's profiles and runs are started by: schedules are an
 /// admin's to make, so they may deploy as one.
-fn started_by(schedule: &ScheduleRow) -> StartedBy {
+fn started_by(schedule: &NewSchedule) -> StartedBy {
     StartedBy {
         subject: format!("schedule:{}", schedule.id),
         may_deploy: true,
@@ -211,7 +211,7 @@ fn started_by(schedule: &ScheduleRow) -> StartedBy {
 
 /// What a failed start records: its message, or for an internal error a
 /// pointer to the log.
-fn failure(schedule: &ScheduleRow, e: ServiceError) -> String {
+fn failure(schedule: &NewSchedule, e: ServiceError) -> String {
     match e {
         ServiceError::Internal(e) => {
             tracing::error!(schedule = %schedule.id, error = %e, "scheduled start failed");
@@ -226,7 +226,7 @@ fn failure(schedule: &ScheduleRow, e: ServiceError) -> String {
 /// run is still running.
 async fn start_run(
     state: &AppState,
-    schedule: &ScheduleRow,
+    schedule: &NewSchedule,
     spec: &ScheduleRun,
 ) -> (RunOutcome, Option<Uuid>, Option<String>) {
     let by = started_by(schedule);
@@ -255,7 +255,7 @@ async fn start_run(
 /// `POST /api/v1/profiles`, as `schedule:<id>`.
 async fn start_profile(
     state: &AppState,
-    schedule: &ScheduleRow,
+    schedule: &NewSchedule,
 ) -> (RunOutcome, Option<Uuid>, Option<String>) {
     let start = ValidStart {
         host: schedule.host.clone(),

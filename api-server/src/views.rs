@@ -40,26 +40,27 @@ pub(crate) fn profile(row: ProfileRow) -> Profile {
 }
 
 pub(crate) fn schedule(row: ScheduleRow) -> Schedule {
+    let s = row.schedule;
     Schedule {
-        id: row.id,
-        name: row.name,
-        service: row.service,
-        host: row.host,
-        target: row.target,
-        mode: row.mode,
-        duration_secs: row.duration_secs,
-        frequency_hz: row.frequency_hz,
-        window_secs: row.window_secs,
-        cron: row.cron,
-        timezone: row.timezone,
-        enabled: row.enabled,
-        created_by: row.created_by,
+        id: s.id,
+        name: s.name,
+        service: s.service,
+        host: s.host,
+        target: s.target,
+        mode: s.mode,
+        duration_secs: s.duration_secs,
+        frequency_hz: s.frequency_hz,
+        window_secs: s.window_secs,
+        cron: s.cron,
+        timezone: s.timezone,
+        enabled: s.enabled,
+        created_by: s.created_by,
         created_at: row.created_at,
         updated_at: row.updated_at,
-        next_run_at: row.next_run_at,
+        next_run_at: s.next_run_at,
         last_run_at: row.last_run_at,
-        options: row.options,
-        run: row.run_spec.map(|spec| spec.0),
+        options: s.options,
+        run: s.run_spec,
     }
 }
 
@@ -162,11 +163,11 @@ pub(crate) fn reanalysis(job: odp_store::Reanalysis) -> Reanalysis {
 pub(crate) fn control_request(row: RequestRow) -> ControlRequest {
     ControlRequest {
         id: row.id,
-        kind: row.kind,
-        host: row.host,
-        profile_id: row.profile_id,
-        mode: row.mode,
-        requested_by: row.requested_by,
+        kind: row.request.kind,
+        host: row.request.host,
+        profile_id: row.request.profile_id,
+        mode: row.request.mode,
+        requested_by: row.request.requested_by,
         status: row.status,
         status_reason: row.status_reason,
         command_id: row.command_id,

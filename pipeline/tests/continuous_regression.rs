@@ -11,7 +11,9 @@ use odp_core::continuous::{segment_profile_id, SEGMENT_SECS};
 use odp_core::{EventKind, Target};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::detect::Detector;
-use odp_store::{ContinuousProfiles, Database, NewContinuous, NewService, Segment, Services};
+use odp_store::{
+    Configuration as _, ContinuousProfiles, Database, NewContinuous, NewService, Segment, Services,
+};
 use sqlx::PgPool;
 use uuid::Uuid;
 

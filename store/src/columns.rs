@@ -11,7 +11,7 @@ use sqlx::error::BoxDynError;
 use sqlx::types::Json;
 use sqlx::{Database, Decode, MySql, Postgres, Type};
 
-use crate::sql::{Arg, Sql};
+use crate::sql::Arg;
 
 /// A `text not null` column parsed into `T`.
 pub struct Text<T>(pub(crate) T);
@@ -154,16 +154,4 @@ pub(crate) fn whole(value: u32) -> crate::Result<i32> {
 /// column is `not null`) for every host running the service.
 pub(crate) fn host_list(hosts: &Option<Vec<String>>) -> crate::Result<Arg> {
     Arg::json(hosts)
-}
-
-/// Binds a patch of a `hosts` column ([`host_list`]) as two arguments,
-/// whether it changes and to what, for
-/// `hosts = case when $n then $n+1 else hosts end`.
-pub(crate) fn bind_host_list_change(
-    sql: Sql,
-    change: &Option<Option<Vec<String>>>,
-) -> crate::Result<Sql> {
-    Ok(sql
-        .bind(change.is_some())
-        .bind(host_list(&change.clone().flatten())?))
 }

@@ -20,6 +20,26 @@ macro_rules! on_backend {
 }
 pub(crate) use on_backend;
 
+/// Declares a repository: a public struct over the [`Database`] its
+/// statements run on, made with `new` from anything that converts into
+/// one (a `Database`, a pool). Its operations are the area's `impl`.
+macro_rules! repository {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name {
+            db: $crate::database::Database,
+        }
+
+        impl $name {
+            pub fn new(db: impl Into<$crate::database::Database>) -> Self {
+                $name { db: db.into() }
+            }
+        }
+    };
+}
+pub(crate) use repository;
+
 #[derive(Debug, Clone)]
 pub enum Database {
     Postgres(PgPool),

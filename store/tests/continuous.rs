@@ -11,7 +11,7 @@ use odp_core::continuous::{segment_profile_id, segment_start, ContinuousAssignme
 use odp_core::cost::StartOptions;
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use odp_core::{EventKind, ProfileStatus, Target};
-use odp_store::{record_agent_event, store_snapshots};
+use odp_store::{record_agent_event, store_snapshots, Configuration as _};
 use odp_store::{
     ContinuousPatch, ContinuousProfiles, Database, Inserted, NewContinuous, NewProfile, NewService,
     ProfileMode, Profiles, Segment, Services, StoreError, CONTINUOUS_LABEL,

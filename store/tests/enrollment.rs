@@ -5,24 +5,37 @@
 
 use chrono::{Duration, SubsecRound, Utc};
 use odp_store::{
-    Database, Enrollment, EnrollmentTokens, Identities, NewEnrollmentToken, NewIdentity, Refusal,
+    Database, Enrollment, EnrollmentTokenRow, EnrollmentTokens, Identities, NewEnrollmentToken,
+    NewIdentity, Refusal,
 };
 use uuid::Uuid;
 
 mod support;
 use support::on_both_backends;
 
-fn token(host: &str, uses: i32, expires_in: Duration) -> NewEnrollmentToken {
+/// A token to create, with the hash of its text.
+struct Token {
+    secret_hash: String,
+    token: NewEnrollmentToken,
+}
+
+fn token(host: &str, uses: i32, expires_in: Duration) -> Token {
     let now = Utc::now().trunc_subsecs(0);
-    NewEnrollmentToken {
-        id: Uuid::new_v4(),
+    Token {
         secret_hash: format!("{:064x}", Uuid::new_v4().as_u128()),
-        host: host.into(),
-        uses,
-        created_at: now,
-        created_by: "alice".into(),
-        expires_at: now + expires_in,
+        token: NewEnrollmentToken {
+            id: Uuid::new_v4(),
+            host: host.into(),
+            uses,
+            created_at: now,
+            created_by: "alice".into(),
+            expires_at: now + expires_in,
+        },
     }
+}
+
+async fn create(tokens: &EnrollmentTokens, new: &Token) -> EnrollmentTokenRow {
+    tokens.create(&new.secret_hash, &new.token).await.unwrap()
 }
 
 /// An identity for `host` as the api-server has it signed, before the
@@ -42,19 +55,16 @@ fn identity(host: &str) -> NewIdentity {
 async fn tokens_are_listed_with_what_they_enrolled_and_revoked_once(db: Database) {
     let tokens = EnrollmentTokens::new(db.clone());
     let new = token("web-1", 2, Duration::hours(1));
-    let created = tokens.create(&new).await.unwrap();
-    assert_eq!((created.used, created.uses), (0, 2));
-    assert_eq!(tokens.get(new.id).await.unwrap().unwrap(), created);
-    let other = tokens
-        .create(&token("db-1", 1, Duration::hours(1)))
-        .await
-        .unwrap();
+    let created = create(&tokens, &new).await;
+    assert_eq!((created.used, created.token.uses), (0, 2));
+    assert_eq!(tokens.get(new.token.id).await.unwrap().unwrap(), created);
+    let other = create(&tokens, &token("db-1", 1, Duration::hours(1))).await;
 
     let first = identity("web-1");
     let Enrollment::Enrolled(row) = tokens.enroll(&new.secret_hash, &first).await.unwrap() else {
         panic!("the token is live")
     };
-    assert_eq!(row.enrollment_token, Some(new.id));
+    assert_eq!(row.enrollment_token, Some(new.token.id));
     assert_eq!(row.issued.issued_by, "alice");
     // The identity as kept says which token enrolled it.
     let kept = Identities::new(db.clone())
@@ -66,20 +76,26 @@ async fn tokens_are_listed_with_what_they_enrolled_and_revoked_once(db: Database
 
     let listed = tokens.list(None, 10).await.unwrap();
     assert_eq!(listed.len(), 2);
-    let (web, enrolled) = listed.iter().find(|(t, _)| t.id == new.id).unwrap();
+    let (web, enrolled) = listed
+        .iter()
+        .find(|(t, _)| t.token.id == new.token.id)
+        .unwrap();
     assert_eq!((web.used, enrolled.as_slice()), (1, [first.id].as_slice()));
-    assert_eq!(tokens.enrolled(new.id).await.unwrap(), [first.id]);
+    assert_eq!(tokens.enrolled(new.token.id).await.unwrap(), [first.id]);
     let of_db = tokens.list(Some("db-1"), 10).await.unwrap();
     assert_eq!(of_db.len(), 1);
-    assert_eq!((of_db[0].0.id, of_db[0].1.len()), (other.id, 0));
+    assert_eq!((of_db[0].0.token.id, of_db[0].1.len()), (other.token.id, 0));
     assert_eq!(tokens.list(None, 1).await.unwrap().len(), 1);
 
-    let revoked = tokens.revoke(new.id, "bob").await.unwrap().unwrap();
-    assert_eq!(revoked.revoked_by.as_deref(), Some("bob"));
-    let again = tokens.revoke(new.id, "carol").await.unwrap().unwrap();
+    let revoked = tokens.revoke(new.token.id, "bob").await.unwrap().unwrap();
+    assert_eq!(revoked.revocation.revoked_by.as_deref(), Some("bob"));
+    let again = tokens.revoke(new.token.id, "carol").await.unwrap().unwrap();
     assert_eq!(
-        (again.revoked_at, again.revoked_by.as_deref()),
-        (revoked.revoked_at, Some("bob"))
+        (
+            again.revocation.revoked_at,
+            again.revocation.revoked_by.as_deref()
+        ),
+        (revoked.revocation.revoked_at, Some("bob"))
     );
     assert_eq!(tokens.revoke(Uuid::new_v4(), "bob").await.unwrap(), None);
     // A revoked token enrolls no more; what it enrolled stays valid.
@@ -95,9 +111,9 @@ async fn tokens_are_listed_with_what_they_enrolled_and_revoked_once(db: Database
 async fn refusals_say_why_and_record_nothing(db: Database) {
     let tokens = EnrollmentTokens::new(db.clone());
     let live = token("web-1", 1, Duration::hours(1));
-    tokens.create(&live).await.unwrap();
+    create(&tokens, &live).await;
     let expired = token("web-1", 1, Duration::seconds(-1));
-    tokens.create(&expired).await.unwrap();
+    create(&tokens, &expired).await;
     let refused = |hash: String, host: &'static str| {
         let tokens = tokens.clone();
         async move {
@@ -135,7 +151,7 @@ async fn racing_enrollments_take_each_use_once(db: Database) {
     // Single-use tokens, each raced for by two agents at once.
     for _ in 0..10 {
         let single = token("web-1", 1, Duration::hours(1));
-        tokens.create(&single).await.unwrap();
+        create(&tokens, &single).await;
         let (first, second) = (identity("web-1"), identity("web-1"));
         let (a, b) = tokio::join!(
             tokens.enroll(&single.secret_hash, &first),
@@ -154,7 +170,7 @@ async fn racing_enrollments_take_each_use_once(db: Database) {
     }
     // Eight agents for three uses.
     let three = token("web-2", 3, Duration::hours(1));
-    tokens.create(&three).await.unwrap();
+    create(&tokens, &three).await;
     let racers = (0..8).map(|_| {
         let tokens = tokens.clone();
         let hash = three.secret_hash.clone();

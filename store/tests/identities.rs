@@ -49,8 +49,8 @@ async fn identities_are_listed_by_host_and_revoked_once(db: Database) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(revoked.revoked_by.as_deref(), Some("bob"));
-    let first = revoked.revoked_at.unwrap();
+    assert_eq!(revoked.revocation.revoked_by.as_deref(), Some("bob"));
+    let first = revoked.revocation.revoked_at.unwrap();
     // Revoking again keeps the first revocation.
     let again = identities
         .revoke(web1.issued.id, "carol")
@@ -58,7 +58,10 @@ async fn identities_are_listed_by_host_and_revoked_once(db: Database) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (again.revoked_at, again.revoked_by.as_deref()),
+        (
+            again.revocation.revoked_at,
+            again.revocation.revoked_by.as_deref()
+        ),
         (Some(first), Some("bob"))
     );
     assert_eq!(

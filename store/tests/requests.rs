@@ -33,7 +33,7 @@ async fn one_open_deploy_per_host_and_ended_requests_stay_ended(db: Database) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (first.kind, first.status),
+        (first.request.kind, first.status),
         (RequestKind::Deploy, RequestStatus::Requested)
     );
     // A second deploy while the first is open is answered with the first.
@@ -53,8 +53,8 @@ async fn one_open_deploy_per_host_and_ended_requests_stay_ended(db: Database) {
     };
     let undeploy = requests.insert(&undeploy).await.unwrap().unwrap();
     let read = requests.get(undeploy.id).await.unwrap().unwrap();
-    assert_eq!(read.mode, Some(UndeployMode::Now));
-    assert_eq!(first.mode, None);
+    assert_eq!(read.request.mode, Some(UndeployMode::Now));
+    assert_eq!(first.request.mode, None);
 
     let command = Uuid::new_v4();
     assert!(requests

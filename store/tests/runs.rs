@@ -176,16 +176,7 @@ async fn host_starts_are_recorded_and_live_members_counted(db: Database) {
     .await
     .unwrap();
     let recorded = runs.hosts_of(&[first.id]).await.unwrap();
-    let seen: Vec<RunHost> = recorded
-        .iter()
-        .map(|r| RunHost {
-            host: r.host.clone(),
-            profile_id: r.profile_id,
-            started: r.started,
-            reason: r.reason.clone(),
-            blocked_by: r.blocked_by,
-        })
-        .collect();
+    let seen: Vec<RunHost> = recorded.iter().map(|r| r.outcome.clone()).collect();
     assert_eq!(seen, [started, busy]);
     assert!(recorded.iter().all(|r| r.run_id == first.id));
     assert!(runs.hosts_of(&[]).await.unwrap().is_empty());

@@ -52,7 +52,7 @@ fn nightly(name: &str, next_run_at: Option<&str>) -> NewSchedule {
 
 async fn names(schedules: &Schedules) -> Vec<String> {
     let rows = schedules.list().await.unwrap();
-    rows.into_iter().map(|s| s.name).collect()
+    rows.into_iter().map(|s| s.schedule.name).collect()
 }
 
 async fn crud_with_name_conflicts_and_patches(db: Database) {
@@ -61,26 +61,37 @@ async fn crud_with_name_conflicts_and_patches(db: Database) {
     let created = schedules.create(&new).await.unwrap();
     let stored = created.clone();
     assert_eq!(
-        (stored.id, stored.name.as_str(), stored.service.as_str()),
+        (
+            stored.schedule.id,
+            stored.schedule.name.as_str(),
+            stored.schedule.service.as_str()
+        ),
         (new.id, "nightly-checkout", "checkout")
     );
-    assert_eq!(stored.target, Target::ProcessName("java".into()));
-    assert_eq!(stored.options, new.options);
+    assert_eq!(stored.schedule.target, Target::ProcessName("java".into()));
+    assert_eq!(stored.schedule.options, new.options);
     assert_eq!(
-        (stored.mode, stored.duration_secs, stored.frequency_hz),
+        (
+            stored.schedule.mode,
+            stored.schedule.duration_secs,
+            stored.schedule.frequency_hz
+        ),
         (ProfileMode::Wall, 30, 99)
     );
     assert_eq!(
         (
-            stored.window_secs,
-            stored.cron.as_str(),
-            stored.timezone.as_str()
+            stored.schedule.window_secs,
+            stored.schedule.cron.as_str(),
+            stored.schedule.timezone.as_str()
         ),
         (Some(10), "0 4 * * *", "Europe/Paris")
     );
-    assert_eq!((stored.enabled, stored.created_by.as_str()), (true, "ops"));
     assert_eq!(
-        (stored.next_run_at, stored.last_run_at),
+        (stored.schedule.enabled, stored.schedule.created_by.as_str()),
+        (true, "ops")
+    );
+    assert_eq!(
+        (stored.schedule.next_run_at, stored.last_run_at),
         (Some(at("2030-01-01T03:00:00Z")), None)
     );
     assert_eq!(stored.created_at, stored.updated_at);
@@ -111,7 +122,12 @@ async fn crud_with_name_conflicts_and_patches(db: Database) {
     let mut unwindowed = nightly("a-first", None);
     unwindowed.window_secs = None;
     assert_eq!(
-        schedules.create(&unwindowed).await.unwrap().window_secs,
+        schedules
+            .create(&unwindowed)
+            .await
+            .unwrap()
+            .schedule
+            .window_secs,
         None
     );
     assert_eq!(names(&schedules).await, ["a-first", "nightly-checkout"]);
@@ -128,14 +144,18 @@ async fn crud_with_name_conflicts_and_patches(db: Database) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (patched.enabled, patched.cron.as_str(), patched.next_run_at),
+        (
+            patched.schedule.enabled,
+            patched.schedule.cron.as_str(),
+            patched.schedule.next_run_at
+        ),
         (false, "30 5 * * *", None)
     );
     assert_eq!(
         (
-            patched.timezone.as_str(),
-            patched.duration_secs,
-            patched.frequency_hz
+            patched.schedule.timezone.as_str(),
+            patched.schedule.duration_secs,
+            patched.schedule.frequency_hz
         ),
         ("Europe/Paris", 30, 99)
     );
@@ -156,12 +176,12 @@ async fn crud_with_name_conflicts_and_patches(db: Database) {
         .unwrap();
     assert_eq!(
         (
-            patched.enabled,
-            patched.cron.as_str(),
-            patched.timezone.as_str(),
-            patched.duration_secs,
-            patched.frequency_hz,
-            patched.next_run_at
+            patched.schedule.enabled,
+            patched.schedule.cron.as_str(),
+            patched.schedule.timezone.as_str(),
+            patched.schedule.duration_secs,
+            patched.schedule.frequency_hz,
+            patched.schedule.next_run_at
         ),
         (true, "30 5 * * *", "UTC", 60, 49, next)
     );
@@ -209,7 +229,7 @@ async fn due_schedules_are_enabled_at_or_before_now_oldest_first(db: Database) {
     schedules.create(&disabled).await.unwrap();
     let now = at("2030-01-01T11:00:00Z");
     let names = |rows: Vec<odp_store::ScheduleRow>| -> Vec<String> {
-        rows.into_iter().map(|s| s.name).collect()
+        rows.into_iter().map(|s| s.schedule.name).collect()
     };
 
     let mut first = SchedulerTick::begin(&db).await.unwrap();
@@ -245,7 +265,8 @@ async fn a_run_is_claimed_once_when_two_ticks_race(db: Database) {
     let schedule = Schedules::new(&db)
         .create(&nightly("nightly", Some("2030-01-01T10:00:00Z")))
         .await
-        .unwrap();
+        .unwrap()
+        .schedule;
     let ten = at("2030-01-01T10:00:00Z");
     let eleven = at("2030-01-01T11:00:00Z");
     // The racer's claim waits on the first tick's uncommitted one.
@@ -306,7 +327,8 @@ async fn missed_runs_are_recorded_once(db: Database) {
     let schedule = schedules
         .create(&nightly("hourly", Some("2030-01-01T07:00:00Z")))
         .await
-        .unwrap();
+        .unwrap()
+        .schedule;
     let hours = |hours: &[&str]| -> Vec<DateTime<Utc>> {
         hours
             .iter()
@@ -402,7 +424,8 @@ async fn runs_finish_and_schedules_advance(db: Database) {
     let schedule = schedules
         .create(&nightly("nightly", Some("2030-01-01T10:00:00Z")))
         .await
-        .unwrap();
+        .unwrap()
+        .schedule;
     let ten = at("2030-01-01T10:00:00Z");
     let eleven = at("2030-01-01T11:00:00Z");
     let profile = Uuid::new_v4();
@@ -459,7 +482,7 @@ async fn runs_finish_and_schedules_advance(db: Database) {
     );
     let moved = schedules.get(schedule.id).await.unwrap().unwrap();
     assert_eq!(
-        (moved.next_run_at, moved.last_run_at),
+        (moved.schedule.next_run_at, moved.last_run_at),
         (Some(at("2030-01-01T12:00:00Z")), Some(fired))
     );
 
@@ -468,7 +491,10 @@ async fn runs_finish_and_schedules_advance(db: Database) {
     tick.advance(schedule.id, None, None).await.unwrap();
     tick.commit().await.unwrap();
     let ended = schedules.get(schedule.id).await.unwrap().unwrap();
-    assert_eq!((ended.next_run_at, ended.last_run_at), (None, Some(fired)));
+    assert_eq!(
+        (ended.schedule.next_run_at, ended.last_run_at),
+        (None, Some(fired))
+    );
 }
 
 /// Whether no session holds the scheduler lock, seen from outside any tick.
@@ -583,10 +609,10 @@ async fn a_run_schedule_keeps_its_spec_and_links_its_runs(db: Database) {
         ..nightly("hourly-checkout-run", Some("2030-01-01T10:00:00Z"))
     };
     let created = schedules.create(&new).await.unwrap();
-    assert_eq!(created.run_spec.as_ref().map(|s| &s.0), Some(&spec));
-    assert_eq!(created.host, "*");
+    assert_eq!(created.schedule.run_spec.as_ref(), Some(&spec));
+    assert_eq!(created.schedule.host, "*");
     let plain = schedules.create(&nightly("plain", None)).await.unwrap();
-    assert!(plain.run_spec.is_none());
+    assert!(plain.schedule.run_spec.is_none());
 
     let run = Uuid::new_v4();
     Runs::new(&db)

@@ -25,12 +25,12 @@ fn checkout() -> NewService {
 async fn a_service_is_defined_once_then_changed_and_deleted(db: Database) {
     let services = Services::new(db);
     let created = services.create(&checkout()).await.unwrap();
-    assert_eq!(created.name, "checkout");
+    assert_eq!(created.service.name, "checkout");
     assert_eq!(
-        created.target,
+        created.service.target,
         Target::CommandLine("java .*checkout".into())
     );
-    assert_eq!(created.owner_team.as_deref(), Some("payments"));
+    assert_eq!(created.service.owner_team.as_deref(), Some("payments"));
     let again = services.create(&checkout()).await.unwrap_err();
     assert!(
         matches!(&again, StoreError::Conflict(m) if m.contains("checkout")),
@@ -44,11 +44,14 @@ async fn a_service_is_defined_once_then_changed_and_deleted(db: Database) {
     };
     let changed = services.update("checkout", &patch).await.unwrap().unwrap();
     assert_eq!(
-        changed.target,
+        changed.service.target,
         Target::Cgroup("/system.slice/checkout.service".into())
     );
-    assert_eq!(changed.owner_team, None);
-    assert_eq!(changed.description.as_deref(), Some("the shop's checkout"));
+    assert_eq!(changed.service.owner_team, None);
+    assert_eq!(
+        changed.service.description.as_deref(),
+        Some("the shop's checkout")
+    );
     assert!(changed.updated_at >= created.updated_at);
     // An empty patch changes nothing but the time.
     let same = services
@@ -57,8 +60,8 @@ async fn a_service_is_defined_once_then_changed_and_deleted(db: Database) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (same.target, same.description),
-        (changed.target, changed.description)
+        (same.service.target, same.service.description),
+        (changed.service.target, changed.service.description)
     );
     assert!(services.update("nope", &patch).await.unwrap().is_none());
 
@@ -70,7 +73,7 @@ async fn a_service_is_defined_once_then_changed_and_deleted(db: Database) {
         .await
         .unwrap()
         .into_iter()
-        .map(|s| s.name)
+        .map(|s| s.service.name)
         .collect();
     assert_eq!(names, ["cart", "checkout"]);
 

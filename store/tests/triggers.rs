@@ -9,8 +9,8 @@ use odp_core::cost::StartOptions;
 use odp_core::trigger::TriggerCondition;
 use odp_core::{EventKind, ProfileStatus, Target};
 use odp_store::{
-    Claim, Database, FiringReport, HeldBack, NewProfile, NewService, NewTrigger, ProfileMode,
-    Profiles, Services, Settled, TriggerPatch, Triggers,
+    Claim, Configuration as _, Database, FiringReport, HeldBack, NewProfile, NewService,
+    NewTrigger, ProfileMode, Profiles, Services, Settled, TriggerPatch, Triggers,
 };
 use uuid::Uuid;
 

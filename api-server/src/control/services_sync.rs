@@ -67,8 +67,8 @@ async fn current_sync(db: &Database) -> Result<SyncServices, odp_store::StoreErr
         .await?
         .into_iter()
         .map(|row| ServiceDefinition {
-            name: row.name,
-            target: row.target,
+            name: row.service.name,
+            target: row.service.target,
         })
         .collect();
     let triggers = Triggers::new(db.clone()).assignments().await?;

@@ -198,15 +198,17 @@ async fn refusals_are_4xx_and_an_unknown_token_says_only_that() {
     let secret = "odp-enroll-an-expired-one";
     let now = Utc::now().trunc_subsecs(0);
     EnrollmentTokens::new(api.state.pool.clone())
-        .create(&NewEnrollmentToken {
-            id: uuid::Uuid::new_v4(),
-            secret_hash: sha256_hex(secret),
-            host: "web-1".into(),
-            uses: 1,
-            created_at: now - Duration::hours(2),
-            created_by: "ci".into(),
-            expires_at: now - Duration::hours(1),
-        })
+        .create(
+            &sha256_hex(secret),
+            &NewEnrollmentToken {
+                id: uuid::Uuid::new_v4(),
+                host: "web-1".into(),
+                uses: 1,
+                created_at: now - Duration::hours(2),
+                created_by: "ci".into(),
+                expires_at: now - Duration::hours(1),
+            },
+        )
         .await
         .unwrap();
     api.refused(secret, "web-1", StatusCode::FORBIDDEN, "expired")

@@ -161,7 +161,7 @@ async fn check_target_free(db: &Database, service: &str) -> Result<(), ServiceEr
         .list()
         .await?
         .into_iter()
-        .map(|s| (s.name, s.target))
+        .map(|s| (s.service.name, s.service.target))
         .collect();
     let target = targets.get(service).ok_or_else(|| {
         ServiceError::Invalid(format!(

@@ -65,15 +65,17 @@ pub(crate) async fn create(
     let secret = new_secret()?;
     let created_at = Utc::now().trunc_subsecs(0);
     let row = EnrollmentTokens::new(db.clone())
-        .create(&NewEnrollmentToken {
-            id: Uuid::new_v4(),
-            secret_hash: hash(&secret),
-            host: request.host,
-            uses,
-            created_at,
-            created_by: created_by.to_owned(),
-            expires_at: created_at + Duration::seconds(expires_in),
-        })
+        .create(
+            &hash(&secret),
+            &NewEnrollmentToken {
+                id: Uuid::new_v4(),
+                host: request.host,
+                uses,
+                created_at,
+                created_by: created_by.to_owned(),
+                expires_at: created_at + Duration::seconds(expires_in),
+            },
+        )
         .await?;
     Ok(CreatedEnrollmentToken {
         secret,
@@ -190,11 +192,11 @@ fn hash(token: &str) -> String {
 
 /// Where a token stands at `now`: revoked over used over expired.
 fn state(row: &EnrollmentTokenRow, now: DateTime<Utc>) -> EnrollmentTokenState {
-    if row.revoked_at.is_some() {
+    if row.revocation.revoked_at.is_some() {
         EnrollmentTokenState::Revoked
-    } else if row.used >= row.uses {
+    } else if row.used >= row.token.uses {
         EnrollmentTokenState::Used
-    } else if row.expires_at <= now {
+    } else if row.token.expires_at <= now {
         EnrollmentTokenState::Expired
     } else {
         EnrollmentTokenState::Unused
@@ -204,21 +206,23 @@ fn state(row: &EnrollmentTokenRow, now: DateTime<Utc>) -> EnrollmentTokenState {
 fn view(row: EnrollmentTokenRow, identities: Vec<Uuid>, now: DateTime<Utc>) -> EnrollmentToken {
     EnrollmentToken {
         state: state(&row, now),
-        id: row.id,
-        host: row.host,
-        uses: row.uses,
+        id: row.token.id,
+        host: row.token.host,
+        uses: row.token.uses,
         used: row.used,
-        created_at: row.created_at,
-        created_by: row.created_by,
-        expires_at: row.expires_at,
-        revoked_at: row.revoked_at,
-        revoked_by: row.revoked_by,
+        created_at: row.token.created_at,
+        created_by: row.token.created_by,
+        expires_at: row.token.expires_at,
+        revoked_at: row.revocation.revoked_at,
+        revoked_by: row.revocation.revoked_by,
         identities,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use odp_store::Revocation;
+
     use super::*;
 
     #[test]
@@ -238,15 +242,16 @@ mod tests {
     fn revoked_wins_over_used_which_wins_over_expired() {
         let now = Utc::now();
         let row = EnrollmentTokenRow {
-            id: Uuid::new_v4(),
-            host: "h".into(),
-            uses: 2,
+            token: NewEnrollmentToken {
+                id: Uuid::new_v4(),
+                host: "h".into(),
+                uses: 2,
+                created_at: now,
+                created_by: "a".into(),
+                expires_at: now + Duration::hours(1),
+            },
             used: 1,
-            created_at: now,
-            created_by: "a".into(),
-            expires_at: now + Duration::hours(1),
-            revoked_at: None,
-            revoked_by: None,
+            revocation: Revocation::default(),
         };
         assert_eq!(state(&row, now), EnrollmentTokenState::Unused);
         let later = now + Duration::hours(2);
@@ -257,7 +262,10 @@ mod tests {
         };
         assert_eq!(state(&used, later), EnrollmentTokenState::Used);
         let revoked = EnrollmentTokenRow {
-            revoked_at: Some(now),
+            revocation: Revocation {
+                revoked_at: Some(now),
+                revoked_by: None,
+            },
             ..used
         };
         assert_eq!(state(&revoked, now), EnrollmentTokenState::Revoked);

@@ -221,8 +221,8 @@ fn record(row: IdentityRow) -> AgentIdentityRecord {
         expires_at: issued.expires_at,
         issued_by: issued.issued_by,
         enrollment_token: row.enrollment_token,
-        revoked_at: row.revoked_at,
-        revoked_by: row.revoked_by,
+        revoked_at: row.revocation.revoked_at,
+        revoked_by: row.revocation.revoked_by,
     }
 }
 

@@ -10,8 +10,8 @@ use odp_api_types::{CreateRunRequest, Run, RunMember, RunStatus, ScheduleRun, St
 use odp_core::run::{select_hosts, Host, Selection, SelectionRequest, StopRule};
 use odp_core::{ProfileStatus, Target};
 use odp_store::{
-    Database, Inserted, NewRun, ProfileRow, RunHost, RunHostRow, RunRow, RunState, Runs,
-    ScheduleRow, ServiceRow, Services,
+    Database, Inserted, NewRun, NewSchedule, NewService, ProfileRow, RunHost, RunHostRow, RunRow,
+    RunState, Runs, Services,
 };
 use uuid::Uuid;
 
@@ -88,13 +88,14 @@ pub(crate) async fn create(
     launch(state, id, &service, &spec, template, by).await
 }
 
-/// The service `name`, or 422 when none is defined.
-pub(crate) async fn defined_service(db: &Database, name: &str) -> Result<ServiceRow, ServiceError> {
-    Services::new(db).get(name).await?.ok_or_else(|| {
-        unprocessable(format!(
+/// The service `name` as defined, or 422 when none is.
+pub(crate) async fn defined_service(db: &Database, name: &str) -> Result<NewService, ServiceError> {
+    match Services::new(db).get(name).await? {
+        Some(row) => Ok(row.service),
+        None => Err(unprocessable(format!(
             "no service {name:?} is defined (POST /api/v1/services)"
-        ))
-    })
+        ))),
+    }
 }
 
 /// Starts the run a run schedule's `spec` asks for, as `by` (the
@@ -102,7 +103,7 @@ pub(crate) async fn defined_service(db: &Database, name: &str) -> Result<Service
 /// schedule's duration, frequency, window and options.
 pub(crate) async fn create_for_schedule(
     state: &AppState,
-    schedule: &ScheduleRow,
+    schedule: &NewSchedule,
     spec: &ScheduleRun,
     by: &StartedBy,
 ) -> Result<Run, ServiceError> {
@@ -131,7 +132,7 @@ pub(crate) async fn create_for_schedule(
 async fn launch(
     state: &AppState,
     id: Uuid,
-    service: &ServiceRow,
+    service: &NewService,
     spec: &ScheduleRun,
     template: ValidStart,
     by: &StartedBy,
@@ -489,7 +490,7 @@ fn run_members(
         .iter()
         .map(|host| {
             let profile = members.iter().find(|m| &m.host == host);
-            let record = hosts.iter().find(|h| &h.host == host);
+            let record = hosts.iter().map(|h| &h.outcome).find(|h| &h.host == host);
             member_of(host, profile, record, starting)
         })
         .collect()
@@ -499,7 +500,7 @@ fn run_members(
 fn member_of(
     host: &str,
     profile: Option<&ProfileRow>,
-    record: Option<&RunHostRow>,
+    record: Option<&RunHost>,
     starting: bool,
 ) -> RunMember {
     let not_started = |reason: &str| format!("not started: {reason}");

@@ -10,7 +10,7 @@ use odp_api_types::{
 };
 use odp_core::run::{select_hosts, SelectionError, SelectionRequest};
 use odp_core::Target;
-use odp_store::{Database, NewSchedule, ProfileMode, SchedulePatch, ScheduleRow, Schedules};
+use odp_store::{Database, NewSchedule, ProfileMode, SchedulePatch, Schedules};
 use uuid::Uuid;
 
 use crate::cron_schedule::CronSchedule;
@@ -67,7 +67,7 @@ pub(crate) async fn update(
 ) -> Result<Schedule, ServiceError> {
     let schedules = Schedules::new(db.clone());
     let current = schedules.get(id).await?.ok_or_else(|| no_schedule(id))?;
-    let (patch, next_run_at) = schedule_patch(request, &current, Utc::now())?;
+    let (patch, next_run_at) = schedule_patch(request, &current.schedule, Utc::now())?;
     let row = schedules
         .update(id, &patch, next_run_at)
         .await?
@@ -256,7 +256,7 @@ fn new_run_schedule(
 /// The patch and the schedule's next run once it applies to `current`.
 fn schedule_patch(
     request: UpdateScheduleRequest,
-    current: &ScheduleRow,
+    current: &NewSchedule,
     now: DateTime<Utc>,
 ) -> Result<(SchedulePatch, Option<DateTime<Utc>>), ServiceError> {
     if let Some(d) = request.duration_secs {

@@ -4,7 +4,7 @@
 //! the defined target of a defined service, on a host whose agent reports
 //! running it; an admin may profile anything anywhere.
 
-use odp_store::Services;
+use odp_store::{ServiceRow, Services};
 
 use crate::auth::{Caller, Role};
 use crate::service::profiles::ValidStart;
@@ -22,7 +22,7 @@ pub(crate) async fn authorize_start(
         return Ok(());
     }
     let services = Services::new(&state.pool);
-    let Some(service) = services.get(&start.service).await? else {
+    let Some(ServiceRow { service, .. }) = services.get(&start.service).await? else {
         return Err(ServiceError::Forbidden(format!(
             "service {:?} is not defined: a {} token profiles only the defined \
              target of a defined service (an admin defines it: POST /api/v1/services)",

@@ -87,12 +87,13 @@ fn service_patch(request: UpdateServiceRequest) -> Result<ServicePatch, ServiceE
 }
 
 fn view(row: ServiceRow) -> Service {
+    let service = row.service;
     Service {
-        name: row.name,
-        target: row.target,
-        owner_team: row.owner_team,
-        description: row.description,
-        created_by: row.created_by,
+        name: service.name,
+        target: service.target,
+        owner_team: service.owner_team,
+        description: service.description,
+        created_by: service.created_by,
         created_at: row.created_at,
         updated_at: row.updated_at,
     }
@@ -174,8 +175,8 @@ pub(crate) async fn hosts(
         })
         .collect();
     Ok(ServiceHostsResponse {
-        service: service.name,
-        target: service.target,
+        service: service.service.name,
+        target: service.service.target,
         live_within_secs: live_within.as_secs(),
         hosts,
     })

@@ -13,8 +13,8 @@ use odp_core::cost::StartOptions;
 use odp_core::trigger::{TriggerCondition, MAX_COOLDOWN_SECS, MIN_COOLDOWN_SECS};
 use odp_core::EventKind;
 use odp_store::{
-    Claim, Database, FiringReport, FiringRow, Inserted, NewTrigger, Services, Settled,
-    TriggerPatch, TriggerRow, Triggers,
+    Claim, Configuration as _, Database, FiringReport, FiringRow, Inserted, NewTrigger, Services,
+    Settled, TriggerPatch, TriggerRow, Triggers,
 };
 use uuid::Uuid;
 
@@ -341,6 +341,7 @@ async fn start_triggered(
         .get(&trigger.service)
         .await?
         .ok_or_else(|| unprocessable(format!("service {:?} is gone", trigger.service)))?
+        .service
         .target;
     let mut labels = odp_store::Labels::new();
     labels.insert(TRIGGER_LABEL.to_owned(), trigger.id.to_string());

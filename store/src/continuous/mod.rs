@@ -10,7 +10,8 @@ use odp_core::domain::ProfileMode;
 use odp_core::EventKind;
 use uuid::Uuid;
 
-use crate::columns::{bind_host_list_change, host_list, whole, Text};
+use crate::columns::{host_list, whole, Text};
+use crate::configurations::{Configuration, Configurations};
 use crate::database::Database;
 use crate::profiles::Labels;
 use crate::sql::{Arg, Sql, Table};
@@ -44,9 +45,10 @@ pub struct ContinuousRow {
     pub updated_at: DateTime<Utc>,
 }
 
-impl ContinuousRow {
-    /// What the agents are sent of it.
-    pub fn assignment(&self) -> ContinuousAssignment {
+impl Configuration for ContinuousRow {
+    type Assignment = ContinuousAssignment;
+
+    fn assignment(&self) -> ContinuousAssignment {
         ContinuousAssignment {
             id: self.id,
             service: self.service.clone(),
@@ -99,14 +101,11 @@ const CONTINUOUS: Table = Table {
 };
 
 /// Continuous configurations, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct ContinuousProfiles {
-    db: Database,
-}
+pub type ContinuousProfiles = Configurations<ContinuousRow>;
 
 impl ContinuousProfiles {
     pub fn new(db: impl Into<Database>) -> Self {
-        ContinuousProfiles { db: db.into() }
+        Configurations::over(db, CONTINUOUS)
     }
 
     /// Creates a configuration; a service that has one already is a
@@ -136,10 +135,6 @@ impl ContinuousProfiles {
         written(self.get(id).await?, || format!("continuous profile {id}"))
     }
 
-    pub async fn get(&self, id: Uuid) -> Result<Option<ContinuousRow>> {
-        CONTINUOUS.get(&self.db, id).await
-    }
-
     /// Every configuration, by service.
     pub async fn list(&self) -> Result<Vec<ContinuousRow>> {
         CONTINUOUS.list(&self.db, "order by service").await
@@ -153,39 +148,16 @@ impl ContinuousProfiles {
         patch: &ContinuousPatch,
         updated_by: &str,
     ) -> Result<Option<ContinuousRow>> {
-        let update = Sql::new(
-            "update continuous_profiles set
-                 event = coalesce($2, event),
-                 frequency_hz = coalesce($3, frequency_hz),
-                 cpu_budget_ppm = coalesce($4, cpu_budget_ppm),
-                 hosts = case when $5 then $6 else hosts end,
-                 enabled = coalesce($7, enabled),
-                 updated_by = $8,
-                 updated_at = {now}
-             where id = $1",
-        )
-        .bind(id)
-        .bind(patch.event.map(EventKind::as_str))
-        .bind(patch.frequency_hz.map(whole).transpose()?)
-        .bind(patch.cpu_budget_ppm.map(whole).transpose()?);
-        let update = bind_host_list_change(update, &patch.hosts)?
-            .bind(patch.enabled)
-            .bind(updated_by);
-        CONTINUOUS.update(&self.db, update, id).await
-    }
-
-    /// Removes a configuration; whether it existed. Its segments stay, as
-    /// profiles.
-    pub async fn delete(&self, id: Uuid) -> Result<bool> {
-        CONTINUOUS.delete(&self.db, id).await
-    }
-
-    /// What the agents are sent: every enabled configuration.
-    pub async fn assignments(&self) -> Result<Vec<ContinuousAssignment>> {
-        let rows: Vec<ContinuousRow> = CONTINUOUS
-            .list(&self.db, "where enabled order by id")
-            .await?;
-        Ok(rows.iter().map(ContinuousRow::assignment).collect())
+        let own = CONTINUOUS
+            .patch()
+            .keep_unless_given("event", patch.event.map(EventKind::as_str))
+            .keep_unless_given("frequency_hz", patch.frequency_hz.map(whole).transpose()?)
+            .keep_unless_given(
+                "cpu_budget_ppm",
+                patch.cpu_budget_ppm.map(whole).transpose()?,
+            );
+        self.change(id, own, &patch.hosts, patch.enabled, updated_by)
+            .await
     }
 
     /// Opens `segment` as a running profile of the configuration's service

@@ -10,31 +10,27 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::database::Database;
-use crate::identities::{self, IdentityRow, NewIdentity};
+use crate::database::repository;
+use crate::identities::{self, IdentityRow, NewIdentity, Revocation};
 use crate::sql::{Sql, Table};
 use crate::Result;
 
-/// A token as the store keeps it (its hash aside).
+/// A token as the store keeps it (its hash aside): as created, the uses
+/// taken, and its revocation.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct EnrollmentTokenRow {
-    pub id: Uuid,
-    pub host: String,
-    pub uses: i32,
+    #[sqlx(flatten)]
+    pub token: NewEnrollmentToken,
     pub used: i32,
-    pub created_at: DateTime<Utc>,
-    pub created_by: String,
-    pub expires_at: DateTime<Utc>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub revoked_by: Option<String>,
+    #[sqlx(flatten)]
+    pub revocation: Revocation,
 }
 
-/// A token to create; the API checks the values before they get here.
-#[derive(Debug, Clone)]
+/// A token to create (its hash aside); the API checks the values before
+/// they get here.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct NewEnrollmentToken {
     pub id: Uuid,
-    /// Hex SHA-256 of the token text.
-    pub secret_hash: String,
     pub host: String,
     pub uses: i32,
     pub created_at: DateTime<Utc>,
@@ -68,25 +64,25 @@ const TOKENS: Table = Table {
     columns: "id, host, uses, used, created_at, created_by, expires_at, revoked_at, revoked_by",
 };
 
-/// Enrollment tokens, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct EnrollmentTokens {
-    db: Database,
+repository! {
+    /// Enrollment tokens, in whichever database the store runs on.
+    EnrollmentTokens
 }
 
 impl EnrollmentTokens {
-    pub fn new(db: impl Into<Database>) -> Self {
-        EnrollmentTokens { db: db.into() }
-    }
-
-    pub async fn create(&self, new: &NewEnrollmentToken) -> Result<EnrollmentTokenRow> {
+    /// Creates `new`, whose text hashes (hex SHA-256) to `secret_hash`.
+    pub async fn create(
+        &self,
+        secret_hash: &str,
+        new: &NewEnrollmentToken,
+    ) -> Result<EnrollmentTokenRow> {
         Sql::new(
             "insert into agent_enrollment_tokens
                  (id, secret_hash, host, uses, created_at, created_by, expires_at)
              values ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(new.id)
-        .bind(&new.secret_hash)
+        .bind(secret_hash)
         .bind(&new.host)
         .bind(new.uses)
         .bind(new.created_at)
@@ -95,15 +91,9 @@ impl EnrollmentTokens {
         .execute(&self.db)
         .await?;
         Ok(EnrollmentTokenRow {
-            id: new.id,
-            host: new.host.clone(),
-            uses: new.uses,
+            token: new.clone(),
             used: 0,
-            created_at: new.created_at,
-            created_by: new.created_by.clone(),
-            expires_at: new.expires_at,
-            revoked_at: None,
-            revoked_by: None,
+            revocation: Revocation::default(),
         })
     }
 
@@ -140,7 +130,7 @@ impl EnrollmentTokens {
             .map(|token| {
                 let identities = enrolled
                     .iter()
-                    .filter(|(by, _)| *by == token.id)
+                    .filter(|(by, _)| *by == token.token.id)
                     .map(|(_, identity)| *identity)
                     .collect();
                 (token, identities)
@@ -202,8 +192,7 @@ impl EnrollmentTokens {
         Ok(Enrollment::Enrolled(IdentityRow {
             issued,
             enrollment_token: Some(token),
-            revoked_at: None,
-            revoked_by: None,
+            revocation: Revocation::default(),
         }))
     }
 
@@ -218,13 +207,13 @@ impl EnrollmentTokens {
         let Some(token) = token else {
             return Ok(Refusal::Unknown);
         };
-        Ok(if token.revoked_at.is_some() {
+        Ok(if token.revocation.revoked_at.is_some() {
             Refusal::Revoked
-        } else if token.expires_at <= Utc::now() {
+        } else if token.token.expires_at <= Utc::now() {
             Refusal::Expired
-        } else if token.used >= token.uses {
+        } else if token.used >= token.token.uses {
             Refusal::UsedUp
-        } else if token.host != host {
+        } else if token.token.host != host {
             Refusal::OtherHost
         } else {
             // Nothing else stops the update: the database's clock, a hair

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::database::Database;
+use crate::database::repository;
 use crate::sql::{Sql, Table};
 use crate::Result;
 
@@ -21,6 +21,14 @@ pub struct IdentityRow {
     /// The enrollment token the agent traded for it, when it did
     /// ([`crate::EnrollmentTokens::enroll`]).
     pub enrollment_token: Option<Uuid>,
+    #[sqlx(flatten)]
+    pub revocation: Revocation,
+}
+
+/// When and by whom an identity or an enrollment token was revoked; both
+/// `None` while it is not. The first revocation stands.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct Revocation {
     pub revoked_at: Option<DateTime<Utc>>,
     pub revoked_by: Option<String>,
 }
@@ -60,24 +68,18 @@ pub(crate) fn insert(identity: &NewIdentity, enrollment_token: Option<Uuid>) -> 
     .bind(enrollment_token)
 }
 
-/// Issued agent identities, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Identities {
-    db: Database,
+repository! {
+    /// Issued agent identities, in whichever database the store runs on.
+    Identities
 }
 
 impl Identities {
-    pub fn new(db: impl Into<Database>) -> Self {
-        Identities { db: db.into() }
-    }
-
     pub async fn record(&self, new: &NewIdentity) -> Result<IdentityRow> {
         insert(new, None).execute(&self.db).await?;
         Ok(IdentityRow {
             issued: new.clone(),
             enrollment_token: None,
-            revoked_at: None,
-            revoked_by: None,
+            revocation: Revocation::default(),
         })
     }
 

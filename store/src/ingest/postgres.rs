@@ -2,10 +2,9 @@
 //! windows as one `UNNEST` insert that skips stored keys and returns the
 //! new ones.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
+use odp_core::coverage::LossReason;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -69,12 +68,11 @@ async fn insert_windows(
     tx: &mut PgConnection,
     snapshots: &[SnapshotToStore<'_>],
 ) -> Result<std::collections::HashSet<SnapshotKey>> {
-    let mut columns = WindowColumns::default();
-    for &s in snapshots {
-        columns.push(Window::of(s)?);
-    }
-    let blocks: Vec<&[u8]> = columns.blocks.iter().map(|b| &**b).collect();
-    let rows: Vec<SnapshotKey> = sqlx::query_as(
+    let windows = snapshots
+        .iter()
+        .map(|&s| Window::of(s))
+        .collect::<Result<Vec<_>>>()?;
+    let mut insert = sqlx::query_as(
         "insert into snapshots (profile_id, agent_id, sequence, host, window_start, window_end,
                                 event, period, frequency_hz, samples, block, expected_samples,
                                 lost_overflow, lost_throttled, lost_paused, lost_undiscovered,
@@ -86,64 +84,27 @@ async fn insert_windows(
          on conflict (agent_id, profile_id, sequence) do nothing
          returning agent_id, profile_id, sequence",
     )
-    .bind(&columns.profile_ids)
-    .bind(&columns.agent_ids)
-    .bind(&columns.sequences)
-    .bind(&columns.hosts)
-    .bind(&columns.starts)
-    .bind(&columns.ends)
-    .bind(&columns.events)
-    .bind(&columns.periods)
-    .bind(&columns.frequencies)
-    .bind(&columns.sample_totals)
-    .bind(&blocks)
-    .bind(&columns.expected)
-    .bind(&columns.lost[0])
-    .bind(&columns.lost[1])
-    .bind(&columns.lost[2])
-    .bind(&columns.lost[3])
-    .bind(&columns.lost[4])
-    .fetch_all(&mut *tx)
-    .await?;
+    .bind(column(&windows, |w| w.profile_id))
+    .bind(column(&windows, |w| w.agent_id.as_str()))
+    .bind(column(&windows, |w| w.sequence))
+    .bind(column(&windows, |w| w.host.as_str()))
+    .bind(column(&windows, |w| w.start))
+    .bind(column(&windows, |w| w.end))
+    .bind(column(&windows, |w| w.event))
+    .bind(column(&windows, |w| w.period))
+    .bind(column(&windows, |w| w.frequency_hz))
+    .bind(column(&windows, |w| w.samples))
+    // Bound as slices: a block received as it is stored is not copied.
+    .bind(column(&windows, |w| &*w.block))
+    .bind(column(&windows, |w| w.expected));
+    for reason in 0..LossReason::ALL.len() {
+        insert = insert.bind(column(&windows, |w| w.lost[reason]));
+    }
+    let rows: Vec<SnapshotKey> = insert.fetch_all(&mut *tx).await?;
     Ok(rows.into_iter().collect())
 }
 
-/// One array per column of the windows' `UNNEST` insert.
-#[derive(Default)]
-struct WindowColumns<'a> {
-    profile_ids: Vec<Uuid>,
-    agent_ids: Vec<String>,
-    sequences: Vec<i64>,
-    hosts: Vec<String>,
-    starts: Vec<DateTime<Utc>>,
-    ends: Vec<DateTime<Utc>>,
-    events: Vec<&'static str>,
-    periods: Vec<i64>,
-    frequencies: Vec<i32>,
-    sample_totals: Vec<i64>,
-    /// Bound as slices: a block received as it is stored is not copied.
-    blocks: Vec<Cow<'a, [u8]>>,
-    expected: Vec<Option<i64>>,
-    /// One column per loss reason.
-    lost: [Vec<i64>; 5],
-}
-
-impl<'a> WindowColumns<'a> {
-    fn push(&mut self, w: Window<'a>) {
-        self.profile_ids.push(w.profile_id);
-        self.agent_ids.push(w.agent_id);
-        self.sequences.push(w.sequence);
-        self.hosts.push(w.host);
-        self.starts.push(w.start);
-        self.ends.push(w.end);
-        self.events.push(w.event);
-        self.periods.push(w.period);
-        self.frequencies.push(w.frequency_hz);
-        self.sample_totals.push(w.samples);
-        self.blocks.push(w.block);
-        self.expected.push(w.expected);
-        for (column, samples) in self.lost.iter_mut().zip(w.lost) {
-            column.push(samples);
-        }
-    }
+/// One array of the windows' `UNNEST` insert: `field` of each window.
+fn column<'w, 'a, T>(windows: &'w [Window<'a>], field: impl Fn(&'w Window<'a>) -> T) -> Vec<T> {
+    windows.iter().map(field).collect()
 }

@@ -9,7 +9,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
-use crate::database::{on_backend, Database};
+use crate::database::{on_backend, repository};
 use crate::sql::{Arg, On, Sql, Table};
 use crate::{written, Result, StoreError};
 
@@ -104,17 +104,12 @@ const PROFILES: Table = Table {
 /// Profile ids looked up per statement by [`Profiles::hosts`].
 const HOSTS_CHUNK: usize = 500;
 
-/// Profile requests, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Profiles {
-    db: Database,
+repository! {
+    /// Profile requests, in whichever database the store runs on.
+    Profiles
 }
 
 impl Profiles {
-    pub fn new(db: impl Into<Database>) -> Self {
-        Profiles { db: db.into() }
-    }
-
     /// Records a new request, unless the same client already sent it (same
     /// idempotency key) or the target already has a live profile.
     pub async fn insert(&self, p: &NewProfile) -> Result<Inserted> {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::columns::{OptionalText, Text};
-use crate::database::{on_backend, Database};
+use crate::database::{on_backend, repository, Database};
 use crate::sql::{Sql, Table};
 use crate::{written, Result, StoreError};
 
@@ -18,18 +18,9 @@ mod mysql;
 mod postgres;
 pub use odp_core::domain::{RequestKind, RequestStatus};
 
-#[derive(Debug, Clone)]
-pub struct NewRequest {
-    pub kind: RequestKind,
-    pub host: String,
-    pub profile_id: Option<Uuid>,
-    pub mode: Option<UndeployMode>,
-    pub requested_by: String,
-}
-
+/// A request as asked for.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct RequestRow {
-    pub id: Uuid,
+pub struct NewRequest {
     #[sqlx(try_from = "Text<RequestKind>")]
     pub kind: RequestKind,
     pub host: String,
@@ -37,6 +28,14 @@ pub struct RequestRow {
     #[sqlx(try_from = "OptionalText<UndeployMode>")]
     pub mode: Option<UndeployMode>,
     pub requested_by: String,
+}
+
+/// A stored request: as asked for, and how far it got.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct RequestRow {
+    pub id: Uuid,
+    #[sqlx(flatten)]
+    pub request: NewRequest,
     #[sqlx(try_from = "Text<RequestStatus>")]
     pub status: RequestStatus,
     pub status_reason: Option<String>,
@@ -61,17 +60,12 @@ pub struct RequestFilter {
     pub limit: i64,
 }
 
-/// Control requests, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Requests {
-    db: Database,
+repository! {
+    /// Control requests, in whichever database the store runs on.
+    Requests
 }
 
 impl Requests {
-    pub fn new(db: impl Into<Database>) -> Self {
-        Requests { db: db.into() }
-    }
-
     /// Records a request. A deploy for a host that already has one in
     /// flight returns that one instead (`Err(existing)`), so the deployer
     /// never runs twice for a host.

@@ -190,18 +190,6 @@ pub async fn save_user_rule(db: impl Into<Database>, rule: &RuleDef) -> Result<R
     Ok(row)
 }
 
-/// Reads the rule `tx` wrote and queues its re-analysis, then commits.
-async fn queue_reanalysis(
-    mut tx: Tx,
-    id: &str,
-    requested_by: &str,
-) -> Result<(RuleRow, Reanalysis)> {
-    let row = written(&mut tx, id).await?;
-    let job = reanalysis::queue(&mut tx, id, requested_by).await?;
-    tx.commit().await?;
-    Ok((row, job))
-}
-
 /// Creates an admin's rule and queues its re-analysis of past profiles, in
 /// one transaction; `None` when the id is taken.
 pub async fn create_user_rule(
@@ -209,14 +197,7 @@ pub async fn create_user_rule(
     rule: &RuleDef,
     requested_by: &str,
 ) -> Result<Option<(RuleRow, Reanalysis)>> {
-    let mut tx = db.into().begin().await?;
-    // The insert comes first, so a taken id (the only unique key) leaves
-    // nothing of this transaction to keep.
-    match insert(rule, "user", "")?.execute(&mut tx).await {
-        Err(e) if e.violation() == Some(Violation::Unique) => return Ok(None),
-        other => other?,
-    };
-    queue_reanalysis(tx, &rule.id, requested_by).await.map(Some)
+    write_and_queue(db.into(), insert(rule, "user", "")?, &rule.id, requested_by).await
 }
 
 /// Replaces a rule (a seed rule becomes the admin's) and queues its
@@ -227,13 +208,34 @@ pub async fn update_user_rule(
     rule: &RuleDef,
     requested_by: &str,
 ) -> Result<Option<(RuleRow, Reanalysis)>> {
-    let mut tx = db.into().begin().await?;
-    // MySQL counts a matched row even when nothing changed
-    // (CLIENT_FOUND_ROWS), as Postgres does.
-    if update(rule, "user")?.execute(&mut tx).await? == 0 {
+    write_and_queue(db.into(), update(rule, "user")?, &rule.id, requested_by).await
+}
+
+/// Runs `write`, of an admin's rule `id`, then reads the rule back and
+/// queues its re-analysis, in one transaction; `None`, keeping nothing,
+/// when `write` wrote no row (an insert whose id is taken, an update of no
+/// rule).
+async fn write_and_queue(
+    db: Database,
+    write: Sql,
+    id: &str,
+    requested_by: &str,
+) -> Result<Option<(RuleRow, Reanalysis)>> {
+    let mut tx = db.begin().await?;
+    // The write comes first, so a taken id (the only unique key) leaves
+    // nothing of this transaction to keep. MySQL counts a matched row even
+    // when nothing changed (CLIENT_FOUND_ROWS), as Postgres does.
+    let wrote = match write.execute(&mut tx).await {
+        Err(e) if e.violation() == Some(Violation::Unique) => 0,
+        other => other?,
+    };
+    if wrote == 0 {
         return Ok(None);
     }
-    queue_reanalysis(tx, &rule.id, requested_by).await.map(Some)
+    let row = written(&mut tx, id).await?;
+    let job = reanalysis::queue(&mut tx, id, requested_by).await?;
+    tx.commit().await?;
+    Ok(Some((row, job)))
 }
 
 /// The rule, if there is one with that id.

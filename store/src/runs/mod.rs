@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{de::DeserializeOwned, Serialize};
 use uuid::Uuid;
 
-use crate::database::Database;
+use crate::database::repository;
 use crate::profiles::ProfileRow;
 use crate::sql::{Arg, Sql, Table};
 use crate::{written, Result, StoreError};
@@ -111,7 +111,7 @@ impl RunRow {
 /// How starting one chosen host's member went: started (its profile), or
 /// not, and why (the target already had a live profile: `blocked_by`; the
 /// broker refused the command; ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RunHost {
     pub host: String,
     /// The member profile, when one was recorded (a start the broker
@@ -128,11 +128,8 @@ pub struct RunHost {
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RunHostRow {
     pub run_id: Uuid,
-    pub host: String,
-    pub profile_id: Option<Uuid>,
-    pub started: bool,
-    pub reason: Option<String>,
-    pub blocked_by: Option<Uuid>,
+    #[sqlx(flatten)]
+    pub outcome: RunHost,
 }
 
 /// How a run ends: its state, why, and what its stop rule reached.
@@ -150,17 +147,12 @@ pub(crate) const RUNS: Table = Table {
               reached_epsilon, samples_used, requested_by, created_at, ended_at, detected_at",
 };
 
-/// Runs, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Runs {
-    db: Database,
+repository! {
+    /// Runs, in whichever database the store runs on.
+    Runs
 }
 
 impl Runs {
-    pub fn new(db: impl Into<Database>) -> Self {
-        Runs { db: db.into() }
-    }
-
     /// Records a running run (its members are inserted after it, each
     /// naming it).
     pub async fn create<S: Serialize, C: Serialize, R: Serialize>(

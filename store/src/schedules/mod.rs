@@ -10,11 +10,10 @@ use odp_core::cost::StartOptions;
 pub use odp_core::domain::RunOutcome;
 use odp_core::run::ScheduleRun;
 use odp_core::Target;
-use sqlx::types::Json;
 use uuid::Uuid;
 
 use crate::columns::Text;
-use crate::database::Database;
+use crate::database::{repository, Database};
 use crate::profiles::ProfileMode;
 use crate::sql::{Arg, Sql, Table};
 use crate::{conflict_if_taken, written, Result};
@@ -56,39 +55,14 @@ fn insert_run(
 }
 
 /// A schedule to store, its `next_run_at` already computed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct NewSchedule {
     pub id: Uuid,
     pub name: String,
     pub service: String,
     pub host: String,
-    pub target: Target,
-    pub duration_secs: i32,
-    pub frequency_hz: i32,
-    pub window_secs: Option<i32>,
-    pub cron: String,
-    pub timezone: String,
-    pub enabled: bool,
-    pub created_by: String,
-    pub next_run_at: Option<DateTime<Utc>>,
-    pub mode: ProfileMode,
-    pub options: StartOptions,
-    /// A run schedule's run (`host` is then `*`): each firing starts a run
-    /// of `service`.
-    pub run_spec: Option<ScheduleRun>,
-}
-
-/// A stored schedule.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct ScheduleRow {
-    pub id: Uuid,
-    pub name: String,
-    pub service: String,
-    pub host: String,
     #[sqlx(json)]
     pub target: Target,
-    #[sqlx(try_from = "Text<ProfileMode>")]
-    pub mode: ProfileMode,
     pub duration_secs: i32,
     pub frequency_hz: i32,
     pub window_secs: Option<i32>,
@@ -96,15 +70,27 @@ pub struct ScheduleRow {
     pub timezone: String,
     pub enabled: bool,
     pub created_by: String,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
     pub next_run_at: Option<DateTime<Utc>>,
-    pub last_run_at: Option<DateTime<Utc>>,
+    #[sqlx(try_from = "Text<ProfileMode>")]
+    pub mode: ProfileMode,
     /// The plugin, event and cost control of every run.
     #[sqlx(json)]
     pub options: StartOptions,
-    /// A run schedule's run.
-    pub run_spec: Option<Json<ScheduleRun>>,
+    /// A run schedule's run (`host` is then `*`): each firing starts a run
+    /// of `service`.
+    #[sqlx(json(nullable))]
+    pub run_spec: Option<ScheduleRun>,
+}
+
+/// A stored schedule: as created (its `next_run_at` kept up to date), and
+/// when it last changed and ran.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ScheduleRow {
+    #[sqlx(flatten)]
+    pub schedule: NewSchedule,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_run_at: Option<DateTime<Utc>>,
 }
 
 /// A change to a schedule; `None` fields stay as they are. The caller
@@ -141,17 +127,12 @@ pub struct ScheduleRunRow {
     pub detail: Option<String>,
 }
 
-/// Schedules, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Schedules {
-    db: Database,
+repository! {
+    /// Schedules, in whichever database the store runs on.
+    Schedules
 }
 
 impl Schedules {
-    pub fn new(db: impl Into<Database>) -> Self {
-        Schedules { db: db.into() }
-    }
-
     /// The database the schedules are in.
     pub fn database(&self) -> &Database {
         &self.db
@@ -213,25 +194,15 @@ impl Schedules {
         patch: &SchedulePatch,
         next_run_at: Option<DateTime<Utc>>,
     ) -> Result<Option<ScheduleRow>> {
-        let update = Sql::new(
-            "update schedules set
-                 enabled = coalesce($2, enabled),
-                 cron = coalesce($3, cron),
-                 timezone = coalesce($4, timezone),
-                 duration_secs = coalesce($5, duration_secs),
-                 frequency_hz = coalesce($6, frequency_hz),
-                 next_run_at = $7,
-                 updated_at = {now}
-             where id = $1",
-        )
-        .bind(id)
-        .bind(patch.enabled)
-        .bind(&patch.cron)
-        .bind(&patch.timezone)
-        .bind(patch.duration_secs)
-        .bind(patch.frequency_hz)
-        .bind(next_run_at);
-        SCHEDULES.update(&self.db, update, id).await
+        let change = SCHEDULES
+            .patch()
+            .keep_unless_given("enabled", patch.enabled)
+            .keep_unless_given("cron", &patch.cron)
+            .keep_unless_given("timezone", &patch.timezone)
+            .keep_unless_given("duration_secs", patch.duration_secs)
+            .keep_unless_given("frequency_hz", patch.frequency_hz)
+            .set("next_run_at", next_run_at);
+        SCHEDULES.apply(&self.db, change, id).await
     }
 
     /// Deletes a schedule and its runs; whether it existed.

@@ -8,27 +8,24 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use odp_core::Target;
 
-use crate::database::Database;
-use crate::sql::{Arg, Sql};
+use crate::database::repository;
+use crate::sql::{Arg, Sql, Table};
 use crate::{conflict_if_taken, written, Result};
 
-/// A service as the store keeps it.
+/// A service as the store keeps it: as defined, and when.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ServiceRow {
-    pub name: String,
-    #[sqlx(json)]
-    pub target: Target,
-    pub owner_team: Option<String>,
-    pub description: Option<String>,
-    pub created_by: String,
+    #[sqlx(flatten)]
+    pub service: NewService,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
 /// A service to define; names are checked by the API before they get here.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct NewService {
     pub name: String,
+    #[sqlx(json)]
     pub target: Target,
     pub owner_team: Option<String>,
     pub description: Option<String>,
@@ -52,19 +49,17 @@ pub struct ServiceHost {
     pub last_seen: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "name, target, owner_team, description, created_by, created_at, updated_at";
+const SERVICES: Table = Table {
+    name: "services",
+    columns: "name, target, owner_team, description, created_by, created_at, updated_at",
+};
 
-/// Service definitions, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Services {
-    db: Database,
+repository! {
+    /// Service definitions, in whichever database the store runs on.
+    Services
 }
 
 impl Services {
-    pub fn new(db: impl Into<Database>) -> Self {
-        Services { db: db.into() }
-    }
-
     /// Defines a service; a name already defined is a
     /// [`crate::StoreError::Conflict`].
     pub async fn create(&self, new: &NewService) -> Result<ServiceRow> {
@@ -88,7 +83,8 @@ impl Services {
     }
 
     pub async fn get(&self, name: &str) -> Result<Option<ServiceRow>> {
-        Sql::new(format!("select {COLUMNS} from services where name = $1"))
+        SERVICES
+            .select("where name = $1")
             .bind(name)
             .fetch_optional(&self.db)
             .await
@@ -96,30 +92,28 @@ impl Services {
 
     /// Every service, by name.
     pub async fn list(&self) -> Result<Vec<ServiceRow>> {
-        Sql::new(format!("select {COLUMNS} from services order by name"))
-            .fetch_all(&self.db)
-            .await
+        SERVICES.list(&self.db, "order by name").await
     }
 
     /// Applies `patch`; `None` when no such service.
     pub async fn update(&self, name: &str, patch: &ServicePatch) -> Result<Option<ServiceRow>> {
         let target = patch.target.as_ref().map(Arg::json).transpose()?;
-        let changed = Sql::new(
-            "update services set
-                 target = coalesce($2, target),
-                 owner_team = case when $3 then $4 else owner_team end,
-                 description = case when $5 then $6 else description end,
-                 updated_at = {now}
-             where name = $1",
-        )
-        .bind(name)
-        .bind(target.unwrap_or(Arg::Json(None)))
-        .bind(patch.owner_team.is_some())
-        .bind(patch.owner_team.clone().flatten())
-        .bind(patch.description.is_some())
-        .bind(patch.description.clone().flatten())
-        .execute(&self.db)
-        .await?;
+        let changed = SERVICES
+            .patch()
+            .keep_unless_given("target", target.unwrap_or(Arg::Json(None)))
+            .replace_if(
+                patch.owner_team.is_some(),
+                "owner_team",
+                patch.owner_team.clone().flatten(),
+            )
+            .replace_if(
+                patch.description.is_some(),
+                "description",
+                patch.description.clone().flatten(),
+            )
+            .of_row("name", name)
+            .execute(&self.db)
+            .await?;
         if changed == 0 {
             return Ok(None);
         }

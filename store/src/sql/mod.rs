@@ -21,6 +21,7 @@
 
 mod arg;
 pub(crate) mod mysql_lists;
+mod patch;
 mod render;
 mod table;
 
@@ -30,6 +31,7 @@ use sqlx::{Decode, FromRow, MySql, MySqlConnection, PgConnection, Postgres, Tran
 
 pub(crate) use arg::Arg;
 use arg::Bound;
+pub(crate) use patch::Patch;
 use render::{render, Dialect};
 pub(crate) use table::Table;
 

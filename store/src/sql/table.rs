@@ -4,10 +4,11 @@
 //! revocation that keeps the first one. Written once here, so each area's
 //! `get`, `list`, `update`, `delete` and `revoke` are one call.
 
-use super::{Arg, On, Row, Sql};
+use super::{Arg, On, Patch, Row, Sql};
 use crate::{Database, Result};
 
 /// An area's table: its name, and the columns its row type reads.
+#[derive(Clone, Copy)]
 pub(crate) struct Table {
     pub(crate) name: &'static str,
     pub(crate) columns: &'static str,
@@ -57,6 +58,22 @@ impl Table {
         let row = self.get(&mut tx, id).await?;
         tx.commit().await?;
         Ok(row)
+    }
+
+    /// A change of one of the table's rows ([`Patch::of_row`]).
+    pub(crate) fn patch(&self) -> Patch {
+        Patch::of(self.name)
+    }
+
+    /// Applies `patch` to the row whose `id` is `id` and reads that row
+    /// back, as [`Table::update`] does.
+    pub(crate) async fn apply<T: Row + Send + Unpin>(
+        &self,
+        db: &Database,
+        patch: Patch,
+        id: impl Into<Arg> + Copy,
+    ) -> Result<Option<T>> {
+        self.update(db, patch.of_row("id", id), id).await
     }
 
     /// Deletes the row whose `id` is `id` (and what the schema deletes

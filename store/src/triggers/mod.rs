@@ -12,7 +12,8 @@ use odp_core::trigger::{TriggerAssignment, TriggerCondition};
 use odp_core::EventKind;
 use uuid::Uuid;
 
-use crate::columns::{bind_host_list_change, host_list, whole, Text};
+use crate::columns::{host_list, whole, Text};
+use crate::configurations::{Configuration, Configurations};
 use crate::database::Database;
 use crate::sql::{Arg, Sql, Table};
 use crate::{written, Result};
@@ -45,9 +46,10 @@ pub struct TriggerRow {
     pub updated_at: DateTime<Utc>,
 }
 
-impl TriggerRow {
-    /// What the agents are sent of it.
-    pub fn assignment(&self) -> TriggerAssignment {
+impl Configuration for TriggerRow {
+    type Assignment = TriggerAssignment;
+
+    fn assignment(&self) -> TriggerAssignment {
         TriggerAssignment {
             id: self.id,
             service: self.service.clone(),
@@ -94,14 +96,11 @@ pub(crate) const TRIGGERS: Table = Table {
 };
 
 /// Triggers, in whichever database the store runs on.
-#[derive(Clone)]
-pub struct Triggers {
-    db: Database,
-}
+pub type Triggers = Configurations<TriggerRow>;
 
 impl Triggers {
     pub fn new(db: impl Into<Database>) -> Self {
-        Triggers { db: db.into() }
+        Configurations::over(db, TRIGGERS)
     }
 
     pub async fn create(&self, new: &NewTrigger) -> Result<TriggerRow> {
@@ -126,10 +125,6 @@ impl Triggers {
         written(self.get(id).await?, || format!("trigger {id}"))
     }
 
-    pub async fn get(&self, id: Uuid) -> Result<Option<TriggerRow>> {
-        TRIGGERS.get(&self.db, id).await
-    }
-
     /// Every trigger, by service, oldest first within one.
     pub async fn list(&self) -> Result<Vec<TriggerRow>> {
         TRIGGERS
@@ -146,46 +141,25 @@ impl Triggers {
         updated_by: &str,
     ) -> Result<Option<TriggerRow>> {
         let condition = patch.condition.as_ref().map(Arg::json).transpose()?;
-        let update = Sql::new(
-            "update triggers set
-                 \"condition\" = case when $2 then $3 else \"condition\" end,
-                 duration_secs = coalesce($4, duration_secs),
-                 event = coalesce($5, event),
-                 frequency_hz = coalesce($6, frequency_hz),
-                 cooldown_secs = coalesce($7, cooldown_secs),
-                 max_concurrent = coalesce($8, max_concurrent),
-                 hosts = case when $9 then $10 else hosts end,
-                 enabled = coalesce($11, enabled),
-                 updated_by = $12,
-                 updated_at = {now}
-             where id = $1",
-        )
-        .bind(id)
-        .bind(condition.is_some())
-        .bind(match condition {
-            Some(json) => json,
-            None => Arg::json(&serde_json::Value::Null)?,
-        })
-        .bind(patch.duration_secs.map(whole).transpose()?)
-        .bind(patch.event.map(EventKind::as_str))
-        .bind(patch.frequency_hz.map(whole).transpose()?)
-        .bind(patch.cooldown_secs.map(whole).transpose()?)
-        .bind(patch.max_concurrent.map(whole).transpose()?);
-        let update = bind_host_list_change(update, &patch.hosts)?
-            .bind(patch.enabled)
-            .bind(updated_by);
-        TRIGGERS.update(&self.db, update, id).await
-    }
-
-    /// Removes a trigger and its firings; whether it existed. Its profiles
-    /// stay.
-    pub async fn delete(&self, id: Uuid) -> Result<bool> {
-        TRIGGERS.delete(&self.db, id).await
-    }
-
-    /// What the agents are sent: every enabled trigger.
-    pub async fn assignments(&self) -> Result<Vec<TriggerAssignment>> {
-        let rows: Vec<TriggerRow> = TRIGGERS.list(&self.db, "where enabled order by id").await?;
-        Ok(rows.iter().map(TriggerRow::assignment).collect())
+        let own = TRIGGERS
+            .patch()
+            .replace_if(
+                condition.is_some(),
+                "\"condition\"",
+                match condition {
+                    Some(json) => json,
+                    None => Arg::json(&serde_json::Value::Null)?,
+                },
+            )
+            .keep_unless_given("duration_secs", patch.duration_secs.map(whole).transpose()?)
+            .keep_unless_given("event", patch.event.map(EventKind::as_str))
+            .keep_unless_given("frequency_hz", patch.frequency_hz.map(whole).transpose()?)
+            .keep_unless_given("cooldown_secs", patch.cooldown_secs.map(whole).transpose()?)
+            .keep_unless_given(
+                "max_concurrent",
+                patch.max_concurrent.map(whole).transpose()?,
+            );
+        self.change(id, own, &patch.hosts, patch.enabled, updated_by)
+            .await
     }
 }

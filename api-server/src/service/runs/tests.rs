@@ -56,9 +56,8 @@ fn a_run_without_a_profile_on_some_host_ends_partial_with_each_reason() {
     assert_eq!(status_of(RunState::Partial, &members), RunStatus::Partial);
 }
 
-fn record(host: &str, started: bool, reason: Option<&str>) -> RunHostRow {
-    RunHostRow {
-        run_id: Uuid::nil(),
+fn record(host: &str, started: bool, reason: Option<&str>) -> RunHost {
+    RunHost {
         host: host.into(),
         profile_id: None,
         started,
