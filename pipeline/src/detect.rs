@@ -312,10 +312,9 @@ async fn evaluate_on(
 }
 
 /// What `profile_id` is compared with: the previous runs of its schedule,
-/// or for a continuous segment the same hour of the previous weeks
-/// ([`odp_store::previous_segments`]) and, when its host labels its
-/// release, the segments of the release before
-/// ([`odp_store::previous_release_segments`]); none for other profiles.
+/// or for a continuous segment the same hour of the previous weeks and,
+/// when its host labels its release, the segments of the release before
+/// ([`odp_store::segment_baselines`]); none for other profiles.
 async fn run_histories(
     pool: &Database,
     profile_id: Uuid,
@@ -324,14 +323,12 @@ async fn run_histories(
     let limit = runs as i64;
     let scheduled = odp_store::previous_schedule_runs(pool, profile_id, limit).await?;
     let baselines = if scheduled.is_empty() {
+        let segment = odp_store::segment_baselines(pool, profile_id, limit).await?;
         vec![
-            (
-                share_regression::Baseline::Continuous,
-                odp_store::previous_segments(pool, profile_id, limit).await?,
-            ),
+            (share_regression::Baseline::Continuous, segment.same_hour),
             (
                 share_regression::Baseline::PreviousRelease,
-                odp_store::previous_release_segments(pool, profile_id, limit).await?,
+                segment.previous_release,
             ),
         ]
     } else {

@@ -105,8 +105,8 @@ pub use continuous::{
 };
 pub use database::{Backend, Database};
 pub use detections::{
-    previous_release_segments, previous_schedule_runs, previous_segments, profile_identity,
-    profile_issues, rules_hit, save_detections, AlertSubject, Issue, IssueStack, RuleText,
+    previous_schedule_runs, profile_identity, profile_issues, rules_hit, save_detections,
+    segment_baselines, AlertSubject, Issue, IssueStack, RuleText, SegmentBaselines,
     SEGMENT_BASELINE_PERIOD,
 };
 pub use enrollment::{

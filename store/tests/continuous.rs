@@ -385,10 +385,18 @@ async fn a_segment_is_compared_with_the_same_hour_of_earlier_weeks(db: Database)
             .await
             .unwrap();
     }
-    let previous = |limit| odp_store::previous_segments(db.clone(), this, limit);
-    assert_eq!(previous(10).await.unwrap(), [last_week, two_weeks]);
-    assert_eq!(previous(1).await.unwrap(), [last_week]);
-    assert!(!previous(10).await.unwrap().contains(&three_weeks_running));
+    let previous = |limit| {
+        let db = db.clone();
+        async move {
+            odp_store::segment_baselines(db, this, limit)
+                .await
+                .unwrap()
+                .same_hour
+        }
+    };
+    assert_eq!(previous(10).await, [last_week, two_weeks]);
+    assert_eq!(previous(1).await, [last_week]);
+    assert!(!previous(10).await.contains(&three_weeks_running));
     // An on-demand profile has no baseline of this kind.
     let on_demand = Uuid::new_v4();
     let inserted = profiles
@@ -409,10 +417,12 @@ async fn a_segment_is_compared_with_the_same_hour_of_earlier_weeks(db: Database)
         .await
         .unwrap();
     assert!(matches!(inserted, Inserted::Created(_)));
-    assert!(odp_store::previous_segments(db.clone(), on_demand, 10)
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        odp_store::segment_baselines(db.clone(), on_demand, 10)
+            .await
+            .unwrap(),
+        odp_store::SegmentBaselines::default()
+    );
 }
 
 /// A heartbeat of web-1's `agent` labelling its host's release.
@@ -458,21 +468,29 @@ async fn a_segment_is_compared_with_the_release_before(db: Database) {
         }
         ids.push(segment.profile_id);
     }
-    let before = |id, limit| odp_store::previous_release_segments(db.clone(), id, limit);
+    let before = |id, limit| {
+        let db = db.clone();
+        async move {
+            odp_store::segment_baselines(db, id, limit)
+                .await
+                .unwrap()
+                .previous_release
+        }
+    };
     // Now (1.2): the last 1.1 hours, most recent first; not hour -1 (1.2).
-    assert_eq!(before(ids[6], 10).await.unwrap(), [ids[4], ids[3], ids[2]]);
-    assert_eq!(before(ids[6], 2).await.unwrap(), [ids[4], ids[3]]);
+    assert_eq!(before(ids[6], 10).await, [ids[4], ids[3], ids[2]]);
+    assert_eq!(before(ids[6], 2).await, [ids[4], ids[3]]);
     // Hour -3 (1.1): the 1.0 hours.
-    assert_eq!(before(ids[3], 10).await.unwrap(), [ids[1], ids[0]]);
+    assert_eq!(before(ids[3], 10).await, [ids[1], ids[0]]);
     // The first release has none before it.
-    assert!(before(ids[1], 10).await.unwrap().is_empty());
+    assert!(before(ids[1], 10).await.is_empty());
     // An unlabelled host's segment has no release to compare with.
     let unlabelled = Segment {
         agent_id: "agent-quiet",
         ..web_1_segment(&assignment, now + hour)
     };
     assert!(continuous.open_segment(&unlabelled).await.unwrap());
-    assert!(before(unlabelled.profile_id, 10).await.unwrap().is_empty());
+    assert!(before(unlabelled.profile_id, 10).await.is_empty());
 }
 
 on_both_backends!(

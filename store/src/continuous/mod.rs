@@ -23,7 +23,7 @@ pub const CONTINUOUS_LABEL: &str = "continuous";
 
 /// The host label naming the release a host runs (`--label version=2.4.1`
 /// on its agent, by convention). A segment keeps its host's, so it can be
-/// compared with the release before ([`crate::previous_release_segments`]).
+/// compared with the release before ([`crate::segment_baselines`]).
 pub const RELEASE_LABEL: &str = "version";
 
 /// A continuous configuration as the store keeps it.

@@ -16,8 +16,10 @@ use crate::Result;
 mod mysql;
 mod postgres;
 mod queue;
+mod segment_baselines;
 
 pub(crate) use queue::SERVICE_LIKE_PATTERN;
+pub use segment_baselines::{segment_baselines, SegmentBaselines, SEGMENT_BASELINE_PERIOD};
 
 /// Ids per `in (…)` list, far below MySQL's 65,535 placeholders.
 const IN_LIST_CHUNK: usize = 5_000;
@@ -124,104 +126,6 @@ fn delete_cleared(profile_id: Uuid, found: &[Detection]) -> Sql {
     Sql::new("delete from detections where profile_id = $1 and rule_id not in $2")
         .bind(profile_id)
         .bind_list(found.iter().map(|d| d.rule_id.as_str()))
-}
-
-/// How far apart a continuous segment's baselines are: a service's hour is
-/// compared with the same hour of earlier weeks, so the time of day and the
-/// day of the week (traffic, batch jobs) are the same on both sides.
-pub const SEGMENT_BASELINE_PERIOD: chrono::Duration = chrono::Duration::weeks(1);
-
-/// The segments of the same continuous profile on the same host that
-/// began the same hour of the previous `limit` weeks and ended normally,
-/// most recent first; empty when `profile_id` is not a continuous segment.
-pub async fn previous_segments(
-    db: impl Into<Database>,
-    profile_id: Uuid,
-    limit: i64,
-) -> Result<Vec<Uuid>> {
-    let db = db.into();
-    let this: Option<(Option<Uuid>, String, DateTime<Utc>)> =
-        Sql::by_id("continuous_id, host, created_at", "profiles", profile_id)
-            .fetch_optional(&db)
-            .await?;
-    let Some((Some(continuous_id), host, start)) = this else {
-        return Ok(Vec::new());
-    };
-    let starts: Vec<DateTime<Utc>> = (1..=limit.clamp(0, 52))
-        .map(|weeks| start - SEGMENT_BASELINE_PERIOD * weeks as i32)
-        .collect();
-    if starts.is_empty() {
-        return Ok(Vec::new());
-    }
-    Sql::new(
-        "select id from profiles
-         where continuous_id = $1 and host = $2 and created_at in $3
-           and status in ('finished', 'stopped')
-         order by created_at desc",
-    )
-    .bind(continuous_id)
-    .bind(host)
-    .bind_list(starts)
-    .fetch_column(&db)
-    .await
-}
-
-/// Earlier segments read to find the release before a segment's.
-const RELEASE_LOOKBACK: i64 = 2000;
-
-/// The same host's latest segments of the same continuous profile that ran
-/// the release before `profile_id`'s (by [`crate::RELEASE_LABEL`]) and
-/// ended normally, most recent first, at most `limit`: what a segment is
-/// compared with after a deploy. Empty when `profile_id` is not a
-/// labelled segment, or its host ran no other release before (within the
-/// last `RELEASE_LOOKBACK` segments).
-pub async fn previous_release_segments(
-    db: impl Into<Database>,
-    profile_id: Uuid,
-    limit: i64,
-) -> Result<Vec<Uuid>> {
-    let db = db.into();
-    type Labelled = sqlx::types::Json<crate::Labels>;
-    let this: Option<(Option<Uuid>, String, DateTime<Utc>, Labelled)> = Sql::by_id(
-        "continuous_id, host, created_at, labels",
-        "profiles",
-        profile_id,
-    )
-    .fetch_optional(&db)
-    .await?;
-    let Some((Some(continuous_id), host, start, sqlx::types::Json(labels))) = this else {
-        return Ok(Vec::new());
-    };
-    let Some(release) = labels.get(crate::RELEASE_LABEL) else {
-        return Ok(Vec::new());
-    };
-    let earlier: Vec<(Uuid, Labelled)> = Sql::new(
-        "select id, labels from profiles
-         where continuous_id = $1 and host = $2 and created_at < $3
-           and status in ('finished', 'stopped')
-         order by created_at desc
-         limit $4",
-    )
-    .bind(continuous_id)
-    .bind(host)
-    .bind(start)
-    .bind(RELEASE_LOOKBACK)
-    .fetch_all(&db)
-    .await?;
-    let release_of = |labels: &crate::Labels| labels.get(crate::RELEASE_LABEL).cloned();
-    let Some(before) = earlier
-        .iter()
-        .filter_map(|(_, l)| release_of(l))
-        .find(|r| r != release)
-    else {
-        return Ok(Vec::new());
-    };
-    Ok(earlier
-        .into_iter()
-        .filter(|(_, l)| release_of(l).as_ref() == Some(&before))
-        .map(|(id, _)| id)
-        .take(usize::try_from(limit.clamp(0, 52)).unwrap_or(0))
-        .collect())
 }
 
 /// The profiles of the schedule run before `profile_id`'s, most recent
