@@ -11,7 +11,9 @@
 //!    hour (each 30 s at 99 Hz on 2 threads, stacks drawn from a shared
 //!    pool of 20,000), with its per-host breakdown;
 //! 4. bytes on disk (tables, indexes, blocks) of the fleet and of the
-//!    single profile, against their gzip pprof files.
+//!    single profile, against their gzip pprof files;
+//! 5. with `ODP_BENCH_PARTS=history` (not run by default: it stores a
+//!    month), a service's 30-day history ([`history`]).
 //!
 //! The baseline is `inferno-flamegraph` when it is on `PATH` (`cargo
 //! install inferno --locked`), run on the folded file; else the same
@@ -19,6 +21,9 @@
 //! harder baseline). Run by hand, after `cargo build --release --bins`:
 //! `cargo bench -p odp-tests --bench reads`, with `ODP_BENCH_DATABASE=mysql`
 //! for the MySQL backend (a private MariaDB). Prints, asserts nothing.
+
+#[path = "reads/history.rs"]
+mod history;
 
 use odp_tests::Rng;
 use std::path::Path;
@@ -352,6 +357,9 @@ async fn main() {
     }
     if part("ten") {
         ten_profiles(&api, &range, dir.path()).await;
+    }
+    if part("history") {
+        history::history(&api, &pool).await;
     }
     let phases: Vec<String> = platform
         .api
