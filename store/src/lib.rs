@@ -37,8 +37,6 @@
 //!   each with its own enum and its own further fields.
 //! - `schedules` ~ `services`: both rows are their new-row struct, flattened,
 //!   with `created_at` and `updated_at`.
-//! - `alerts` ~ `detections`: two free functions' signatures (a database,
-//!   two arguments, a list), nothing more.
 //! - Field lists of unrelated structs that happen to share types in the same
 //!   order (four pairs): `DueDelivery` ~ `NewRequest`, `NewChannel` ~
 //!   `NewIdentity`, `NewEnrollmentToken` ~ `FiringRow`, `PoolConfig` ~
