@@ -101,7 +101,7 @@ pub trait RuleKind: Send + Sync + fmt::Debug {
     }
 
     /// How many previous runs of a schedule the kind compares with, if it
-    /// reads [`ProfileInput::history`].
+    /// reads [`ProfileInput::histories`].
     fn history_runs(&self) -> Option<usize> {
         None
     }
