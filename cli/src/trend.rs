@@ -28,6 +28,10 @@ pub(crate) struct TrendArgs {
     /// Only these hosts (repeat, or comma-separated).
     #[arg(long = "host", value_delimiter = ',')]
     hosts: Vec<String>,
+    /// Only hosts whose agents report these labels (`zone:eu-1`; repeat,
+    /// or comma-separated).
+    #[arg(long = "label", value_delimiter = ',')]
+    labels: Vec<String>,
     /// Only windows of this event (`cpu-clock`, `wall`, ...).
     #[arg(long)]
     event: Option<String>,
@@ -59,6 +63,9 @@ fn path(args: &TrendArgs, since: DateTime<Utc>, until: DateTime<Utc>) -> anyhow:
     }
     if !args.hosts.is_empty() {
         query.push(format!("hosts={}", encode(&args.hosts.join(","))));
+    }
+    if !args.labels.is_empty() {
+        query.push(format!("labels={}", encode(&args.labels.join(","))));
     }
     if let Some(event) = &args.event {
         query.push(format!("event={}", encode(event)));

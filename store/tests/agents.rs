@@ -107,6 +107,35 @@ async fn heartbeats_keep_the_latest_and_tell_live_hosts(db: Database) {
     assert!(!host_is_live(&db, "h-3", 3 * 3600).await.unwrap());
 }
 
+/// Hosts by the labels their agent heard from last reports: an older
+/// agent's labels of the same host do not count.
+async fn hosts_are_found_by_their_labels(db: Database) {
+    let now = Utc::now().timestamp();
+    for (host, agent, release, at) in [
+        ("h-1", "old", "1.0", now - 600),
+        ("h-1", "new", "1.1", now),
+        ("h-2", "b", "1.0", now),
+        ("h-3", "c", "1.1", now),
+    ] {
+        let event = odp_devstack::fixtures::release_heartbeat(host, agent, release, at);
+        record_agent_event(&db, &event).await.unwrap();
+    }
+    let labelled = |pairs: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let db = db.clone();
+        async move { odp_store::hosts_labelled(&db, &pairs).await.unwrap() }
+    };
+    assert_eq!(labelled(&[("version", "1.1")]).await, ["h-1", "h-3"]);
+    assert_eq!(labelled(&[("version", "1.0")]).await, ["h-2"]);
+    assert!(labelled(&[("version", "1.0"), ("zone", "a")])
+        .await
+        .is_empty());
+    assert_eq!(labelled(&[]).await, ["h-1", "h-2", "h-3"]);
+}
+
 async fn lifecycle_events_move_their_profile_once_and_only_by_its_agent(db: Database) {
     let profiles = Profiles::new(&db);
     let id = support::requested_profile(&db).await;
@@ -319,6 +348,7 @@ async fn a_pid_profile_is_named_by_its_process_once_started(db: Database) {
 }
 
 on_both_backends!(
+    hosts_are_found_by_their_labels,
     heartbeats_keep_the_latest_and_tell_live_hosts,
     lifecycle_events_move_their_profile_once_and_only_by_its_agent,
     the_runtime_is_the_latest_profile_started_reported,

@@ -1,8 +1,9 @@
 //! A function's trend over a service's history, read through the API from
 //! what the real agent stored of the demo (demo_hot takes 60 % of its one
 //! busy thread): every stored sample is in exactly one step, the
-//! function's count matches the profile's own top table, and its share
-//! and cores are the demo's split within their standard errors.
+//! function's count matches the profile's own top table, its share and
+//! cores are the demo's split within their standard errors, and a label
+//! of the host's agent narrows it to that host.
 
 use std::time::Duration;
 
@@ -156,6 +157,29 @@ async fn a_functions_trend_holds_every_sample_once_with_its_share_and_cores() {
         "demo_hot {hot_seconds:.2} of {all_seconds:.2} core-seconds against its {share:.3} share"
     );
 
+    // Only the hosts whose agents report a label: this host reports its
+    // architecture, so the steps are the same; a zone no agent reports is
+    // refused with the labels named.
+    let arch = std::env::consts::ARCH;
+    let (status, labelled) = trend(
+        &admin,
+        &format!("function=%5Edemo_hot%24&step_secs=10&labels=arch:{arch}&{range}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{labelled}");
+    assert_eq!(labelled["points"], body["points"]);
+    assert_eq!(labelled["hosts"], json!([h.platform.host_id]));
+    let (status, nowhere) = trend(
+        &admin,
+        &format!("function=x&labels=arch:{arch},zone:nowhere&{range}"),
+    )
+    .await;
+    assert_eq!(status, 422, "{nowhere}");
+    assert!(
+        nowhere.to_string().contains("arch:") && nowhere.to_string().contains("zone:nowhere"),
+        "{nowhere}"
+    );
+
     // odpctl draws the same steps.
     let token = h.platform.token.clone();
     let shown = common::odpctl(
@@ -205,6 +229,7 @@ async fn a_functions_trend_holds_every_sample_once_with_its_share_and_cores() {
         (format!("function=(&{range}"), "regular expression"),
         (format!("function=x&step_secs=1&{range}"), "at least 10"),
         (format!("function=x&hosts=a%20b&{range}"), "hosts"),
+        (format!("function=x&labels=zone&{range}"), "key:value"),
     ] {
         let (status, body) = trend(&admin, &query).await;
         assert_eq!(status, 422, "{query}: {body}");

@@ -8952,6 +8952,12 @@ export interface operations {
                 event?: string;
                 /** @description Only these hosts, comma-separated. */
                 hosts?: string;
+                /**
+                 * @description Only hosts whose agents last reported all of these labels:
+                 *     comma-separated `key:value` pairs (`zone:eu-1,version:2.4.1`).
+                 *     With `hosts`, the hosts in both.
+                 */
+                labels?: string;
                 /** @description Only threads with this name, or matching it as a regex. */
                 thread?: string;
             };

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::service::queries::{filter_error, parse_range};
+use crate::service::runs::reads::parse_labels;
 use crate::service::start_options::parse_event;
 use crate::service_error::ServiceError;
 use crate::validate::validate_name;
@@ -50,6 +51,10 @@ pub(crate) struct TrendParams {
     pub(crate) event: Option<String>,
     /// Only these hosts, comma-separated.
     pub(crate) hosts: Option<String>,
+    /// Only hosts whose agents last reported all of these labels:
+    /// comma-separated `key:value` pairs (`zone:eu-1,version:2.4.1`).
+    /// With `hosts`, the hosts in both.
+    pub(crate) labels: Option<String>,
     /// Only threads with this name, or matching it as a regex.
     pub(crate) thread: Option<String>,
 }
@@ -63,6 +68,7 @@ struct TrendQuery {
     until: DateTime<Utc>,
     step_secs: i64,
     hosts: Vec<String>,
+    labels: Vec<(String, String)>,
 }
 
 fn hosts(text: Option<&str>) -> Result<Vec<String>, ServiceError> {
@@ -122,6 +128,12 @@ fn query(service: String, params: TrendParams) -> Result<TrendQuery, ServiceErro
         .transpose()
         .map_err(filter_error)?;
     let hosts = hosts(params.hosts.as_deref())?;
+    let labels = params
+        .labels
+        .as_deref()
+        .map(|text| parse_labels("labels", text))
+        .transpose()?
+        .unwrap_or_default();
     let read = Read {
         scope: ReadScope::Service {
             service: service.clone(),
@@ -141,7 +153,46 @@ fn query(service: String, params: TrendParams) -> Result<TrendQuery, ServiceErro
         until,
         step_secs,
         hosts,
+        labels,
     })
+}
+
+/// Narrows `query` to the hosts that report its labels; 422 when none do.
+async fn narrow_to_labels(state: &AppState, query: &mut TrendQuery) -> Result<(), ServiceError> {
+    if query.labels.is_empty() {
+        return Ok(());
+    }
+    let mut labelled = odp_store::hosts_labelled(&state.pool, &query.labels).await?;
+    if !query.hosts.is_empty() {
+        labelled.retain(|h| query.hosts.contains(h));
+    }
+    if labelled.is_empty() {
+        let asked: Vec<String> = query
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
+        return Err(ServiceError::Invalid(format!(
+            "no host{} reports the labels {}",
+            if query.hosts.is_empty() {
+                ""
+            } else {
+                " of `hosts`"
+            },
+            asked.join(",")
+        )));
+    }
+    if labelled.len() > MAX_HOSTS {
+        return Err(ServiceError::Invalid(format!(
+            "{} hosts report the labels, at most {MAX_HOSTS}: narrow them",
+            labelled.len()
+        )));
+    }
+    if let ReadScope::Service { hosts, .. } = &mut query.read.scope {
+        hosts.clone_from(&labelled);
+    }
+    query.hosts = labelled;
+    Ok(())
 }
 
 /// The trend `params` ask for of `service`.
@@ -150,7 +201,8 @@ pub(crate) async fn service_trend(
     service: String,
     params: TrendParams,
 ) -> Result<TrendResponse, ServiceError> {
-    let query = query(service.clone(), params)?;
+    let mut query = query(service.clone(), params)?;
+    narrow_to_labels(state, &mut query).await?;
     let _turn = state.read_limits.heavy_read().await?;
     let counted = odp_store::read_window_counts(&state.pool, &query.read, &query.matched).await?;
     let (since_ms, until_ms) = (
@@ -198,6 +250,7 @@ mod tests {
             step_secs: step,
             event: None,
             hosts: None,
+            labels: None,
             thread: None,
         }
     }

@@ -3,6 +3,8 @@
 mod mysql;
 mod postgres;
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use serde::Serialize;
@@ -35,6 +37,33 @@ pub async fn list_agents(db: impl Into<Database>) -> Result<Vec<AgentRow>> {
     )
     .fetch_all(&db.into())
     .await
+}
+
+/// The hosts whose agent heard from last reported every `key`/`value`
+/// pair of `labels` (their zone, their release, …), sorted.
+pub async fn hosts_labelled(
+    db: impl Into<Database>,
+    labels: &[(String, String)],
+) -> Result<Vec<String>> {
+    let agents: Vec<(String, sqlx::types::Json<BTreeMap<String, String>>)> =
+        Sql::new("select host, labels from agents order by host, last_seen desc")
+            .fetch_all(&db.into())
+            .await?;
+    let mut hosts: Vec<String> = Vec::new();
+    let mut seen: Option<String> = None;
+    for (host, sqlx::types::Json(held)) in agents {
+        if seen.as_ref() == Some(&host) {
+            continue;
+        }
+        if labels
+            .iter()
+            .all(|(key, value)| held.get(key) == Some(value))
+        {
+            hosts.push(host.clone());
+        }
+        seen = Some(host);
+    }
+    Ok(hosts)
 }
 
 /// Whether an agent on `host` sent a heartbeat in the last `within_secs`.
