@@ -84,11 +84,12 @@ pub(crate) async fn store(
         incoming.source,
         event,
     );
-    let snapshot = framed_to_snapshot(
-        incoming.parsed,
-        header,
-        chrono::Utc::now().timestamp_millis(),
-    )?;
+    // Interning a large profile's frames and stacks is CPU work: off the
+    // async threads, which serve the other requests meanwhile.
+    let (parsed, now_ms) = (incoming.parsed, chrono::Utc::now().timestamp_millis());
+    let snapshot = tokio::task::spawn_blocking(move || framed_to_snapshot(parsed, header, now_ms))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))??;
     state
         .read_limits
         .check_import(snapshot.stacks.len(), snapshot.frames.len())?;

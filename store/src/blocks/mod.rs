@@ -306,17 +306,7 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
     if let Some(service) = rolled_up {
         crate::rollups::add_parts(&mut tx, rollup_parts(service, &done.new_windows)).await?;
     }
-    let upsert = match &tx {
-        Tx::Postgres(_) => postgres::SAVE_BLOCK,
-        Tx::MySql(_) => mysql::SAVE_BLOCK,
-    };
-    Sql::new(upsert)
-        .bind(profile_id)
-        .bind(done.profile.windows.len() as i32)
-        .bind(done.profile.total_samples() as i64)
-        .bind(done.block.as_slice())
-        .execute(&mut tx)
-        .await?;
+    save_block(&mut tx, profile_id, &done.profile, &done.block).await?;
     execute_any(
         &mut tx,
         "update snapshots set block = null, compacted = true where id = any($1)",
@@ -336,6 +326,44 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
         legacy_windows: legacy.len() as u64,
         block_bytes: done.block.len() as u64,
     })
+}
+
+/// Writes `block` (`profile`, encoded) as the profile block of
+/// `profile_id`, replacing the one stored.
+pub(crate) async fn save_block(
+    tx: &mut Tx,
+    profile_id: Uuid,
+    profile: &Profile,
+    block: &[u8],
+) -> Result<()> {
+    let upsert = match tx {
+        Tx::Postgres(_) => postgres::SAVE_BLOCK,
+        Tx::MySql(_) => mysql::SAVE_BLOCK,
+    };
+    Sql::new(upsert)
+        .bind(profile_id)
+        .bind(profile.windows.len() as i32)
+        .bind(profile.total_samples() as i64)
+        .bind(block)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// The profile block of a profile that is its one window `snapshot`, as
+/// [`compact_profile`] would write it, and the profile it encodes: a
+/// profile built from one window is the same profile merged into an
+/// empty builder again, so the bytes are those compaction writes (pure
+/// CPU work).
+pub(crate) fn window_block(snapshot: &Snapshot) -> (Profile, Vec<u8>) {
+    let profile = Profile::from_snapshot(snapshot);
+    let block = encode_block(&profile);
+    (profile, block)
+}
+
+/// A profile block's bytes.
+fn encode_block(profile: &Profile) -> Vec<u8> {
+    profile.encode(Level::Small)
 }
 
 /// A compaction computed from a profile's locked parts.
@@ -361,7 +389,7 @@ async fn compaction(profile_id: Uuid, mut parts: Parts) -> Result<Compaction> {
         }
         builder.add_profile(&new_windows);
         let profile = builder.build();
-        let block = profile.encode(Level::Small);
+        let block = encode_block(&profile);
         Ok(Compaction {
             profile,
             block,
@@ -437,7 +465,7 @@ pub(crate) async fn rewrite_block(
         .bind(profile_id)
         .bind(changed.windows.len() as i32)
         .bind(changed.total_samples() as i64)
-        .bind(changed.encode(Level::Small))
+        .bind(encode_block(&changed))
         .execute(&mut *tx)
         .await?;
     }

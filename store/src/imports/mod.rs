@@ -1,16 +1,22 @@
 //! Profiles no ODP agent sampled: files uploaded from other tools (pprof,
 //! folded stacks, …) and profiles pushed by their clients (OTLP, Pyroscope).
-//! Each is a finished profile row and its samples as one snapshot, stored
-//! through the same ingest path as agents' windows so every query works on
-//! them, then compacted into the profile's block at once.
+//! Each is a finished profile of one window (one snapshot), stored as an
+//! agent's profile is once compacted (`write.rs`): the window's header row
+//! in `snapshots` (its block already compacted), the profile block, the
+//! profile row and its place in the detection queue, in one transaction.
+//! The block is built in memory, as compaction would build it, so the
+//! samples never go through the window tables and back.
 
-use chrono::{DateTime, Utc};
-use odp_core::{Snapshot, Target};
+mod write;
+
+use odp_core::Snapshot;
 use uuid::Uuid;
 
+use crate::cpu::blocking;
 use crate::database::Database;
-use crate::sql::{Arg, Sql};
-use crate::{store_snapshots, Labels, ProfileRow, Result, StoreError, Violation};
+use crate::sql::Sql;
+use crate::{Labels, ProfileRow, Result, StoreError, Violation};
+use write::{write, ImportedProfile, Written};
 
 /// Where a profile that no ODP agent sampled comes from, and what it is
 /// labelled with.
@@ -40,22 +46,10 @@ impl IngestedProfile {
     }
 }
 
-/// The finished profile row of an imported file.
-struct ImportedProfile<'a> {
-    snapshot: &'a Snapshot,
-    meta: ImportedMeta<'a>,
-    target: Target,
-    frequency_hz: i32,
-    started: DateTime<Utc>,
-    finished: DateTime<Utc>,
-}
-
-/// Stores `snapshot` and then the finished profile it belongs to
+/// Stores `snapshot` as the finished profile it belongs to
 /// (`snapshot.profile_id`), of `service`, imported from a `format` file by
-/// `requested_by`. The snapshot goes first: should the profile insert
-/// fail, the samples belong to no profile any query can name, whereas the
-/// other order could leave a finished profile without its samples. A
-/// profile id stored before is refused.
+/// `requested_by`: whole, or not at all. A profile id stored before is
+/// refused.
 pub async fn import_profile(
     db: impl Into<Database>,
     snapshot: &Snapshot,
@@ -89,29 +83,20 @@ pub async fn ingest_profile(
     meta: ImportedMeta<'_>,
 ) -> Result<IngestedProfile> {
     let db = db.into();
-    let to_time = |ms: i64| {
-        DateTime::<Utc>::from_timestamp_millis(ms)
-            .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} ms out of range")))
-    };
-    let (started, finished) = (
-        to_time(snapshot.window_start_ms)?,
-        to_time(snapshot.window_end_ms)?,
-    );
-    let frequency_hz = i32::try_from(snapshot.frequency_hz).map_err(|_| {
-        StoreError::Corrupt(format!("frequency {} out of range", snapshot.frequency_hz))
-    })?;
-    // Redelivered windows are skipped, so a retry stores no sample twice.
-    store_snapshots(&db, &[snapshot]).await?;
-    let profile = ImportedProfile {
-        snapshot,
-        meta,
-        target: Target::Imported(meta.format.to_owned()),
-        frequency_hz,
-        started,
-        finished,
-    };
-    let row = match insert_finished(&db, &profile).await {
-        Ok(row) => row,
+    let profile = ImportedProfile::of(snapshot, meta)?;
+    // Built before the transaction begins, which then only writes.
+    let window = snapshot.clone();
+    let block = blocking(move || Ok(crate::blocks::window_block(&window))).await?;
+    let row = match write(&db, &profile, &block).await {
+        Ok(Written::Whole(row)) => row,
+        // Windows of the profile were stored before, apart from it (by an
+        // older server, between its two writes): they are its samples,
+        // compacted now as the pipeline would.
+        Ok(Written::ProfileOnly(row)) => {
+            crate::blocks::compact_profile(&db, snapshot.profile_id).await?;
+            row
+        }
+        // The profile row was there: a retry, and nothing was written.
         Err(e) if e.violation() == Some(Violation::Unique) => {
             let row: ProfileRow = Sql::by_id("*", "profiles", snapshot.profile_id)
                 .fetch_one(&db)
@@ -120,46 +105,7 @@ pub async fn ingest_profile(
         }
         Err(e) => return Err(e),
     };
-    // The profile is finished already: its one window goes into its
-    // profile block at once, so the first read is of the compact block.
-    crate::blocks::compact_profile(&db, snapshot.profile_id).await?;
     Ok(IngestedProfile::Stored(row))
-}
-
-/// Inserts the finished profile and reads it back, in one transaction.
-async fn insert_finished(db: &Database, p: &ImportedProfile<'_>) -> Result<ProfileRow> {
-    let s = p.snapshot;
-    let mut tx = db.begin().await?;
-    Sql::new(
-        "insert into profiles (id, host, service, target, duration_ms, frequency_hz, status,
-                               requested_by, event, agent_id, started_at, finished_at, labels)
-         values ($1, $2, $3, $4, $5, $6, 'finished', $7, $8, $9, $10, $11, $12)",
-    )
-    .bind(s.profile_id)
-    .bind(&s.host)
-    .bind(p.meta.service)
-    .bind(Arg::json(&p.target)?)
-    .bind(s.window_end_ms - s.window_start_ms)
-    .bind(p.frequency_hz)
-    .bind(p.meta.requested_by)
-    .bind(s.event.as_str())
-    .bind(&s.agent_id)
-    .bind(p.started)
-    .bind(p.finished)
-    .bind(Arg::json(p.meta.labels)?)
-    .execute(&mut tx)
-    .await?;
-    // No pipeline worker saw these samples: one runs the rules over them
-    // (see [`awaiting_detection`]), as over an agent's profile.
-    Sql::new("insert into detection_queue (profile_id) values ($1)")
-        .bind(s.profile_id)
-        .execute(&mut tx)
-        .await?;
-    let row = Sql::by_id("*", "profiles", s.profile_id)
-        .fetch_one(&mut tx)
-        .await?;
-    tx.commit().await?;
-    Ok(row)
 }
 
 /// Up to `limit` imported or pushed profiles whose detection has not run
