@@ -62,7 +62,7 @@ impl<'a> ImportedProfile<'a> {
     }
 }
 
-/// What [`write`] stored.
+/// What [`write()`] stored.
 pub(super) enum Written {
     /// The profile, its window and its block.
     Whole(ProfileRow),
