@@ -191,6 +191,23 @@ async fn firings_keep_the_cooldown_and_the_cap_and_report_once(db: Database) {
     start(&db, &triggers, third, "web-3").await;
     let row = triggers.get(id).await.unwrap().unwrap();
     assert_eq!((row.fired, row.held_back_since), (3, None));
+    // web-1 one cooldown after its first firing by its agent's clock
+    // (its period began 100 ms early) is past its cooldown, however soon
+    // it arrives here: only the cap holds it back.
+    let again = triggers
+        .claim(&report(id, "web-1", 1_000 + 600_000 - 100))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            again,
+            Claim::HeldBack {
+                why: HeldBack::Capped,
+                ..
+            }
+        ),
+        "{again:?}"
+    );
 
     let firings = triggers.firings(id, 10).await.unwrap();
     let mut outcomes: Vec<(&str, &str)> = firings
@@ -201,6 +218,7 @@ async fn firings_keep_the_cooldown_and_the_cap_and_report_once(db: Database) {
     assert_eq!(
         outcomes,
         [
+            ("web-1", "capped"),
             ("web-1", "cooldown"),
             ("web-1", "started"),
             ("web-2", "started"),

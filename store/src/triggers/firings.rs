@@ -5,7 +5,8 @@
 //! concurrent reports of one trigger (from many hosts, read by every
 //! api-server replica) are decided one after another: the same report
 //! twice is seen as such (the `(trigger, host, held_since_ms)` key), the
-//! host's cooldown is counted from the firings that started profiles, and
+//! host's cooldown is counted from the firings that started profiles (by
+//! the agent's times of them, which the agent keeps its cooldown by), and
 //! the cap counts the trigger's profiles still live plus the firings
 //! claimed to start one that have not yet named it (for a minute).
 
@@ -212,6 +213,10 @@ impl Triggers {
     }
 }
 
+/// How much shorter than the cooldown two firings of a host may be apart:
+/// an agent's period starts within a tick of a second of where it should.
+const COOLDOWN_SLACK_MS: i64 = 1000;
+
 /// Why `report` may not start a profile now: its host fired within the
 /// cooldown, or the trigger's live profiles reached its cap.
 async fn held_back(
@@ -219,14 +224,20 @@ async fn held_back(
     trigger: &TriggerRow,
     report: &FiringReport,
 ) -> Result<Option<HeldBack>> {
-    let cooldown = Duration::from_secs(u64::from(trigger.cooldown_secs.unsigned_abs()));
+    // Measured on the agent's clock, between the periods the firings
+    // report, as the agent keeps its cooldown: by the times they reach
+    // this server, a firing exactly one cooldown after the last can look
+    // early by however much sooner it was delivered.
+    let within_ms = (i64::from(trigger.cooldown_secs) * 1000 - COOLDOWN_SLACK_MS).max(0);
     let recent: Option<i64> = Sql::new(
         "select count(*) from trigger_firings
-         where trigger_id = $1 and host = $2 and outcome = 'started' and fired_at > {now} - $3",
+         where trigger_id = $1 and host = $2 and outcome = 'started'
+           and held_since_ms > $3 - $4 and held_since_ms < $3 + $4",
     )
     .bind(trigger.id)
     .bind(&report.host)
-    .bind(cooldown)
+    .bind(report.held_since_ms)
+    .bind(within_ms)
     .fetch_value(&mut *tx)
     .await?;
     if recent.unwrap_or(0) > 0 {
