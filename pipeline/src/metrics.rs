@@ -33,6 +33,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) commit_failures: Counter,
     pub(crate) profiles_compacted: Counter,
     pub(crate) profiles_rolled_up: Counter,
+    pub(crate) service_days_built: Counter,
     pub(crate) group_rejoins: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
@@ -55,6 +56,7 @@ impl PipelineMetrics {
             commit_failures: Counter::default(),
             profiles_compacted: Counter::default(),
             profiles_rolled_up: Counter::default(),
+            service_days_built: Counter::default(),
             group_rejoins: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
@@ -108,6 +110,11 @@ impl PipelineMetrics {
             "odp_pipeline_profiles_rolled_up",
             "Compacted profiles added to their service's hourly rollups",
             metrics.profiles_rolled_up.clone(),
+        );
+        r.register(
+            "odp_pipeline_service_days_built",
+            "Service days built (or rebuilt) from their hour rollups",
+            metrics.service_days_built.clone(),
         );
         r.register(
             "odp_pipeline_group_rejoins",

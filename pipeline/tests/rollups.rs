@@ -3,7 +3,7 @@
 //! window and frames) answers the same before and after the profiles are
 //! rolled up; a window compacted into a rolled-up profile later is added
 //! to its rollup; retention and downsampling keep rollups and profile
-//! blocks equal.
+//! blocks equal; a worker builds a settled day, which reads then use.
 
 mod support;
 
@@ -16,6 +16,7 @@ use odp_pipeline::retention::{run_once, RetentionOptions};
 use odp_store::Database;
 use sqlx::PgPool;
 use support::count;
+use support::fleet::{metric, Fleet};
 use uuid::Uuid;
 
 async fn insert_profile(pool: &PgPool, id: Uuid, host: usize, finished_at: DateTime<Utc>) {
@@ -190,4 +191,48 @@ async fn profiles_that_share_nothing_are_read_on_their_own() {
     assert_eq!(answer(after), before);
     pool.close().await;
     stack.stop().unwrap();
+}
+
+/// A worker compacts and rolls up the profiles of a day three days ago,
+/// then builds the day; a read of the whole day then takes its one block,
+/// and answers as the windows did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_builds_a_settled_day_which_reads_then_use() {
+    let fleet = Fleet::start("days").await;
+    let pool = &fleet.pool;
+    let day = (Utc::now() - Duration::days(3))
+        .duration_trunc(Duration::days(1))
+        .unwrap();
+    // Three hosts, each a profile of 8 windows crossing noon.
+    let start = day + Duration::hours(11) + Duration::minutes(59);
+    for host in 0..3 {
+        let id = Uuid::new_v4();
+        insert_profile(pool, id, host, start + Duration::minutes(2)).await;
+        let windows: Vec<Snapshot> = (0..8).map(|s| fleet_window(id, host, start, s)).collect();
+        let refs: Vec<&Snapshot> = windows.iter().collect();
+        odp_store::store_snapshots(pool, &refs).await.unwrap();
+    }
+    let whole = service_read(day, day + Duration::days(1));
+    let before = answer(odp_store::read(pool, &whole).await.unwrap());
+    assert_eq!(before.snapshots, 24);
+
+    let (worker, port) = fleet.worker("days", 100);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while count(pool, "select count(*) from service_days").await == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no day built in 120 s: {}",
+            worker.log_tail(40)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        count(pool, "select hours::bigint from service_days").await,
+        2,
+        "the hours before and after noon"
+    );
+    assert!(metric(port, "odp_pipeline_service_days_built", "").await >= 1.0);
+    let after = odp_store::read(pool, &whole).await.unwrap();
+    assert_eq!(after.rollups.len(), 1, "the day's one block");
+    assert_eq!(answer(after), before);
 }

@@ -122,7 +122,8 @@ pub use profiles::{
 };
 pub use query::{profile_frames, profile_stacks, ProfileStacks};
 pub use read::{
-    read, read_coverage, read_window_counts, CoverageByEvent, HostView, Read, ReadResult, ReadScope,
+    read, read_coverage, read_window_counts, CoverageByEvent, HostView, Read, ReadResult,
+    ReadScope, Spans,
 };
 pub use reanalysis::{
     claim_reanalysis, finish_reanalysis, get_reanalysis, latest_reanalysis, reanalysis_batch,
@@ -132,7 +133,9 @@ pub use requests::{
     resolve_open_requests, NewRequest, RequestDeadlines, RequestFilter, RequestKind, RequestRow,
     RequestStatus, Requests,
 };
-pub use rollups::{profiles_to_roll_up, roll_up, RolledUp};
+pub use rollups::{
+    build_day, days_to_build, profiles_to_roll_up, roll_up, DayBuilt, RolledUp, DAY_SETTLE,
+};
 pub use rules::{
     create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,
     RuleRow,

@@ -20,7 +20,7 @@ use odp_store::{
     awaiting_detection, compact_profile, ingest_profile, load_profile, profile_stacks,
     profile_timeline, profiles_to_compact, profiles_to_roll_up, read, read_coverage,
     read_window_counts, store_snapshots, Database, ImportedMeta, IngestedProfile, Labels, Read,
-    ReadScope,
+    ReadScope, Spans,
 };
 use support::on_both_backends;
 use uuid::Uuid;
@@ -97,7 +97,9 @@ async fn reads(db: &Database, scope: ReadScope) -> Vec<String> {
     };
     let result = read(db, &r).await.unwrap();
     let matched = StackFilter::new(Some("render"), None).unwrap();
-    let counts = read_window_counts(db, &r, &matched).await.unwrap();
+    let counts = read_window_counts(db, &r, &matched, Spans::Stored)
+        .await
+        .unwrap();
     let coverage = read_coverage(db, &r).await.unwrap();
     vec![
         format!("{:?}", (result.event, result.profiles, result.snapshots)),

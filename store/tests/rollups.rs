@@ -10,7 +10,7 @@ use block_fixtures::{count, insert_profile, leaves, snapshot_leaves, store_windo
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::Snapshot;
 use odp_devstack::fixtures::{fleet_answers, fleet_reads};
-use odp_store::Database;
+use odp_store::{Database, Spans};
 use support::on_both_backends;
 use uuid::Uuid;
 
@@ -148,10 +148,11 @@ fn expected_counts(windows: &[Snapshot]) -> Vec<(String, i64, u64, u64)> {
 
 async fn window_counts(db: &Database, start: DateTime<Utc>) -> Vec<(String, i64, u64, u64)> {
     let serve = odp_core::filter::StackFilter::new(Some("^serve$"), None).unwrap();
-    let (event, windows) = odp_store::read_window_counts(db, &fleet_reads(start)[0], &serve)
-        .await
-        .unwrap()
-        .expect("windows");
+    let (event, windows) =
+        odp_store::read_window_counts(db, &fleet_reads(start)[0], &serve, Spans::Stored)
+            .await
+            .unwrap()
+            .expect("windows");
     assert_eq!(event, odp_core::EventKind::CpuClock);
     let mut counts: Vec<(String, i64, u64, u64)> = windows
         .into_iter()
@@ -176,6 +177,7 @@ async fn window_counts_are_each_windows_own(db: Database) {
         &db,
         &odp_devstack::fixtures::service_read(start - Duration::days(9), start - Duration::days(8)),
         &odp_core::filter::StackFilter::default(),
+        Spans::Range,
     )
     .await
     .unwrap();

@@ -8945,7 +8945,9 @@ export interface operations {
                 /**
                  * @description Seconds per step (at least 10); by default the shortest of 10 s,
                  *     30 s, 1 min, 5 min, 15 min, 1 h, 6 h, 1 day or 1 week that gives at
-                 *     most 120 steps. At most 2,000 steps.
+                 *     most 120 steps, and 1 day for ranges over 7 days. At most 2,000
+                 *     steps. Steps of whole days start at UTC midnight: `since` is moved
+                 *     back to the start of its day.
                  */
                 step_secs?: number;
                 /** @description Only windows of this event (`cpu-clock`, `wall`, ...). */

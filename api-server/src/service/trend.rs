@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use odp_api_types::TrendResponse;
 use odp_core::filter::{compile, StackFilter, ThreadFilter};
 use odp_core::trend::trend;
-use odp_store::{Read, ReadScope};
+use odp_store::{Read, ReadScope, Spans};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -24,8 +24,13 @@ const MAX_POINTS: i64 = 2000;
 const MIN_STEP_SECS: i64 = 10;
 /// Steps offered when none is asked for: the shortest giving at most
 /// [`DEFAULT_POINTS`] points.
-const STEPS: [i64; 9] = [10, 30, 60, 300, 900, 3600, 6 * 3600, 86_400, 7 * 86_400];
+const STEPS: [i64; 9] = [10, 30, 60, 300, 900, 3600, 6 * 3600, DAY_SECS, 7 * DAY_SECS];
 const DEFAULT_POINTS: i64 = 120;
+const DAY_SECS: i64 = 86_400;
+/// Ranges longer than this are stepped by whole days when no step is
+/// asked for: whole days are read from the service's day blocks, a 24th
+/// of the windows of its hours.
+const DAY_STEPS_AFTER_SECS: i64 = 7 * DAY_SECS;
 /// Most hosts a trend may name.
 const MAX_HOSTS: usize = 1000;
 
@@ -44,7 +49,9 @@ pub(crate) struct TrendParams {
     pub(crate) until: String,
     /// Seconds per step (at least 10); by default the shortest of 10 s,
     /// 30 s, 1 min, 5 min, 15 min, 1 h, 6 h, 1 day or 1 week that gives at
-    /// most 120 steps. At most 2,000 steps.
+    /// most 120 steps, and 1 day for ranges over 7 days. At most 2,000
+    /// steps. Steps of whole days start at UTC midnight: `since` is moved
+    /// back to the start of its day.
     #[param(minimum = 10)]
     pub(crate) step_secs: Option<i64>,
     /// Only windows of this event (`cpu-clock`, `wall`, ...).
@@ -108,15 +115,31 @@ fn step(asked: Option<i64>, range_secs: i64) -> Result<i64, ServiceError> {
         Some(step) => Ok(step),
         None => Ok(STEPS
             .into_iter()
-            .find(|step| (range_secs + step - 1) / step <= DEFAULT_POINTS)
+            .find(|&step| {
+                (range_secs + step - 1) / step <= DEFAULT_POINTS
+                    && (range_secs <= DAY_STEPS_AFTER_SECS || step >= DAY_SECS)
+            })
             .unwrap_or(STEPS[STEPS.len() - 1])),
     }
+}
+
+/// `since` at the start of its UTC day when steps are whole days (each
+/// day then falls in one step, and is read as one window per host), as
+/// it is otherwise.
+fn step_start(since: DateTime<Utc>, step_secs: i64) -> DateTime<Utc> {
+    if step_secs % DAY_SECS != 0 {
+        return since;
+    }
+    let day_ms = DAY_SECS * 1000;
+    DateTime::from_timestamp_millis(since.timestamp_millis().div_euclid(day_ms) * day_ms)
+        .unwrap_or(since)
 }
 
 fn query(service: String, params: TrendParams) -> Result<TrendQuery, ServiceError> {
     validate_name("service", &service)?;
     let (since, until) = parse_range(("since", "until"), &params.since, &params.until)?;
     let step_secs = step(params.step_secs, (until - since).num_seconds().max(1))?;
+    let since = step_start(since, step_secs);
     let matched = StackFilter {
         include: Some(compile("function", &params.function).map_err(filter_error)?),
         exclude: None,
@@ -204,7 +227,13 @@ pub(crate) async fn service_trend(
     let mut query = query(service.clone(), params)?;
     narrow_to_labels(state, &mut query).await?;
     let _turn = state.read_limits.heavy_read().await?;
-    let counted = odp_store::read_window_counts(&state.pool, &query.read, &query.matched).await?;
+    let spans = if query.step_secs % DAY_SECS == 0 {
+        Spans::Range
+    } else {
+        Spans::Stored
+    };
+    let counted =
+        odp_store::read_window_counts(&state.pool, &query.read, &query.matched, spans).await?;
     let (since_ms, until_ms) = (
         query.since.timestamp_millis(),
         query.until.timestamp_millis(),
@@ -276,13 +305,41 @@ mod tests {
             params("^f$", "2026-10-29T00:00:00Z", "2026-11-28T00:00:00Z", None),
         )
         .unwrap();
-        assert_eq!(month.step_secs, 6 * 3600);
+        assert_eq!(month.step_secs, DAY_SECS, "over a week, whole days");
+        let week = query(
+            "s".into(),
+            params("^f$", "2026-11-21T00:00:00Z", "2026-11-28T00:00:00Z", None),
+        )
+        .unwrap();
+        assert_eq!(week.step_secs, 6 * 3600, "a week in 28 steps");
         let minute = query(
             "s".into(),
             params("^f$", "2026-11-28T00:00:00Z", "2026-11-28T00:01:00Z", None),
         )
         .unwrap();
         assert_eq!(minute.step_secs, 10);
+    }
+
+    #[test]
+    fn steps_of_whole_days_start_at_utc_midnight() {
+        let days = query(
+            "s".into(),
+            params("^f$", "2026-11-01T13:45:00Z", "2026-11-28T09:00:00Z", None),
+        )
+        .unwrap();
+        assert_eq!(days.step_secs, DAY_SECS);
+        assert_eq!(days.since.to_rfc3339(), "2026-11-01T00:00:00+00:00");
+        let hours = query(
+            "s".into(),
+            params(
+                "^f$",
+                "2026-11-01T13:45:00Z",
+                "2026-11-02T09:00:00Z",
+                Some(3600),
+            ),
+        )
+        .unwrap();
+        assert_eq!(hours.since.to_rfc3339(), "2026-11-01T13:45:00+00:00");
     }
 
     #[test]

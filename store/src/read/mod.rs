@@ -206,8 +206,29 @@ impl Loaded {
     }
 }
 
+/// How finely a read must tell its windows apart in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spans {
+    /// Only which windows lie in its range: whole UTC days in the range
+    /// may be read as one window per host (service days), unless the read
+    /// filters threads (a day keeps one name per thread).
+    Range,
+    /// Every window as stored (at most an hour's rollup).
+    Stored,
+}
+
+impl Spans {
+    /// The range whose whole days may be read as service days.
+    fn whole_days(self, read: &Read) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+        match (self, read.from, read.to, &read.thread) {
+            (Spans::Range, Some(from), Some(to), None) => Some((from, to)),
+            _ => None,
+        }
+    }
+}
+
 /// Finds and decodes what `read` covers; `None` when nothing matched.
-async fn load(db: &Database, read: &Read) -> Result<Option<Loaded>> {
+async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>> {
     let groups = window_groups(db, read).await?;
     let mut events: Vec<EventKind> = groups.iter().map(|g| g.event).collect();
     events.sort_unstable_by_key(|e| e.as_str());
@@ -249,7 +270,7 @@ async fn load(db: &Database, read: &Read) -> Result<Option<Loaded>> {
     profiles.extend(load_uncompacted(db, &members).await?);
     let rollups = match &read.scope {
         ReadScope::Service { service, .. } if !rolled.hours.is_empty() => {
-            rollups::load(db, service, &rolled.hours).await?
+            rollups::load_hours(db, service, &rolled.hours, spans.whole_days(read)).await?
         }
         _ => Vec::new(),
     };
@@ -268,7 +289,7 @@ async fn load(db: &Database, read: &Read) -> Result<Option<Loaded>> {
 /// Reads `read`: see the module documentation.
 pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
     let db = db.into();
-    let Some(loaded) = load(&db, read).await? else {
+    let Some(loaded) = load(&db, read, Spans::Range).await? else {
         return Ok(ReadResult::default());
     };
     let started = std::time::Instant::now();
@@ -320,14 +341,17 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
 
 /// Per window that `read` covers (its threads, range and hosts), its
 /// samples and those of `matched` stacks: what a function's trend is
-/// made of ([`odp_core::trend`]). `None` when nothing matched.
+/// made of ([`odp_core::trend`]). With [`Spans::Range`], a whole UTC day
+/// of a service may come as one window per host: for steps of whole days
+/// that start at midnight. `None` when nothing matched.
 pub async fn read_window_counts(
     db: impl Into<Database>,
     read: &Read,
     matched: &StackFilter,
+    spans: Spans,
 ) -> Result<Option<(EventKind, Vec<WindowCount>)>> {
     let db = db.into();
-    let Some(loaded) = load(&db, read).await? else {
+    let Some(loaded) = load(&db, read, spans).await? else {
         return Ok(None);
     };
     let read = read.clone();

@@ -15,8 +15,12 @@
 //! upsert, the age of a block, the locking read of whole hours, and
 //! MySQL's `read committed` transactions.
 
+mod days;
 mod mysql;
 mod postgres;
+
+pub(crate) use days::load_hours;
+pub use days::{build_day, days_to_build, DayBuilt, DAY_SETTLE};
 
 use std::collections::BTreeMap;
 
@@ -25,7 +29,7 @@ use odp_profile::{Level, Profile, ProfileBuilder};
 use uuid::Uuid;
 
 use crate::cpu::blocking;
-use crate::database::{on_backend, Database};
+use crate::database::Database;
 use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::{Sql, Tx};
 use crate::{Result, StoreError};
@@ -374,7 +378,7 @@ async fn rewrite_one(
     let (windows, samples) = (rollup.windows.len() as i32, rollup.total_samples() as i64);
     let block = blocking(move || Ok(rollup.encode(Level::Small))).await?;
     Sql::new(
-        "update service_rollups set windows = $3, samples = $4, block = $5, built_at = {now}
+        "update service_rollups set windows = $3, samples = $4, block = $5, built_at = {clock}
          where service = $1 and hour = $2",
     )
     .bind(service)
@@ -411,16 +415,6 @@ async fn decoded(blocks: Vec<Vec<u8>>) -> Result<Vec<Profile>> {
             .collect()
     })
     .await
-}
-
-/// The rollups of `service` for `hours`, decoded on blocking threads.
-pub(crate) async fn load(
-    db: &Database,
-    service: &str,
-    hours: &[DateTime<Utc>],
-) -> Result<Vec<Profile>> {
-    let blocks = on_backend!(db, load(service, hours))?;
-    decoded(blocks).await
 }
 
 #[cfg(test)]

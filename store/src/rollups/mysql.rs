@@ -19,10 +19,38 @@ pub(super) const LOCK_PENDING: &str =
 /// Writes a rollup, replacing the one stored: `$1` service, `$2` hour,
 /// `$3` windows, `$4` samples, `$5` block.
 pub(super) const SAVE_ROLLUP: &str =
-    "insert into service_rollups (service, `hour`, windows, samples, block)
-     values ($1, $2, $3, $4, $5)
+    "insert into service_rollups (service, `hour`, windows, samples, block, built_at)
+     values ($1, $2, $3, $4, $5, {clock})
      on duplicate key update windows = values(windows), samples = values(samples),
-         block = values(block), built_at = {now}";
+         block = values(block), built_at = values(built_at)";
+
+/// Service days to (re)build (see `postgres::STALE_DAYS`): UTC days by
+/// `date()`, the session's time zone being UTC.
+pub(super) const STALE_DAYS: &str = "
+    select h.service, h.`day` from (
+        select service, timestamp(date(`hour`)) as `day`, count(*) as hours,
+               sum(samples) as samples, max(built_at) as built_at
+        from service_rollups where `hour` < $1 group by service, timestamp(date(`hour`))) h
+    left join service_days d on d.service = h.service and d.`day` = h.`day`
+    where d.`day` is null or d.hours <> h.hours or d.samples <> h.samples
+          or d.built_at < h.built_at
+    union all
+    select d.service, d.`day` from service_days d where not exists (
+        select 1 from service_rollups r where r.service = d.service
+        and r.`hour` >= d.`day` and r.`hour` < d.`day` + interval 1 day)
+    order by 2 limit $2";
+
+/// A day's hour rollups of `$1` in `[$2, $3)`, held shared: (samples,
+/// block).
+pub(super) const LOCK_DAY_HOURS: &str = "select samples, block from service_rollups
+     where service = $1 and `hour` >= $2 and `hour` < $3 order by `hour` lock in share mode";
+
+/// Writes a day block (see `postgres::SAVE_DAY`).
+pub(super) const SAVE_DAY: &str =
+    "insert into service_days (service, `day`, hours, windows, samples, block, built_at)
+     values ($1, $2, $3, $4, $5, $6, {clock})
+     on duplicate key update hours = values(hours), windows = values(windows),
+         samples = values(samples), block = values(block), built_at = values(built_at)";
 
 /// Locks the rollups of the hours `$1`: (service, hour, block).
 ///

@@ -14,6 +14,9 @@
 //! The text may use, besides `$1`…`$n`:
 //! - `"name"`: a quoted identifier, in backticks for MySQL;
 //! - `{now}`: the current time with microseconds (`now()`, `now(6)`);
+//! - `{clock}`: the time the statement runs (`clock_timestamp()`,
+//!   `now(6)`), where Postgres' `now()` is its transaction's start: a
+//!   time that orders writes by when they took their rows' locks;
 //! - a `$n` bound to a `std::time::Duration`, which is written as an
 //!   interval: `at < {now} - $1`;
 //! - a `$n` bound with [`Sql::bind_list`], written `(v1, v2, …)`:

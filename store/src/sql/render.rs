@@ -31,7 +31,10 @@ impl Shape {
 }
 
 /// The tokens a shared statement may use, and what each backend writes.
-const TOKENS: &[(&str, &str, &str)] = &[("{now}", "now()", "now(6)")];
+const TOKENS: &[(&str, &str, &str)] = &[
+    ("{now}", "now()", "now(6)"),
+    ("{clock}", "clock_timestamp()", "now(6)"),
+];
 
 /// `text` for `dialect`, and the values to bind in order, as
 /// `(argument, element)` indexes into the statement's arguments (element

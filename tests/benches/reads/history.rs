@@ -6,8 +6,9 @@
 //! against the same reads of one hour, measured in the same run.
 //!
 //! Written straight into the store (one finished profile per host and
-//! hour, then its rollups), since a month of agent windows cannot be
-//! replayed on 2 cores; `ODP_BENCH_HISTORY_HOSTS` and `…_DAYS` size it.
+//! hour, then its rollups, then its settled days as the pipeline builds
+//! them), since a month of agent windows cannot be replayed on 2 cores;
+//! `ODP_BENCH_HISTORY_HOSTS` and `…_DAYS` size it.
 
 use std::time::Instant;
 
@@ -99,6 +100,46 @@ async fn store_history(db: &Database, hosts: usize, first: DateTime<Utc>, hours:
     samples
 }
 
+/// Builds every settled service day, as the pipeline does once a day
+/// has settled; how many.
+async fn build_days(db: &Database) -> usize {
+    let mut built = 0;
+    loop {
+        let days = odp_store::days_to_build(db, odp_store::DAY_SETTLE, 100)
+            .await
+            .unwrap();
+        if days.is_empty() {
+            return built;
+        }
+        for (service, day) in days {
+            odp_store::build_day(db, &service, day).await.unwrap();
+            built += 1;
+        }
+    }
+}
+
+/// The bytes of the service's profile blocks, hour rollups and days.
+async fn stored_bytes(db: &Database) -> String {
+    let mut parts = Vec::new();
+    for (name, table) in [
+        ("profile blocks", "profile_blocks"),
+        ("hour rollups", "service_rollups"),
+        ("days", "service_days"),
+    ] {
+        let Database::Postgres(pool) = db else {
+            return "sizes on Postgres only".into();
+        };
+        let bytes: Option<i64> = sqlx::query_scalar(&format!(
+            "select sum(octet_length(block))::bigint from {table}"
+        ))
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        parts.push(format!("{name} {:.1} MB", bytes.unwrap_or(0) as f64 / 1e6));
+    }
+    parts.join(", ")
+}
+
 /// Stores the history and times its reads through the API.
 pub(super) async fn history(api: &Api, db: &Database) {
     let hosts = env_or("ODP_BENCH_HISTORY_HOSTS", 10);
@@ -114,6 +155,13 @@ pub(super) async fn history(api: &Api, db: &Database) {
         "history: {days} days × {hosts} hosts at {HZ} Hz, one window per host and hour \
          ({samples} samples), stored and rolled up in {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+    let started = Instant::now();
+    let days_built = build_days(db).await;
+    println!(
+        "  {days_built} service days built from their hours in {:.1} s ({})",
+        started.elapsed().as_secs_f64(),
+        stored_bytes(db).await
     );
     let range = |from: DateTime<Utc>, to: DateTime<Utc>| {
         format!(
