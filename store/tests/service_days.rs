@@ -180,6 +180,17 @@ async fn a_changed_hour_makes_its_day_stale(db: Database) {
     assert!(stale(&db).await.is_empty());
 }
 
+/// Every settled day is listed, oldest first.
+async fn every_settled_day_is_listed(db: Database) {
+    let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
+    let days: Vec<DateTime<Utc>> = (2..5).rev().map(|d| today - Duration::days(d)).collect();
+    for &day in &days {
+        a_day_of_a_fleet(&db, day).await;
+    }
+    let listed: Vec<DateTime<Utc>> = stale(&db).await.into_iter().map(|(_, d)| d).collect();
+    assert_eq!(listed, days);
+}
+
 /// A day that has not settled is left to its hours.
 async fn a_day_is_built_once_settled(db: Database) {
     let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
@@ -195,4 +206,5 @@ on_both_backends!(
     a_day_reads_as_its_hours,
     a_changed_hour_makes_its_day_stale,
     a_day_is_built_once_settled,
+    every_settled_day_is_listed,
 );

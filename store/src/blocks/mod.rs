@@ -26,7 +26,7 @@ use uuid::Uuid;
 pub(crate) use legacy::frame_ids;
 use legacy::LegacyRows;
 
-use crate::cpu::blocking;
+use crate::cpu::{blocking, in_halves};
 use crate::database::Database;
 use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::{On, Sql, Tx};
@@ -144,19 +144,7 @@ async fn load(
     let parts = read_parts_pooled(db, profile_ids, with_blocks).await?;
     let mut parts: Vec<(Uuid, Parts)> = parts.into_iter().collect();
     parts.sort_by_key(|(id, _)| *id);
-    let half = parts.split_off(parts.len() / 2);
-    let build_all = |parts: Vec<(Uuid, Parts)>| {
-        blocking(move || {
-            parts
-                .into_iter()
-                .map(|(id, parts)| Ok((id, build(id, parts)?)))
-                .collect::<Result<Vec<_>>>()
-        })
-    };
-    let (first, second) = tokio::join!(build_all(parts), build_all(half));
-    let mut out = first?;
-    out.extend(second?);
-    Ok(out)
+    in_halves(parts, |(id, parts)| Ok((id, build(id, parts)?))).await
 }
 
 /// [`read_parts`] on one connection of the pool, unlocked.

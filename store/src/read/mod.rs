@@ -359,13 +359,14 @@ pub async fn read_window_counts(
     tokio::task::spawn_blocking(move || {
         let host_filter = loaded.host_filter();
         let all = loaded.selection(&read, &host_filter, &read.stacks);
-        let parts = loaded
+        let parts: Vec<&Profile> = loaded
             .profiles
             .iter()
             .map(|(_, profile)| profile)
-            .chain(&loaded.rollups);
-        let mut counts = Vec::new();
-        for profile in parts {
+            .chain(&loaded.rollups)
+            .collect();
+        let counts = crate::cpu::map_in_halves(&parts, |profile| {
+            let mut counts = Vec::new();
             let names = NameTree::new(profile);
             let samples = profile.select(&all, &names).window_samples;
             let hits = profile
@@ -389,8 +390,9 @@ pub async fn read_window_counts(
                     });
                 }
             }
-        }
-        Some((loaded.event, counts))
+            counts
+        });
+        Some((loaded.event, counts.into_iter().flatten().collect()))
     })
     .await
     .map_err(|e| StoreError::Corrupt(format!("counting windows failed: {e}")))
@@ -489,13 +491,16 @@ fn select_all(
             });
         }
     }
-    for profile in rollups {
-        let names = std::rc::Rc::new(NameTree::new(profile));
+    let rolled = crate::cpu::map_in_halves(rollups, |profile| {
+        let names = NameTree::new(profile);
         let sums = profile.select(selection, &names);
+        (names, sums)
+    });
+    for (profile, (names, sums)) in rollups.iter().zip(rolled) {
         parts.push(Part {
             host: None,
             profile,
-            names,
+            names: std::rc::Rc::new(names),
             sums,
         });
     }

@@ -28,7 +28,7 @@ use chrono::{DateTime, Utc};
 use odp_profile::{Level, Profile, ProfileBuilder};
 use uuid::Uuid;
 
-use crate::cpu::blocking;
+use crate::cpu::{blocking, in_halves};
 use crate::database::Database;
 use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::{Sql, Tx};
@@ -404,15 +404,10 @@ async fn changed(
     .await
 }
 
-/// Stored rollups decoded.
+/// Stored rollups decoded, on two blocking threads.
 async fn decoded(blocks: Vec<Vec<u8>>) -> Result<Vec<Profile>> {
-    blocking(move || {
-        blocks
-            .into_iter()
-            .map(|bytes| {
-                Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
-            })
-            .collect()
+    in_halves(blocks, |bytes| {
+        Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
     })
     .await
 }
