@@ -1,6 +1,8 @@
 //! What profiling costs a CPU-bound process: the throughput of a fixed
 //! workload (benches/data/tree.c walking a call tree on one thread) with
-//! the agent's native plugin sampling it at 99 and 999 Hz, against the
+//! the agent's native plugin sampling it at 99 and 999 Hz, and as a
+//! continuous profile samples it (19 Hz, the agent's default 10 s windows),
+//! against the
 //! same workload unprofiled and under `perf record -g -e cpu-clock` at the
 //! same rates (writing to a temporary file).
 //!
@@ -21,7 +23,7 @@
 //! medians over rounds are printed. The 2-core VM is noisy: read ratios.
 //!
 //! Run by hand: `cargo bench -p odp-profiler-service --bench overhead`
-//! (about 4 minutes for 6 rounds; `ODP_BENCH_ROUNDS` sets the rounds; needs
+//! (about 7 minutes for 6 rounds; `ODP_BENCH_ROUNDS` sets the rounds; needs
 //! perf_event access like the live tests, and `perf` on PATH).
 
 use std::path::Path;
@@ -33,12 +35,21 @@ mod common;
 const WARMUP_MS: u64 = 1_000;
 const MEASURE_MS: u64 = 5_000;
 const RATES: [u32; 2] = [99, 999];
+/// A continuous profile: its rate, the agent's default window, a run long
+/// enough for two windows after the first, and the agent's CPU budget per
+/// profiled process at it (issue 29): a fifth of a percent of a core.
+const CONTINUOUS_HZ: u32 = 19;
+const CONTINUOUS_WINDOW: Duration = Duration::from_secs(10);
+const CONTINUOUS_MEASURE_MS: u64 = 30_000;
+const CONTINUOUS_TARGET: f64 = 0.002;
 const WINDOW: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Condition {
     Unprofiled,
     Agent(u32),
+    /// The agent as a continuous profile runs it.
+    Continuous,
     Perf(u32),
 }
 
@@ -46,6 +57,7 @@ impl Condition {
     fn all() -> Vec<Condition> {
         let mut all = vec![Condition::Unprofiled];
         all.extend(RATES.map(Condition::Agent));
+        all.push(Condition::Continuous);
         all.extend(RATES.map(Condition::Perf));
         all
     }
@@ -54,6 +66,7 @@ impl Condition {
         match self {
             Condition::Unprofiled => "unprofiled".into(),
             Condition::Agent(hz) => format!("agent@{hz}Hz"),
+            Condition::Continuous => format!("continuous@{CONTINUOUS_HZ}Hz"),
             Condition::Perf(hz) => format!("perf@{hz}Hz"),
         }
     }
@@ -88,16 +101,25 @@ fn throughput(line: &str) -> (f64, f64) {
 }
 
 fn run(tree: &Path, condition: Condition, perf_data: &Path) -> Run {
-    let (warmup, measure) = (WARMUP_MS.to_string(), MEASURE_MS.to_string());
+    let measure_ms = if condition == Condition::Continuous {
+        CONTINUOUS_MEASURE_MS
+    } else {
+        MEASURE_MS
+    };
+    let (warmup, measure) = (WARMUP_MS.to_string(), measure_ms.to_string());
     let (mut workload, read_line) = common::start_reporting(tree, &["count", &warmup, &measure]);
     let pid = workload.id();
     let (mut steady_share, mut samples_per_s) = (None, None);
     let (line, profiler_share) = match condition {
         Condition::Unprofiled => (read_line(), 0.0),
-        Condition::Agent(hz) => {
+        Condition::Agent(_) | Condition::Continuous => {
+            let (hz, window) = match condition {
+                Condition::Agent(hz) => (hz, WINDOW),
+                _ => (CONTINUOUS_HZ, CONTINUOUS_WINDOW),
+            };
             let (stop, stop_rx) = mpsc::channel();
             let agent =
-                std::thread::spawn(move || common::profile_cost(pid, WINDOW, hz, None, &stop_rx));
+                std::thread::spawn(move || common::profile_cost(pid, window, hz, None, &stop_rx));
             let line = read_line();
             // The sender dropping would stop it too; sending says why.
             stop.send(()).ok();
@@ -132,9 +154,10 @@ fn main() {
     let conditions = Condition::all();
     let rounds = common::rounds(6);
     eprintln!(
-        "{rounds} rounds of {} conditions, {} s each ...",
+        "{rounds} rounds of {} conditions, {} s each (the continuous one {} s) ...",
         conditions.len(),
-        (WARMUP_MS + MEASURE_MS) / 1000
+        (WARMUP_MS + MEASURE_MS) / 1000,
+        (WARMUP_MS + CONTINUOUS_MEASURE_MS) / 1000
     );
     // runs[round][condition]
     let mut runs: Vec<Vec<Run>> = Vec::new();
@@ -196,6 +219,7 @@ fn report(conditions: &[Condition], runs: &[Vec<Run>]) {
                     + r.profiler_share),
         );
     }
+    continuous_target(conditions, runs);
     println!("medians over {} rounds of each round's ratios:", runs.len());
     for (i, c) in conditions.iter().enumerate().skip(1) {
         let wall: Vec<f64> = runs
@@ -216,4 +240,24 @@ fn report(conditions: &[Condition], runs: &[Vec<Run>]) {
             100.0 * median(i, &|r, _| r.profiler_share),
         );
     }
+}
+
+/// The agent's CPU at continuous profiles' rate against its budget: over
+/// its whole run (attaching and symbolizing included) and after its first
+/// window (what an always-on profile costs hour after hour).
+fn continuous_target(conditions: &[Condition], runs: &[Vec<Run>]) {
+    let Some(i) = conditions.iter().position(|c| *c == Condition::Continuous) else {
+        return;
+    };
+    let whole = common::median(runs.iter().map(|r| r[i].profiler_share).collect());
+    let steady: Vec<f64> = runs.iter().filter_map(|r| r[i].steady_share).collect();
+    let steady = (!steady.is_empty()).then(|| common::median(steady));
+    println!(
+        "continuous profile ({CONTINUOUS_HZ} Hz, {} s windows), one profiled process: agent CPU {:.3} % \
+         of a core over its run, {} after its first window (target <= {:.1} %)",
+        CONTINUOUS_WINDOW.as_secs(),
+        100.0 * whole,
+        steady.map_or("-".to_owned(), |s| format!("{:.3} %", 100.0 * s)),
+        100.0 * CONTINUOUS_TARGET
+    );
 }

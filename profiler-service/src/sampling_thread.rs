@@ -31,8 +31,19 @@ use crate::plugin::{OpenOptions, PluginError, Plugins, Session, WindowSink};
 use crate::targets::{ProcFs, Selector};
 use crate::window::{publish_final, unix_ms, WindowClock};
 
-/// How often buffers are drained.
+/// How often buffers are drained at 99 Hz and faster; slower rates drain
+/// as many samples less often (see [`drain_every`]).
 const TICK: Duration = Duration::from_millis(50);
+/// The longest wait between drains, whatever the rate.
+const LONGEST_TICK: Duration = Duration::from_millis(500);
+
+/// How long the sampling thread sleeps between drains at `hz`: about five
+/// samples per thread at a time. Each wake-up costs the same whether it
+/// finds 1 sample or 50, so at a continuous profile's 19 Hz draining every
+/// 50 ms would be most of the agent's CPU.
+fn drain_every(hz: u32) -> Duration {
+    (TICK * 99 / hz.max(1)).clamp(TICK, LONGEST_TICK)
+}
 /// How often the target's processes and threads are re-scanned.
 const RESCAN: Duration = Duration::from_secs(1);
 
@@ -199,7 +210,7 @@ pub fn run(
             .seeing_new_processes(session.sees_new_processes());
     let reason = loop {
         let now = Instant::now();
-        let mut sleep = clock.sleep_for(now, TICK);
+        let mut sleep = clock.sleep_for(now, drain_every(control.frequency()));
         if let Some(duty) = &duty {
             sleep = sleep.min(duty.next_change(now).saturating_duration_since(now));
         }
@@ -381,5 +392,24 @@ fn close_window(
         snapshots: numbered_parts(snapshot, spec.max_message_bytes, clock),
         reports,
         next_hz: outcome.next_hz,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slower_rates_drain_as_many_samples_less_often() {
+        assert_eq!(drain_every(999), TICK);
+        assert_eq!(drain_every(99), TICK);
+        // 19 Hz: five samples a thread, every quarter second or so.
+        let continuous = drain_every(19);
+        assert!(
+            (Duration::from_millis(250)..=Duration::from_millis(270)).contains(&continuous),
+            "{continuous:?}"
+        );
+        assert_eq!(drain_every(1), LONGEST_TICK);
+        assert_eq!(drain_every(0), LONGEST_TICK);
     }
 }
