@@ -16,6 +16,7 @@
 mod coverage;
 mod mysql;
 mod postgres;
+mod select;
 
 pub use coverage::{read_coverage, CoverageByEvent};
 
@@ -27,7 +28,7 @@ use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
 use odp_core::trend::WindowCount;
 use odp_core::{EventKind, WeightedStack};
-use odp_profile::{many, scale, stacks, weigh, NameTree, NodeSums, Profile, Selection, View};
+use odp_profile::{many, stacks, NameTree, Profile, Selection, View};
 use sqlx::{Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
@@ -35,6 +36,7 @@ use crate::blocks::{load_profiles, load_uncompacted};
 use crate::database::{on_backend, Database};
 use crate::sql::mysql_lists::fetch_any;
 use crate::{rollups, Result, StoreError};
+use select::select_all;
 
 /// Whose windows a read covers.
 #[derive(Debug, Clone)]
@@ -433,120 +435,6 @@ async fn rolled_up(db: &Database, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
         members: members.into_iter().collect(),
         hours,
     })
-}
-
-/// What [`select_all`] made of the profiles and rollups read.
-struct Selected {
-    /// Event units per sample of the views (see [`ReadResult::period`]).
-    period: Option<f64>,
-    host_views: BTreeMap<String, Vec<View>>,
-    /// Per host, its samples in the rollups.
-    host_rolled: BTreeMap<String, u64>,
-    rollups: Vec<View>,
-}
-
-/// Each profile's and rollup's selected samples as views, weighted
-/// together (one scale for all, so hosts sampled at different rates
-/// compare by time). A profile's views go to its host (one that has
-/// windows of several hosts is split); a rollup's view stands for many
-/// hosts, whose totals are counted per window.
-fn select_all(
-    profiles: &[(Uuid, Profile)],
-    rollups: &[Profile],
-    selection: &Selection<'_>,
-) -> Selected {
-    struct Part<'a> {
-        host: Option<String>,
-        profile: &'a Profile,
-        names: std::rc::Rc<NameTree>,
-        sums: NodeSums,
-    }
-    let mut parts = Vec::new();
-    for (_, profile) in profiles {
-        let names = std::rc::Rc::new(NameTree::new(profile));
-        let mut profile_hosts: Vec<&str> =
-            profile.windows.iter().map(|w| w.host.as_str()).collect();
-        profile_hosts.sort_unstable();
-        profile_hosts.dedup();
-        for host in profile_hosts {
-            if selection
-                .hosts
-                .is_some_and(|all| !all.iter().any(|h| h == host))
-            {
-                continue;
-            }
-            let only = [host.to_owned()];
-            let sums = profile.select(
-                &Selection {
-                    hosts: Some(&only),
-                    ..*selection
-                },
-                &names,
-            );
-            parts.push(Part {
-                host: Some(host.to_owned()),
-                profile,
-                names: std::rc::Rc::clone(&names),
-                sums,
-            });
-        }
-    }
-    let rolled = crate::cpu::map_in_halves(rollups, |profile| {
-        let names = NameTree::new(profile);
-        let sums = profile.select(selection, &names);
-        (names, sums)
-    });
-    for (profile, (names, sums)) in rollups.iter().zip(rolled) {
-        parts.push(Part {
-            host: None,
-            profile,
-            names: std::rc::Rc::new(names),
-            sums,
-        });
-    }
-    let sums: Vec<&NodeSums> = parts.iter().map(|p| &p.sums).collect();
-    let weighted = weigh(&sums);
-    let samples_per_unit = scale(&sums);
-    let mut selected = Selected {
-        period: samples_per_unit
-            .map(|s| 1.0 / s)
-            .or_else(|| common_period(&sums)),
-        host_views: BTreeMap::new(),
-        host_rolled: BTreeMap::new(),
-        rollups: Vec::new(),
-    };
-    let mut rolled: BTreeMap<String, f64> = BTreeMap::new();
-    for (part, counts) in parts.iter().zip(weighted) {
-        let view = part.names.view(&counts);
-        match &part.host {
-            Some(host) => selected
-                .host_views
-                .entry(host.clone())
-                .or_default()
-                .push(view),
-            None => {
-                for (window, &samples) in part.profile.windows.iter().zip(&part.sums.window_samples)
-                {
-                    let weight = samples_per_unit.map_or(1.0, |s| window.period as f64 * s);
-                    *rolled.entry(window.host.clone()).or_default() += samples as f64 * weight;
-                }
-                selected.rollups.push(view);
-            }
-        }
-    }
-    selected.host_rolled = rolled
-        .into_iter()
-        .map(|(host, samples)| (host, samples.round() as u64))
-        .collect();
-    selected
-}
-
-/// The period every selected window shares, when they share one.
-fn common_period(sums: &[&NodeSums]) -> Option<f64> {
-    let kept = sums.iter().filter(|s| s.windows > 0);
-    let min = kept.clone().map(|s| s.min_period).min()?;
-    let max = kept.map(|s| s.max_period).max()?;
-    (min == max && min > 0).then_some(min as f64)
 }
 
 /// Per (host, event): windows and profiles.
