@@ -215,7 +215,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         control::heartbeats::consumer_config(&kafka),
         config.topics.events.clone(),
         identities.verifier(),
-        odp_store::Identities::new(pool.clone()),
+        pool.clone(),
     );
     let control = Control::new(
         pool.clone(),

@@ -4,7 +4,8 @@
 use anyhow::bail;
 
 use odp_client::types::{
-    ControlRequest, DeployResponse, HostsResponse, RequestList, RequestStatus, UndeployResponse,
+    AgentView, ControlRequest, DeployResponse, HostsResponse, RequestList, RequestStatus,
+    UndeployResponse,
 };
 use odp_client::ApiClient;
 use odp_client::Method;
@@ -229,7 +230,8 @@ pub(crate) fn hosts_table(hosts: &HostsResponse) -> String {
         .left("version")
         .left("plugins")
         .right("running")
-        .left("last seen");
+        .left("last seen")
+        .left("clock");
     for agent in &hosts.agents {
         table.row([
             agent.host.clone(),
@@ -238,6 +240,7 @@ pub(crate) fn hosts_table(hosts: &HostsResponse) -> String {
             agent.plugins.join(","),
             agent.running_profiles.len().to_string(),
             time(&agent.last_seen),
+            clock(agent),
         ]);
     }
     let mut out = table.render();
@@ -245,6 +248,21 @@ pub(crate) fn hosts_table(hosts: &HostsResponse) -> String {
         out.push_str("(no agents)\n");
     }
     out
+}
+
+/// A host's clock offset, and whether its times are corrected by it.
+fn clock(agent: &AgentView) -> String {
+    match agent.clock_offset_ms {
+        None => "-".to_owned(),
+        Some(ms) if agent.clock_corrected => {
+            let side = if ms < 0 { "behind" } else { "ahead" };
+            format!(
+                "{:.1} s {side} (corrected)",
+                ms.unsigned_abs() as f64 / 1000.0
+            )
+        }
+        Some(_) => "in step".to_owned(),
+    }
 }
 
 fn parse_ttl(text: &str) -> Result<i64, String> {

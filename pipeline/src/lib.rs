@@ -41,6 +41,7 @@
 
 pub mod alerts;
 mod batch;
+mod clocks;
 mod compaction;
 mod config;
 mod consumer;

@@ -34,6 +34,7 @@ pub(crate) struct PipelineMetrics {
     pub(crate) profiles_compacted: Counter,
     pub(crate) profiles_rolled_up: Counter,
     pub(crate) service_days_built: Counter,
+    pub(crate) clock_corrected: Counter,
     pub(crate) group_rejoins: Counter,
     pub(crate) queue_paused: Counter,
     pub(crate) polling_paused: Gauge,
@@ -57,6 +58,7 @@ impl PipelineMetrics {
             profiles_compacted: Counter::default(),
             profiles_rolled_up: Counter::default(),
             service_days_built: Counter::default(),
+            clock_corrected: Counter::default(),
             group_rejoins: Counter::default(),
             queue_paused: Counter::default(),
             polling_paused: Gauge::default(),
@@ -115,6 +117,11 @@ impl PipelineMetrics {
             "odp_pipeline_service_days_built",
             "Service days built (or rebuilt) from their hour rollups",
             metrics.service_days_built.clone(),
+        );
+        r.register(
+            "odp_pipeline_clock_corrected",
+            "Windows and events whose times were moved by their host's clock offset",
+            metrics.clock_corrected.clone(),
         );
         r.register(
             "odp_pipeline_group_rejoins",

@@ -157,7 +157,9 @@ pub async fn run(
         paused,
     };
     let polling = tokio::spawn(poller.run(batches, stopping.clone()));
+    let clocks = crate::clocks::Clocks::default();
     let sinks = Sinks {
+        clocks: &clocks,
         pool: &pool,
         producer: &producer,
         consumer: &consumer,
@@ -272,6 +274,8 @@ fn decode_apart(
 
 /// Where a batch's work goes.
 struct Sinks<'a> {
+    /// The hosts' clock corrections.
+    clocks: &'a crate::clocks::Clocks,
     pool: &'a Database,
     producer: &'a FutureProducer,
     consumer: &'a KafkaConsumer,
@@ -309,6 +313,10 @@ async fn process(sinks: &Sinks<'_>, config: &Config, batch: Prepared) -> Result<
     metrics
         .foreign_profile
         .inc_by((decoded.rejected.len() - refused_before) as u64);
+    // After the segments were found by the agents' own times.
+    let corrections = sinks.clocks.corrections(pool).await;
+    let moved = crate::clocks::correct(&mut decoded, &corrections);
+    metrics.clock_corrected.inc_by(moved as u64);
     // Only what is left is about to be stored: a refused `profile_finished`
     // must not have its (real) profile evaluated either.
     let touched = batch::profiles_to_evaluate(&decoded);

@@ -87,7 +87,10 @@ mod triggers;
 use sqlx::mysql::MySqlDatabaseError;
 use thiserror::Error;
 
-pub use agents::{host_is_live, hosts_labelled, list_agents, record_agent_event, AgentRow};
+pub use agents::{
+    host_clocks, host_is_live, hosts_labelled, list_agents, record_agent_event, record_host_clocks,
+    AgentRow, HostClock, CLOCK_CORRECTED_FROM_MS,
+};
 pub use odp_core::domain::ChannelKind;
 
 pub use alerts::{claim_due_deliveries, record_attempt, AttemptOutcome, DueDelivery};

@@ -8,7 +8,10 @@ use odp_core::event::{AgentEvent, AgentEventKind, FinishReason};
 use odp_core::runtime::{Library, LibraryKind, ProfileRuntime, RuntimeInfo};
 use odp_core::{EventKind, Language};
 use odp_store::runtime::profile_runtime;
-use odp_store::{host_is_live, list_agents, record_agent_event, Database, ProfileStatus, Profiles};
+use odp_store::{
+    host_clocks, host_is_live, list_agents, record_agent_event, record_host_clocks, Database,
+    ProfileStatus, Profiles,
+};
 use uuid::Uuid;
 
 mod support;
@@ -347,7 +350,58 @@ async fn a_pid_profile_is_named_by_its_process_once_started(db: Database) {
     );
 }
 
+async fn clock_offsets_are_kept_per_host_and_listed_with_its_agents(db: Database) {
+    let now = Utc::now();
+    record_agent_event(
+        &db,
+        &heartbeat("h-1", "a-1", now.timestamp_millis(), "1", &[]),
+    )
+    .await
+    .unwrap();
+    record_agent_event(
+        &db,
+        &heartbeat("h-2", "a-2", now.timestamp_millis(), "1", &[]),
+    )
+    .await
+    .unwrap();
+    record_host_clocks(&db, &[("h-1".into(), -7_200_000), ("h-3".into(), 40)])
+        .await
+        .unwrap();
+    // Measured again: the latest replaces the last.
+    record_host_clocks(&db, &[("h-1".into(), -7_199_000)])
+        .await
+        .unwrap();
+    let clocks = host_clocks(&db, now - chrono::Duration::minutes(1))
+        .await
+        .unwrap();
+    let offsets: Vec<(&str, i64, i64)> = clocks
+        .iter()
+        .map(|c| (c.host.as_str(), c.offset_ms, c.correction_ms()))
+        .collect();
+    // Under a second either way is within a heartbeat's delay: not moved.
+    assert_eq!(offsets, [("h-1", -7_199_000, -7_199_000), ("h-3", 40, 0)]);
+    assert!(host_clocks(&db, Utc::now() + chrono::Duration::minutes(1))
+        .await
+        .unwrap()
+        .is_empty());
+    let mut agents: Vec<(String, Option<i64>)> = list_agents(&db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.host, a.clock_offset_ms))
+        .collect();
+    agents.sort();
+    assert_eq!(
+        agents,
+        [
+            ("h-1".to_owned(), Some(-7_199_000)),
+            ("h-2".to_owned(), None)
+        ]
+    );
+}
+
 on_both_backends!(
+    clock_offsets_are_kept_per_host_and_listed_with_its_agents,
     hosts_are_found_by_their_labels,
     heartbeats_keep_the_latest_and_tell_live_hosts,
     lifecycle_events_move_their_profile_once_and_only_by_its_agent,

@@ -7,6 +7,7 @@ mod aggregate;
 mod api;
 mod channels;
 mod cli;
+mod clock_skew;
 mod commands;
 mod common;
 mod continuous;

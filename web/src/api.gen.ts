@@ -1069,6 +1069,19 @@ export interface components {
         /** @description An agent as its latest heartbeat describes it. */
         AgentView: {
             agent_id: string;
+            /**
+             * @description Whether that offset is large enough that the host's times are
+             *     corrected by it (1 s or more either way).
+             */
+            clock_corrected?: boolean;
+            /**
+             * Format: int64
+             * @description How far ahead of the api-server the host's clock runs, in ms
+             *     (negative: behind), as measured from its heartbeats; absent until
+             *     measured. From 1 s either way, the pipeline moves the host's
+             *     windows by it, so its samples are placed when they happened.
+             */
+            clock_offset_ms?: number | null;
             host: string;
             /** Format: date-time */
             last_seen: string;

@@ -16,6 +16,13 @@
 //! revoked ones are read again every 30 s). Anyone who can write to the
 //! events topic could otherwise make a dead host look live and keep a
 //! deploy from starting its agent.
+//!
+//! Heartbeats also measure each host's clock ([`clocks`]): a host heard
+//! from is dated by its clock less its offset, so a host whose clock runs
+//! hours behind is still live, and the offsets are recorded for the
+//! pipeline, which places a skewed host's windows by them.
+
+mod clocks;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -25,7 +32,7 @@ use std::time::Duration;
 use odp_core::event::{AgentEvent, AgentEventKind};
 use odp_core::identity::{Channel, IdentityError, MessageVerifier};
 use odp_plumbing::{signed, Kafka};
-use odp_store::{FiringReport, Identities};
+use odp_store::{Database, FiringReport, Identities};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
@@ -40,6 +47,8 @@ const RELOAD_REVOKED: Duration = Duration::from_secs(30);
 /// At most one refused heartbeat is logged this often (unix ms): a host
 /// of unsigned agents beats every few seconds.
 const LOG_REFUSED_EVERY_MS: i64 = 60_000;
+/// How often the hosts' clock offsets that changed are recorded.
+const RECORD_CLOCKS: Duration = Duration::from_secs(10);
 
 /// Why a heartbeat does not count.
 #[derive(Debug, thiserror::Error)]
@@ -51,9 +60,11 @@ pub(crate) enum Refused {
 }
 
 /// When each host's agents were last heard, unix ms by the message
-/// timestamps.
+/// timestamps less the host's clock offset.
 pub struct HeartbeatTracker {
     last_heard_ms: Mutex<HashMap<String, i64>>,
+    /// Each host's clock offset, from its heartbeats.
+    clocks: clocks::HostClocks,
     /// Each host's latest heartbeat's digest of the service definitions
     /// its agent holds (`None` from agents that predate them).
     services_digests: Mutex<HashMap<String, Option<String>>>,
@@ -83,6 +94,7 @@ impl HeartbeatTracker {
             firings,
             firings_rx: Mutex::new(Some(firings_rx)),
             last_heard_ms: Mutex::default(),
+            clocks: clocks::HostClocks::default(),
             services_digests: Mutex::default(),
             verifier,
             revoked: Mutex::default(),
@@ -91,15 +103,17 @@ impl HeartbeatTracker {
     }
 
     /// Starts following `topic` in the background, refusing the
-    /// identities `identities` says are revoked.
+    /// identities `db` says are revoked and recording the hosts' clock
+    /// offsets there.
     pub fn spawn(
         client: ClientConfig,
         topic: String,
         verifier: MessageVerifier,
-        identities: Identities,
+        db: Database,
     ) -> Arc<HeartbeatTracker> {
         let tracker = Arc::new(HeartbeatTracker::new(verifier));
-        tokio::spawn(reload_revoked(tracker.clone(), identities));
+        tokio::spawn(reload_revoked(tracker.clone(), Identities::new(db.clone())));
+        tokio::spawn(record_clocks(tracker.clone(), db));
         tokio::spawn(follow(tracker.clone(), client, topic));
         tracker
     }
@@ -133,6 +147,12 @@ impl HeartbeatTracker {
         hosts
     }
 
+    /// How far ahead `host`'s clock runs (negative: behind), in ms, if it
+    /// was heard from in the last few minutes.
+    pub fn clock_offset_ms(&self, host: &str) -> Option<i64> {
+        self.clocks.offset_ms(host)
+    }
+
     /// Replaces the revoked certificate ids.
     pub(crate) fn set_revoked(&self, ids: impl IntoIterator<Item = Uuid>) {
         *self.revoked.lock().expect("tracker lock") = ids.into_iter().collect();
@@ -146,8 +166,10 @@ impl HeartbeatTracker {
     /// Counts `message` when it is a heartbeat, and passes it on when it
     /// is a trigger report, signed by an agent of the host it names under
     /// an identity not revoked; says why not when it is one of those and
-    /// is not. Other messages are passed over.
-    pub(crate) fn note<M: Message>(&self, message: &M, now_unix_s: i64) -> Result<(), Refused> {
+    /// is not. Other messages are passed over. `now_ms` is when it was
+    /// received.
+    pub(crate) fn note<M: Message>(&self, message: &M, now_ms: i64) -> Result<(), Refused> {
+        let now_unix_s = now_ms.div_euclid(1000);
         let Some(Ok(event)) = message.payload().map(AgentEvent::from_json) else {
             return Ok(());
         };
@@ -156,8 +178,9 @@ impl HeartbeatTracker {
                 services_digest, ..
             } => {
                 self.verify(message, &event.host, now_unix_s)?;
-                let at = message.timestamp().to_millis().unwrap_or(event.at_ms);
-                self.record(event.host, at, services_digest);
+                let sent = message.timestamp().to_millis().unwrap_or(event.at_ms);
+                let offset = self.clocks.note(&event.host, sent, now_ms);
+                self.record(event.host, sent.saturating_sub(offset), services_digest);
             }
             AgentEventKind::TriggerFired {
                 trigger_id,
@@ -237,6 +260,30 @@ async fn reload_revoked(tracker: Arc<HeartbeatTracker>, identities: Identities) 
     }
 }
 
+/// Records the hosts' clock offsets that changed every
+/// [`RECORD_CLOCKS`]; a failed write is tried again at the next.
+async fn record_clocks(tracker: Arc<HeartbeatTracker>, db: Database) {
+    let mut tick = tokio::time::interval(RECORD_CLOCKS);
+    loop {
+        tick.tick().await;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let due = tracker.clocks.due(now_ms);
+        if due.is_empty() {
+            continue;
+        }
+        match odp_store::record_host_clocks(&db, &due).await {
+            Ok(()) => tracker.clocks.recorded(&due, now_ms),
+            Err(e) => tracing::warn!(error = %e, "recording the hosts' clock offsets failed"),
+        }
+        for (host, offset_ms) in due
+            .iter()
+            .filter(|(_, o)| o.abs() >= odp_store::CLOCK_CORRECTED_FROM_MS)
+        {
+            tracing::warn!(%host, offset_ms, "the host's clock is off; its windows are moved by it");
+        }
+    }
+}
+
 async fn follow(tracker: Arc<HeartbeatTracker>, client: ClientConfig, topic: String) {
     let consumer = loop {
         let assign = tokio::task::spawn_blocking({
@@ -256,8 +303,8 @@ async fn follow(tracker: Arc<HeartbeatTracker>, client: ClientConfig, topic: Str
     loop {
         match consumer.recv().await {
             Ok(message) => {
-                if let Err(refused) = tracker.note(&message, signed::unix_now()) {
-                    let now_ms = chrono::Utc::now().timestamp_millis();
+                let now_ms = chrono::Utc::now().timestamp_millis();
+                if let Err(refused) = tracker.note(&message, now_ms) {
                     tracker.log_refused(&refused, now_ms);
                 }
             }

@@ -14,17 +14,29 @@ use crate::AppState;
 pub(crate) async fn agents(state: &AppState) -> Result<Vec<AgentView>, ServiceError> {
     let now = Utc::now();
     let live_within_secs = state.control.live_within_secs();
+    let heartbeats = state.control.heartbeats();
     Ok(odp_store::list_agents(&state.pool)
         .await?
         .into_iter()
-        .map(|a| AgentView {
-            live: (now - a.last_seen).num_seconds() <= live_within_secs,
-            host: a.host,
-            agent_id: a.agent_id,
-            version: a.version,
-            plugins: a.plugins,
-            running_profiles: a.running_profiles,
-            last_seen: a.last_seen,
+        .map(|a| {
+            // This replica's own reading is the freshest; the store's is
+            // any replica's, as last recorded.
+            let clock_offset_ms = heartbeats
+                .as_ref()
+                .and_then(|h| h.clock_offset_ms(&a.host))
+                .or(a.clock_offset_ms);
+            AgentView {
+                clock_offset_ms,
+                clock_corrected: clock_offset_ms
+                    .is_some_and(|o| o.abs() >= odp_store::CLOCK_CORRECTED_FROM_MS),
+                live: (now - a.last_seen).num_seconds() <= live_within_secs,
+                host: a.host,
+                agent_id: a.agent_id,
+                version: a.version,
+                plugins: a.plugins,
+                running_profiles: a.running_profiles,
+                last_seen: a.last_seen,
+            }
         })
         .collect())
 }

@@ -30,10 +30,11 @@ pub(super) async fn heartbeats(shared: Arc<Shared>, every: Duration) {
             };
             (state.index, state.agent_id.clone(), kind)
         };
+        let at_ms = shared.clock_ms(index);
         let payload = AgentEvent {
             host: host.clone(),
             agent_id,
-            at_ms: unix_ms(),
+            at_ms,
             kind,
         }
         .to_json();
@@ -41,6 +42,7 @@ pub(super) async fn heartbeats(shared: Arc<Shared>, every: Duration) {
         let record = FutureRecord::to(&shared.topics.events)
             .key(host)
             .payload(&payload)
+            .timestamp(at_ms)
             .headers(signed::headers(&signature));
         // Queued now, delivered in the background: a slow broker must not
         // bunch the next hosts' beats.

@@ -73,6 +73,11 @@ pub struct SimHost {
     /// Names of the services with live processes on the host: reported
     /// once a sync defines them, as the agent's process scan would.
     pub services: Vec<String>,
+    /// How far ahead of true time the host's clock runs, in ms (negative:
+    /// behind): its heartbeats, events and windows are stamped with it,
+    /// as a skewed host's agent would stamp them. Commands are still
+    /// checked against true time.
+    pub clock_offset_ms: i64,
 }
 
 impl SimHost {
@@ -87,6 +92,7 @@ impl SimHost {
                     ("version".to_owned(), format!("v{}", i % 2)),
                 ]),
                 services: services.iter().map(|s| (*s).to_owned()).collect(),
+                clock_offset_ms: 0,
             })
             .collect()
     }
@@ -266,6 +272,8 @@ struct Shared {
     producers: Vec<FutureProducer>,
     /// Each host's identity, by its index.
     identities: Vec<AgentIdentity>,
+    /// Each host's clock offset, by its index.
+    clock_offsets: Vec<i64>,
     hosts: HashMap<String, Mutex<HostState>>,
     order: Vec<String>,
     windows: Vec<Snapshot>,
@@ -368,6 +376,7 @@ impl FleetSim {
             topics: options.topics.clone(),
             producers,
             identities,
+            clock_offsets: options.hosts.iter().map(|h| h.clock_offset_ms).collect(),
             hosts,
             order,
             windows: options.windows.clone(),
@@ -475,12 +484,18 @@ impl Shared {
         &self.producers[index % self.producers.len()]
     }
 
+    /// The time by the clock of the host of `index`, unix ms.
+    fn clock_ms(&self, index: usize) -> i64 {
+        unix_ms() + self.clock_offsets[index]
+    }
+
     /// Publishes an event of `host` keyed by its id, awaiting the broker.
     async fn event(&self, index: usize, host: &str, agent_id: &str, kind: AgentEventKind) -> bool {
+        let at_ms = self.clock_ms(index);
         let payload = AgentEvent {
             host: host.to_owned(),
             agent_id: agent_id.to_owned(),
-            at_ms: unix_ms(),
+            at_ms,
             kind,
         }
         .to_json();
@@ -488,6 +503,7 @@ impl Shared {
         let record = FutureRecord::to(&self.topics.events)
             .key(host)
             .payload(&payload)
+            .timestamp(at_ms)
             .headers(signed::headers(&signature));
         let sent = self.producer(index).send(record, QUEUE_TIMEOUT).await;
         if sent.is_err() {
@@ -503,6 +519,7 @@ impl Shared {
         let record = FutureRecord::to(&self.topics.stacks)
             .key(&key)
             .payload(&payload)
+            .timestamp(self.clock_ms(index))
             .headers(signed::headers(&signature));
         let sent = self.producer(index).send(record, QUEUE_TIMEOUT).await;
         if sent.is_err() {

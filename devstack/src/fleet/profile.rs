@@ -84,8 +84,9 @@ impl ProfileRun {
                         host: &self.host,
                         agent_id: &self.agent_id,
                         sequence,
-                        window_start_ms: window_start,
-                        window_end_ms: cut,
+                        // Stamped by the host's clock.
+                        window_start_ms: window_start + shared.clock_offsets[self.index],
+                        window_end_ms: cut + shared.clock_offsets[self.index],
                         frequency_hz: self.start.frequency_hz,
                     },
                 );

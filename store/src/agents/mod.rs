@@ -1,7 +1,10 @@
 //! Agent heartbeats and profile lifecycle events from `odp.events`.
 
+mod clocks;
 mod mysql;
 mod postgres;
+
+pub use clocks::{host_clocks, record_host_clocks, HostClock, CLOCK_CORRECTED_FROM_MS};
 
 use std::collections::BTreeMap;
 
@@ -27,13 +30,18 @@ pub struct AgentRow {
     #[sqlx(try_from = "List<Uuid>")]
     pub running_profiles: Vec<Uuid>,
     pub last_seen: DateTime<Utc>,
+    /// Ms its host's clock runs ahead of the api-server's (negative:
+    /// behind), when measured ([`HostClock`]).
+    pub clock_offset_ms: Option<i64>,
 }
 
 /// Every agent that ever sent a heartbeat, most recently seen first.
 pub async fn list_agents(db: impl Into<Database>) -> Result<Vec<AgentRow>> {
     Sql::new(
-        "select host, agent_id, version, plugins, running_profiles, last_seen
-         from agents order by last_seen desc",
+        "select a.host, a.agent_id, a.version, a.plugins, a.running_profiles, a.last_seen,
+                c.offset_ms as clock_offset_ms
+         from agents a left join host_clocks c on c.host = a.host
+         order by a.last_seen desc",
     )
     .fetch_all(&db.into())
     .await

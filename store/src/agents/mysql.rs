@@ -17,3 +17,9 @@ pub(super) const RECORD_HEARTBEAT: &str =
          services_digest = if(values(last_seen) >= last_seen,
                               values(services_digest), services_digest),
          last_seen = greatest(last_seen, values(last_seen))";
+
+/// Records a host's clock offset, binding as Postgres' statement does.
+pub(super) const RECORD_CLOCK: &str = "insert into host_clocks (host, offset_ms, measured_at)
+     values ($1, $2, {now})
+     on duplicate key update
+         offset_ms = values(offset_ms), measured_at = values(measured_at)";

@@ -24,3 +24,9 @@ pub(super) const RECORD_HEARTBEAT: &str =
          services_digest = case when excluded.last_seen >= agents.last_seen
                                 then excluded.services_digest else agents.services_digest end,
          last_seen = greatest(agents.last_seen, excluded.last_seen)";
+
+/// Records a host's clock offset: binds host and offset (ms).
+pub(super) const RECORD_CLOCK: &str = "insert into host_clocks (host, offset_ms, measured_at)
+     values ($1, $2, {now})
+     on conflict (host) do update set
+         offset_ms = excluded.offset_ms, measured_at = excluded.measured_at";

@@ -229,8 +229,12 @@ fn build(profile_id: Uuid, mut parts: Parts) -> Result<Profile> {
     for window in &parts.windows {
         match &window.block {
             Some(bytes) => {
-                let snapshot = Snapshot::decode(bytes)
+                let mut snapshot = Snapshot::decode(bytes)
                     .map_err(|e| StoreError::Corrupt(format!("window {}: {e}", window.id)))?;
+                // The block is as its agent sent it, with its host's
+                // clock; the row has the times the pipeline placed it at.
+                snapshot.window_start_ms = window.window_start.timestamp_millis();
+                snapshot.window_end_ms = window.window_end.timestamp_millis();
                 builder.add_snapshot(&snapshot);
             }
             None => parts.legacy.add_window(&mut builder, profile_id, window)?,

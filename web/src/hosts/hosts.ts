@@ -6,6 +6,14 @@ import { hasRole } from '../auth';
 import { h, notice, when } from '../format';
 import { href } from '../router';
 
+/** A host's clock offset, and whether its times are corrected by it. */
+function clock(a: Schemas['AgentView']): string {
+  const ms = a.clock_offset_ms;
+  if (ms === undefined || ms === null) return '-';
+  if (!a.clock_corrected) return 'in step';
+  return `${(Math.abs(ms) / 1000).toFixed(1)} s ${ms < 0 ? 'behind' : 'ahead'} (corrected)`;
+}
+
 export async function hostsView(): Promise<HTMLElement> {
   const { agents } = await get<Schemas['HostsResponse']>('/api/v1/hosts');
   const admin = hasRole('admin');
@@ -41,7 +49,7 @@ export async function hostsView(): Promise<HTMLElement> {
           h(
             'thead',
             {},
-            h('tr', {}, ...['host', 'agent', 'version', 'plugins', 'running', 'last seen', 'live', ''].map((t) => h('th', {}, t))),
+            h('tr', {}, ...['host', 'agent', 'version', 'plugins', 'running', 'last seen', 'clock', 'live', ''].map((t) => h('th', {}, t))),
           ),
           h(
             'tbody',
@@ -56,6 +64,7 @@ export async function hostsView(): Promise<HTMLElement> {
                 h('td', {}, a.plugins.join(', ')),
                 h('td', {}, ...a.running_profiles.map((id) => h('a', { href: `#/profiles/${id}` }, id.slice(0, 8) + ' '))),
                 h('td', {}, when(a.last_seen)),
+                h('td', { class: 'clock' }, clock(a)),
                 h('td', {}, a.live ? 'yes' : 'no'),
                 h(
                   'td',

@@ -27,12 +27,19 @@ impl Issuer {
         MessageVerifier::from_public_pem(&self.public_pem).unwrap()
     }
 
-    /// A new agent of `host` with a certificate from this key.
+    /// A new agent of `host` with a certificate from this key, valid from
+    /// an hour ago (heartbeats received in the past are checked then).
     fn agent(&self, host: &str) -> AgentIdentity {
         let key = AgentKey::generate().unwrap();
-        let now = now_s();
-        let (_, token) =
-            issue_certificate(&self.signer, host, &key.public_key(), now, now + 3600).unwrap();
+        let now = now_ms().div_euclid(1000);
+        let (_, token) = issue_certificate(
+            &self.signer,
+            host,
+            &key.public_key(),
+            now - 3600,
+            now + 3600,
+        )
+        .unwrap();
         AgentIdentity::new(key, &token, &self.verifier(), host, now).unwrap()
     }
 }
@@ -50,16 +57,30 @@ impl Fleet {
         Fleet { issuer, tracker }
     }
 
-    /// A heartbeat of `host`, signed by a certified agent of `host`.
+    /// A heartbeat of `host`, signed by a certified agent of `host`,
+    /// received as it was sent.
     fn beat(&self, host: &str, timestamp_ms: Option<i64>, at_ms: i64, digest: Option<&str>) {
+        let received_ms = timestamp_ms.unwrap_or(at_ms);
+        self.beat_received(host, timestamp_ms, at_ms, digest, received_ms);
+    }
+
+    /// A heartbeat of `host` received at `received_ms`.
+    fn beat_received(
+        &self,
+        host: &str,
+        timestamp_ms: Option<i64>,
+        at_ms: i64,
+        digest: Option<&str>,
+        received_ms: i64,
+    ) {
         let agent = self.issuer.agent(host);
         let beat = signed(&agent, heartbeat(host, at_ms, digest), timestamp_ms);
-        self.tracker.note(&beat, now_s()).unwrap();
+        self.tracker.note(&beat, received_ms).unwrap();
     }
 }
 
-fn now_s() -> i64 {
-    chrono::Utc::now().timestamp()
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
 }
 
 fn heartbeat(host: &str, at_ms: i64, digest: Option<&str>) -> Vec<u8> {
@@ -128,10 +149,41 @@ fn remembers_the_latest_heartbeat_per_host() {
     fleet.beat("web-2", None, now - 40_000, None);
     let tracker = &fleet.tracker;
     let garbage = message(b"not json".to_vec(), Some(now), None);
-    assert!(tracker.note(&garbage, now_s()).is_ok(), "passed over");
+    assert!(tracker.note(&garbage, now_ms()).is_ok(), "passed over");
     assert!(tracker.heard_within("web-1", WITHIN));
     assert!(!tracker.heard_within("web-2", WITHIN));
     assert!(!tracker.heard_within("web-3", WITHIN));
+}
+
+#[test]
+fn a_host_whose_clock_runs_behind_is_live_and_its_offset_known() {
+    let fleet = Fleet::new();
+    let now = now_ms();
+    let behind = -2 * 3_600_000;
+    // Sent just now by a clock two hours behind, delivered in 30 ms.
+    fleet.beat_received(
+        "web-1",
+        Some(now + behind - 30),
+        now + behind - 30,
+        None,
+        now,
+    );
+    fleet.beat_received(
+        "web-1",
+        Some(now + behind + 970),
+        now + behind + 970,
+        None,
+        now + 1_000,
+    );
+    let tracker = &fleet.tracker;
+    assert!(tracker.heard_within("web-1", WITHIN));
+    assert_eq!(tracker.clock_offset_ms("web-1"), Some(behind - 30));
+    // One ahead by a minute, and one right.
+    fleet.beat_received("web-2", Some(now + 60_000), 0, None, now);
+    fleet.beat_received("web-3", Some(now - 5), 0, None, now);
+    assert!(tracker.heard_within("web-2", WITHIN));
+    assert_eq!(tracker.clock_offset_ms("web-2"), Some(60_000));
+    assert_eq!(tracker.clock_offset_ms("web-3"), Some(-5));
 }
 
 #[test]
@@ -142,7 +194,7 @@ fn only_a_heartbeat_signed_by_a_certified_agent_of_its_host_makes_it_live() {
     let beat = || heartbeat("web-1", now, None);
 
     let unsigned = message(beat(), Some(now), None);
-    let refused = tracker.note(&unsigned, now_s()).unwrap_err();
+    let refused = tracker.note(&unsigned, now_ms()).unwrap_err();
     assert!(
         matches!(refused, Refused::Identity(IdentityError::Unsigned(_))),
         "{refused}"
@@ -150,7 +202,7 @@ fn only_a_heartbeat_signed_by_a_certified_agent_of_its_host_makes_it_live() {
 
     // An agent that certified its own key, with a key of its own.
     let forger = Issuer::new().agent("web-1");
-    let refused = tracker.note(&signed(&forger, beat(), Some(now)), now_s());
+    let refused = tracker.note(&signed(&forger, beat(), Some(now)), now_ms());
     assert!(
         matches!(
             refused,
@@ -161,7 +213,7 @@ fn only_a_heartbeat_signed_by_a_certified_agent_of_its_host_makes_it_live() {
 
     // A certified agent of another host, speaking for web-1.
     let neighbour = fleet.issuer.agent("web-2");
-    let refused = tracker.note(&signed(&neighbour, beat(), Some(now)), now_s());
+    let refused = tracker.note(&signed(&neighbour, beat(), Some(now)), now_ms());
     assert!(
         matches!(
             refused,
@@ -175,7 +227,7 @@ fn only_a_heartbeat_signed_by_a_certified_agent_of_its_host_makes_it_live() {
     let mut tampered = signed(&agent, heartbeat("web-1", now - 1, None), Some(now));
     let headers = tampered.detach_headers();
     let tampered = message(beat(), Some(now), headers);
-    let refused = tracker.note(&tampered, now_s());
+    let refused = tracker.note(&tampered, now_ms());
     assert!(
         matches!(refused, Err(Refused::Identity(IdentityError::BadSignature))),
         "{refused:?}"
@@ -183,7 +235,7 @@ fn only_a_heartbeat_signed_by_a_certified_agent_of_its_host_makes_it_live() {
     assert!(!tracker.heard_within("web-1", WITHIN));
 
     tracker
-        .note(&signed(&agent, beat(), Some(now)), now_s())
+        .note(&signed(&agent, beat(), Some(now)), now_ms())
         .unwrap();
     assert!(tracker.heard_within("web-1", WITHIN));
 }
@@ -196,12 +248,12 @@ fn a_revoked_identity_makes_no_host_live() {
     let revoked = fleet.issuer.agent("web-1");
     tracker.set_revoked([revoked.certificate().id]);
     let beat = signed(&revoked, heartbeat("web-1", now, None), Some(now));
-    let refused = tracker.note(&beat, now_s());
+    let refused = tracker.note(&beat, now_ms());
     assert!(matches!(refused, Err(Refused::Revoked(id)) if id == revoked.certificate().id));
     assert!(!tracker.heard_within("web-1", WITHIN));
     // Lifted (the store no longer lists it), it counts again.
     tracker.set_revoked([]);
-    tracker.note(&beat, now_s()).unwrap();
+    tracker.note(&beat, now_ms()).unwrap();
     assert!(tracker.heard_within("web-1", WITHIN));
 }
 
