@@ -224,11 +224,12 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
         identities.clone(),
     )
     .map_err(ConfigError::from)?
-    .with_heartbeats(heartbeats);
+    .with_heartbeats(heartbeats.clone());
     let mut registry = odp_metrics::Registry::default();
     let metrics = ApiMetrics::register(&mut registry);
     let publisher = Arc::new(KafkaPublisher::new(&kafka, &config.topics.commands)?);
-    let dispatcher = Dispatcher::new(publisher, signer, config.command_ttl_secs, metrics.clone());
+    let dispatcher = Dispatcher::new(publisher, signer, config.command_ttl_secs, metrics.clone())
+        .with_clocks(heartbeats);
     Ok(AppState {
         profiles: Profiles::new(pool.clone()),
         pool,

@@ -4,7 +4,9 @@
 //! events and windows with their clocks, as their agents would).
 //!
 //! The api-server measures each offset from the heartbeats as they arrive
-//! and reports it in the hosts API; every host stays live; the pipeline
+//! and reports it in the hosts API; every host stays live; its commands
+//! are dated by its clock, which the simulator checks them against, so the
+//! skewed hosts take their starts; the pipeline
 //! moves the skewed hosts' windows by their offsets, so each profile's
 //! windows sit at the time they were taken, and none is dropped: what is
 //! stored is every sample the simulator sent.

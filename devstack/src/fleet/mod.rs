@@ -75,8 +75,8 @@ pub struct SimHost {
     pub services: Vec<String>,
     /// How far ahead of true time the host's clock runs, in ms (negative:
     /// behind): its heartbeats, events and windows are stamped with it,
-    /// as a skewed host's agent would stamp them. Commands are still
-    /// checked against true time.
+    /// as a skewed host's agent would stamp them, and its commands are
+    /// checked against it.
     pub clock_offset_ms: i64,
 }
 
