@@ -53,69 +53,6 @@ impl KafkaPublisher {
     }
 }
 
-/// A command's issue and expiry times (unix s) by its host's clock: the
-/// agent checks them against that clock, so a host a minute ahead would
-/// find a command of a 60 s lifetime already expired, and one hours behind
-/// would refuse it as expiring too far out. Offsets under
-/// [`odp_store::CLOCK_CORRECTED_FROM_MS`] are a heartbeat's delay, not the
-/// clock's, and are ignored. The lifetime stays `ttl_secs` either way.
-pub(crate) fn command_times(now_s: i64, ttl_secs: i64, offset_ms: Option<i64>) -> (i64, i64) {
-    let shift = offset_ms
-        .filter(|o| o.abs() >= odp_store::CLOCK_CORRECTED_FROM_MS)
-        .map_or(0, |o| (o as f64 / 1000.0).round() as i64);
-    let issued_at = now_s.saturating_add(shift);
-    (issued_at, issued_at.saturating_add(ttl_secs))
-}
-
-#[cfg(test)]
-mod tests {
-    use odp_core::command::{generate_keypair, CommandVerifier};
-
-    use super::*;
-
-    #[test]
-    fn commands_are_dated_by_their_hosts_clock() {
-        let now = 1_800_000_000;
-        assert_eq!(command_times(now, 60, None), (now, now + 60));
-        assert_eq!(command_times(now, 60, Some(-40)), (now, now + 60));
-        assert_eq!(command_times(now, 60, Some(90_400)), (now + 90, now + 150));
-        assert_eq!(
-            command_times(now, 60, Some(-7_200_600)),
-            (now - 7_201, now - 7_141)
-        );
-    }
-
-    /// What each host's agent makes of a command signed now, checked at
-    /// its own clock: refused unless dated by it.
-    #[test]
-    fn a_skewed_hosts_agent_takes_a_command_only_when_dated_by_its_clock() {
-        let (private, public) = generate_keypair().unwrap();
-        let signer = CommandSigner::from_private_pem(&private).unwrap();
-        let now = chrono::Utc::now().timestamp();
-        for offset_ms in [90_000, -7_200_000] {
-            let host_now = now + offset_ms / 1000;
-            let sign = |(issued_at, expires_at)| {
-                signer
-                    .sign(&Command {
-                        id: Uuid::new_v4(),
-                        host: "web-1".into(),
-                        issued_at,
-                        expires_at,
-                        action: CommandAction::Stop {
-                            profile_id: Uuid::nil(),
-                        },
-                    })
-                    .unwrap()
-            };
-            let mut agent = CommandVerifier::from_public_pem(&public, "web-1").unwrap();
-            let undated = sign(command_times(now, 60, None));
-            assert!(agent.verify(&undated, host_now).is_err(), "{offset_ms}");
-            let dated = sign(command_times(now, 60, Some(offset_ms)));
-            agent.verify(&dated, host_now).unwrap();
-        }
-    }
-}
-
 impl CommandPublisher for KafkaPublisher {
     fn publish<'a>(&'a self, host: &'a str, token: &'a str) -> PublishFuture<'a> {
         Box::pin(async move {
@@ -191,5 +128,68 @@ impl Dispatcher {
         self.metrics.command(kind, "published");
         tracing::info!(command_id = %command.id, host, "command published");
         Ok(command.id)
+    }
+}
+
+/// A command's issue and expiry times (unix s) by its host's clock: the
+/// agent checks them against that clock, so a host a minute ahead would
+/// find a command of a 60 s lifetime already expired, and one hours behind
+/// would refuse it as expiring too far out. Offsets under
+/// [`odp_store::CLOCK_CORRECTED_FROM_MS`] are a heartbeat's delay, not the
+/// clock's, and are ignored. The lifetime stays `ttl_secs` either way.
+pub(crate) fn command_times(now_s: i64, ttl_secs: i64, offset_ms: Option<i64>) -> (i64, i64) {
+    let shift = offset_ms
+        .filter(|o| o.abs() >= odp_store::CLOCK_CORRECTED_FROM_MS)
+        .map_or(0, |o| (o as f64 / 1000.0).round() as i64);
+    let issued_at = now_s.saturating_add(shift);
+    (issued_at, issued_at.saturating_add(ttl_secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use odp_core::command::{generate_keypair, CommandVerifier};
+
+    use super::*;
+
+    #[test]
+    fn commands_are_dated_by_their_hosts_clock() {
+        let now = 1_800_000_000;
+        assert_eq!(command_times(now, 60, None), (now, now + 60));
+        assert_eq!(command_times(now, 60, Some(-40)), (now, now + 60));
+        assert_eq!(command_times(now, 60, Some(90_400)), (now + 90, now + 150));
+        assert_eq!(
+            command_times(now, 60, Some(-7_200_600)),
+            (now - 7_201, now - 7_141)
+        );
+    }
+
+    /// What each host's agent makes of a command signed now, checked at
+    /// its own clock: refused unless dated by it.
+    #[test]
+    fn a_skewed_hosts_agent_takes_a_command_only_when_dated_by_its_clock() {
+        let (private, public) = generate_keypair().unwrap();
+        let signer = CommandSigner::from_private_pem(&private).unwrap();
+        let now = chrono::Utc::now().timestamp();
+        for offset_ms in [90_000, -7_200_000] {
+            let host_now = now + offset_ms / 1000;
+            let sign = |(issued_at, expires_at)| {
+                signer
+                    .sign(&Command {
+                        id: Uuid::new_v4(),
+                        host: "web-1".into(),
+                        issued_at,
+                        expires_at,
+                        action: CommandAction::Stop {
+                            profile_id: Uuid::nil(),
+                        },
+                    })
+                    .unwrap()
+            };
+            let mut agent = CommandVerifier::from_public_pem(&public, "web-1").unwrap();
+            let undated = sign(command_times(now, 60, None));
+            assert!(agent.verify(&undated, host_now).is_err(), "{offset_ms}");
+            let dated = sign(command_times(now, 60, Some(offset_ms)));
+            agent.verify(&dated, host_now).unwrap();
+        }
     }
 }
