@@ -28,6 +28,8 @@ mod common;
 mod latency;
 #[path = "ingest/mysql.rs"]
 mod mysql;
+#[path = "common/offsets.rs"]
+mod offsets;
 #[path = "ingest/postgres.rs"]
 mod postgres;
 
@@ -43,9 +45,8 @@ use odp_devstack::{DatabaseKind, Stack, StackOptions};
 use odp_plumbing::Topics;
 use odp_store::Database;
 use odp_store::ProfileStatus;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::ClientConfig;
 use uuid::Uuid;
 
 /// Runs `$f` of the bench's module for the database's backend, on its pool.
@@ -323,7 +324,7 @@ async fn ingest_run(
         profiles.push(insert_profile(db, &host(i % HOSTS), ProfileStatus::Requested).await);
     }
     let group = format!("bench-{group}");
-    tokio::task::block_in_place(|| start_at_end(stack, &group));
+    tokio::task::block_in_place(|| offsets::start_at_end(stack, &group));
     let mut sends = Vec::new();
     for window in 0..WINDOWS {
         for (i, &profile) in profiles.iter().enumerate() {
@@ -387,32 +388,6 @@ async fn ingest_run(
         rows_before,
         rows,
     }
-}
-
-/// Commits, for the fresh consumer group `group`, the ends of the stacks
-/// topic's partitions, so that its workers read only what is published
-/// next. Read from the start, the earlier runs' snapshots would come first
-/// on some partitions while others already deliver this run's, and the
-/// clock would time them as duplicates.
-fn start_at_end(stack: &Stack, group: &str) {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", stack.kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let topic = &stack.topics().stacks;
-    let timeout = Duration::from_secs(10);
-    let metadata = consumer.fetch_metadata(Some(topic), timeout).unwrap();
-    let mut ends = TopicPartitionList::new();
-    for partition in metadata.topics()[0].partitions() {
-        let (_, high) = consumer
-            .fetch_watermarks(topic, partition.id(), timeout)
-            .unwrap();
-        ends.add_partition_offset(topic, partition.id(), Offset::Offset(high))
-            .unwrap();
-    }
-    consumer.commit(&ends, CommitMode::Sync).unwrap();
 }
 
 /// A window of `profile` on `host`: 60 of 600 distinct stacks (rotating

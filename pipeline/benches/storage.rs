@@ -17,6 +17,9 @@
 //! do not depend on it). Needs Postgres like the tests. Prints, asserts
 //! nothing.
 
+#[path = "common/stack_pool.rs"]
+mod stack_pool;
+
 use std::time::Duration;
 
 use chrono::Utc;
@@ -26,6 +29,7 @@ use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
 use sqlx::PgPool;
+use stack_pool::{stacks, Rng};
 use uuid::Uuid;
 
 const WINDOWS: u64 = 360;
@@ -43,55 +47,6 @@ const TABLES: [&str; 6] = [
     "samples",
     "snapshot_threads",
 ];
-
-/// A small deterministic generator (xorshift64*), so every run measures
-/// the same profile.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Skewed towards small values, as a few stacks hold most samples.
-    fn skewed(&mut self, n: usize) -> usize {
-        let a = self.below(n);
-        let b = self.below(a + 1);
-        self.below(b + 1)
-    }
-}
-
-/// Stacks of 12 to 40 frames sharing prefixes, as real call trees do.
-fn stacks(rng: &mut Rng) -> Vec<Vec<Frame>> {
-    let names: Vec<String> = (0..FRAME_VOCABULARY)
-        .map(|i| {
-            format!(
-                "com.example.service.module{}.Class{}.method{i}",
-                i % 40,
-                i % 300
-            )
-        })
-        .collect();
-    (0..DISTINCT_STACKS)
-        .map(|_| {
-            let depth = 12 + rng.below(29);
-            (0..depth)
-                .map(|level| {
-                    // Upper levels come from a few frames, leaves from all.
-                    let spread = (FRAME_VOCABULARY * (level + 1) / 40).clamp(4, FRAME_VOCABULARY);
-                    Frame::function(names[rng.skewed(spread)].clone())
-                })
-                .collect()
-        })
-        .collect()
-}
 
 fn window(
     profile_id: Uuid,
@@ -167,7 +122,7 @@ async fn main() {
         .expect("start the stack");
     let pool = stack.connect().await.unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let all = stacks(&mut rng);
+    let all = stacks(&mut rng, DISTINCT_STACKS, FRAME_VOCABULARY);
     let profile_id = Uuid::new_v4();
     let start_ms = (Utc::now() - chrono::Duration::days(30)).timestamp_millis() / 600_000 * 600_000;
     let windows: Vec<Snapshot> = (0..WINDOWS)
