@@ -92,7 +92,22 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
 
+    /// An unsigned LEB128 varint. Most in a block are one byte (deltas,
+    /// small indexes): those take the inlined path.
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, WireError> {
+        match self.buf.get(self.pos) {
+            Some(&byte) if byte < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(byte))
+            }
+            _ => self.long_varint(),
+        }
+    }
+
+    /// A varint of several bytes (or none left).
+    #[inline(never)]
+    fn long_varint(&mut self) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for shift in (0..70).step_by(7) {
@@ -109,6 +124,7 @@ impl<'a> Reader<'a> {
         Err(WireError::VarintOverflow { offset: start })
     }
 
+    #[inline]
     pub fn zigzag(&mut self) -> Result<i64, WireError> {
         let v = self.varint()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
@@ -129,6 +145,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    #[inline]
     pub fn u32_varint(&mut self, what: &'static str) -> Result<u32, WireError> {
         let v = self.varint()?;
         u32::try_from(v).map_err(|_| WireError::TooLarge {

@@ -1,8 +1,15 @@
 //! The stored form of a [`Profile`]: columns of varints over one string
-//! table, deflate-compressed.
+//! table, compressed.
 //!
-//! Layout (version 1), after the magic `ODPP` and a version byte, all in
-//! one deflate stream:
+//! After the magic `ODPP` and a version byte, the body is compressed as
+//! the version says:
+//! - version 1: one raw deflate stream ([`Level::Fast`], [`Level::Small`]);
+//! - version 2: the body's length (u32, little-endian), then the body as
+//!   one LZ4 block ([`Level::Quick`]): about a third larger than deflate
+//!   at level 6, decompressed about ten times faster.
+//!
+//! Both versions are read for good: stored blocks keep their version.
+//! The body (the same in both):
 //! - strings: every distinct function, module, file, host, agent, event
 //!   and thread name once;
 //! - frames: function, module, file and line as string indexes (file and
@@ -25,13 +32,21 @@ use odp_core::wire::{Reader, WireError, Writer};
 use odp_core::{EventKind, Frame};
 
 use crate::profile::{Profile, Sample, ThreadName, Window};
-use crate::tree::StackTree;
+use crate::tree::{StackTree, ROOT};
 
 const MAGIC: &[u8; 4] = b"ODPP";
-const VERSION: u8 = 1;
+/// A deflate body.
+const DEFLATE: u8 = 1;
+/// A body's length, then the body as an LZ4 block.
+const LZ4: u8 = 2;
 /// Decoded bodies larger than this are refused (a hostile or corrupt
 /// block cannot make the reader allocate without bound).
 const MAX_BODY_BYTES: u64 = 1 << 31;
+/// An LZ4 block decompresses to at most about 255 times its size (a
+/// match grows by 255 bytes per byte of its length): a version 2 block
+/// whose stated length is larger is refused before anything is
+/// allocated.
+const LZ4_MAX_RATIO: u64 = 255;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CodecError {
@@ -53,24 +68,30 @@ pub enum CodecError {
     Invalid(String),
 }
 
-/// How hard to compress: storing windows as they arrive wants speed,
-/// compacted profiles size.
+/// How to compress: compacted profiles want size; blocks read in bulk
+/// (a service's days) want speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// Deflate at its fastest level (version 1).
     Fast,
+    /// Deflate at level 6 (version 1).
     Small,
+    /// LZ4 (version 2): about a third larger than [`Level::Small`],
+    /// encoded some fifty times and decompressed some ten times faster.
+    Quick,
 }
 
 impl Profile {
     pub fn encode(&self, level: Level) -> Vec<u8> {
         let body = encode_body(self);
-        let mut out = Vec::with_capacity(body.len() / 3 + 16);
-        out.extend_from_slice(MAGIC);
-        out.push(VERSION);
         let compression = match level {
             Level::Fast => flate2::Compression::fast(),
             Level::Small => flate2::Compression::new(6),
+            Level::Quick => return encode_lz4(&body),
         };
+        let mut out = Vec::with_capacity(body.len() / 3 + 16);
+        out.extend_from_slice(MAGIC);
+        out.push(DEFLATE);
         let mut encoder = flate2::write::DeflateEncoder::new(out, compression);
         encoder.write_all(&body).expect("writing to a Vec");
         encoder.finish().expect("writing to a Vec")
@@ -79,19 +100,67 @@ impl Profile {
     pub fn decode(bytes: &[u8]) -> Result<Profile, CodecError> {
         let rest = bytes.strip_prefix(MAGIC).ok_or(CodecError::BadMagic)?;
         let (&version, compressed) = rest.split_first().ok_or(CodecError::BadMagic)?;
-        if version != VERSION {
-            return Err(CodecError::Version(version));
-        }
-        let mut body = Vec::new();
-        flate2::read::DeflateDecoder::new(compressed)
-            .take(MAX_BODY_BYTES + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| CodecError::Compression(e.to_string()))?;
-        if body.len() as u64 > MAX_BODY_BYTES {
-            return Err(CodecError::Invalid("block too large".into()));
-        }
+        let body = match version {
+            DEFLATE => inflate(compressed)?,
+            LZ4 => decompress_lz4(compressed)?,
+            _ => return Err(CodecError::Version(version)),
+        };
         decode_body(&body)
     }
+}
+
+fn inflate(compressed: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let mut body = Vec::new();
+    flate2::read::DeflateDecoder::new(compressed)
+        .take(MAX_BODY_BYTES + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| CodecError::Compression(e.to_string()))?;
+    if body.len() as u64 > MAX_BODY_BYTES {
+        return Err(CodecError::Invalid("block too large".into()));
+    }
+    Ok(body)
+}
+
+fn encode_lz4(body: &[u8]) -> Vec<u8> {
+    let length = u32::try_from(body.len())
+        .ok()
+        .filter(|&n| u64::from(n) <= MAX_BODY_BYTES)
+        .expect("a profile body under MAX_BODY_BYTES");
+    let compressed = lz4_flex::block::compress(body);
+    let mut out = Vec::with_capacity(MAGIC.len() + 5 + compressed.len());
+    out.extend_from_slice(MAGIC);
+    out.push(LZ4);
+    out.extend_from_slice(&length.to_le_bytes());
+    out.extend_from_slice(&compressed);
+    out
+}
+
+/// A version 2 body: its stated length is checked (against
+/// [`MAX_BODY_BYTES`] and what the LZ4 block can hold) before it is
+/// allocated, and must be what the block decompresses to.
+fn decompress_lz4(rest: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let (length, compressed) = rest
+        .split_first_chunk::<4>()
+        .ok_or_else(|| CodecError::Compression("no body length".into()))?;
+    let length = u64::from(u32::from_le_bytes(*length));
+    if length > MAX_BODY_BYTES {
+        return Err(CodecError::Invalid("block too large".into()));
+    }
+    if length > LZ4_MAX_RATIO * compressed.len() as u64 {
+        return Err(CodecError::Compression(format!(
+            "{} compressed bytes cannot hold a body of {length}",
+            compressed.len()
+        )));
+    }
+    let mut body = vec![0; length as usize];
+    let written = lz4_flex::block::decompress_into(compressed, &mut body)
+        .map_err(|e| CodecError::Compression(e.to_string()))?;
+    if written != body.len() {
+        return Err(CodecError::Compression(format!(
+            "the body is {written} bytes, not {length}"
+        )));
+    }
+    Ok(body)
 }
 
 /// Interns strings in first-use order.
@@ -242,8 +311,10 @@ fn decode_body(body: &[u8]) -> Result<Profile, CodecError> {
         });
     }
 
+    // The tree's columns, the root's entries first, read in place.
     let nodes = r.count("stack nodes", 2)?;
-    let mut parents = Vec::with_capacity(nodes);
+    let mut parents = Vec::with_capacity(nodes + 1);
+    parents.push(ROOT);
     for node in 1..=nodes as u64 {
         let distance = r.varint()?;
         if distance == 0 || distance > node {
@@ -253,11 +324,12 @@ fn decode_body(body: &[u8]) -> Result<Profile, CodecError> {
         }
         parents.push((node - distance) as u32);
     }
-    let mut edges = Vec::with_capacity(nodes);
-    for parent in parents {
-        edges.push((parent, index(&mut r, "frame", frames.len())?));
+    let mut node_frames = Vec::with_capacity(nodes + 1);
+    node_frames.push(u32::MAX);
+    for _ in 0..nodes {
+        node_frames.push(index(&mut r, "frame", frames.len())?);
     }
-    let tree = StackTree::from_edges(edges)
+    let tree = StackTree::from_columns(parents, node_frames)
         .ok_or_else(|| CodecError::Invalid("a stack node's parent follows it".into()))?;
 
     let count = r.count("windows", 24)?;
@@ -300,12 +372,24 @@ fn decode_body(body: &[u8]) -> Result<Profile, CodecError> {
         });
     }
 
+    // The samples' columns, each read into the samples in place.
     let count = r.count("samples", 4)?;
-    let sample_windows = window_column(&mut r, count, windows.len())?;
-    let mut sample_nodes = Vec::with_capacity(count);
+    let mut samples: Vec<Sample> = window_column(&mut r, count, windows.len())?
+        .into_iter()
+        .map(|window| Sample {
+            window,
+            node: 0,
+            tid: 0,
+            count: 0,
+        })
+        .collect();
     let mut previous = (u32::MAX, 0i64);
-    for &window in &sample_windows {
-        let base = if previous.0 == window { previous.1 } else { 0 };
+    for sample in &mut samples {
+        let base = if previous.0 == sample.window {
+            previous.1
+        } else {
+            0
+        };
         let node = base.saturating_add(r.zigzag()?);
         if node <= 0 || node >= tree.len() as i64 {
             return Err(CodecError::Index {
@@ -314,24 +398,17 @@ fn decode_body(body: &[u8]) -> Result<Profile, CodecError> {
                 len: tree.len(),
             });
         }
-        sample_nodes.push(node as u32);
-        previous = (window, node);
+        sample.node = node as u32;
+        previous = (sample.window, node);
     }
-    let tids = (0..count)
-        .map(|_| r.u32_varint("tid"))
-        .collect::<Result<Vec<u32>, WireError>>()?;
-    let mut samples = Vec::with_capacity(count);
-    for ((window, node), tid) in sample_windows.into_iter().zip(sample_nodes).zip(tids) {
-        let count = r.varint()?;
-        if count == 0 {
+    for sample in &mut samples {
+        sample.tid = r.u32_varint("tid")?;
+    }
+    for sample in &mut samples {
+        sample.count = r.varint()?;
+        if sample.count == 0 {
             return Err(CodecError::Invalid("a sample count is 0".into()));
         }
-        samples.push(Sample {
-            window,
-            node,
-            tid,
-            count,
-        });
     }
     if r.remaining() != 0 {
         return Err(CodecError::Invalid(format!(
@@ -368,4 +445,127 @@ fn window_column(r: &mut Reader<'_>, count: usize, windows: usize) -> Result<Vec
         out.push(window as u32);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProfileBuilder;
+    use odp_core::Frame;
+
+    fn profile() -> Profile {
+        let mut b = ProfileBuilder::default();
+        let frames: Vec<u32> = (0..50)
+            .map(|i| b.frame(&Frame::function(format!("f{i}"))))
+            .collect();
+        let w = b.window(Window {
+            profile_id: uuid::Uuid::nil(),
+            host: "web-1".into(),
+            agent_id: "a".into(),
+            sequence: 0,
+            start_ms: 1_764_000_000_000,
+            end_ms: 1_764_000_010_000,
+            event: EventKind::CpuClock,
+            period: 10_101_010,
+            frequency_hz: 99,
+        });
+        b.thread(w, 7, "worker");
+        for i in 0..200 {
+            b.samples(
+                w,
+                7,
+                &[frames[i % 3], frames[i % 50], frames[i % 7]],
+                1 + i as u64,
+            );
+        }
+        b.build()
+    }
+
+    /// A version 2 block with `length` stated for `compressed`.
+    fn lz4_block(length: u32, compressed: &[u8]) -> Vec<u8> {
+        let mut block = MAGIC.to_vec();
+        block.push(LZ4);
+        block.extend_from_slice(&length.to_le_bytes());
+        block.extend_from_slice(compressed);
+        block
+    }
+
+    #[test]
+    fn quick_blocks_are_version_2_and_round_trip() {
+        let profile = profile();
+        let quick = profile.encode(Level::Quick);
+        assert_eq!(quick[4], LZ4);
+        assert_eq!(Profile::decode(&quick).unwrap(), profile);
+        let small = profile.encode(Level::Small);
+        assert_eq!(small[4], DEFLATE);
+        assert_eq!(Profile::decode(&small).unwrap(), profile);
+    }
+
+    #[test]
+    fn truncated_version_2_blocks_are_errors() {
+        let block = profile().encode(Level::Quick);
+        for end in 0..block.len() {
+            assert!(Profile::decode(&block[..end]).is_err(), "{end} bytes");
+        }
+        assert_eq!(
+            Profile::decode(&block[..7]),
+            Err(CodecError::Compression("no body length".into()))
+        );
+    }
+
+    #[test]
+    fn a_version_2_body_must_be_its_stated_length() {
+        let body = encode_body(&profile());
+        let compressed = lz4_flex::block::compress(&body);
+        let n = body.len() as u32;
+        assert_eq!(
+            Profile::decode(&lz4_block(n, &compressed)).unwrap(),
+            profile()
+        );
+        for wrong in [n - 1, n + 1, 0] {
+            assert!(
+                matches!(
+                    Profile::decode(&lz4_block(wrong, &compressed)),
+                    Err(CodecError::Compression(_))
+                ),
+                "stated {wrong} of {n}"
+            );
+        }
+        let mut corrupt = compressed.clone();
+        corrupt[0] = 0xff;
+        assert!(Profile::decode(&lz4_block(n, &corrupt)).is_err());
+    }
+
+    #[test]
+    fn oversized_version_2_blocks_are_refused_before_allocating() {
+        assert_eq!(
+            Profile::decode(&lz4_block(u32::MAX, &[0; 64])),
+            Err(CodecError::Invalid("block too large".into()))
+        );
+        // Within MAX_BODY_BYTES but more than 10 bytes of LZ4 can hold.
+        assert_eq!(
+            Profile::decode(&lz4_block(1 << 30, &[0; 10])),
+            Err(CodecError::Compression(
+                "10 compressed bytes cannot hold a body of 1073741824".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn lz4_compresses_within_its_maximum_ratio() {
+        let zeros = vec![0u8; 10 << 20];
+        let compressed = lz4_flex::block::compress(&zeros);
+        assert!(LZ4_MAX_RATIO * compressed.len() as u64 >= zeros.len() as u64);
+        assert_eq!(
+            lz4_flex::block::decompress(&compressed, zeros.len()).unwrap(),
+            zeros
+        );
+    }
+
+    #[test]
+    fn unknown_versions_are_refused() {
+        let mut block = profile().encode(Level::Quick);
+        block[4] = 3;
+        assert_eq!(Profile::decode(&block), Err(CodecError::Version(3)));
+    }
 }

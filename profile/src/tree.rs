@@ -193,19 +193,24 @@ impl StackTree {
             .map(|(&parent, &frame)| (parent, frame))
     }
 
-    /// Rebuilds a tree from its edges; `None` unless every parent precedes
-    /// its child. (A repeated edge makes two nodes of one path, which every
-    /// read adds up by name anyway.)
-    pub(crate) fn from_edges(edges: impl IntoIterator<Item = (u32, u32)>) -> Option<StackTree> {
-        let mut tree = StackTree::default();
-        for (parent, frame) in edges {
-            if parent as usize >= tree.len() {
-                return None;
-            }
-            tree.parents.push(parent);
-            tree.frames.push(frame);
-        }
-        Some(tree)
+    /// Rebuilds a tree from its columns, the root's entries first, as
+    /// [`StackTree::edges`] gives them (without copying them); `None`
+    /// unless the columns are as long as each other and every parent
+    /// precedes its child. (A repeated edge makes two nodes of one path,
+    /// which every read adds up by name anyway.)
+    pub(crate) fn from_columns(parents: Vec<u32>, frames: Vec<u32>) -> Option<StackTree> {
+        let fits = parents.len() == frames.len()
+            && parents.first() == Some(&ROOT)
+            && parents
+                .iter()
+                .enumerate()
+                .skip(1)
+                .all(|(node, &parent)| (parent as usize) < node);
+        fits.then(|| StackTree {
+            parents,
+            frames,
+            index: OnceLock::new(),
+        })
     }
 }
 
@@ -244,13 +249,23 @@ mod tests {
         assert_eq!(children.of(ROOT), [1]);
         assert_eq!(children.of(2), [3]);
         assert!(children.of(4).is_empty());
-        let rebuilt = StackTree::from_edges(tree.edges()).unwrap();
+        let (mut parents, mut frames) = (vec![ROOT], vec![u32::MAX]);
+        for (parent, frame) in tree.edges() {
+            parents.push(parent);
+            frames.push(frame);
+        }
+        let rebuilt = StackTree::from_columns(parents, frames).unwrap();
         assert_eq!(rebuilt, tree);
     }
 
     #[test]
     fn edges_to_later_parents_are_refused() {
-        assert!(StackTree::from_edges([(1, 5)]).is_none());
-        assert!(StackTree::from_edges([(0, 5), (1, 6)]).is_some());
+        let tree =
+            |parents: &[u32]| StackTree::from_columns(parents.to_vec(), vec![9; parents.len()]);
+        assert!(tree(&[ROOT, 1]).is_none());
+        assert!(tree(&[ROOT, 0, 1]).is_some());
+        assert!(tree(&[1]).is_none(), "the root's parent is itself");
+        assert!(tree(&[]).is_none());
+        assert!(StackTree::from_columns(vec![ROOT, 0], vec![9]).is_none());
     }
 }

@@ -1,6 +1,7 @@
 //! The block format is a stored format: a fixed profile must encode to the
-//! bytes in `tests/fixtures/profile-v1.odpp` and decode from them, so a
-//! change to the encoding is seen (and old blocks stay readable).
+//! bytes in `tests/fixtures/profile-v1.odpp` (deflate, [`Level::Small`])
+//! and `profile-v2.odpp` (LZ4, [`Level::Quick`]) and decode from them, so
+//! a change to the encoding is seen (and old blocks stay readable).
 //! `ODP_REGENERATE_FIXTURES=1` rewrites the fixture; review the diff.
 
 use std::path::Path;
@@ -50,11 +51,12 @@ fn fixed_profile() -> Profile {
     b.build()
 }
 
-#[test]
-fn the_fixed_profile_encodes_to_the_fixture_and_back() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1.odpp");
+fn fixture(name: &str, level: Level) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     let profile = fixed_profile();
-    let encoded = profile.encode(Level::Small);
+    let encoded = profile.encode(level);
     if std::env::var_os("ODP_REGENERATE_FIXTURES").is_some_and(|v| v == "1") {
         std::fs::write(&path, &encoded).unwrap();
     }
@@ -64,4 +66,10 @@ fn the_fixed_profile_encodes_to_the_fixture_and_back() {
         encoded, fixture,
         "the encoding changed; regenerate and review"
     );
+}
+
+#[test]
+fn the_fixed_profile_encodes_to_the_fixtures_and_back() {
+    fixture("profile-v1.odpp", Level::Small);
+    fixture("profile-v2.odpp", Level::Quick);
 }

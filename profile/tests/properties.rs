@@ -190,18 +190,20 @@ proptest! {
     #[test]
     fn blocks_round_trip(windows in windows()) {
         let profile = build(&windows);
-        for level in [Level::Fast, Level::Small] {
+        for level in [Level::Fast, Level::Small, Level::Quick] {
             prop_assert_eq!(&Profile::decode(&profile.encode(level)).unwrap(), &profile);
         }
     }
 
     #[test]
     fn damaged_blocks_are_errors_not_panics(windows in windows(), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
-        let mut block = build(&windows).encode(Level::Fast);
-        let i = at.index(block.len());
-        block[i] ^= byte | 1;
-        let _ = Profile::decode(&block);
-        let _ = Profile::decode(&block[..i]);
+        for level in [Level::Fast, Level::Quick] {
+            let mut block = build(&windows).encode(level);
+            let i = at.index(block.len());
+            block[i] ^= byte | 1;
+            let _ = Profile::decode(&block);
+            let _ = Profile::decode(&block[..i]);
+        }
     }
 
     #[test]
@@ -249,6 +251,16 @@ proptest! {
             prop_assert_eq!(lazy, flame::build(&merged, usize::MAX, Some(node)));
         }
         prop_assert!(many::flame_graph(&refs, 10, Some(&["no such frame"])).is_none());
+        // Nine views: the flame graph's work is split between two threads.
+        let nine: Vec<&View> = refs.iter().copied().cycle().take(9).collect();
+        let owned: Vec<View> = nine.iter().map(|&v| v.clone()).collect();
+        let cut = many::flame_graph(&nine, budget, None).unwrap();
+        prop_assert_eq!(cut.total, 3 * merged.samples());
+        prop_assert!(exact(&cut));
+        prop_assert_eq!(
+            many::flame_graph(&nine, usize::MAX, None).unwrap(),
+            flame::build(&View::merge(&owned), usize::MAX, None)
+        );
     }
 
     #[test]

@@ -6,10 +6,13 @@
 mod block_fixtures;
 mod support;
 
-use block_fixtures::{count, insert_profile, leaves, snapshot_leaves, store_window, window};
+use block_fixtures::{
+    count, exec, insert_profile, leaves, snapshot_leaves, store_window, window, Arg,
+};
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::Snapshot;
 use odp_devstack::fixtures::{fleet_answers, fleet_reads};
+use odp_profile::{Level, Profile};
 use odp_store::{Database, Spans};
 use support::on_both_backends;
 use uuid::Uuid;
@@ -198,8 +201,43 @@ async fn a_lone_profile_waits_for_others(db: Database) {
     assert_eq!(count(&db, "select count(*) from service_rollups").await, 0);
 }
 
+/// Every rollup's block.
+async fn rollup_blocks(db: &Database) -> Vec<Vec<u8>> {
+    let sql = "select block from service_rollups";
+    match db {
+        Database::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+        Database::MySql(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+    }
+    .unwrap()
+}
+
+/// Rollups are written as deflate blocks (version 1); rewritten as LZ4
+/// (version 2, as days are), they read the same.
+async fn rollups_of_either_block_version_read_the_same(db: Database) {
+    let (start, profiles, _) = fleet(&db).await;
+    let before = fleet_answers(&db, start).await;
+    let done = odp_store::roll_up(&db, &profiles).await.unwrap();
+    assert_eq!((done.rolled, done.alone), (4, 0));
+    let blocks = rollup_blocks(&db).await;
+    assert_eq!(blocks.len(), 2);
+    for block in blocks {
+        assert_eq!(&block[..5], b"ODPP\x01", "a deflate block");
+        let lz4 = Profile::decode(&block).unwrap().encode(Level::Quick);
+        assert_eq!(lz4[4], 2);
+        exec(
+            &db,
+            "update service_rollups set block = ? where block = ?",
+            vec![Arg::Bytes(lz4), Arg::Bytes(block)],
+        )
+        .await;
+    }
+    assert!(rollup_blocks(&db).await.iter().all(|b| b[4] == 2));
+    assert_eq!(fleet_answers(&db, start).await, before, "the same answers");
+}
+
 on_both_backends!(
     aggregates_are_exact_sums,
+    rollups_of_either_block_version_read_the_same,
     rollups_answer_as_the_profiles_they_hold,
     a_lone_profile_waits_for_others,
     window_counts_are_each_windows_own,

@@ -127,6 +127,14 @@ async fn a_day_reads_as_its_hours(db: Database) {
         "a window per host"
     );
     assert!(stale(&db).await.is_empty());
+    assert_eq!(count(&db, "select count(*) from service_days").await, 1);
+    let sql = "select block from service_days";
+    let block: Vec<u8> = match &db {
+        Database::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+        Database::MySql(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+    }
+    .unwrap();
+    assert_eq!(&block[..5], b"ODPP\x02", "an LZ4 block");
     assert_eq!(answers(&db, day).await, before, "the same answers");
     assert_eq!(blocks_read(&db, day).await, 1, "read from the day");
 

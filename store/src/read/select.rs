@@ -2,6 +2,7 @@
 //! one scale: the per-host first level of a read (see [`super`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use odp_profile::{scale, weigh, NameTree, NodeSums, Profile, Selection, View};
 use uuid::Uuid;
@@ -29,12 +30,12 @@ pub(super) fn select_all(
     struct Part<'a> {
         host: Option<String>,
         profile: &'a Profile,
-        names: std::rc::Rc<NameTree>,
+        names: Arc<NameTree>,
         sums: NodeSums,
     }
     let mut parts = Vec::new();
     for (_, profile) in profiles {
-        let names = std::rc::Rc::new(NameTree::new(profile));
+        let names = Arc::new(NameTree::new(profile));
         let mut profile_hosts: Vec<&str> =
             profile.windows.iter().map(|w| w.host.as_str()).collect();
         profile_hosts.sort_unstable();
@@ -57,7 +58,7 @@ pub(super) fn select_all(
             parts.push(Part {
                 host: Some(host.to_owned()),
                 profile,
-                names: std::rc::Rc::clone(&names),
+                names: Arc::clone(&names),
                 sums,
             });
         }
@@ -71,7 +72,7 @@ pub(super) fn select_all(
         parts.push(Part {
             host: None,
             profile,
-            names: std::rc::Rc::new(names),
+            names: Arc::new(names),
             sums,
         });
     }
@@ -87,8 +88,9 @@ pub(super) fn select_all(
         rollups: Vec::new(),
     };
     let mut rolled: BTreeMap<String, f64> = BTreeMap::new();
-    for (part, counts) in parts.iter().zip(weighted) {
-        let view = part.names.view(&counts);
+    let weighted: Vec<(&Part<'_>, Vec<u64>)> = parts.iter().zip(weighted).collect();
+    let views = crate::cpu::map_in_halves(&weighted, |(part, counts)| part.names.view(counts));
+    for (part, view) in parts.iter().zip(views) {
         match &part.host {
             Some(host) => selected
                 .host_views

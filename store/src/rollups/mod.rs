@@ -11,6 +11,10 @@
 //! compacted. Retention and downsampling rewrite rollups as they rewrite
 //! profile blocks, so both always hold the same samples.
 //!
+//! Rollups are deflate blocks, as profile blocks are: whether one pays
+//! ([`WORTH`]), and whether a read takes it, compares its bytes with its
+//! profiles' blocks. Days are LZ4 blocks (see `days.rs`).
+//!
 //! `postgres.rs` and `mysql.rs` hold the statements that differ: the
 //! upsert, the age of a block, the locking read of whole hours, and
 //! MySQL's `read committed` transactions.
