@@ -44,12 +44,12 @@ pub struct AgentView {
     pub live: bool,
     /// How far ahead of the api-server the host's clock runs, in ms
     /// (negative: behind), as measured from its heartbeats; absent until
-    /// measured. From 1 s either way, the pipeline moves the host's
+    /// measured. From 10 s either way, the pipeline moves the host's
     /// windows by it, so its samples are placed when they happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_offset_ms: Option<i64>,
     /// Whether that offset is large enough that the host's times are
-    /// corrected by it (1 s or more either way).
+    /// corrected by it (10 s, a window, or more either way).
     #[serde(default)]
     pub clock_corrected: bool,
 }

@@ -1071,14 +1071,14 @@ export interface components {
             agent_id: string;
             /**
              * @description Whether that offset is large enough that the host's times are
-             *     corrected by it (1 s or more either way).
+             *     corrected by it (10 s, a window, or more either way).
              */
             clock_corrected?: boolean;
             /**
              * Format: int64
              * @description How far ahead of the api-server the host's clock runs, in ms
              *     (negative: behind), as measured from its heartbeats; absent until
-             *     measured. From 1 s either way, the pipeline moves the host's
+             *     measured. From 10 s either way, the pipeline moves the host's
              *     windows by it, so its samples are placed when they happened.
              */
             clock_offset_ms?: number | null;

@@ -12,9 +12,11 @@ use crate::Result;
 use super::{mysql, postgres};
 
 /// A host's clock offset from which its windows and events are moved by
-/// it: below it, the measurement's own error (a heartbeat's delay) would
-/// move them more than the clock is off.
-pub const CLOCK_CORRECTED_FROM_MS: i64 = 1_000;
+/// it: a window's length (the agent's default). Below it a window stays in
+/// its place give or take part of itself, and the measurement's own error
+/// (heartbeats delayed seconds on a loaded machine) could move an in-step
+/// host's windows more than its clock is off.
+pub const CLOCK_CORRECTED_FROM_MS: i64 = 10_000;
 
 /// A host's clock offset as last measured.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
