@@ -231,16 +231,28 @@ fn build(profile_id: Uuid, mut parts: Parts) -> Result<Profile> {
             Some(bytes) => {
                 let mut snapshot = Snapshot::decode(bytes)
                     .map_err(|e| StoreError::Corrupt(format!("window {}: {e}", window.id)))?;
-                // The block is as its agent sent it, with its host's
-                // clock; the row has the times the pipeline placed it at.
-                snapshot.window_start_ms = window.window_start.timestamp_millis();
-                snapshot.window_end_ms = window.window_end.timestamp_millis();
+                place_by_row(&mut snapshot, window);
                 builder.add_snapshot(&snapshot);
             }
             None => parts.legacy.add_window(&mut builder, profile_id, window)?,
         }
     }
     Ok(builder.build())
+}
+
+/// The block is as its agent sent it, with its host's clock; the row has
+/// the times the pipeline placed it at when it moved the window by the
+/// host's clock offset (both ends by the same amount, of at least
+/// [`crate::CLOCK_CORRECTED_FROM_MS`]). Anything else keeps the block's
+/// own times.
+fn place_by_row(snapshot: &mut Snapshot, row: &WindowRow) {
+    let start = row.window_start.timestamp_millis();
+    let shift = start - snapshot.window_start_ms;
+    let pure = row.window_end.timestamp_millis() - snapshot.window_end_ms == shift;
+    if pure && shift.abs() >= crate::CLOCK_CORRECTED_FROM_MS {
+        snapshot.window_start_ms = start;
+        snapshot.window_end_ms += shift;
+    }
 }
 
 fn window_of(profile_id: Uuid, row: &WindowRow) -> Result<Window> {
