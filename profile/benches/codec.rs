@@ -12,21 +12,9 @@ use std::time::{Duration, Instant};
 use odp_core::{EventKind, Frame};
 use odp_profile::{Level, Profile, ProfileBuilder, Window};
 
-/// A small xorshift generator: the same profile every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const POOL: usize = 20_000;
 const FUNCTIONS: usize = 4_000;
