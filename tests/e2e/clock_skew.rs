@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use odp_devstack::fleet::{FleetOptions, FleetSim, SimHost};
+use odp_devstack::fleet::{FleetSim, SimHost};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -51,20 +51,12 @@ fn measured(hosts: &Value, host: &str, truth: i64) -> bool {
 async fn a_skewed_hosts_offset_is_reported_and_its_windows_placed_when_taken() {
     let h = common::start_without_agent("clocks").await;
     let admin = h.platform.client();
-    let prefix = h
-        .platform
-        .host_id
-        .strip_suffix("host")
-        .expect("the harness names its host {prefix}host")
-        .to_owned();
-    let pem = std::fs::read_to_string(&h.platform.signing_key).expect("the command signing key");
-    let mut hosts = SimHost::numbered(&prefix, 3, &[]);
+    let mut hosts = SimHost::numbered(&h.sim_prefix(), 3, &[]);
     hosts[0].clock_offset_ms = BEHIND_MS;
     hosts[1].clock_offset_ms = AHEAD_MS;
     let ids: Vec<String> = hosts.iter().map(|h| h.id.clone()).collect();
     let truths = [BEHIND_MS, AHEAD_MS, 0];
-    let mut options = FleetOptions::new(h.stack.kafka_bootstrap(), h.stack.topics(), &pem, hosts)
-        .expect("the fleet fixtures");
+    let mut options = h.fleet_options(hosts);
     options.heartbeat_every = Duration::from_secs(1);
     options.default_window = Duration::from_secs(2);
     let sim = FleetSim::start(options).await.expect("start the simulator");

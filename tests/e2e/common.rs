@@ -94,6 +94,33 @@ impl Harness {
             .expect("start the demo")
     }
 
+    /// The prefix simulated hosts are named with, so they are this
+    /// harness's: the harness names its own host `{prefix}host`.
+    pub(crate) fn sim_prefix(&self) -> String {
+        self.platform
+            .host_id
+            .strip_suffix("host")
+            .expect("the harness names its host {prefix}host")
+            .to_owned()
+    }
+
+    /// Fleet simulator options for `hosts` on this stack, certified with
+    /// its command key.
+    pub(crate) fn fleet_options(
+        &self,
+        hosts: Vec<odp_devstack::fleet::SimHost>,
+    ) -> odp_devstack::fleet::FleetOptions {
+        let pem =
+            std::fs::read_to_string(&self.platform.signing_key).expect("the command signing key");
+        odp_devstack::fleet::FleetOptions::new(
+            self.stack.kafka_bootstrap(),
+            self.stack.topics(),
+            &pem,
+            hosts,
+        )
+        .expect("the fleet fixtures")
+    }
+
     /// The store on the stack's database, Postgres or MySQL.
     pub(crate) async fn store(&self) -> odp_store::Database {
         self.stack.store().await.expect("connect to the database")

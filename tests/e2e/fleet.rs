@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use odp_core::run::{select_hosts, Host, HostSelection, SelectionRequest};
-use odp_devstack::fleet::{fixture_dir, record_fixtures, FleetOptions, FleetSim, SimHost};
+use odp_devstack::fleet::{fixture_dir, record_fixtures, FleetSim, SimHost};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -56,20 +56,7 @@ async fn a_stratified_run_over_a_simulated_fleet_and_a_real_agent() {
     .await;
     let admin = h.platform.client();
     let _demo = h.spawn_demo_for(240);
-    let prefix = h
-        .platform
-        .host_id
-        .strip_suffix("host")
-        .expect("the harness names its host {prefix}host")
-        .to_owned();
-    let pem = std::fs::read_to_string(&h.platform.signing_key).expect("the command signing key");
-    let mut options = FleetOptions::new(
-        h.stack.kafka_bootstrap(),
-        h.stack.topics(),
-        &pem,
-        SimHost::numbered(&prefix, SIMULATED, &["demo"]),
-    )
-    .expect("the fleet fixtures");
+    let mut options = h.fleet_options(SimHost::numbered(&h.sim_prefix(), SIMULATED, &["demo"]));
     options.heartbeat_every = Duration::from_secs(2);
     options.default_window = Duration::from_secs(2);
     let sim = FleetSim::start(options).await.expect("start the simulator");
