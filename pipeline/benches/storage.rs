@@ -17,15 +17,18 @@
 //! do not depend on it). Needs Postgres like the tests. Prints, asserts
 //! nothing.
 
+#[path = "common/named.rs"]
+mod named;
 #[path = "common/stack_pool.rs"]
 mod stack_pool;
 
 use std::time::Duration;
 
 use chrono::Utc;
+use named::named_stacks;
 use odp_core::pprof::{self, PprofMeta};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
-use odp_core::{EventKind, Frame, Snapshot, WeightedStack};
+use odp_core::{EventKind, Frame, Snapshot};
 use odp_devstack::{Stack, StackOptions};
 use odp_pipeline::retention::{run_once, RetentionOptions};
 use sqlx::PgPool;
@@ -75,21 +78,6 @@ fn window(
         period: 1,
         frequency_hz: 99,
     })
-}
-
-fn weighted(snapshot: &Snapshot) -> Vec<WeightedStack> {
-    snapshot
-        .stacks
-        .iter()
-        .map(|s| WeightedStack {
-            frames: s
-                .frames
-                .iter()
-                .map(|&i| snapshot.frames[i as usize].function.clone())
-                .collect(),
-            count: s.count,
-        })
-        .collect()
 }
 
 /// Bytes of each data table after compaction, and their sum.
@@ -144,7 +132,7 @@ async fn main() {
     let pprof_merged = pprof::encode(&merged.stacks, &meta).len();
     let pprof_windows: usize = windows
         .iter()
-        .map(|w| pprof::encode(&weighted(w), &meta).len())
+        .map(|w| pprof::encode(&named_stacks(w), &meta).len())
         .sum();
 
     println!(

@@ -80,8 +80,7 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         "the read went through the rollups"
     );
 
-    // A late window of a rolled-up profile: compacted into its block and
-    // into its rollup.
+    // A late window of a rolled-up profile: compacted into its rollup.
     let late = fleet_window(profiles[2], 2, start, 8);
     odp_store::store_snapshots(&pool, &[&late]).await.unwrap();
     let with_late = fleet_answers(&db, start).await;
@@ -94,8 +93,8 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         .unwrap();
     assert_eq!(fleet_answers(&db, start).await, with_late);
 
-    // Downsampling merges the same windows in blocks and rollups; retention
-    // drops the same ones from both.
+    // Downsampling merges the windows in the rollups as in the rows;
+    // retention drops the same ones from both.
     let options = RetentionOptions {
         retention_days: 365,
         downsample_after_days: 1,
@@ -115,16 +114,22 @@ async fn rollups_answer_as_the_profiles_they_hold() {
         .unwrap();
     let expired = fleet_answers(&db, start).await;
     assert!(expired[0].samples > 0 && expired[0].samples < downsampled[0].samples);
-    // The rollups hold what the blocks do: unrolled, the same answers.
-    sqlx::query("delete from service_rollups")
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query("update profile_blocks set rollup = 'alone'")
-        .execute(&pool)
-        .await
-        .unwrap();
-    assert_eq!(fleet_answers(&db, start).await, expired);
+    // One copy of the samples: the profiles' blocks are gone, and each
+    // profile read on its own (out of the rollups) adds up to the answer.
+    assert_eq!(
+        count(
+            &pool,
+            "select count(*) from profile_blocks where block is not null"
+        )
+        .await,
+        0
+    );
+    let mut alone = 0;
+    for &id in &profiles {
+        let read = odp_store::Read::profile(id);
+        alone += odp_store::read(&pool, &read).await.unwrap().samples();
+    }
+    assert_eq!(alone, expired[0].samples);
     pool.close().await;
     stack.stop().unwrap();
 }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::profile::{Profile, ProfileBuilder, Window};
+use crate::profile::{Profile, ProfileBuilder, Sample, Window};
 
 /// A window's identity across its copies: profile, agent and sequence.
 pub type WindowKey = (uuid::Uuid, String, u64);
@@ -92,34 +92,91 @@ impl Profile {
         self.rebuilt(windows, &target)
     }
 
+    /// The profile's windows split into `parts` profiles: `part` says
+    /// which one each window goes to (`None`: dropped). Used to read one
+    /// profile back out of a rollup of many: one pass over the samples,
+    /// whatever the number of parts.
+    pub fn split_windows(
+        &self,
+        parts: usize,
+        part: impl Fn(&Window) -> Option<usize>,
+    ) -> Vec<Profile> {
+        let mut windows: Vec<Vec<Window>> = vec![Vec::new(); parts];
+        let target: Vec<Option<(usize, u32)>> = self
+            .windows
+            .iter()
+            .map(|w| {
+                let p = part(w)?;
+                windows[p].push(w.clone());
+                Some((p, windows[p].len() as u32 - 1))
+            })
+            .collect();
+        self.rebuilt_parts(windows, &target)
+    }
+
     /// The profile over `windows`, with each old window's samples and
     /// thread names moved to `target[old]` (dropped when `None`).
     fn rebuilt(&self, windows: Vec<Window>, target: &[Option<u32>]) -> Profile {
-        let mut builder = ProfileBuilder::default();
-        for window in windows {
-            builder.window(window);
-        }
+        let target: Vec<Option<(usize, u32)>> = target.iter().map(|t| t.map(|w| (0, w))).collect();
+        self.rebuilt_parts(vec![windows], &target)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// One profile per entry of `windows`, with each old window's samples
+    /// and thread names moved to `target[old]`: (part, window in it).
+    fn rebuilt_parts(
+        &self,
+        windows: Vec<Vec<Window>>,
+        target: &[Option<(usize, u32)>],
+    ) -> Vec<Profile> {
+        let mut builders: Vec<ProfileBuilder> = windows
+            .into_iter()
+            .map(|windows| {
+                let mut builder = ProfileBuilder::default();
+                for window in windows {
+                    builder.window(window);
+                }
+                builder
+            })
+            .collect();
         // Later windows' names win: the builder keeps the last one given.
         for thread in &self.threads {
-            if let Some(window) = target[thread.window as usize] {
-                builder.thread(window, thread.tid, thread.name.clone());
+            if let Some((part, window)) = target[thread.window as usize] {
+                builders[part].thread(window, thread.tid, thread.name.clone());
             }
         }
-        let mut frame_ids: Vec<Option<u32>> = vec![None; self.frames.len()];
-        let mut path = Vec::new();
+        let mut samples: Vec<Vec<&Sample>> = vec![Vec::new(); builders.len()];
         for sample in &self.samples {
-            let Some(window) = target[sample.window as usize] else {
-                continue;
-            };
-            path.clear();
-            for frame in self.tree.stack(sample.node) {
-                let id = *frame_ids[frame as usize]
-                    .get_or_insert_with(|| builder.frame(&self.frames[frame as usize]));
-                path.push(id);
+            if let Some((part, _)) = target[sample.window as usize] {
+                samples[part].push(sample);
             }
-            builder.samples(window, sample.tid, &path, sample.count);
         }
-        builder.build()
+        // One part at a time, so the map of old frame ids to the part's
+        // is one vector, reset where it was used.
+        let mut frame_ids: Vec<Option<u32>> = vec![None; self.frames.len()];
+        let mut used: Vec<u32> = Vec::new();
+        let mut path = Vec::new();
+        for (builder, samples) in builders.iter_mut().zip(samples) {
+            for frame in used.drain(..) {
+                frame_ids[frame as usize] = None;
+            }
+            for sample in samples {
+                let Some((_, window)) = target[sample.window as usize] else {
+                    continue;
+                };
+                path.clear();
+                for frame in self.tree.stack(sample.node) {
+                    let id = *frame_ids[frame as usize].get_or_insert_with(|| {
+                        used.push(frame);
+                        builder.frame(&self.frames[frame as usize])
+                    });
+                    path.push(id);
+                }
+                builder.samples(window, sample.tid, &path, sample.count);
+            }
+        }
+        builders.into_iter().map(ProfileBuilder::build).collect()
     }
 }
 
@@ -192,5 +249,21 @@ mod tests {
             .samples
             .iter()
             .any(|s| s.window == 0 && s.count == 21));
+    }
+
+    #[test]
+    fn split_windows_are_each_what_retaining_them_keeps() {
+        let p = profile();
+        let parts = p.split_windows(3, |w| match w.sequence {
+            0 => Some(2),
+            1 => None,
+            _ => Some(0),
+        });
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0], p.retain_windows(|w| w.sequence == 2));
+        assert!(parts[1].windows.is_empty() && parts[1].samples.is_empty());
+        assert_eq!(parts[2], p.retain_windows(|w| w.sequence == 0));
+        assert_eq!(parts[2].frames.len(), 3, "only_in_w0 stays with w0");
+        assert_eq!(parts[0].frames.len(), 2);
     }
 }

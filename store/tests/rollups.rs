@@ -11,9 +11,10 @@ use block_fixtures::{
 };
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use odp_core::Snapshot;
+use odp_core::WeightedStack;
 use odp_devstack::fixtures::{fleet_answers, fleet_reads};
-use odp_profile::{Level, Profile};
-use odp_store::{Database, Spans};
+use odp_profile::{Level, Profile, Window};
+use odp_store::{Database, Read, Spans};
 use support::on_both_backends;
 use uuid::Uuid;
 
@@ -87,11 +88,31 @@ async fn aggregates_are_exact_sums(db: Database) {
     );
 }
 
-/// Rolled up, every read answers the same; a late window is read before
-/// and after it is compacted into the rollup.
+/// Each of `profiles` read on its own: its windows (by sequence) and its
+/// stacks (sorted).
+async fn each_alone(db: &Database, profiles: &[Uuid]) -> Vec<(Vec<Window>, Vec<WeightedStack>)> {
+    let mut each = Vec::new();
+    for &id in profiles {
+        let mut windows = odp_store::load_profile(db, id).await.unwrap().windows;
+        windows.sort_by_key(|w| w.sequence);
+        let mut stacks = odp_store::read(db, &Read::profile(id))
+            .await
+            .unwrap()
+            .stacks();
+        stacks.sort_by(|a, b| a.frames.cmp(&b.frames));
+        each.push((windows, stacks));
+    }
+    each
+}
+
+/// Rolled up, every read answers the same, of the service and of each
+/// profile alone, and the profiles' own blocks are gone (one copy of the
+/// samples); a late window is read before and after it is compacted into
+/// the rollup.
 async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
     let (start, profiles, _) = fleet(&db).await;
     let before = fleet_answers(&db, start).await;
+    let alone_before = each_alone(&db, &profiles).await;
 
     let mut ready = odp_store::profiles_to_roll_up(&db, 100).await.unwrap();
     ready.sort();
@@ -108,6 +129,16 @@ async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
     assert_eq!(fleet_answers(&db, start).await, before, "the same answers");
     let whole = odp_store::read(&db, &fleet_reads(start)[0]).await.unwrap();
     assert!(!whole.rollups.is_empty(), "read through the rollups");
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from profile_blocks where block is null"
+        )
+        .await,
+        4,
+        "their blocks are dropped"
+    );
+    assert_eq!(each_alone(&db, &profiles).await, alone_before);
 
     let late = window(profiles[2], 2, start, 8);
     store_window(&db, &late).await;
@@ -123,6 +154,21 @@ async fn rollups_answer_as_the_profiles_they_hold(db: Database) {
         count(&db, "select sum(samples) from service_rollups").await as u64,
         with_late[0].samples,
         "the late window is in its rollup"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from profile_blocks where block is null"
+        )
+        .await,
+        4,
+        "and not in a block of its profile"
+    );
+    let alone = each_alone(&db, &profiles).await;
+    assert_eq!(alone[2].0.len(), 9, "the late window joined its profile");
+    assert_eq!(
+        alone[2].1.iter().map(|s| s.count).sum::<u64>(),
+        alone_before[2].1.iter().map(|s| s.count).sum::<u64>() + late.total_samples()
     );
 }
 

@@ -15,6 +15,7 @@
 mod legacy;
 mod mysql;
 mod postgres;
+mod rolled;
 
 use std::collections::HashMap;
 
@@ -65,6 +66,11 @@ const WINDOW_COLUMNS: &str = "n.id, n.agent_id, n.sequence, n.host, n.window_sta
 struct Parts {
     /// The profile block, still encoded.
     block: Option<Vec<u8>>,
+    /// The profile is rolled up: its compacted windows are in its
+    /// service's rollups, not in a block of its own.
+    rolled_up: bool,
+    /// Those windows, read from the rollups ([`rolled`]).
+    from_rollups: Option<Profile>,
     windows: Vec<WindowRow>,
     /// The rows of the legacy windows among `windows`.
     legacy: LegacyRows,
@@ -74,12 +80,14 @@ impl Parts {
     /// Groups profile blocks and uncompacted windows (in storage order)
     /// by profile.
     fn by_profile(
-        blocks: Vec<(Uuid, Vec<u8>)>,
+        blocks: Vec<(Uuid, Option<Vec<u8>>)>,
         windows: Vec<WindowRowWithProfile>,
     ) -> HashMap<Uuid, Parts> {
         let mut parts: HashMap<Uuid, Parts> = HashMap::new();
         for (id, bytes) in blocks {
-            parts.entry(id).or_default().block = Some(bytes);
+            let entry = parts.entry(id).or_default();
+            entry.rolled_up = bytes.is_none();
+            entry.block = bytes;
         }
         for row in windows {
             parts
@@ -109,9 +117,12 @@ impl Parts {
 /// Every window of `profile_id` in one profile: the compacted ones first,
 /// then the others in the order they were stored.
 pub async fn load_profile(db: impl Into<Database>, profile_id: Uuid) -> Result<Profile> {
-    let mut parts = read_parts_pooled(&db.into(), &[profile_id], true).await?;
-    let parts = parts.remove(&profile_id).unwrap_or_default();
-    blocking(move || build(profile_id, parts)).await
+    let loaded = load(&db.into(), &[profile_id], true).await?;
+    Ok(loaded
+        .into_iter()
+        .next()
+        .map(|(_, profile)| profile)
+        .unwrap_or_default())
 }
 
 /// [`load_profile`] of each of `profile_ids`, in a few queries whatever
@@ -141,7 +152,17 @@ async fn load(
     if profile_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let parts = read_parts_pooled(db, profile_ids, with_blocks).await?;
+    let mut parts = read_parts_pooled(db, profile_ids, with_blocks).await?;
+    let rolled_up: Vec<Uuid> = parts
+        .iter()
+        .filter(|(_, p)| p.rolled_up)
+        .map(|(&id, _)| id)
+        .collect();
+    for (id, profile) in rolled::load(db, &rolled_up).await? {
+        if let Some(parts) = parts.get_mut(&id) {
+            parts.from_rollups = Some(profile);
+        }
+    }
     let mut parts: Vec<(Uuid, Parts)> = parts.into_iter().collect();
     parts.sort_by_key(|(id, _)| *id);
     in_halves(parts, |(id, parts)| Ok((id, build(id, parts)?))).await
@@ -175,7 +196,7 @@ where
     for<'c> &'c mut C: Into<On<'c>>,
 {
     let lock_clause = if lock { " for update" } else { "" };
-    let blocks: Vec<(Uuid, Vec<u8>)> = if with_blocks {
+    let blocks: Vec<(Uuid, Option<Vec<u8>>)> = if with_blocks {
         fetch_any(
             &mut *conn,
             &format!(
@@ -212,12 +233,15 @@ where
 
 /// One profile from its parts: pure CPU work.
 fn build(profile_id: Uuid, mut parts: Parts) -> Result<Profile> {
-    let block = parts
-        .block
-        .as_deref()
-        .map(Profile::decode)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt(format!("profile {profile_id}: {e}")))?;
+    let block = match parts.from_rollups.take() {
+        Some(rolled) => Some(rolled),
+        None => parts
+            .block
+            .as_deref()
+            .map(Profile::decode)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("profile {profile_id}: {e}")))?,
+    };
     if parts.windows.is_empty() {
         // Compacted whole: the block is the profile as it is.
         return Ok(block.unwrap_or_default());
@@ -298,7 +322,7 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
     let ids = parts.window_ids();
     let legacy = parts.legacy_ids();
     // A profile already rolled up gets its new windows added to its
-    // service's rollups too.
+    // service's rollups instead: it keeps no block of its own.
     let rolled_up: Option<String> = Sql::new(
         "select p.service from profile_blocks b join profiles p on p.id = b.profile_id
          where b.profile_id = $1 and b.rollup = 'rolled' and p.service is not null",
@@ -306,11 +330,18 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
     .bind(profile_id)
     .fetch_value(&mut tx)
     .await?;
-    let done = compaction(profile_id, parts).await?;
-    if let Some(service) = rolled_up {
-        crate::rollups::add_parts(&mut tx, rollup_parts(service, &done.new_windows)).await?;
-    }
-    save_block(&mut tx, profile_id, &done.profile, &done.block).await?;
+    let block_bytes = match rolled_up {
+        Some(service) => {
+            let new_windows = blocking(move || build(profile_id, parts)).await?;
+            crate::rollups::add_parts(&mut tx, rollup_parts(service, &new_windows)).await?;
+            0
+        }
+        None => {
+            let (profile, block) = compaction(profile_id, parts).await?;
+            save_block(&mut tx, profile_id, &profile, &block).await?;
+            block.len()
+        }
+    };
     execute_any(
         &mut tx,
         "update snapshots set block = null, compacted = true where id = any($1)",
@@ -328,7 +359,7 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
     Ok(Compacted {
         windows: ids.len() as u64,
         legacy_windows: legacy.len() as u64,
-        block_bytes: done.block.len() as u64,
+        block_bytes: block_bytes as u64,
     })
 }
 
@@ -370,35 +401,13 @@ fn encode_block(profile: &Profile) -> Vec<u8> {
     profile.encode(Level::Small)
 }
 
-/// A compaction computed from a profile's locked parts.
-struct Compaction {
-    /// The profile block to write: old block plus new windows.
-    profile: Profile,
-    /// `profile`, encoded.
-    block: Vec<u8>,
-    /// Only the windows compacted now (for the service's rollups).
-    new_windows: Profile,
-}
-
-/// The new profile block from the old one and the windows not in it yet.
-async fn compaction(profile_id: Uuid, mut parts: Parts) -> Result<Compaction> {
+/// The new profile block from the old one and the windows not in it yet:
+/// the profile and its bytes.
+async fn compaction(profile_id: Uuid, parts: Parts) -> Result<(Profile, Vec<u8>)> {
     blocking(move || {
-        let old = parts.block.take();
-        let new_windows = build(profile_id, parts)?;
-        let mut builder = ProfileBuilder::default();
-        if let Some(old) = old {
-            let old = Profile::decode(&old)
-                .map_err(|e| StoreError::Corrupt(format!("profile {profile_id}: {e}")))?;
-            builder.add_profile(&old);
-        }
-        builder.add_profile(&new_windows);
-        let profile = builder.build();
+        let profile = build(profile_id, parts)?;
         let block = encode_block(&profile);
-        Ok(Compaction {
-            profile,
-            block,
-            new_windows,
-        })
+        Ok((profile, block))
     })
     .await
 }
@@ -439,18 +448,19 @@ pub async fn profiles_to_compact(
 
 /// Rewrites the profile block of `profile_id` (locked for the rest of the
 /// transaction) as `change` makes it; a result without windows deletes it.
-/// Returns whether there was a block.
+/// Returns whether there was a block: a rolled-up profile has none (its
+/// windows change with its service's rollups, which the caller rewrites).
 pub(crate) async fn rewrite_block(
     tx: &mut Tx,
     profile_id: Uuid,
     change: impl FnOnce(&Profile) -> Profile,
 ) -> Result<bool> {
-    let bytes: Option<Vec<u8>> =
+    let bytes: Option<Option<Vec<u8>>> =
         Sql::new("select block from profile_blocks where profile_id = $1 for update")
             .bind(profile_id)
             .fetch_value(&mut *tx)
             .await?;
-    let Some(bytes) = bytes else {
+    let Some(Some(bytes)) = bytes else {
         return Ok(false);
     };
     let changed = Profile::decode(&bytes)

@@ -401,7 +401,8 @@ pub async fn read_window_counts(
 }
 
 /// Which of a service read's profiles are rolled up, and the hours of
-/// their windows in the read (none for a profile read).
+/// their windows in the read (none for a profile or run read, which
+/// reads its rolled-up profiles out of their rollups one by one).
 #[derive(Default)]
 struct Rolled {
     members: HashSet<Uuid>,
@@ -409,7 +410,7 @@ struct Rolled {
 }
 
 async fn rolled_up(db: &Database, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
-    let ReadScope::Service { service, .. } = &read.scope else {
+    let ReadScope::Service { .. } = &read.scope else {
         return Ok(Rolled::default());
     };
     let members: Vec<(Uuid,)> = fetch_any(
@@ -423,14 +424,6 @@ async fn rolled_up(db: &Database, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
         return Ok(Rolled::default());
     }
     let hours = on_backend!(db, rolled_hours(read, &members))?;
-    // A rollup pays when its profiles share their stacks (a fleet of one
-    // service): one dictionary for all. Profiles that share little make a
-    // rollup as large as their blocks, with windows of profiles outside
-    // the read besides; their own blocks are read then.
-    let (rollup_bytes, member_bytes) = on_backend!(db, block_bytes(service, &hours, &members))?;
-    if rollup_bytes as f64 > 0.7 * member_bytes as f64 {
-        return Ok(Rolled::default());
-    }
     Ok(Rolled {
         members: members.into_iter().collect(),
         hours,

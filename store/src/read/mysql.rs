@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sqlx::{MySql, MySqlPool, QueryBuilder};
+use sqlx::{MySqlPool, QueryBuilder};
 use uuid::Uuid;
 
 use super::{push_conditions, window_query, GroupRow, Read};
@@ -51,33 +51,4 @@ pub(super) async fn rolled_hours(
     hours.sort_unstable();
     hours.dedup();
     Ok(hours)
-}
-
-/// The bytes of `service`'s rollups of `hours` and of `members`' blocks.
-pub(super) async fn block_bytes(
-    pool: &MySqlPool,
-    service: &str,
-    hours: &[DateTime<Utc>],
-    members: &[Uuid],
-) -> Result<(i64, i64)> {
-    let mut rollups = 0;
-    for chunk in hours.chunks(IN_LIST_CHUNK) {
-        let mut qb = QueryBuilder::<MySql>::new(
-            "select cast(sum(length(block)) as signed) from service_rollups where service = ",
-        );
-        qb.push_bind(service).push(" and `hour` in ");
-        push_in_list(&mut qb, chunk.iter());
-        let bytes: Option<i64> = qb.build_query_scalar().fetch_one(pool).await?;
-        rollups += bytes.unwrap_or(0);
-    }
-    let mut blocks = 0;
-    for chunk in members.chunks(IN_LIST_CHUNK) {
-        let mut qb = QueryBuilder::<MySql>::new(
-            "select cast(sum(length(block)) as signed) from profile_blocks where profile_id in ",
-        );
-        push_in_list(&mut qb, chunk.iter());
-        let bytes: Option<i64> = qb.build_query_scalar().fetch_one(pool).await?;
-        blocks += bytes.unwrap_or(0);
-    }
-    Ok((rollups, blocks))
 }

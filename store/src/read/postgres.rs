@@ -27,24 +27,3 @@ pub(super) async fn rolled_hours(
     push_conditions(read, &mut qb);
     Ok(qb.build_query_scalar().fetch_all(pool).await?)
 }
-
-/// The bytes of `service`'s rollups of `hours` and of `members`' blocks.
-pub(super) async fn block_bytes(
-    pool: &PgPool,
-    service: &str,
-    hours: &[DateTime<Utc>],
-    members: &[Uuid],
-) -> Result<(i64, i64)> {
-    let (rollups, blocks): (Option<i64>, Option<i64>) = sqlx::query_as(
-        "select (select sum(octet_length(block))::bigint from service_rollups
-                 where service = $1 and hour = any($2)),
-                (select sum(octet_length(block))::bigint from profile_blocks
-                 where profile_id = any($3))",
-    )
-    .bind(service)
-    .bind(hours)
-    .bind(members)
-    .fetch_one(pool)
-    .await?;
-    Ok((rollups.unwrap_or(0), blocks.unwrap_or(0)))
-}

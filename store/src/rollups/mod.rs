@@ -6,14 +6,16 @@
 //! rollup holds the same windows (each still with its profile id, host,
 //! times and threads, so every filter applies as before) over one
 //! dictionary, so such a read is one block per hour. Profiles are rolled
-//! up once compacted; windows compacted into a rolled-up profile later
-//! (spooled through a broker outage) are added to its rollups as they are
-//! compacted. Retention and downsampling rewrite rollups as they rewrite
-//! profile blocks, so both always hold the same samples.
+//! up once compacted, and a rolled-up profile's block is dropped: its
+//! samples are stored once, in the rollups, and reading the profile alone
+//! keeps its windows of them (`blocks/rolled.rs`). Windows compacted into a
+//! rolled-up profile later (spooled through a broker outage) are added to
+//! its rollups as they are compacted. Retention and downsampling rewrite
+//! rollups as they rewrite profile blocks.
 //!
 //! Rollups are deflate blocks, as profile blocks are: whether one pays
-//! ([`WORTH`]), and whether a read takes it, compares its bytes with its
-//! profiles' blocks. Days are LZ4 blocks (see `days.rs`).
+//! ([`WORTH`]) compares its bytes with its profiles' blocks. Days are LZ4
+//! blocks (see `days.rs`).
 //!
 //! `postgres.rs` and `mysql.rs` hold the statements that differ: the
 //! upsert, the age of a block, the locking read of whole hours, and
@@ -38,7 +40,7 @@ use crate::sql::mysql_lists::{execute_any, fetch_any};
 use crate::sql::{Sql, Tx};
 use crate::{Result, StoreError};
 
-const HOUR_MS: i64 = 3_600_000;
+pub(crate) const HOUR_MS: i64 = 3_600_000;
 
 /// The hour a window belongs to: the one its start falls in.
 pub(crate) fn hour_of(start_ms: i64) -> i64 {
@@ -154,7 +156,9 @@ async fn roll_up_service(db: &Database, service: &str, ids: &[Uuid]) -> Result<R
         }
     }
     let mark = if verdict == Verdict::Roll {
-        "update profile_blocks set rollup = 'rolled' where profile_id = any($1)"
+        // One copy of the samples: the rollups hold them now.
+        "update profile_blocks set rollup = 'rolled', block = null, windows = 0, samples = 0
+         where profile_id = any($1)"
     } else {
         "update profile_blocks set rollup = 'alone' where profile_id = any($1)"
     };
