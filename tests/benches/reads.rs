@@ -390,12 +390,17 @@ async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) {
     let service_pool: Vec<Vec<String>> = (0..FLEET_POOL).map(|_| random_stack(&mut rng)).collect();
     let mut fleet_pprof = 0usize;
     let mut fleet_stacks = Vec::new();
+    let mut one_instance = None;
     let started = Instant::now();
     for host in 0..FLEET_HOSTS {
         let stacks = instance_profile(&service_pool, &mut rng);
         fleet_pprof += gzip_pprof(&stacks).len();
-        api.import("bench-fleet", &format!("h-{host:04}"), &stacks)
+        let id = api
+            .import("bench-fleet", &format!("h-{host:04}"), &stacks)
             .await;
+        if host == FLEET_HOSTS / 2 {
+            one_instance = Some((id, folded(&stacks)));
+        }
         fleet_stacks.extend(stacks);
     }
     println!(
@@ -432,6 +437,18 @@ async fn fleet(api: &Api, pool: &Database, range: &str, dir: &Path) {
         inferno,
         "<= 1 s",
         &format!(", {:.2} MB", size as f64 / 1e6),
+    );
+    // One instance's own profile: rolled up, it has no block of its own
+    // and is read out of its hour's rollup of the whole fleet.
+    let (id, one_folded) = one_instance.expect("the fleet has a middle host");
+    let (one_inferno, _) = inferno_time(&one_folded, dir);
+    let (one, _) = api.get(&format!("/api/v1/profiles/{id}/flamegraph")).await;
+    ratio(
+        "one instance's flame graph JSON",
+        one,
+        one_inferno,
+        "<= 1 s (read out of the rollup)",
+        &format!(", {:.0} ms vs the aggregate", took.as_secs_f64() * 1e3),
     );
     // One function's trend over the same range: each window's own counts
     // (1,000 hosts' windows, read from the hourly rollup) instead of one
