@@ -23,6 +23,7 @@
 //! - [`windows`]: dropping and merging windows (retention, downsampling);
 //! - [`frames`]: samples per distinct stack with frames deduplicated, what
 //!   detection rules match;
+//! - [`halves`]: work over many parts on two threads;
 //! - [`jfr`]: Java Flight Recorder recordings as stacks of Java frames,
 //!   what the agent's jvm plugin and imports read.
 //!
@@ -32,6 +33,7 @@ pub mod codec;
 pub mod diff;
 pub mod flame;
 pub mod frames;
+pub mod halves;
 pub mod jfr;
 pub mod many;
 pub mod names;

@@ -18,6 +18,7 @@ use std::hash::BuildHasherDefault;
 use odp_core::flamegraph::{FlameNode, ROOT_NAME};
 use odp_core::stats::{binomial_stderr, FunctionShare};
 
+use crate::halves::map_in_halves;
 use crate::tree::{Children, PairHasher, ROOT};
 use crate::view::View;
 
@@ -64,7 +65,7 @@ impl<'a> Shared<'a> {
                     .collect()
             })
             .collect();
-        let (totals, children) = in_halves(views, |view| {
+        let (totals, children) = map_in_halves(views, SPLIT_VIEWS, |view| {
             let totals = view.totals();
             let children = view.tree.children(|node| totals[node as usize] > 0);
             (totals, children)
@@ -129,24 +130,9 @@ impl<'a> Shared<'a> {
     }
 }
 
-/// Views from which [`in_halves`] takes a second thread.
+/// Views from which a flame graph's pass over each view takes a second
+/// thread (each view's totals and children are a pass over its whole tree).
 const SPLIT_VIEWS: usize = 8;
-
-/// `work` on each view, in order: on two threads (a half each) when there
-/// are many, as a read of a month's days has (each view's totals and
-/// children are a pass over its whole tree).
-fn in_halves<R: Send>(views: &[&View], work: impl Fn(&View) -> R + Sync) -> Vec<R> {
-    if views.len() < SPLIT_VIEWS {
-        return views.iter().map(|view| work(view)).collect();
-    }
-    let (first, second) = views.split_at(views.len() / 2);
-    std::thread::scope(|scope| {
-        let later = scope.spawn(|| second.iter().map(|view| work(view)).collect::<Vec<R>>());
-        let mut out: Vec<R> = first.iter().map(|view| work(view)).collect();
-        out.extend(later.join().expect("a flame graph's view panicked"));
-        out
-    })
-}
 
 /// The flame graph of all `views` added up, with at most about `budget`
 /// nodes (as [`crate::flame::build`] of their merge); with `focus` (names

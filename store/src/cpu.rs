@@ -28,18 +28,3 @@ where
     out.extend(second?);
     Ok(out)
 }
-
-/// `work` on each of `items` on two threads (a half each), in the items'
-/// order, for CPU-bound work already off the async threads.
-pub(crate) fn map_in_halves<T: Sync, R: Send>(
-    items: &[T],
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let (first, second) = items.split_at(items.len() / 2);
-    std::thread::scope(|scope| {
-        let later = scope.spawn(|| second.iter().map(&work).collect::<Vec<R>>());
-        let mut out: Vec<R> = first.iter().map(&work).collect();
-        out.extend(later.join().expect("a read's selection panicked"));
-        out
-    })
-}

@@ -9,10 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
+use odp_profile::halves::map_in_halves;
 use odp_profile::{Profile, ProfileBuilder};
 use uuid::Uuid;
 
-use crate::cpu::{blocking, map_in_halves};
+use crate::cpu::blocking;
 use crate::database::Database;
 use crate::rollups::{self, HOUR_MS};
 use crate::sql::mysql_lists::fetch_any;
@@ -87,7 +88,7 @@ fn hours_spanned(spans: &[Span]) -> Result<Vec<DateTime<Utc>>> {
 /// ids without a window are absent.
 fn split(rollups: &[Profile], ids: &[Uuid]) -> HashMap<Uuid, Profile> {
     let index: HashMap<Uuid, usize> = ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
-    let parts: Vec<Vec<Profile>> = map_in_halves(rollups, |rollup| {
+    let parts: Vec<Vec<Profile>> = map_in_halves(rollups, 2, |rollup| {
         rollup.split_windows(ids.len(), |w| index.get(&w.profile_id).copied())
     });
     let mut builders: Vec<Option<ProfileBuilder>> = (0..ids.len()).map(|_| None).collect();

@@ -28,6 +28,7 @@ use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
 use odp_core::trend::WindowCount;
 use odp_core::{EventKind, WeightedStack};
+use odp_profile::halves::map_in_halves;
 use odp_profile::{many, stacks, NameTree, Profile, Selection, View};
 use sqlx::{Encode, QueryBuilder, Type};
 use uuid::Uuid;
@@ -367,7 +368,7 @@ pub async fn read_window_counts(
             .map(|(_, profile)| profile)
             .chain(&loaded.rollups)
             .collect();
-        let counts = crate::cpu::map_in_halves(&parts, |profile| {
+        let counts = map_in_halves(&parts, 2, |profile| {
             let mut counts = Vec::new();
             let names = NameTree::new(profile);
             let samples = profile.select(&all, &names).window_samples;

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use odp_profile::halves::map_in_halves;
 use odp_profile::{scale, weigh, NameTree, NodeSums, Profile, Selection, View};
 use uuid::Uuid;
 
@@ -63,7 +64,7 @@ pub(super) fn select_all(
             });
         }
     }
-    let rolled = crate::cpu::map_in_halves(rollups, |profile| {
+    let rolled = map_in_halves(rollups, 2, |profile| {
         let names = NameTree::new(profile);
         let sums = profile.select(selection, &names);
         (names, sums)
@@ -89,7 +90,7 @@ pub(super) fn select_all(
     };
     let mut rolled: BTreeMap<String, f64> = BTreeMap::new();
     let weighted: Vec<(&Part<'_>, Vec<u64>)> = parts.iter().zip(weighted).collect();
-    let views = crate::cpu::map_in_halves(&weighted, |(part, counts)| part.names.view(counts));
+    let views = map_in_halves(&weighted, 2, |(part, counts)| part.names.view(counts));
     for (part, view) in parts.iter().zip(views) {
         match &part.host {
             Some(host) => selected
