@@ -44,7 +44,7 @@ pub struct AgentView {
     pub live: bool,
     /// How far ahead of the api-server the host's clock runs, in ms
     /// (negative: behind), as measured from its heartbeats; absent until
-    /// measured. From 10 s either way, the pipeline moves the host's
+    /// measured, and on the rows of agents no longer live. From 10 s either way, the pipeline moves the host's
     /// windows by it, so its samples are placed when they happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_offset_ms: Option<i64>,

@@ -1078,7 +1078,7 @@ export interface components {
              * Format: int64
              * @description How far ahead of the api-server the host's clock runs, in ms
              *     (negative: behind), as measured from its heartbeats; absent until
-             *     measured. From 10 s either way, the pipeline moves the host's
+             *     measured, and on the rows of agents no longer live. From 10 s either way, the pipeline moves the host's
              *     windows by it, so its samples are placed when they happened.
              */
             clock_offset_ms?: number | null;

@@ -4,7 +4,7 @@
 use chrono::Utc;
 use odp_api_types::{AgentView, UndeployResponse};
 use odp_core::command::{CommandAction, UndeployMode};
-use odp_store::{NewRequest, RequestKind};
+use odp_store::{AgentRow, NewRequest, RequestKind};
 
 use crate::service_error::ServiceError;
 use crate::views;
@@ -21,24 +21,33 @@ pub(crate) async fn agents(state: &AppState) -> Result<Vec<AgentView>, ServiceEr
         .map(|a| {
             // This replica's own reading is the freshest; the store's is
             // any replica's, as last recorded.
-            let clock_offset_ms = heartbeats
-                .as_ref()
-                .and_then(|h| h.clock_offset_ms(&a.host))
-                .or(a.clock_offset_ms);
-            AgentView {
-                clock_offset_ms,
-                clock_corrected: clock_offset_ms
-                    .is_some_and(|o| o.abs() >= odp_store::CLOCK_CORRECTED_FROM_MS),
-                live: (now - a.last_seen).num_seconds() <= live_within_secs,
-                host: a.host,
-                agent_id: a.agent_id,
-                version: a.version,
-                plugins: a.plugins,
-                running_profiles: a.running_profiles,
-                last_seen: a.last_seen,
-            }
+            let measured = heartbeats.as_ref().and_then(|h| h.clock_offset_ms(&a.host));
+            let live = (now - a.last_seen).num_seconds() <= live_within_secs;
+            agent_view(a, live, measured)
         })
         .collect())
+}
+
+/// `agent`'s view. Its host's clock offset is measured from the live
+/// agent's heartbeats, so a dead agent's row (an agent replaced on its
+/// host, or a host gone) shows none: it would be another agent's reading,
+/// or a stale one.
+fn agent_view(agent: AgentRow, live: bool, measured_offset_ms: Option<i64>) -> AgentView {
+    let clock_offset_ms = live
+        .then(|| measured_offset_ms.or(agent.clock_offset_ms))
+        .flatten();
+    AgentView {
+        clock_offset_ms,
+        clock_corrected: clock_offset_ms
+            .is_some_and(|o| o.abs() >= odp_store::CLOCK_CORRECTED_FROM_MS),
+        live,
+        host: agent.host,
+        agent_id: agent.agent_id,
+        version: agent.version,
+        plugins: agent.plugins,
+        running_profiles: agent.running_profiles,
+        last_seen: agent.last_seen,
+    }
 }
 
 /// Sends `host`'s agent the undeploy command and records the request
@@ -65,4 +74,39 @@ pub(crate) async fn undeploy(
         command_id: request.command_id,
         request: views::control_request(request),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(offset_ms: Option<i64>) -> AgentRow {
+        AgentRow {
+            host: "web-1".into(),
+            agent_id: "agent-a".into(),
+            version: "0.1.0".into(),
+            plugins: vec![],
+            running_profiles: vec![],
+            last_seen: Utc::now(),
+            clock_offset_ms: offset_ms,
+        }
+    }
+
+    #[test]
+    fn only_a_live_agent_shows_its_hosts_clock() {
+        let live = agent_view(row(Some(-7_200_000)), true, None);
+        assert_eq!(live.clock_offset_ms, Some(-7_200_000));
+        assert!(live.clock_corrected);
+        let fresher = agent_view(row(Some(-7_200_000)), true, Some(-7_199_000));
+        assert_eq!(
+            fresher.clock_offset_ms,
+            Some(-7_199_000),
+            "this replica's reading"
+        );
+        let dead = agent_view(row(Some(-7_200_000)), false, Some(-7_199_000));
+        assert_eq!(dead.clock_offset_ms, None);
+        assert!(!dead.clock_corrected && !dead.live);
+        let in_step = agent_view(row(Some(18)), true, None);
+        assert!(!in_step.clock_corrected);
+    }
 }
