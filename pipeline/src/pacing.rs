@@ -9,6 +9,8 @@
 //! last evaluated. A profile that finished is evaluated at once, before its
 //! batch's offsets are committed, so its final detections never depend on
 //! the background pass. A zero interval evaluates everything at once.
+//! When more are due than the background pass has time for, those waiting
+//! longest go first and the others wait longer.
 //!
 //! The pacer also keeps the runtime each running profile's agent reported,
 //! which rules on library versions and runtime options read at every
@@ -76,16 +78,21 @@ impl Pacer {
         due
     }
 
-    /// The pending profiles whose interval is up, taken out of pending; and
-    /// forgets evaluations too old to matter, so memory follows the
-    /// profiles that are running.
-    pub(crate) fn take_due(&mut self, now: Instant) -> Vec<Uuid> {
-        let due: Vec<Uuid> = self
+    /// At most `limit` of the pending profiles whose interval is up, those
+    /// waiting longest first, taken out of pending (the others stay
+    /// pending for the next call); and forgets evaluations too old to
+    /// matter, so memory follows the profiles that are running.
+    pub(crate) fn take_due(&mut self, now: Instant, limit: usize) -> Vec<Uuid> {
+        let mut due: Vec<(Instant, Uuid)> = self
             .pending
             .iter()
             .copied()
             .filter(|&id| self.is_due(id, now))
+            .map(|id| (self.last.get(&id).copied().unwrap_or(now), id))
             .collect();
+        due.sort_unstable();
+        due.truncate(limit);
+        let due: Vec<Uuid> = due.into_iter().map(|(_, id)| id).collect();
         for id in &due {
             self.pending.remove(id);
             self.last.insert(*id, now);
@@ -128,6 +135,9 @@ impl Pacer {
 mod tests {
     use super::*;
 
+    /// No limit on the profiles taken at once.
+    const ALL: usize = usize::MAX;
+
     fn id(n: u128) -> Uuid {
         Uuid::from_u128(n)
     }
@@ -139,18 +149,18 @@ mod tests {
         let mut pacer = Pacer::new(Duration::from_secs(10));
         // New profiles wait an interval: ingest never stalls on them.
         assert!(pacer.due_now(&[id(1), id(2)], &[], at(0)).is_empty());
-        assert!(pacer.take_due(at(9)).is_empty());
-        let mut due = pacer.take_due(at(10));
+        assert!(pacer.take_due(at(9), ALL).is_empty());
+        let mut due = pacer.take_due(at(10), ALL);
         due.sort();
         assert_eq!(due, [id(1), id(2)]);
         // More windows within the interval wait.
         assert!(pacer.due_now(&[id(1)], &[], at(13)).is_empty());
-        assert!(pacer.take_due(at(19)).is_empty());
+        assert!(pacer.take_due(at(19), ALL).is_empty());
         // The pending one is evaluated when its interval is up, once.
-        assert_eq!(pacer.take_due(at(20)), [id(1)]);
-        assert!(pacer.take_due(at(21)).is_empty());
+        assert_eq!(pacer.take_due(at(20), ALL), [id(1)]);
+        assert!(pacer.take_due(at(21), ALL).is_empty());
         // Nothing new for profile 2: no evaluation.
-        assert!(pacer.take_due(at(40)).is_empty());
+        assert!(pacer.take_due(at(40), ALL).is_empty());
         assert_eq!(pacer.remembered(), 0, "old evaluations are forgotten");
     }
 
@@ -162,7 +172,9 @@ mod tests {
         // Its last window and its finish in one batch: evaluated now, and
         // not again by the deferred pass.
         assert_eq!(pacer.due_now(&[id(1)], &[id(1)], start), [id(1)]);
-        assert!(pacer.take_due(start + Duration::from_secs(60)).is_empty());
+        assert!(pacer
+            .take_due(start + Duration::from_secs(60), ALL)
+            .is_empty());
         assert_eq!(pacer.remembered(), 0);
     }
 
@@ -175,20 +187,36 @@ mod tests {
         pacer.remember_runtime(id(1), runtime.clone());
         assert!(pacer.runtime(id(1)).is_none(), "not a running profile");
         pacer.due_now(&[id(1), id(2)], &[], at(0));
-        assert_eq!(pacer.take_due(at(10)).len(), 2);
+        assert_eq!(pacer.take_due(at(10), ALL).len(), 2);
         pacer.remember_runtime(id(1), runtime.clone());
         pacer.remember_runtime(id(2), runtime.clone());
         // Kept across evaluations while windows keep coming...
         pacer.due_now(&[id(1), id(2)], &[], at(12));
-        assert_eq!(pacer.take_due(at(20)).len(), 2);
+        assert_eq!(pacer.take_due(at(20), ALL).len(), 2);
         assert!(pacer.runtime(id(1)).is_some());
         // ...until the profile finishes, or goes quiet and is forgotten.
         pacer.due_now(&[], &[id(1)], at(21));
         assert!(pacer.runtime(id(1)).is_none());
         assert!(pacer.runtime(id(2)).is_some());
-        pacer.take_due(at(40));
+        pacer.take_due(at(40), ALL);
         assert!(pacer.runtime(id(2)).is_none());
         assert_eq!(pacer.remembered(), 0);
+    }
+
+    #[test]
+    fn the_profiles_waiting_longest_are_taken_first_and_the_rest_wait() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        pacer.due_now(&[id(3)], &[], at(0));
+        pacer.due_now(&[id(1)], &[], at(1));
+        pacer.due_now(&[id(2)], &[], at(2));
+        assert_eq!(pacer.take_due(at(20), 2), [id(3), id(1)]);
+        // The one left over is still pending, and first at the next call.
+        pacer.due_now(&[id(3)], &[], at(21));
+        assert_eq!(pacer.take_due(at(21), 1), [id(2)]);
+        assert!(pacer.take_due(at(25), ALL).is_empty(), "evaluated at 20");
+        assert_eq!(pacer.take_due(at(30), ALL), [id(3)]);
     }
 
     #[test]

@@ -170,6 +170,49 @@ async fn profiles_to_compact_waits_out_the_grace(db: Database) {
     compact_profile(&db, ended_long_ago).await.unwrap();
     let due = odp_store::profiles_to_compact(&db, hour, 10).await.unwrap();
     assert_eq!(due, [orphan_old], "a compacted profile is done");
+
+    // A window arriving late for a compacted profile makes it due again,
+    // after the orphan, whose window was stored before it.
+    store_window(&db, &window(ended_long_ago, 0, long_ago, 1)).await;
+    let due = odp_store::profiles_to_compact(&db, hour, 10).await.unwrap();
+    assert_eq!(due, [orphan_old, ended_long_ago]);
+}
+
+/// Among many running profiles' windows (continuous segments hold theirs
+/// uncompacted for an hour), the few ended profiles and orphans are found,
+/// each once, and no running one; past the limit, the others wait.
+async fn profiles_to_compact_finds_the_ended_among_the_running(db: Database) {
+    let long_ago = Utc::now() - Duration::hours(3);
+    let hour = StdDuration::from_secs(3600);
+    let mut ended = Vec::new();
+    for p in 0..40 {
+        let id = Uuid::new_v4();
+        let status = if p % 10 == 0 { "finished" } else { "running" };
+        insert_profile(&db, id, p, status, long_ago).await;
+        for s in 0..3 {
+            store_window(&db, &window(id, p, long_ago, s)).await;
+        }
+        if status == "finished" {
+            ended.push(id);
+        }
+    }
+    let orphan = Uuid::new_v4();
+    store_window(&db, &window(orphan, 99, long_ago, 0)).await;
+    ended.push(orphan);
+
+    let due = odp_store::profiles_to_compact(&db, hour, 100)
+        .await
+        .unwrap();
+    assert_eq!(due, ended, "the ended and the orphan, oldest window first");
+    let first = odp_store::profiles_to_compact(&db, hour, 2).await.unwrap();
+    assert_eq!(first, ended[..2]);
+    for id in &ended {
+        compact_profile(&db, *id).await.unwrap();
+    }
+    let due = odp_store::profiles_to_compact(&db, hour, 100)
+        .await
+        .unwrap();
+    assert!(due.is_empty(), "only running profiles left: {due:?}");
 }
 
 /// A window stored before blocks existed (samples, thread names, stacks
@@ -342,4 +385,5 @@ on_both_backends!(
     compaction_keeps_totals_and_is_idempotent,
     windows_arriving_after_compaction_join_the_profile,
     profiles_to_compact_waits_out_the_grace,
+    profiles_to_compact_finds_the_ended_among_the_running,
 );
