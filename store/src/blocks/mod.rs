@@ -429,8 +429,8 @@ fn rollup_parts(service: String, new_windows: &Profile) -> crate::rollups::Parts
 /// belong to profiles that are not due. Grouping every uncompacted row
 /// each pass made the pass cost grow with them; instead the profiles
 /// holding uncompacted windows are found first, one index probe each
-/// where the backend allows it ([`postgres::UNCOMPACTED`],
-/// [`mysql::UNCOMPACTED`]), and only the windows of those that ended (or
+/// where the backend allows it (`postgres::UNCOMPACTED`,
+/// `mysql::UNCOMPACTED`), and only the windows of those that ended (or
 /// that no profile row owns) are read.
 pub async fn profiles_to_compact(
     db: impl Into<Database>,
