@@ -321,15 +321,16 @@ pub async fn compact_profile(db: impl Into<Database>, profile_id: Uuid) -> Resul
     }
     let ids = parts.window_ids();
     let legacy = parts.legacy_ids();
-    // A profile already rolled up gets its new windows added to its
-    // service's rollups instead: it keeps no block of its own.
-    let rolled_up: Option<String> = Sql::new(
-        "select p.service from profile_blocks b join profiles p on p.id = b.profile_id
-         where b.profile_id = $1 and b.rollup = 'rolled' and p.service is not null",
-    )
-    .bind(profile_id)
-    .fetch_value(&mut tx)
-    .await?;
+    // A profile already rolled up (its row has no block) gets its new
+    // windows added to its service's rollups instead.
+    let rolled_up: Option<String> = if parts.rolled_up {
+        Sql::new("select service from profiles where id = $1 and service is not null")
+            .bind(profile_id)
+            .fetch_value(&mut tx)
+            .await?
+    } else {
+        None
+    };
     let block_bytes = match rolled_up {
         Some(service) => {
             let new_windows = blocking(move || build(profile_id, parts)).await?;

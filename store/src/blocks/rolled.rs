@@ -59,9 +59,7 @@ async fn load_service(
     let hours = hours_spanned(spans)?;
     let stored = rollups::load_hours(db, service, &hours, None).await?;
     let ids: Vec<Uuid> = spans.iter().map(|s| s.0).collect();
-    blocking(move || Ok(split(&stored, &ids)))
-        .await
-        .map_err(|e| StoreError::Corrupt(format!("rollups of {service}: {e}")))
+    blocking(move || Ok(split(&stored, &ids))).await
 }
 
 /// Every hour a window of `spans` may start in. A window's row may span

@@ -411,9 +411,9 @@ struct Rolled {
 }
 
 async fn rolled_up(db: &Database, read: &Read, ids: &[Uuid]) -> Result<Rolled> {
-    let ReadScope::Service { .. } = &read.scope else {
+    if !matches!(read.scope, ReadScope::Service { .. }) {
         return Ok(Rolled::default());
-    };
+    }
     let members: Vec<(Uuid,)> = fetch_any(
         db,
         "select profile_id from profile_blocks where profile_id = any($1) and rollup = 'rolled'",
