@@ -23,9 +23,11 @@
 //!   after an agent restart or a changed condition, a trigger waits a whole
 //!   period before it may fire, never on half a window. A tick that finds
 //!   no process of the service, or could not read them, empties the period.
-//! - After a firing the trigger does not fire again on this host for its
-//!   `cooldown_secs`: a condition that keeps holding fires once per
-//!   cooldown, each time about the period just before it.
+//! - After a firing the trigger does not fire again on this host until a
+//!   period that began `cooldown_secs` after the fired one's: a condition
+//!   that keeps holding fires once per cooldown, each time about the
+//!   period just before it. The server keeps the cooldown by the same
+//!   starts, which the firings report.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -123,14 +125,17 @@ impl TriggerEvaluator {
             let Some((observed, held_since_ms)) = watched.observe(observation) else {
                 continue;
             };
+            // Kept between the periods' starts, which the firings report and
+            // the server checks the cooldown by: a tick's own time would
+            // drift from them by up to a tick, more on a loaded host.
             let cooldown_ms = i64::from(trigger.cooldown_secs) * 1000;
             if watched
-                .fired_at_ms
-                .is_some_and(|fired| observation.at_ms - fired < cooldown_ms)
+                .fired_held_since_ms
+                .is_some_and(|fired| held_since_ms - fired < cooldown_ms)
             {
                 continue;
             }
-            watched.fired_at_ms = Some(observation.at_ms);
+            watched.fired_held_since_ms = Some(held_since_ms);
             firings.push(Firing {
                 trigger_id: trigger.id,
                 service: trigger.service.clone(),
@@ -151,7 +156,8 @@ struct Watched {
     /// The period so far, oldest first: CPU intervals all above the
     /// threshold, or memory samples.
     period: VecDeque<Point>,
-    fired_at_ms: Option<i64>,
+    /// The start of the period the last firing reported.
+    fired_held_since_ms: Option<i64>,
 }
 
 /// What the previous tick read.
@@ -177,7 +183,7 @@ impl Watched {
             condition,
             previous: None,
             period: VecDeque::new(),
-            fired_at_ms: None,
+            fired_held_since_ms: None,
         }
     }
 

@@ -159,6 +159,26 @@ fn a_condition_that_keeps_holding_fires_once_per_cooldown() {
 }
 
 #[test]
+fn the_cooldown_is_kept_between_the_periods_the_firings_report() {
+    // The server checks the cooldown by the periods' starts: a tick 3 s
+    // late (a loaded host) makes the period at 13.5 s begin at 8 s, only
+    // 8 s after the first firing's, although 10.5 s of ticks passed.
+    let t = trigger(cpu_above(50, 3), 10);
+    let mut evaluator = TriggerEvaluator::default();
+    let ticks_ms = (0..=8)
+        .map(|s| s * 1000)
+        .chain([11_500, 12_500, 13_500, 14_500]);
+    let mut since = Vec::new();
+    for at_ms in ticks_ms {
+        let used = 500 + 80 * at_ms as u64 / 1000;
+        let readings = observed(at_ms, vec![process(10, 50, used, 0)]);
+        let fired = evaluator.tick(std::slice::from_ref(&t), &readings);
+        since.extend(fired.iter().map(|f| (at_ms, f.held_since_ms)));
+    }
+    assert_eq!(since, [(3_000, 0), (14_500, 11_500)]);
+}
+
+#[test]
 fn a_dip_starts_the_period_again() {
     let t = trigger(cpu_above(50, 3), 60);
     let mut evaluator = TriggerEvaluator::default();
