@@ -44,7 +44,7 @@ pub fn tansu_binary() -> Result<PathBuf> {
         .or(cargo_bin.filter(|path| is_executable_file(path)))
         .ok_or_else(|| DevError::ToolMissing {
             tool: "tansu (Kafka-compatible broker)".to_owned(),
-            hint: "install it once per machine with `cargo install tansu --locked --features dynostore` \
+            hint: "install it once per machine with `scripts/bootstrap.sh broker` \
                    (about 15 minutes on 2 cores), or set ODP_TANSU_BIN"
                 .to_owned(),
         })

@@ -14,7 +14,7 @@ async fn stack_carries_a_message_and_serves_the_migrated_database() {
     let topics = Topics::with_prefix(&format!("it-{}-", uuid::Uuid::new_v4().simple()));
     let stack = Stack::start(StackOptions::ephemeral().topics(topics.clone()))
         .await
-        .expect("start the stack (needs tansu: cargo install tansu --locked --features dynostore)");
+        .expect("start the stack (needs tansu: scripts/bootstrap.sh broker)");
     let state_dir = stack.state_dir().to_path_buf();
     assert!(state_dir.join("postgres").join("data").is_dir());
 

@@ -20,8 +20,9 @@
 //! `cargo bench -p odp-pipeline --bench ingest` (a few minutes; needs
 //! Tansu and Postgres like the tests), with `ODP_BENCH_DATABASE=mysql` on a
 //! private MariaDB instead, and `ODP_BENCH_PIPELINE=path` to time another
-//! build of the worker on the same workload. Prints ratios, asserts
-//! nothing.
+//! build of the worker on the same workload (`ODP_BENCH_WINDOWS` windows a
+//! profile instead of 100, and `ODP_BENCH_ONE_WORKER=1` to stop after the
+//! one-worker rounds). Prints ratios, asserts nothing.
 
 mod common;
 #[path = "common/latency.rs"]
@@ -60,6 +61,9 @@ macro_rules! on_database {
 }
 
 const PROFILES: usize = 40;
+/// Windows per profile unless `ODP_BENCH_WINDOWS` says otherwise: a round
+/// of the default stores in about a second, too short to tell two builds
+/// of the worker apart (`ODP_BENCH_WINDOWS=1000` takes about ten).
 const WINDOWS: usize = 100;
 const STACKS_PER_WINDOW: usize = 60;
 const DISTINCT_STACKS: usize = 600;
@@ -106,9 +110,19 @@ async fn main() {
         identities: (0..HOSTS).map(|h| issuer.identity(&host(h))).collect(),
     };
     verify_cost(&agents);
+    let windows: usize = std::env::var("ODP_BENCH_WINDOWS")
+        .map(|w| w.parse().expect("ODP_BENCH_WINDOWS is a count"))
+        .unwrap_or(WINDOWS);
+    let runs = Runs {
+        stack: &stack,
+        db: &db,
+        producer: &producer,
+        agents: &agents,
+        windows,
+    };
 
     println!(
-        "database: {server}; workload: {PROFILES} profiles x {WINDOWS} windows, \
+        "database: {server}; workload: {PROFILES} profiles x {windows} windows, \
          {STACKS_PER_WINDOW} stacks each, signed by {HOSTS} hosts' agents"
     );
     // Other work on the machine slows either side at random: rounds of a
@@ -118,16 +132,7 @@ async fn main() {
     let mut one_rates = Vec::new();
     for round in 1..=ROUNDS {
         let group = format!("one-{round}");
-        let one = ingest_run(
-            &stack,
-            &db,
-            &producer,
-            &agents,
-            1,
-            &group,
-            stack.database_url(),
-        )
-        .await;
+        let one = runs.ingest(1, &group, stack.database_url()).await;
         let (rows, timed_rows) = (one.rows, one.timed_rows());
         let load_secs = on_database!(&db, bulk_load_seconds(&one.profiles));
         let rows_per_sec = one.rate();
@@ -147,10 +152,11 @@ async fn main() {
         median(&mut ratios)
     );
 
+    if std::env::var_os("ODP_BENCH_ONE_WORKER").is_some() {
+        return;
+    }
     let local = stack.database_url().to_owned();
-    let two_rate = ingest_run(&stack, &db, &producer, &agents, 2, "two", &local)
-        .await
-        .report(2);
+    let two_rate = runs.ingest(2, "two", &local).await.report(2);
     println!(
         "ratio 2 workers/1 worker throughput = {:.2}x",
         two_rate / median(&mut one_rates)
@@ -167,10 +173,10 @@ async fn main() {
     let (mut one_remote, mut two_remote) = (Vec::new(), Vec::new());
     for round in 1..=2 {
         let group = format!("one-remote-{round}");
-        let one = ingest_run(&stack, &db, &producer, &agents, 1, &group, &remote).await;
+        let one = runs.ingest(1, &group, &remote).await;
         one_remote.push(one.report(1));
         let group = format!("two-remote-{round}");
-        let two = ingest_run(&stack, &db, &producer, &agents, 2, &group, &remote).await;
+        let two = runs.ingest(2, &group, &remote).await;
         two_remote.push(two.report(2));
     }
     println!(
@@ -302,91 +308,102 @@ impl Run {
     }
 }
 
-/// Publishes the workload first, then times `workers` workers of a fresh
-/// group, which starts where the earlier runs' messages end, from start
-/// until every snapshot is stored.
-async fn ingest_run(
-    stack: &Stack,
-    db: &Database,
-    producer: &FutureProducer,
-    agents: &Agents,
-    workers: usize,
-    group: &str,
-    database_url: &str,
-) -> Run {
-    // Each run starts from empty tables, as its baseline does: tables grown
-    // by the earlier runs would make every later run slower.
-    on_database!(db, clear());
-    // Profile `i` runs on `host(i % HOSTS)`, recorded as the api-server
-    // would have before any window came.
-    let mut profiles: Vec<Uuid> = Vec::with_capacity(PROFILES);
-    for i in 0..PROFILES {
-        profiles.push(insert_profile(db, &host(i % HOSTS), ProfileStatus::Requested).await);
-    }
-    let group = format!("bench-{group}");
-    tokio::task::block_in_place(|| offsets::start_at_end(stack, &group));
-    let mut sends = Vec::new();
-    for window in 0..WINDOWS {
-        for (i, &profile) in profiles.iter().enumerate() {
-            let payload = snapshot(&group, profile, &host(i % HOSTS), window);
-            let signature = agents.identities[i % HOSTS].sign(Channel::Stacks, &payload);
-            let headers = odp_plumbing::signed::headers(&signature);
-            let key = profile.to_string();
-            let topic = stack.topics().stacks.clone();
-            sends.push(async move {
-                let record = FutureRecord::to(&topic)
-                    .key(&key)
-                    .payload(&payload)
-                    .headers(headers);
-                producer
-                    .send(record, Duration::from_secs(60))
-                    .await
-                    .map_err(|(e, _)| e)
-            });
+/// What every run publishes to and stores in, and how many windows.
+struct Runs<'a> {
+    stack: &'a Stack,
+    db: &'a Database,
+    producer: &'a FutureProducer,
+    agents: &'a Agents,
+    /// Per profile.
+    windows: usize,
+}
+
+impl Runs<'_> {
+    /// Publishes the workload first, then times `workers` workers of a fresh
+    /// group, which starts where the earlier runs' messages end, from start
+    /// until every snapshot is stored.
+    async fn ingest(&self, workers: usize, group: &str, database_url: &str) -> Run {
+        let Runs {
+            stack,
+            db,
+            producer,
+            agents,
+            windows,
+        } = *self;
+        // Each run starts from empty tables, as its baseline does: tables grown
+        // by the earlier runs would make every later run slower.
+        on_database!(db, clear());
+        // Profile `i` runs on `host(i % HOSTS)`, recorded as the api-server
+        // would have before any window came.
+        let mut profiles: Vec<Uuid> = Vec::with_capacity(PROFILES);
+        for i in 0..PROFILES {
+            profiles.push(insert_profile(db, &host(i % HOSTS), ProfileStatus::Requested).await);
         }
-        for sent in futures::future::join_all(sends.drain(..)).await {
-            sent.expect("produce");
+        let group = format!("bench-{group}");
+        tokio::task::block_in_place(|| offsets::start_at_end(stack, &group));
+        let mut sends = Vec::new();
+        for window in 0..windows {
+            for (i, &profile) in profiles.iter().enumerate() {
+                let payload = snapshot(&group, profile, &host(i % HOSTS), window);
+                let signature = agents.identities[i % HOSTS].sign(Channel::Stacks, &payload);
+                let headers = odp_plumbing::signed::headers(&signature);
+                let key = profile.to_string();
+                let topic = stack.topics().stacks.clone();
+                sends.push(async move {
+                    let record = FutureRecord::to(&topic)
+                        .key(&key)
+                        .payload(&payload)
+                        .headers(headers);
+                    producer
+                        .send(record, Duration::from_secs(60))
+                        .await
+                        .map_err(|(e, _)| e)
+                });
+            }
+            for sent in futures::future::join_all(sends.drain(..)).await {
+                sent.expect("produce");
+            }
         }
-    }
-    let launched = Instant::now();
-    let workers: Vec<_> = (0..workers)
-        .map(|_| common::spawn_worker(stack, &group, database_url, &agents.public_key))
-        .collect();
-    // Timed from the first stored snapshot: joining the group and loading
-    // the rules are start-up, not ingest. The rows stored by then are
-    // counted (in one statement, after the clock started, so a batch
-    // committed in between is timed but not counted) and left out.
-    //
-    // A profile's windows are stored in order (one partition, batches one
-    // after the other), so the poll, which must not take the database's
-    // time from the worker, looks up only each profile's first and last
-    // window.
-    let mut started = None;
-    let mut rows_before = 0;
-    loop {
-        let (first, last) = on_database!(db, progress(&profiles, WINDOWS as i64 - 1));
-        if first > 0 && started.is_none() {
-            started = Some(Instant::now());
-            rows_before = on_database!(db, rows(&profiles));
-            println!(
-                "{group}: first snapshot stored {:.2} s after start",
-                launched.elapsed().as_secs_f64()
-            );
+        let launched = Instant::now();
+        let workers: Vec<_> = (0..workers)
+            .map(|_| common::spawn_worker(stack, &group, database_url, &agents.public_key))
+            .collect();
+        // Timed from the first stored snapshot: joining the group and loading
+        // the rules are start-up, not ingest. The rows stored by then are
+        // counted (in one statement, after the clock started, so a batch
+        // committed in between is timed but not counted) and left out.
+        //
+        // A profile's windows are stored in order (one partition, batches one
+        // after the other), so the poll, which must not take the database's
+        // time from the worker, looks up only each profile's first and last
+        // window.
+        let mut started = None;
+        let mut rows_before = 0;
+        loop {
+            let (first, last) = on_database!(db, progress(&profiles, windows as i64 - 1));
+            if first > 0 && started.is_none() {
+                started = Some(Instant::now());
+                rows_before = on_database!(db, rows(&profiles));
+                println!(
+                    "{group}: first snapshot stored {:.2} s after start",
+                    launched.elapsed().as_secs_f64()
+                );
+            }
+            if last == PROFILES as i64 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        if last == PROFILES as i64 {
-            break;
+        let seconds = started.expect("stored").elapsed().as_secs_f64();
+        drop(workers);
+        let rows = on_database!(db, rows(&profiles));
+        assert_eq!(rows, (PROFILES * windows) as i64, "every window stored");
+        Run {
+            profiles,
+            seconds,
+            rows_before,
+            rows,
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let seconds = started.expect("stored").elapsed().as_secs_f64();
-    drop(workers);
-    let rows = on_database!(db, rows(&profiles));
-    assert_eq!(rows, (PROFILES * WINDOWS) as i64, "every window stored");
-    Run {
-        profiles,
-        seconds,
-        rows_before,
-        rows,
     }
 }
 
