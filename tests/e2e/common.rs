@@ -94,6 +94,17 @@ impl Harness {
             .expect("start the demo")
     }
 
+    /// The demo program copied under `name`, so that a process-name target
+    /// finds only what this test starts, and not the `cpu-split` demos of
+    /// the tests running beside it on the same machine.
+    pub(crate) fn renamed_demo(&self, name: &str) -> std::path::PathBuf {
+        let dir = self.stack.state_dir().join(name);
+        let demo = build_demo(&dir).expect("build the demo");
+        let renamed = dir.join(name);
+        std::fs::copy(&demo, &renamed).expect("copy the demo");
+        renamed
+    }
+
     /// The prefix simulated hosts are named with, so they are this
     /// harness's: the harness names its own host `{prefix}host`.
     pub(crate) fn sim_prefix(&self) -> String {

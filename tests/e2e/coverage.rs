@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use odp_client::types::{ProfileStatus, SampleCoverage};
-use odp_devstack::{build_demo, ServiceProcess};
+use odp_devstack::ServiceProcess;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -67,10 +67,20 @@ async fn a_duty_cycled_profile_reports_its_pauses_and_warns() {
 
 /// A demo that lives for the whole profile, and a loop of `run_secs`
 /// runs of it (the loop's shell waits for each, so its children's CPU
-/// time counts them all).
-fn resident_and_loop(h: &Harness, runs: u32, run_secs: &str) -> (ServiceProcess, ServiceProcess) {
-    let binary = build_demo(&h.stack.state_dir().join("demo")).expect("build the demo");
-    let resident = h.spawn_demo_for(120);
+/// time counts them all), all named `name`: the profile by name must see
+/// only these, which the test's meter counts, and no other test's demo.
+fn resident_and_loop(
+    h: &Harness,
+    name: &str,
+    runs: u32,
+    run_secs: &str,
+) -> (ServiceProcess, ServiceProcess) {
+    let binary = h.renamed_demo(name);
+    let resident = ServiceProcess::builder(name, &binary)
+        .args(["--seconds", "120"])
+        .log_dir(h.stack.log_dir())
+        .spawn()
+        .expect("start the resident demo");
     let script = format!(
         "for i in $(seq {runs}); do {} --seconds {run_secs}; done",
         binary.display()
@@ -196,12 +206,12 @@ async fn window_span(h: &Harness, id: Uuid) -> WindowSpan {
 async fn short_processes_are_sampled_from_their_first_sample() {
     let h = common::start("coverage-short", 2).await;
     // Runs of 0.1 s: a re-scan (once a second) would find few of them.
-    let (resident, runs) = resident_and_loop(&h, 400, "0.1");
+    let (resident, runs) = resident_and_loop(&h, "cov-short", 400, "0.1");
     let meter = CpuMeter::start(resident.pid(), runs.pid());
     // At one rate throughout: a debug-built agent sampling every process
     // on every CPU would otherwise lower it to stay in its default budget,
     // and a window's rate is the one in force at its end.
-    let request = json!({"host": h.platform.host_id, "process_name": "cpu-split",
+    let request = json!({"host": h.platform.host_id, "process_name": "cov-short",
         "duration_secs": 12, "frequency_hz": 99,
         "options": {"overhead_budget": 1.0, "fda": {"enabled": false}}});
     let (id, coverage) = profile_to_the_end(&h, &request).await;
@@ -233,8 +243,8 @@ async fn per_thread_sampling_counts_processes_found_late_as_undiscovered() {
     .await;
     // One-second runs: with one event per thread, each is found at the
     // agent's next re-scan (once a second), after part of its run.
-    let (resident, _runs) = resident_and_loop(&h, 40, "1");
-    let request = json!({"host": h.platform.host_id, "process_name": "cpu-split",
+    let (resident, _runs) = resident_and_loop(&h, "cov-late", 40, "1");
+    let request = json!({"host": h.platform.host_id, "process_name": "cov-late",
         "duration_secs": 12, "frequency_hz": 99});
     let (_, coverage) = profile_to_the_end(&h, &request).await;
     drop(resident);

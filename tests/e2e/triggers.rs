@@ -174,11 +174,7 @@ async fn triggers_with_roles_and_bad_input() {
 /// The demo program under another name, so that only what the test
 /// starts is the service's.
 fn spawn_spiky(h: &common::Harness, seconds: u64) -> ServiceProcess {
-    let dir = h.stack.state_dir().join("spiky");
-    let demo = odp_devstack::build_demo(&dir).expect("build the demo");
-    let spiky = dir.join("spiky");
-    std::fs::copy(&demo, &spiky).expect("copy the demo");
-    ServiceProcess::builder("spiky", &spiky)
+    ServiceProcess::builder("spiky", h.renamed_demo("spiky"))
         .args(["--seconds", &seconds.to_string()])
         .log_dir(h.stack.log_dir())
         .spawn()
