@@ -23,6 +23,7 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -385,8 +386,10 @@ fn decode_body(body: &[u8], version: u8) -> Result<Snapshot, SnapshotError> {
 #[derive(Debug, Default)]
 pub struct SnapshotBuilder {
     frames: Vec<Frame>,
-    frame_index: HashMap<Frame, u32>,
-    stacks: HashMap<(Vec<u32>, u32), u64>,
+    // foldhash, seeded per process: interning hashes every frame and
+    // stack of every window, where SipHash took a tenth of OTLP ingest.
+    frame_index: HashMap<Frame, u32, RandomState>,
+    stacks: HashMap<(Vec<u32>, u32), u64, RandomState>,
     threads: HashMap<u32, String>,
     samples: u64,
 }

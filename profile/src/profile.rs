@@ -89,7 +89,7 @@ impl Profile {
 #[derive(Debug, Default)]
 pub struct ProfileBuilder {
     frames: Vec<Frame>,
-    frame_ids: HashMap<Frame, u32>,
+    frame_ids: HashMap<Frame, u32, foldhash::fast::RandomState>,
     tree: StackTree,
     windows: Vec<Window>,
     threads: Vec<ThreadName>,

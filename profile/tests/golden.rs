@@ -73,3 +73,13 @@ fn the_fixed_profile_encodes_to_the_fixtures_and_back() {
     fixture("profile-v1.odpp", Level::Small);
     fixture("profile-v2.odpp", Level::Quick);
 }
+
+/// Blocks stored before deflate moved from miniz_oxide to zlib-rs: the
+/// same format, other bytes, still read back.
+#[test]
+fn blocks_deflated_by_miniz_oxide_still_decode() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-v1-miniz.odpp");
+    let block = std::fs::read(path).unwrap();
+    assert_eq!(Profile::decode(&block).unwrap(), fixed_profile());
+    assert_ne!(block, fixed_profile().encode(Level::Small));
+}
