@@ -9,6 +9,7 @@
 //! caller how to narrow it. The budgets count what the code counts anyway:
 //! the nodes of the views a read decoded, and the bytes it rendered.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,10 +72,21 @@ impl Default for LimitOptions {
     }
 }
 
+/// How long after the last heavy read ends its freed heap is handed
+/// back. Reads come in bursts (a page's flame graph, trend and top, a
+/// user stepping through ranges), and a read that finds its memory handed
+/// back faults it all in again: a fifth of a 30-day flame graph's time.
+const RETURN_FREE_MEMORY_AFTER: Duration = Duration::from_secs(3);
+
 /// The limits in force, shared by every request.
 #[derive(Debug)]
 pub struct ReadLimits {
     permits: Arc<Semaphore>,
+    /// Heavy reads started so far: a read started since the last one
+    /// ended keeps the heap for itself.
+    started: Arc<AtomicU64>,
+    /// Times the freed heap was handed back.
+    heap_returns: Arc<AtomicU64>,
     options: LimitOptions,
 }
 
@@ -89,20 +101,42 @@ impl Default for ReadLimits {
 pub(crate) struct HeavyRead {
     _permit: OwnedSemaphorePermit,
     permits: Arc<Semaphore>,
+    started: Arc<AtomicU64>,
+    heap_returns: Arc<AtomicU64>,
     turns: usize,
 }
 
 impl Drop for HeavyRead {
-    /// The last heavy read to end hands the freed heap back to the system:
-    /// glibc keeps freed arenas mapped, so without it the api-server would
-    /// stay at its peak after a burst of large reads.
+    /// The last heavy read to end hands the freed heap back to the system
+    /// once no other has started for [`RETURN_FREE_MEMORY_AFTER`]: glibc
+    /// keeps freed arenas mapped, so without it the api-server would stay
+    /// at its peak after a burst of large reads.
     fn drop(&mut self) {
         if self.permits.available_permits() + 1 < self.turns {
             return;
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn_blocking(return_free_memory);
-        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (permits, started, returns, turns) = (
+            Arc::clone(&self.permits),
+            Arc::clone(&self.started),
+            Arc::clone(&self.heap_returns),
+            self.turns,
+        );
+        let reads_then = started.load(Ordering::Relaxed);
+        runtime.spawn(async move {
+            tokio::time::sleep(RETURN_FREE_MEMORY_AFTER).await;
+            let paused = started.load(Ordering::Relaxed) == reads_then
+                && permits.available_permits() == turns;
+            if paused
+                && tokio::task::spawn_blocking(return_free_memory)
+                    .await
+                    .is_ok()
+            {
+                returns.fetch_add(1, Ordering::Relaxed);
+            }
+        });
     }
 }
 
@@ -123,6 +157,8 @@ impl ReadLimits {
     pub fn new(options: LimitOptions) -> Self {
         ReadLimits {
             permits: Arc::new(Semaphore::new(options.heavy_reads.max(1) as usize)),
+            started: Arc::new(AtomicU64::new(0)),
+            heap_returns: Arc::new(AtomicU64::new(0)),
             options,
         }
     }
@@ -142,10 +178,16 @@ impl ReadLimits {
             self.permits.clone(),
             self.options.heavy_reads.max(1) as usize,
         );
-        let turn = |p| HeavyRead {
-            _permit: p,
-            permits,
-            turns,
+        let (started, heap_returns) = (Arc::clone(&self.started), Arc::clone(&self.heap_returns));
+        let turn = |p| {
+            started.fetch_add(1, Ordering::Relaxed);
+            HeavyRead {
+                _permit: p,
+                permits,
+                started,
+                heap_returns,
+                turns,
+            }
         };
         permit.map(turn).map_err(|()| {
             ServiceError::Unavailable(format!(
@@ -231,6 +273,30 @@ mod tests {
             import_max_stacks: 3,
             import_max_frames: 5,
         })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_heap_is_handed_back_once_reads_have_paused() {
+        let limits = limits(2, 20);
+        let returns = || limits.heap_returns.load(Ordering::Relaxed);
+        let (first, second) = (
+            limits.heavy_read().await.unwrap(),
+            limits.heavy_read().await.unwrap(),
+        );
+        drop(first);
+        tokio::time::sleep(RETURN_FREE_MEMORY_AFTER * 2).await;
+        assert_eq!(returns(), 0, "a read still runs");
+        drop(second);
+        tokio::time::sleep(RETURN_FREE_MEMORY_AFTER / 2).await;
+        drop(limits.heavy_read().await.unwrap());
+        tokio::time::sleep(RETURN_FREE_MEMORY_AFTER * 3 / 4).await;
+        assert_eq!(
+            returns(),
+            0,
+            "a read started since: the heap is kept for it"
+        );
+        tokio::time::sleep(RETURN_FREE_MEMORY_AFTER).await;
+        assert_eq!(returns(), 1, "handed back after the last read's pause");
     }
 
     #[tokio::test]

@@ -50,7 +50,7 @@ pub use codec::{CodecError, Level};
 pub use frames::{FrameRef, ProfileFrames, StackSamples};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
-pub use select::{scale, weigh, NodeSums, Selection};
+pub use select::{scale, weigh, NodeSums, Selection, WindowHits};
 pub use sources::{SourceLine, Sources};
 pub use tree::StackTree;
 pub use view::View;

@@ -29,12 +29,26 @@ pub const OTHER_NAME: &str = "other";
 struct Merged {
     name: u32,
     parent: usize,
-    members: Vec<(usize, u32)>,
+    /// Where its members (view, node) lie in [`Members`].
+    members: std::ops::Range<usize>,
     total: u64,
     self_count: u64,
     kept: bool,
     /// Kept children, filled as they are kept.
     children: Vec<usize>,
+    /// How many distinct names its children have, once they are listed.
+    child_names: u32,
+}
+
+/// Every merged node's members, each node's side by side: one buffer for
+/// the hundreds of thousands of candidates a large read lists, where a
+/// vector each was most of the flame graph's time.
+#[derive(Default)]
+struct Members {
+    all: Vec<(u32, u32)>,
+    /// Per child listed by one [`Shared::children_of`]: (its slot, view,
+    /// node), before they are laid out by slot.
+    found: Vec<(u32, u32, u32)>,
 }
 
 /// What the views share: one name table, and per view its totals, its
@@ -81,51 +95,65 @@ impl<'a> Shared<'a> {
         }
     }
 
-    fn name_of(&self, view: usize, node: u32) -> u32 {
-        self.global[view][self.views[view].tree.frame(node) as usize]
+    fn name_of(&self, view: u32, node: u32) -> u32 {
+        self.global[view as usize][self.views[view as usize].tree.frame(node) as usize]
     }
 
-    /// The merged children of `nodes[parent]` (whose members are
-    /// `members`), by name, not kept yet.
-    fn children_of(&self, parent: usize, members: &[(usize, u32)]) -> Vec<Merged> {
-        if let [(view, node)] = *members {
-            // One view's children have a name each: nothing to merge.
-            return self.children[view]
-                .of(node)
-                .iter()
-                .map(|&child| Merged {
-                    name: self.name_of(view, child),
-                    parent,
-                    members: vec![(view, child)],
-                    total: self.totals[view][child as usize],
-                    self_count: self.views[view].counts[child as usize],
-                    kept: false,
-                    children: Vec::new(),
-                })
-                .collect();
+    fn candidate(&self, parent: usize, name: u32) -> Merged {
+        Merged {
+            name,
+            parent,
+            members: 0..0,
+            total: 0,
+            self_count: 0,
+            kept: false,
+            children: Vec::new(),
+            child_names: 0,
         }
-        let mut by_name: HashMap<u32, usize, BuildHasherDefault<PairHasher>> = HashMap::default();
+    }
+
+    /// The merged children of `nodes[parent]`, by name, not kept yet, their
+    /// members appended to `members`; records how many there are.
+    fn children_of(
+        &self,
+        nodes: &mut [Merged],
+        parent: usize,
+        members: &mut Members,
+    ) -> Vec<Merged> {
+        let mut by_name: HashMap<u32, u32, BuildHasherDefault<PairHasher>> = HashMap::default();
         let mut out: Vec<Merged> = Vec::new();
-        for &(view, node) in members {
-            for &child in self.children[view].of(node) {
+        members.found.clear();
+        for at in nodes[parent].members.clone() {
+            let (view, node) = members.all[at];
+            for &child in self.children[view as usize].of(node) {
                 let name = self.name_of(view, child);
-                let at = *by_name.entry(name).or_insert_with(|| {
-                    out.push(Merged {
-                        name,
-                        parent,
-                        members: Vec::new(),
-                        total: 0,
-                        self_count: 0,
-                        kept: false,
-                        children: Vec::new(),
-                    });
-                    out.len() - 1
+                let slot = *by_name.entry(name).or_insert_with(|| {
+                    out.push(self.candidate(parent, name));
+                    (out.len() - 1) as u32
                 });
-                out[at].members.push((view, child));
-                out[at].total += self.totals[view][child as usize];
-                out[at].self_count += self.views[view].counts[child as usize];
+                let merged = &mut out[slot as usize];
+                merged.members.end += 1;
+                merged.total += self.totals[view as usize][child as usize];
+                merged.self_count += self.views[view as usize].counts[child as usize];
+                members.found.push((slot, view, child));
             }
         }
+        // Lay the members out by slot (a counting sort), each slot's in
+        // the order found.
+        let mut next = members.all.len();
+        let mut cursor = Vec::with_capacity(out.len());
+        for merged in &mut out {
+            let count = merged.members.end;
+            merged.members = next..next + count;
+            cursor.push(next);
+            next += count;
+        }
+        members.all.resize(next, (0, 0));
+        for &(slot, view, child) in &members.found {
+            members.all[cursor[slot as usize]] = (view, child);
+            cursor[slot as usize] += 1;
+        }
+        nodes[parent].child_names = out.len() as u32;
         out
     }
 }
@@ -140,21 +168,22 @@ const SPLIT_VIEWS: usize = 8;
 /// views have no such path.
 pub fn flame_graph(views: &[&View], budget: usize, focus: Option<&[&str]>) -> Option<FlameNode> {
     let shared = Shared::new(views);
-    let root_members: Vec<(usize, u32)> = (0..views.len()).map(|v| (v, ROOT)).collect();
+    let mut members = Members {
+        all: (0..views.len() as u32).map(|v| (v, ROOT)).collect(),
+        found: Vec::new(),
+    };
     let mut nodes = vec![Merged {
-        name: u32::MAX,
-        parent: 0,
+        members: 0..views.len(),
         total: shared.totals.iter().map(|t| t[ROOT as usize]).sum(),
         self_count: views.iter().map(|v| v.counts[ROOT as usize]).sum(),
-        members: root_members,
         kept: true,
-        children: Vec::new(),
+        ..shared.candidate(0, u32::MAX)
     }];
     // Walk the focus path down, keeping it.
     let mut start = 0;
     for name in focus.unwrap_or_default() {
         let mut child = shared
-            .children_of(start, &nodes[start].members)
+            .children_of(&mut nodes, start, &mut members)
             .into_iter()
             .find(|c| shared.names[c.name as usize] == *name)?;
         child.kept = true;
@@ -164,9 +193,9 @@ pub fn flame_graph(views: &[&View], budget: usize, focus: Option<&[&str]>) -> Op
         start = index;
     }
     let mut heap = BinaryHeap::new();
-    let open =
+    let mut open =
         |at: usize, nodes: &mut Vec<Merged>, heap: &mut BinaryHeap<(u64, Reverse<usize>)>| {
-            for child in shared.children_of(at, &nodes[at].members) {
+            for child in shared.children_of(nodes, at, &mut members) {
                 heap.push((child.total, Reverse(nodes.len())));
                 nodes.push(child);
             }
@@ -183,16 +212,19 @@ pub fn flame_graph(views: &[&View], budget: usize, focus: Option<&[&str]>) -> Op
         nodes[parent].children.push(at);
         open(at, &mut nodes, &mut heap);
     }
-    Some(emit(&shared, &mut nodes, 0))
+    Some(emit(&shared, &members, &mut nodes, 0))
 }
 
-fn emit(shared: &Shared<'_>, nodes: &mut [Merged], at: usize) -> FlameNode {
+fn emit(shared: &Shared<'_>, members: &Members, nodes: &mut [Merged], at: usize) -> FlameNode {
     let mut kept = std::mem::take(&mut nodes[at].children);
     kept.sort_by(|&a, &b| {
         shared.names[nodes[a].name as usize].cmp(shared.names[nodes[b].name as usize])
     });
     let kept_total: u64 = kept.iter().map(|&c| nodes[c].total).sum();
-    let mut children: Vec<FlameNode> = kept.iter().map(|&c| emit(shared, nodes, c)).collect();
+    let mut children: Vec<FlameNode> = kept
+        .iter()
+        .map(|&c| emit(shared, members, nodes, c))
+        .collect();
     let node = &nodes[at];
     let rest = node.total - node.self_count - kept_total;
     if rest > 0 {
@@ -203,16 +235,17 @@ fn emit(shared: &Shared<'_>, nodes: &mut [Merged], at: usize) -> FlameNode {
             total: rest,
             self_count: rest,
             children: Vec::new(),
-            merged: cut_children(shared, node, &kept, nodes),
+            // Every kept node has had its children listed, and the kept
+            // ones are distinct names among them.
+            merged: node.child_names - kept.len() as u32,
         });
     }
     // The smallest location of the views' nodes merged here, as
     // `View::merge` would give it (see `crate::sources`); the root's
     // members are the views' roots, which have none.
-    let source = node
-        .members
+    let source = members.all[node.members.clone()]
         .iter()
-        .filter_map(|&(view, n)| shared.views[view].sources.get(n))
+        .filter_map(|&(view, n)| shared.views[view as usize].sources.get(n))
         .min();
     FlameNode {
         name: if at == 0 {
@@ -227,25 +260,6 @@ fn emit(shared: &Shared<'_>, nodes: &mut [Merged], at: usize) -> FlameNode {
         children,
         merged: 0,
     }
-}
-
-/// How many distinct names the cut children of `node` have.
-fn cut_children(shared: &Shared<'_>, node: &Merged, kept: &[usize], nodes: &[Merged]) -> u32 {
-    let kept_names: Vec<u32> = kept.iter().map(|&k| nodes[k].name).collect();
-    let mut names: Vec<u32> = node
-        .members
-        .iter()
-        .flat_map(|&(view, n)| {
-            shared.children[view]
-                .of(n)
-                .iter()
-                .map(move |&c| shared.name_of(view, c))
-        })
-        .filter(|name| !kept_names.contains(name))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names.len() as u32
 }
 
 /// The hottest functions of all `views` added up (as

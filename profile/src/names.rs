@@ -90,26 +90,46 @@ impl NameTree {
     /// whether `filter` keeps the stack ending there: include needs a
     /// matching frame on the path, exclude refuses one.
     pub fn stacks_kept(&self, tree: &StackTree, filter: &StackFilter) -> Vec<bool> {
-        let matches = |pattern: &Option<regex::Regex>| -> Option<Vec<bool>> {
-            pattern
-                .as_ref()
-                .map(|p| self.names.iter().map(|n| p.is_match(n)).collect())
-        };
-        let (include, exclude) = (matches(&filter.include), matches(&filter.exclude));
-        let mut included = vec![include.is_none(); tree.len()];
-        let mut excluded = vec![false; tree.len()];
-        for node in 1..tree.len() {
-            let parent = tree.parent(node as u32) as usize;
-            let name = self.frame_names[tree.frame(node as u32) as usize] as usize;
-            included[node] = included[parent] || include.as_ref().is_some_and(|m| m[name]);
-            excluded[node] = excluded[parent] || exclude.as_ref().is_some_and(|m| m[name]);
-        }
-        included
-            .into_iter()
-            .zip(excluded)
-            .map(|(inc, exc)| inc && !exc)
-            .collect()
+        nodes_kept(tree, &self.names, &self.frame_names, filter)
     }
+}
+
+/// Per node of `profile`'s tree, whether `filter` keeps the stack ending
+/// there, as [`NameTree::stacks_kept`] without building the tree of
+/// names: for reads that need no flame graph (a function's trend).
+pub fn stacks_kept(profile: &Profile, filter: &StackFilter) -> Vec<bool> {
+    let names: Vec<String> = profile.frames.iter().map(|f| f.display_name()).collect();
+    let frame_names: Vec<u32> = (0..names.len() as u32).collect();
+    nodes_kept(&profile.tree, &names, &frame_names, filter)
+}
+
+/// Per node of `tree`: include needs a frame matching on the path,
+/// exclude refuses one. `frame_names` gives each frame's index in `names`.
+fn nodes_kept(
+    tree: &StackTree,
+    names: &[String],
+    frame_names: &[u32],
+    filter: &StackFilter,
+) -> Vec<bool> {
+    let matches = |pattern: &Option<regex::Regex>| -> Option<Vec<bool>> {
+        pattern
+            .as_ref()
+            .map(|p| names.iter().map(|n| p.is_match(n)).collect())
+    };
+    let (include, exclude) = (matches(&filter.include), matches(&filter.exclude));
+    let mut included = vec![include.is_none(); tree.len()];
+    let mut excluded = vec![false; tree.len()];
+    for node in 1..tree.len() {
+        let parent = tree.parent(node as u32) as usize;
+        let name = frame_names[tree.frame(node as u32) as usize] as usize;
+        included[node] = included[parent] || include.as_ref().is_some_and(|m| m[name]);
+        excluded[node] = excluded[parent] || exclude.as_ref().is_some_and(|m| m[name]);
+    }
+    included
+        .into_iter()
+        .zip(excluded)
+        .map(|(inc, exc)| inc && !exc)
+        .collect()
 }
 
 #[cfg(test)]
@@ -158,5 +178,13 @@ mod tests {
         let leaf = profile.tree.find(&[main, work_2, unnamed]).unwrap();
         assert!(kept[leaf as usize]);
         assert_eq!(kept.iter().filter(|&&k| k).count(), 1);
+        for (include, exclude) in [(Some("libc"), None), (Some("^work$"), Some("libc"))] {
+            let filter = StackFilter::new(include, exclude).unwrap();
+            assert_eq!(
+                stacks_kept(&profile, &filter),
+                names.stacks_kept(&profile.tree, &filter),
+                "{include:?} {exclude:?}"
+            );
+        }
     }
 }

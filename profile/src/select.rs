@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::EventKind;
 
-use crate::names::NameTree;
+use crate::names::{stacks_kept, NameTree};
 use crate::profile::Profile;
 
 /// What to keep of a profile; everything by default.
@@ -51,39 +51,79 @@ pub struct NodeSums {
     pub max_period: u64,
 }
 
-impl Profile {
-    /// Sums the samples `selection` keeps per node of [`Profile::tree`].
-    /// Only one event is summed (the first kept window's), so counts of
-    /// different units are never added.
-    pub fn select(&self, selection: &Selection<'_>, names: &NameTree) -> NodeSums {
+/// Per window of a profile, the samples a selection kept and those of
+/// them on the stacks a filter matched: what a function's trend is made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowHits {
+    pub samples: u64,
+    pub matched: u64,
+}
+
+/// The windows and threads a selection keeps of one profile.
+struct Kept {
+    event: Option<EventKind>,
+    windows: Vec<bool>,
+    threads: Option<HashSet<(u32, u32)>>,
+}
+
+impl Kept {
+    fn of(profile: &Profile, selection: &Selection<'_>) -> Kept {
         let in_range = |w: &crate::profile::Window| {
             selection.since_ms.is_none_or(|since| w.end_ms > since)
                 && selection.until_ms.is_none_or(|until| w.start_ms < until)
                 && selection.hosts.is_none_or(|hosts| hosts.contains(&w.host))
         };
-        let event = selection
-            .event
-            .or_else(|| self.windows.iter().find(|w| in_range(w)).map(|w| w.event));
-        let kept: Vec<bool> = self
+        let event = selection.event.or_else(|| {
+            profile
+                .windows
+                .iter()
+                .find(|w| in_range(w))
+                .map(|w| w.event)
+        });
+        let windows: Vec<bool> = profile
             .windows
             .iter()
             .map(|w| in_range(w) && Some(w.event) == event)
             .collect();
-        let threads: Option<HashSet<(u32, u32)>> = selection.threads.map(|filter| {
-            self.threads
+        let threads = selection.threads.map(|filter| {
+            profile
+                .threads
                 .iter()
-                .filter(|t| kept[t.window as usize] && filter.matches(&t.name))
+                .filter(|t| windows[t.window as usize] && filter.matches(&t.name))
                 .map(|t| (t.window, t.tid))
                 .collect()
         });
+        Kept {
+            event,
+            windows,
+            threads,
+        }
+    }
+
+    /// Whether the sample's window and thread are kept (not its stack).
+    fn keeps(&self, sample: &crate::profile::Sample) -> bool {
+        self.windows[sample.window as usize]
+            && self
+                .threads
+                .as_ref()
+                .is_none_or(|t| t.contains(&(sample.window, sample.tid)))
+    }
+}
+
+impl Profile {
+    /// Sums the samples `selection` keeps per node of [`Profile::tree`].
+    /// Only one event is summed (the first kept window's), so counts of
+    /// different units are never added.
+    pub fn select(&self, selection: &Selection<'_>, names: &NameTree) -> NodeSums {
+        let kept = Kept::of(self, selection);
         let stack_kept = selection
             .stacks
             .filter(|f| !f.is_noop())
             .map(|filter| names.stacks_kept(&self.tree, filter));
 
         let mut sums = NodeSums {
-            event,
-            windows: kept.iter().filter(|&&k| k).count(),
+            event: kept.event,
+            windows: kept.windows.iter().filter(|&&k| k).count(),
             samples: vec![0; self.tree.len()],
             event_totals: vec![0.0; self.tree.len()],
             window_samples: vec![0; self.windows.len()],
@@ -91,10 +131,7 @@ impl Profile {
             max_period: 0,
         };
         for sample in &self.samples {
-            if !kept[sample.window as usize]
-                || threads
-                    .as_ref()
-                    .is_some_and(|t| !t.contains(&(sample.window, sample.tid)))
+            if !kept.keeps(sample)
                 || stack_kept
                     .as_ref()
                     .is_some_and(|k| !k[sample.node as usize])
@@ -110,6 +147,31 @@ impl Profile {
             sums.max_period = sums.max_period.max(period);
         }
         sums
+    }
+
+    /// Per window, the samples `selection` keeps and how many of them lie
+    /// on stacks `matched` keeps, in one pass and without per-node sums or
+    /// a tree of names: a trend reads a month of blocks this way.
+    pub fn window_hits(&self, selection: &Selection<'_>, matched: &StackFilter) -> Vec<WindowHits> {
+        let kept = Kept::of(self, selection);
+        let stack_kept = selection
+            .stacks
+            .filter(|f| !f.is_noop())
+            .map(|filter| stacks_kept(self, filter));
+        let hit = stacks_kept(self, matched);
+        let mut hits = vec![WindowHits::default(); self.windows.len()];
+        for sample in &self.samples {
+            let node = sample.node as usize;
+            if !kept.keeps(sample) || stack_kept.as_ref().is_some_and(|k| !k[node]) {
+                continue;
+            }
+            let window = &mut hits[sample.window as usize];
+            window.samples += sample.count;
+            if hit[node] {
+                window.matched += sample.count;
+            }
+        }
+        hits
     }
 }
 
@@ -234,5 +296,57 @@ mod tests {
             &names,
         );
         assert_eq!(sums.samples.iter().sum::<u64>(), 100);
+    }
+
+    #[test]
+    fn window_hits_count_what_select_keeps_per_window() {
+        let profile = sample_profile();
+        let names = NameTree::new(&profile);
+        let hot = StackFilter::new(Some("^hot$"), None).unwrap();
+        let worker = ThreadFilter::new("^worker-").unwrap();
+        for selection in [
+            Selection::default(),
+            Selection {
+                threads: Some(&worker),
+                ..Selection::default()
+            },
+            Selection {
+                event: Some(EventKind::AllocBytes),
+                ..Selection::default()
+            },
+        ] {
+            let all = profile.select(&selection, &names).window_samples;
+            let matched = profile
+                .select(
+                    &Selection {
+                        stacks: Some(&hot),
+                        ..selection
+                    },
+                    &names,
+                )
+                .window_samples;
+            let hits = profile.window_hits(&selection, &hot);
+            let expected: Vec<WindowHits> = all
+                .iter()
+                .zip(&matched)
+                .map(|(&samples, &matched)| WindowHits { samples, matched })
+                .collect();
+            assert_eq!(hits, expected, "{selection:?}");
+        }
+        let cpu = profile.window_hits(&Selection::default(), &hot);
+        assert_eq!(
+            cpu,
+            [
+                WindowHits {
+                    samples: 1000,
+                    matched: 900
+                },
+                WindowHits {
+                    samples: 100,
+                    matched: 100
+                },
+                WindowHits::default(),
+            ]
+        );
     }
 }

@@ -29,7 +29,7 @@ use odp_core::stats::FunctionShare;
 use odp_core::trend::WindowCount;
 use odp_core::{EventKind, WeightedStack};
 use odp_profile::halves::map_in_halves;
-use odp_profile::{many, stacks, NameTree, Profile, Selection, View};
+use odp_profile::{many, stacks, Profile, Selection, View};
 use sqlx::{Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
@@ -369,31 +369,21 @@ pub async fn read_window_counts(
             .chain(&loaded.rollups)
             .collect();
         let counts = map_in_halves(&parts, 2, |profile| {
-            let mut counts = Vec::new();
-            let names = NameTree::new(profile);
-            let samples = profile.select(&all, &names).window_samples;
-            let hits = profile
-                .select(
-                    &Selection {
-                        stacks: Some(&matched),
-                        ..all
-                    },
-                    &names,
-                )
-                .window_samples;
-            for ((window, samples), matched) in profile.windows.iter().zip(samples).zip(hits) {
-                if samples > 0 {
-                    counts.push(WindowCount {
-                        host: window.host.clone(),
-                        start_ms: window.start_ms,
-                        end_ms: window.end_ms,
-                        period: window.period,
-                        samples,
-                        matched,
-                    });
-                }
-            }
-            counts
+            let hits = profile.window_hits(&all, &matched);
+            profile
+                .windows
+                .iter()
+                .zip(hits)
+                .filter(|(_, hits)| hits.samples > 0)
+                .map(|(window, hits)| WindowCount {
+                    host: window.host.clone(),
+                    start_ms: window.start_ms,
+                    end_ms: window.end_ms,
+                    period: window.period,
+                    samples: hits.samples,
+                    matched: hits.matched,
+                })
+                .collect::<Vec<_>>()
         });
         Some((loaded.event, counts.into_iter().flatten().collect()))
     })
