@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::runtime::ProfileRuntime;
+use odp_profile::ProfileFrames;
 use odp_store::runtime::profile_runtime;
 use odp_store::Database;
 use odp_store::{AlertSubject, StoreError};
@@ -21,7 +22,9 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::pacing::Pacer;
-use odp_rules::{seed, service_of, share_regression, ProfileInput, RuleSet, RunHistory};
+use odp_rules::{
+    seed, service_of, share_regression, ProfileIdentity, ProfileInput, RuleSet, RunHistory,
+};
 
 /// How long evaluated rules are trusted before they are re-read, so admins'
 /// edits take effect without a restart.
@@ -53,14 +56,18 @@ pub struct Detector {
 const DEFERRED_TICK: Duration = Duration::from_secs(1);
 /// How long each tick of the deferred pass may spend evaluating running
 /// profiles; those still due wait for the next tick, the longest waiting
-/// first. An evaluation reads its profile whole, so its cost grows with
+/// first. When an evaluation read its profile whole, its cost grew with
 /// the profile: at 2,000 continuous hosts one worker's evaluations of
 /// running segments, back to back, took a growing share of the CPU its
 /// ingest needs (evaluations fell from 2,800 to 1,100 a minute while the
 /// windows they read rose from 9,000 to 24,000 a minute, in four minutes).
-/// A running profile's detections are provisional: it is evaluated whole,
-/// at once, when it finishes. So past what this budget allows, running
-/// profiles are evaluated less often rather than ingest slowed.
+/// It now reads only the windows stored since the last ([`ReadSoFar`]),
+/// but the rules still run over the whole sum. A running profile's
+/// detections are provisional: it is evaluated whole, at once, when it
+/// finishes. So past what this budget allows, running profiles are
+/// evaluated less often rather than ingest slowed.
+///
+/// [`ReadSoFar`]: crate::pacing::ReadSoFar
 const RUNNING_BUDGET: Duration = Duration::from_millis(250);
 /// Queued profiles evaluated per tick of the deferred pass.
 const QUEUED_PER_TICK: i64 = 20;
@@ -213,7 +220,37 @@ impl Detector {
     ) -> Result<usize, DetectError> {
         let rules = self.rules(pool).await;
         let runtime = self.runtime(pool, profile_id, &rules).await?;
-        evaluate_on(pool, profile_id, &rules, runtime.as_deref(), Alerting::On).await
+        let identity = odp_store::profile_identity(pool, profile_id).await?;
+        let data = if identity.ended {
+            self.pacer().take_read(profile_id);
+            odp_store::profile_frames(pool, profile_id).await?
+        } else {
+            self.read_running(pool, profile_id).await?
+        };
+        let profile = Evaluated {
+            id: profile_id,
+            identity,
+            data,
+        };
+        evaluate_on(pool, &profile, &rules, runtime.as_deref(), Alerting::On).await
+    }
+
+    /// A running profile's samples: what its last evaluation read, kept by
+    /// the pacer, and the windows stored since. Each evaluation of a
+    /// continuous segment reads its new windows only, so its cost stays
+    /// that of the windows' rate however far into its hour it is.
+    async fn read_running(
+        &self,
+        pool: &Database,
+        profile_id: Uuid,
+    ) -> Result<ProfileFrames, StoreError> {
+        let mut read = self.pacer().take_read(profile_id).unwrap_or_default();
+        let new = odp_store::load_windows_after(pool, profile_id, read.last_window).await?;
+        read.sums.add(&new.profile);
+        read.last_window = new.last_window;
+        let data = read.sums.frames();
+        self.pacer().keep_read(profile_id, read);
+        Ok(data)
     }
 
     /// The profile's runtime if a rule reads it: a running profile's, once
@@ -287,20 +324,37 @@ pub async fn evaluate_with(
     } else {
         None
     };
-    evaluate_on(pool, profile_id, rules, runtime.as_ref(), alerting).await
+    let profile = Evaluated {
+        id: profile_id,
+        identity: odp_store::profile_identity(pool, profile_id).await?,
+        data: odp_store::profile_frames(pool, profile_id).await?,
+    };
+    evaluate_on(pool, &profile, rules, runtime.as_ref(), alerting).await
 }
 
-/// [`evaluate_with`] given the profile's runtime (if a rule reads it).
+/// A profile as the rules see it.
+struct Evaluated {
+    id: Uuid,
+    identity: ProfileIdentity,
+    data: ProfileFrames,
+}
+
+/// Evaluates `rules` over `profile` given its runtime (if a rule reads
+/// it), and replaces its detections.
 async fn evaluate_on(
     pool: &Database,
-    profile_id: Uuid,
+    profile: &Evaluated,
     rules: &RuleSet,
     runtime: Option<&ProfileRuntime>,
     alerting: Alerting,
 ) -> Result<usize, DetectError> {
-    let identity = odp_store::profile_identity(pool, profile_id).await?;
-    let service = service_of(&identity);
-    let data = odp_store::profile_frames(pool, profile_id).await?;
+    let Evaluated {
+        id: profile_id,
+        identity,
+        data,
+    } = profile;
+    let profile_id = *profile_id;
+    let service = service_of(identity);
     // A run is compared with its schedule's earlier runs once it ended.
     let histories = match rules.history_runs() {
         Some(runs) if identity.ended => run_histories(pool, profile_id, runs).await?,
@@ -309,9 +363,9 @@ async fn evaluate_on(
     let mut found = rules.evaluate(&ProfileInput {
         histories: &histories,
         runtime,
-        ..ProfileInput::new(&service, &data)
+        ..ProfileInput::new(&service, data)
     });
-    odp_rules::name_stacks(&mut found, &data);
+    odp_rules::name_stacks(&mut found, data);
     // A run's member leaves the rules its run judges to the run's own
     // evaluation, which alerts once for every host.
     let judged_by_run: Vec<String> = match identity.run {

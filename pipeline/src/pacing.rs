@@ -12,16 +12,19 @@
 //! When more are due than the background pass has time for, those waiting
 //! longest go first and the others wait longer.
 //!
-//! The pacer also keeps the runtime each running profile's agent reported,
-//! which rules on library versions and runtime options read at every
-//! evaluation and which does not change while the profile runs; it is
-//! forgotten with the profile.
+//! The pacer also keeps, for each running profile, the runtime its agent
+//! reported (which rules on library versions and runtime options read at
+//! every evaluation, and which does not change while the profile runs) and
+//! what its evaluations have read so far (its samples summed, and the last
+//! window read), so the next evaluation reads only the windows stored
+//! since. Both are forgotten with the profile.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::runtime::ProfileRuntime;
+use odp_profile::FrameSums;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -34,6 +37,16 @@ pub(crate) struct Pacer {
     pending: HashSet<Uuid>,
     /// The reported runtime of profiles in `last`.
     runtimes: HashMap<Uuid, Arc<ProfileRuntime>>,
+    /// What the evaluations of profiles in `last` have read.
+    reads: HashMap<Uuid, ReadSoFar>,
+}
+
+/// What a running profile's evaluations have read: its samples summed, and
+/// the id of the last window read (0: none).
+#[derive(Debug, Default)]
+pub(crate) struct ReadSoFar {
+    pub(crate) sums: FrameSums,
+    pub(crate) last_window: i64,
 }
 
 impl Pacer {
@@ -44,6 +57,7 @@ impl Pacer {
             last: HashMap::new(),
             pending: HashSet::new(),
             runtimes: HashMap::new(),
+            reads: HashMap::new(),
         }
     }
 
@@ -66,6 +80,7 @@ impl Pacer {
                 if is_finished {
                     self.last.remove(&id);
                     self.runtimes.remove(&id);
+                    self.reads.remove(&id);
                 } else {
                     self.last.insert(id, now);
                 }
@@ -103,6 +118,7 @@ impl Pacer {
             .retain(|id, at| now.duration_since(*at) < interval || pending.contains(id));
         let last = &self.last;
         self.runtimes.retain(|id, _| last.contains_key(id));
+        self.reads.retain(|id, _| last.contains_key(id));
         due
     }
 
@@ -119,6 +135,21 @@ impl Pacer {
         }
     }
 
+    /// What a profile's evaluations have read, taken out until
+    /// [`Pacer::keep_read`] puts it back: an evaluation running meanwhile
+    /// reads the profile from its start.
+    pub(crate) fn take_read(&mut self, id: Uuid) -> Option<ReadSoFar> {
+        self.reads.remove(&id)
+    }
+
+    /// Keeps what a running profile's evaluation read, while the profile is
+    /// paced; any other profile's is not kept.
+    pub(crate) fn keep_read(&mut self, id: Uuid, read: ReadSoFar) {
+        if self.last.contains_key(&id) {
+            self.reads.insert(id, read);
+        }
+    }
+
     fn is_due(&self, id: Uuid, now: Instant) -> bool {
         self.last
             .get(&id)
@@ -127,7 +158,7 @@ impl Pacer {
 
     #[cfg(test)]
     fn remembered(&self) -> usize {
-        self.last.len() + self.pending.len() + self.runtimes.len()
+        self.last.len() + self.pending.len() + self.runtimes.len() + self.reads.len()
     }
 }
 
@@ -200,6 +231,37 @@ mod tests {
         assert!(pacer.runtime(id(2)).is_some());
         pacer.take_due(at(40), ALL);
         assert!(pacer.runtime(id(2)).is_none());
+        assert_eq!(pacer.remembered(), 0);
+    }
+
+    #[test]
+    fn reads_are_kept_while_their_profile_runs() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let read = |last_window| ReadSoFar {
+            last_window,
+            ..ReadSoFar::default()
+        };
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        pacer.keep_read(id(1), read(5));
+        assert!(pacer.take_read(id(1)).is_none(), "not a running profile");
+        pacer.due_now(&[id(1), id(2)], &[], at(0));
+        assert_eq!(pacer.take_due(at(10), ALL).len(), 2);
+        pacer.keep_read(id(1), read(5));
+        pacer.keep_read(id(2), read(7));
+        // Taken by an evaluation, and kept again after it.
+        assert_eq!(pacer.take_read(id(1)).unwrap().last_window, 5);
+        assert!(pacer.take_read(id(1)).is_none(), "taken out meanwhile");
+        pacer.keep_read(id(1), read(9));
+        // Forgotten when the profile finishes, or goes quiet.
+        pacer.due_now(&[id(1), id(2)], &[], at(12));
+        assert_eq!(pacer.take_due(at(20), ALL).len(), 2);
+        pacer.due_now(&[], &[id(1)], at(21));
+        assert!(pacer.take_read(id(1)).is_none());
+        assert_eq!(pacer.take_read(id(2)).unwrap().last_window, 7);
+        pacer.keep_read(id(2), read(8));
+        pacer.take_due(at(40), ALL);
+        assert!(pacer.take_read(id(2)).is_none());
         assert_eq!(pacer.remembered(), 0);
     }
 

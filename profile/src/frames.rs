@@ -7,7 +7,8 @@ use odp_core::hash::{frame_hash, stack_hash};
 use odp_core::EventKind;
 use uuid::Uuid;
 
-use crate::{weigh, NameTree, Profile, Selection};
+use crate::select::{period_scale, weighted};
+use crate::{NameTree, Profile, Selection};
 
 /// One distinct frame of a profile, as detection rules match it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -42,41 +43,9 @@ impl ProfileFrames {
     /// All samples of `profile` (of its first event), weighted by period,
     /// per distinct stack of whole frames.
     pub fn of(profile: Profile) -> ProfileFrames {
-        let names = NameTree::new(&profile);
-        let sums = profile.select(&Selection::default(), &names);
-        let counts = weigh(&[&sums]).remove(0);
-        let frame_hashes: Vec<u128> = profile.frames.iter().map(frame_hash).collect();
-        let mut stacks = Vec::new();
-        let mut samples = 0u64;
-        let mut hashes = Vec::new();
-        for (node, &count) in counts.iter().enumerate() {
-            if count == 0 {
-                continue;
-            }
-            let frames = profile.tree.stack(node as u32);
-            hashes.clear();
-            hashes.extend(frames.iter().map(|&f| frame_hashes[f as usize]));
-            samples += count;
-            stacks.push(StackSamples {
-                stack_id: Uuid::from_u128(stack_hash(&hashes)),
-                frames,
-                count,
-            });
-        }
-        ProfileFrames {
-            event: sums.event,
-            snapshots: sums.windows as i64,
-            samples,
-            frames: profile
-                .frames
-                .into_iter()
-                .map(|f| FrameRef {
-                    function: f.function,
-                    module: f.module,
-                })
-                .collect(),
-            stacks,
-        }
+        let mut sums = FrameSums::default();
+        sums.add(&profile);
+        sums.frames()
     }
 
     /// The samples of several profiles as one (a run's members): frames
@@ -120,6 +89,132 @@ impl ProfileFrames {
             }
         }
         Some(merged)
+    }
+}
+
+/// A profile's samples per distinct stack before weighting, summed part
+/// by part: a running profile's detection adds the windows stored since
+/// its last evaluation rather than reading the profile whole again. The
+/// weighting waits for [`FrameSums::frames`], as it scales by the periods
+/// of all the parts together, so the parts of a profile give what the
+/// profile whole gives.
+#[derive(Debug, Clone)]
+pub struct FrameSums {
+    /// The one event summed: the first part's first window's.
+    event: Option<EventKind>,
+    windows: i64,
+    frames: Vec<FrameRef>,
+    frame_index: HashMap<u128, u32>,
+    stacks: Vec<StackSum>,
+    stack_index: HashMap<Uuid, usize>,
+    min_period: u64,
+    max_period: u64,
+}
+
+/// One distinct stack's raw samples and the event units they stand for.
+#[derive(Debug, Clone)]
+struct StackSum {
+    stack_id: Uuid,
+    frames: Vec<u32>,
+    samples: u64,
+    event_total: f64,
+}
+
+impl Default for FrameSums {
+    fn default() -> FrameSums {
+        FrameSums {
+            event: None,
+            windows: 0,
+            frames: Vec::new(),
+            frame_index: HashMap::new(),
+            stacks: Vec::new(),
+            stack_index: HashMap::new(),
+            min_period: u64::MAX,
+            max_period: 0,
+        }
+    }
+}
+
+impl FrameSums {
+    /// Adds the samples of `part` of the event summed so far (the first
+    /// part's first window's).
+    pub fn add(&mut self, part: &Profile) {
+        let selection = Selection {
+            event: self.event,
+            ..Selection::default()
+        };
+        let sums = part.select(&selection, &NameTree::new(part));
+        self.event = self.event.or(sums.event);
+        self.windows += sums.windows as i64;
+        self.min_period = self.min_period.min(sums.min_period);
+        self.max_period = self.max_period.max(sums.max_period);
+        let frame_hashes: Vec<u128> = part.frames.iter().map(frame_hash).collect();
+        let local: Vec<u32> = part
+            .frames
+            .iter()
+            .zip(&frame_hashes)
+            .map(|(frame, &hash)| self.frame(hash, frame))
+            .collect();
+        let mut hashes = Vec::new();
+        for (node, &samples) in sums.samples.iter().enumerate() {
+            if samples == 0 {
+                continue;
+            }
+            let path = part.tree.stack(node as u32);
+            hashes.clear();
+            hashes.extend(path.iter().map(|&f| frame_hashes[f as usize]));
+            let stack_id = Uuid::from_u128(stack_hash(&hashes));
+            let event_total = sums.event_totals[node];
+            match self.stack_index.get(&stack_id) {
+                Some(&at) => {
+                    self.stacks[at].samples += samples;
+                    self.stacks[at].event_total += event_total;
+                }
+                None => {
+                    self.stack_index.insert(stack_id, self.stacks.len());
+                    self.stacks.push(StackSum {
+                        stack_id,
+                        frames: path.iter().map(|&f| local[f as usize]).collect(),
+                        samples,
+                        event_total,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The frame's index, added at first sight.
+    fn frame(&mut self, hash: u128, frame: &odp_core::Frame) -> u32 {
+        *self.frame_index.entry(hash).or_insert_with(|| {
+            self.frames.push(FrameRef {
+                function: frame.function.clone(),
+                module: frame.module.clone(),
+            });
+            self.frames.len() as u32 - 1
+        })
+    }
+
+    /// Everything added so far, weighted by period.
+    pub fn frames(&self) -> ProfileFrames {
+        let samples: u64 = self.stacks.iter().map(|s| s.samples).sum();
+        let event_total: f64 = self.stacks.iter().map(|s| s.event_total).sum();
+        let scale = period_scale(self.min_period, self.max_period, samples, event_total);
+        let stacks: Vec<StackSamples> = self
+            .stacks
+            .iter()
+            .map(|s| StackSamples {
+                stack_id: s.stack_id,
+                frames: s.frames.clone(),
+                count: scale.map_or(s.samples, |scale| weighted(s.samples, s.event_total, scale)),
+            })
+            .collect();
+        ProfileFrames {
+            event: self.event,
+            snapshots: self.windows,
+            samples: stacks.iter().map(|s| s.count).sum(),
+            frames: self.frames.clone(),
+            stacks,
+        }
     }
 }
 
@@ -176,6 +271,74 @@ mod tests {
         let hot_stack = data.stacks.iter().find(|s| s.count == 1045).unwrap();
         let expected = stack_hash(&[frame_hash(&main), frame_hash(&hot)]);
         assert_eq!(hot_stack.stack_id, Uuid::from_u128(expected));
+    }
+
+    /// Windows 0..3 of one host, each of its own period; the samples of
+    /// `hot` and `cold` differ per window, and window 2 is of another event.
+    fn windows_of(b: &mut ProfileBuilder, which: std::ops::Range<u64>) {
+        let names = ["main", "hot", "cold", "rare"].map(|n| b.frame(&Frame::function(n)));
+        let [m, h, c, r] = names;
+        for sequence in which {
+            let event = if sequence == 2 {
+                EventKind::Wall
+            } else {
+                EventKind::CpuClock
+            };
+            let w = b.window(Window {
+                event,
+                ..window(
+                    sequence,
+                    sequence as i64 * 1_000,
+                    1_000_000 * (sequence + 1),
+                )
+            });
+            b.samples(w, 1, &[m, h], 300 + 100 * sequence);
+            b.samples(w, 1, &[m, c], 50 * (sequence + 1));
+            if sequence == 3 {
+                b.samples(w, 2, &[m, r], 1);
+            }
+        }
+    }
+
+    fn sorted(data: &ProfileFrames) -> Vec<(Uuid, Vec<String>, u64)> {
+        let mut stacks: Vec<_> = data
+            .stacks
+            .iter()
+            .map(|s| {
+                let names = s.frames.iter();
+                let names = names.map(|&f| data.frames[f as usize].function.clone());
+                (s.stack_id, names.collect(), s.count)
+            })
+            .collect();
+        stacks.sort();
+        stacks
+    }
+
+    #[test]
+    fn a_profile_summed_in_parts_weighs_as_the_whole() {
+        let mut whole = ProfileBuilder::default();
+        windows_of(&mut whole, 0..5);
+        let whole = ProfileFrames::of(whole.build());
+        let mut sums = FrameSums::default();
+        for range in [0..1, 1..3, 3..5] {
+            let mut part = ProfileBuilder::default();
+            windows_of(&mut part, range);
+            sums.add(&part.build());
+        }
+        let parts = sums.frames();
+        assert_eq!(parts.event, Some(EventKind::CpuClock));
+        assert_eq!(
+            (parts.snapshots, whole.snapshots),
+            (4, 4),
+            "the wall window left out"
+        );
+        assert_eq!(parts.samples, whole.samples);
+        assert_eq!(sorted(&parts), sorted(&whole));
+        // Weighted, not raw: cold's 600 raw samples are more of the slow
+        // windows than hot's, so they stand for 643 mean samples.
+        let cold = sorted(&parts).into_iter().find(|s| s.1 == ["main", "cold"]);
+        assert_eq!(cold.unwrap().2, 643);
+        assert_eq!(parts.frames.len(), 4, "each frame once");
     }
 
     fn part(event: EventKind, stacks: &[(&[&str], u64)]) -> ProfileFrames {

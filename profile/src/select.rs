@@ -187,28 +187,38 @@ pub fn weigh(sums: &[&NodeSums]) -> Vec<Vec<u64>> {
                 .samples
                 .iter()
                 .zip(&s.event_totals)
-                .map(|(&raw, &total)| {
-                    if raw == 0 {
-                        0
-                    } else {
-                        // A stack seen only in fast windows may weigh under
-                        // half a mean sample; it was seen, so it stays.
-                        ((total * scale).round() as u64).max(1)
-                    }
-                })
+                .map(|(&raw, &total)| weighted(raw, total, scale))
                 .collect(),
         })
         .collect()
 }
 
+/// A count of `raw` samples whose periods add up to `event_total`, at
+/// `scale` samples per event unit.
+pub(crate) fn weighted(raw: u64, event_total: f64, scale: f64) -> u64 {
+    if raw == 0 {
+        0
+    } else {
+        // A stack seen only in fast windows may weigh under half a mean
+        // sample; it was seen, so it stays.
+        ((event_total * scale).round() as u64).max(1)
+    }
+}
+
 /// Samples per event unit over all `sums`, or `None` when there is
-/// nothing to weight: the periods agree, or some are unknown (0: weighting
-/// would drop those windows).
+/// nothing to weight (see [`period_scale`]).
 pub fn scale(sums: &[&NodeSums]) -> Option<f64> {
     let min = sums.iter().map(|s| s.min_period).min().unwrap_or(0);
     let max = sums.iter().map(|s| s.max_period).max().unwrap_or(0);
     let samples: u64 = sums.iter().flat_map(|s| &s.samples).sum();
     let event_total: f64 = sums.iter().flat_map(|s| &s.event_totals).sum();
+    period_scale(min, max, samples, event_total)
+}
+
+/// `samples` per event unit, or `None` when there is nothing to weight:
+/// the periods (`min` to `max`) agree, or some are unknown (0: weighting
+/// would drop those windows).
+pub(crate) fn period_scale(min: u64, max: u64, samples: u64, event_total: f64) -> Option<f64> {
     (min != max && min > 0 && max > 0 && event_total > 0.0).then(|| samples as f64 / event_total)
 }
 

@@ -94,7 +94,10 @@ pub use agents::{
 pub use odp_core::domain::ChannelKind;
 
 pub use alerts::{claim_due_deliveries, record_attempt, AttemptOutcome, DueDelivery};
-pub use blocks::{compact_profile, load_profile, load_profiles, profiles_to_compact, Compacted};
+pub use blocks::{
+    compact_profile, load_profile, load_profiles, load_windows_after, profiles_to_compact,
+    Compacted, WindowsAfter,
+};
 pub use channels::{
     channel_deliveries, create_channel, delete_channel, get_channel, list_channels, update_channel,
     ChannelPatch, ChannelRow, DeliveryAttempt, DeliveryFilter, DeliveryRow, NewChannel,

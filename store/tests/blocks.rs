@@ -15,7 +15,11 @@ use chrono::{Duration, Utc};
 use odp_core::flamegraph::FlameNode;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
-use odp_store::{compact_profile, load_profile, load_profiles, profile_stacks, Database};
+use odp_profile::{FrameSums, ProfileFrames};
+use odp_store::{
+    compact_profile, load_profile, load_profiles, load_windows_after, profile_frames,
+    profile_stacks, Database,
+};
 use support::on_both_backends;
 use uuid::Uuid;
 
@@ -378,6 +382,55 @@ async fn a_python_profiles_flame_graph_names_files_and_lines(db: Database) {
     }
 }
 
+/// A running profile read in parts, each part the windows stored since the
+/// last read, sums to what reading it whole gives, periods weighted alike;
+/// another profile's windows in between are not read.
+async fn a_running_profile_read_in_parts_sums_as_read_whole(db: Database) {
+    let start = Utc::now() - Duration::hours(1);
+    let (id, other) = (Uuid::new_v4(), Uuid::new_v4());
+    insert_profile(&db, id, 0, "running", start).await;
+    let mut sums = FrameSums::default();
+    let mut last = 0;
+    let mut read = Vec::new();
+    for (batch, sequences) in [0..2u64, 2..3, 3..6].into_iter().enumerate() {
+        for sequence in sequences {
+            let mut w = window(id, 0, start, sequence);
+            // The agent lowered its rate for a while.
+            w.period *= 1 + sequence % 3;
+            store_window(&db, &w).await;
+            store_window(&db, &window(other, 1, start, sequence + 10 * batch as u64)).await;
+        }
+        let new = load_windows_after(&db, id, last).await.unwrap();
+        assert!(new.last_window > last);
+        read.extend(new.profile.windows.iter().map(|w| w.sequence));
+        sums.add(&new.profile);
+        last = new.last_window;
+    }
+    assert_eq!(read, [0, 1, 2, 3, 4, 5], "each window read once, in order");
+    let nothing_new = load_windows_after(&db, id, last).await.unwrap();
+    assert_eq!(nothing_new.last_window, last);
+    assert!(nothing_new.profile.windows.is_empty());
+
+    let whole = profile_frames(&db, id).await.unwrap();
+    let parts = sums.frames();
+    assert_eq!(
+        (parts.snapshots, parts.samples),
+        (whole.snapshots, whole.samples)
+    );
+    let by_id = |data: &ProfileFrames| {
+        let mut stacks: Vec<(Uuid, u64)> =
+            data.stacks.iter().map(|s| (s.stack_id, s.count)).collect();
+        stacks.sort();
+        stacks
+    };
+    assert_eq!(by_id(&parts), by_id(&whole));
+    let raw: u64 = load_profile(&db, id).await.unwrap().total_samples();
+    assert_ne!(
+        whole.samples, raw,
+        "the periods differ, so counts are weighted"
+    );
+}
+
 on_both_backends!(
     a_python_profiles_flame_graph_names_files_and_lines,
     legacy_rows_load_and_compact,
@@ -386,4 +439,5 @@ on_both_backends!(
     windows_arriving_after_compaction_join_the_profile,
     profiles_to_compact_waits_out_the_grace,
     profiles_to_compact_finds_the_ended_among_the_running,
+    a_running_profile_read_in_parts_sums_as_read_whole,
 );

@@ -254,14 +254,18 @@ async fn per_thread_sampling_counts_processes_found_late_as_undiscovered() {
         coverage.lost.undiscovered > 0,
         "no process was found late: {coverage:?}"
     );
-    // The resident demo alone earns about 99 × 12 samples.
-    assert!(coverage.captured > 900, "{coverage:?}");
+    // The resident demo, found from its start, earns about half of what is
+    // expected: the loop's runs earn as much when the two share the CPU
+    // alike. A busy CI machine lowers both (989 expected of 2,376 once),
+    // so the bound is a share, not a count.
+    assert!(coverage.captured as f64 >= 0.4 * expected, "{coverage:?}");
     // What the agent sampled of each run and what it missed before finding
     // it are both in what it expected, but for the CPU a run used between
     // the agent's last reading and its exit (at most 100 ms of each 1 s
-    // run) and the runs it never found.
-    let found = (coverage.captured + coverage.lost.undiscovered) as f64;
+    // run) and the runs it never found. Both sides hold within a tenth.
+    let found = (coverage.captured + coverage.lost.undiscovered + coverage.lost.overflow) as f64;
     assert!(expected >= 0.9 * found, "{coverage:?}");
+    assert!(found >= 0.9 * expected, "{coverage:?}");
 }
 
 /// Starts a profile, waits for it to finish, and returns its coverage.

@@ -99,21 +99,25 @@ async fn a_functions_trend_holds_every_sample_once_with_its_share_and_cores() {
     // The top table weighs each window's counts by the period the agent
     // measured in it (the timer's, which drifts around 1/99 s, and which
     // the agent lengthens when it lowers its rate under load) and rounds
-    // per function, where the trend counts raw samples: their counts may
-    // part by more than a percent on a loaded machine, but demo_hot's
-    // share of each agrees.
+    // per function, where the trend's counts are raw samples. On a loaded
+    // machine a window sampled at a lower rate weighs more, so the two
+    // shares part (CI once: 0.547 raw against 0.516 weighed); the trend's
+    // cores, weighed alike, are held to the top table's share below.
     let matched = sum("matched");
     let share = hot as f64 / top.samples as f64;
     let trend_share = matched as f64 / stored as f64;
     assert!(
-        (trend_share - share).abs() <= 0.01,
+        (trend_share - share).abs() <= 0.04,
         "demo_hot: {matched} of {stored} in the trend ({trend_share:.4}), \
          {hot} of {} in its top table ({share:.4})",
         top.samples
     );
+    // 60 % within four standard errors of the profile's samples, and the
+    // 2 % the demo's own split may be off by.
+    let share_stderr = (0.6 * 0.4 / stored as f64).sqrt();
     assert!(
-        (0.55..=0.65).contains(&share),
-        "demo_hot's share {share:.3}"
+        (share - 0.6).abs() <= 4.0 * share_stderr + 0.02,
+        "demo_hot's share {share:.3} of {stored} samples"
     );
     // Each full step: 60 % within four standard errors (and the 2 % the
     // demo's own split may be off by).

@@ -135,6 +135,56 @@ pub async fn load_profiles(
     load(&db.into(), profile_ids, true).await
 }
 
+/// The windows of a running profile stored after window `after` (0: all
+/// of them), merged into one profile, with the last one's id.
+#[derive(Debug, Default)]
+pub struct WindowsAfter {
+    pub profile: Profile,
+    /// The id to read after next time: `after` when there was nothing new.
+    pub last_window: i64,
+}
+
+/// The windows of `profile_id` stored after window `after`: what a running
+/// profile's detection adds to what it read before. A profile's windows
+/// arrive on one partition, stored by the one worker consuming it, batch
+/// after batch, so their ids grow in the order they become visible. Only
+/// uncompacted windows are read: a profile is compacted once it ended,
+/// and then it is read whole.
+pub async fn load_windows_after(
+    db: impl Into<Database>,
+    profile_id: Uuid,
+    after: i64,
+) -> Result<WindowsAfter> {
+    let db: Database = db.into();
+    let windows: Vec<WindowRow> = Sql::new(format!(
+        "select {WINDOW_COLUMNS} from snapshots n
+         where n.profile_id = $1 and n.id > $2 and not n.compacted order by n.id"
+    ))
+    .bind(profile_id)
+    .bind(after)
+    .fetch_all(&db)
+    .await?;
+    let last_window = windows.last().map_or(after, |w| w.id);
+    let mut parts = Parts {
+        windows,
+        ..Parts::default()
+    };
+    let legacy = parts.legacy_ids();
+    if !legacy.is_empty() {
+        parts.legacy = match &db {
+            Database::Postgres(pool) => {
+                LegacyRows::read(&mut *pool.acquire().await?, &legacy).await?
+            }
+            Database::MySql(pool) => LegacyRows::read(&mut *pool.acquire().await?, &legacy).await?,
+        };
+    }
+    let profile = blocking(move || build(profile_id, parts)).await?;
+    Ok(WindowsAfter {
+        profile,
+        last_window,
+    })
+}
+
 /// The windows of `profile_ids` not compacted yet (of profiles whose
 /// compacted windows are read from their service's rollups).
 pub(crate) async fn load_uncompacted(

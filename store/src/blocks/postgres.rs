@@ -10,7 +10,7 @@ pub(super) const SAVE_BLOCK: &str =
 
 /// `uncompacted (profile_id)`: each profile holding windows not compacted
 /// yet, and one null that ends the list. A skip scan of the partial index
-/// `snapshots_uncompacted` (migration 0015), which holds only uncompacted
+/// `snapshots_uncompacted_by_id` (migration 0029), which holds only uncompacted
 /// windows: one probe per profile, however many windows each holds.
 pub(super) const UNCOMPACTED: &str = "recursive uncompacted (profile_id) as (
         (select profile_id from snapshots where not compacted order by profile_id limit 1)
