@@ -61,13 +61,11 @@ const DEFERRED_TICK: Duration = Duration::from_secs(1);
 /// running segments, back to back, took a growing share of the CPU its
 /// ingest needs (evaluations fell from 2,800 to 1,100 a minute while the
 /// windows they read rose from 9,000 to 24,000 a minute, in four minutes).
-/// It now reads only the windows stored since the last ([`ReadSoFar`]),
-/// but the rules still run over the whole sum. A running profile's
+/// It now reads only the windows stored since the last (the pacer keeps
+/// what it read), but the rules still run over the whole sum. A running profile's
 /// detections are provisional: it is evaluated whole, at once, when it
 /// finishes. So past what this budget allows, running profiles are
 /// evaluated less often rather than ingest slowed.
-///
-/// [`ReadSoFar`]: crate::pacing::ReadSoFar
 const RUNNING_BUDGET: Duration = Duration::from_millis(250);
 /// Queued profiles evaluated per tick of the deferred pass.
 const QUEUED_PER_TICK: i64 = 20;
@@ -222,7 +220,7 @@ impl Detector {
         let runtime = self.runtime(pool, profile_id, &rules).await?;
         let identity = odp_store::profile_identity(pool, profile_id).await?;
         let data = if identity.ended {
-            self.pacer().take_read(profile_id);
+            self.pacer().forget_read(profile_id);
             odp_store::profile_frames(pool, profile_id).await?
         } else {
             self.read_running(pool, profile_id).await?
@@ -244,13 +242,15 @@ impl Detector {
         pool: &Database,
         profile_id: Uuid,
     ) -> Result<ProfileFrames, StoreError> {
-        let mut read = self.pacer().take_read(profile_id).unwrap_or_default();
-        let new = odp_store::load_windows_after(pool, profile_id, read.last_window).await?;
-        read.sums.add(&new.profile);
-        read.last_window = new.last_window;
-        let data = read.sums.frames();
-        self.pacer().keep_read(profile_id, read);
-        Ok(data)
+        let after = self.pacer().last_window(profile_id);
+        let new = odp_store::load_windows_after(pool, profile_id, after).await?;
+        let summed = self
+            .pacer()
+            .add_read(profile_id, after, &new.profile, new.last_window);
+        match summed {
+            Some(data) => Ok(data),
+            None => odp_store::profile_frames(pool, profile_id).await,
+        }
     }
 
     /// The profile's runtime if a rule reads it: a running profile's, once

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odp_core::runtime::ProfileRuntime;
-use odp_profile::FrameSums;
+use odp_profile::{FrameSums, Profile, ProfileFrames, StackTable};
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -39,15 +39,23 @@ pub(crate) struct Pacer {
     runtimes: HashMap<Uuid, Arc<ProfileRuntime>>,
     /// What the evaluations of profiles in `last` have read.
     reads: HashMap<Uuid, ReadSoFar>,
+    /// The frames and stacks of `reads`, which a fleet's profiles share.
+    table: StackTable,
+    /// The table's stacks when it last dropped those no read counts.
+    table_kept: usize,
 }
 
 /// What a running profile's evaluations have read: its samples summed, and
 /// the id of the last window read (0: none).
 #[derive(Debug, Default)]
-pub(crate) struct ReadSoFar {
-    pub(crate) sums: FrameSums,
-    pub(crate) last_window: i64,
+struct ReadSoFar {
+    sums: FrameSums,
+    last_window: i64,
 }
+
+/// Stacks the shared table may hold before it drops those no running
+/// profile counts any more, and twice as many as it kept the last time.
+const TABLE_FLOOR: usize = 20_000;
 
 impl Pacer {
     /// `interval` zero evaluates every batch.
@@ -58,6 +66,8 @@ impl Pacer {
             pending: HashSet::new(),
             runtimes: HashMap::new(),
             reads: HashMap::new(),
+            table: StackTable::default(),
+            table_kept: 0,
         }
     }
 
@@ -119,6 +129,11 @@ impl Pacer {
         let last = &self.last;
         self.runtimes.retain(|id, _| last.contains_key(id));
         self.reads.retain(|id, _| last.contains_key(id));
+        if self.table.stacks() > 2 * self.table_kept.max(TABLE_FLOOR) {
+            let sums = self.reads.values_mut().map(|read| &mut read.sums);
+            self.table.keep_only(sums);
+            self.table_kept = self.table.stacks();
+        }
         due
     }
 
@@ -135,19 +150,41 @@ impl Pacer {
         }
     }
 
-    /// What a profile's evaluations have read, taken out until
-    /// [`Pacer::keep_read`] puts it back: an evaluation running meanwhile
-    /// reads the profile from its start.
-    pub(crate) fn take_read(&mut self, id: Uuid) -> Option<ReadSoFar> {
-        self.reads.remove(&id)
+    /// The last window a profile's evaluations have read (0: none).
+    pub(crate) fn last_window(&self, id: Uuid) -> i64 {
+        self.reads.get(&id).map_or(0, |read| read.last_window)
     }
 
-    /// Keeps what a running profile's evaluation read, while the profile is
-    /// paced; any other profile's is not kept.
-    pub(crate) fn keep_read(&mut self, id: Uuid, read: ReadSoFar) {
+    /// Adds `windows`, those stored after window `after` up to window
+    /// `last_window`, to what a profile's evaluations have read, and
+    /// returns the sum; kept while the profile is paced (running). An
+    /// evaluation that ran meanwhile and read further leaves its sum, which
+    /// holds these windows; `None` when what was read up to `after` has
+    /// been forgotten meanwhile, and the profile must be read whole.
+    pub(crate) fn add_read(
+        &mut self,
+        id: Uuid,
+        after: i64,
+        windows: &Profile,
+        last_window: i64,
+    ) -> Option<ProfileFrames> {
+        let mut read = self.reads.remove(&id).unwrap_or_default();
+        if read.last_window == after {
+            read.sums.add(windows, &mut self.table);
+            read.last_window = last_window;
+        } else if read.last_window < after {
+            return None;
+        }
+        let data = read.sums.frames(&self.table);
         if self.last.contains_key(&id) {
             self.reads.insert(id, read);
         }
+        Some(data)
+    }
+
+    /// Forgets what a profile's evaluations have read.
+    pub(crate) fn forget_read(&mut self, id: Uuid) {
+        self.reads.remove(&id);
     }
 
     fn is_due(&self, id: Uuid, now: Instant) -> bool {
@@ -234,35 +271,87 @@ mod tests {
         assert_eq!(pacer.remembered(), 0);
     }
 
+    /// One window of `samples` on a stack of its own (by `leaf`).
+    fn windows(sequence: u64, leaf: &str, samples: u64) -> Profile {
+        use odp_core::{EventKind, Frame};
+        let mut b = odp_profile::ProfileBuilder::default();
+        let frames = [
+            b.frame(&Frame::function("main")),
+            b.frame(&Frame::function(leaf)),
+        ];
+        let w = b.window(odp_profile::Window {
+            profile_id: Uuid::nil(),
+            host: "h".into(),
+            agent_id: "a".into(),
+            sequence,
+            start_ms: sequence as i64 * 10_000,
+            end_ms: sequence as i64 * 10_000 + 10_000,
+            event: EventKind::CpuClock,
+            period: 1_000_000,
+            frequency_hz: 0,
+        });
+        b.samples(w, 1, &frames, samples);
+        b.build()
+    }
+
     #[test]
-    fn reads_are_kept_while_their_profile_runs() {
+    fn reads_add_up_and_are_kept_while_their_profile_runs() {
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
-        let read = |last_window| ReadSoFar {
-            last_window,
-            ..ReadSoFar::default()
-        };
         let mut pacer = Pacer::new(Duration::from_secs(10));
-        pacer.keep_read(id(1), read(5));
-        assert!(pacer.take_read(id(1)).is_none(), "not a running profile");
+        // Not a running profile: summed, not kept.
+        let once = pacer.add_read(id(1), 0, &windows(0, "a", 5), 3).unwrap();
+        assert_eq!(once.samples, 5);
+        assert_eq!(pacer.last_window(id(1)), 0);
         pacer.due_now(&[id(1), id(2)], &[], at(0));
         assert_eq!(pacer.take_due(at(10), ALL).len(), 2);
-        pacer.keep_read(id(1), read(5));
-        pacer.keep_read(id(2), read(7));
-        // Taken by an evaluation, and kept again after it.
-        assert_eq!(pacer.take_read(id(1)).unwrap().last_window, 5);
-        assert!(pacer.take_read(id(1)).is_none(), "taken out meanwhile");
-        pacer.keep_read(id(1), read(9));
+        pacer.add_read(id(1), 0, &windows(0, "a", 5), 3).unwrap();
+        let sum = pacer.add_read(id(1), 3, &windows(1, "b", 7), 8).unwrap();
+        assert_eq!((sum.samples, sum.stacks.len()), (12, 2));
+        assert_eq!(pacer.last_window(id(1)), 8);
+        // An evaluation that read from window 3 after another read to 8
+        // leaves the sum as it is: it already holds those windows.
+        let again = pacer.add_read(id(1), 3, &windows(1, "b", 7), 8).unwrap();
+        assert_eq!(again.samples, 12);
+        pacer.add_read(id(2), 0, &windows(0, "a", 1), 4).unwrap();
         // Forgotten when the profile finishes, or goes quiet.
         pacer.due_now(&[id(1), id(2)], &[], at(12));
         assert_eq!(pacer.take_due(at(20), ALL).len(), 2);
         pacer.due_now(&[], &[id(1)], at(21));
-        assert!(pacer.take_read(id(1)).is_none());
-        assert_eq!(pacer.take_read(id(2)).unwrap().last_window, 7);
-        pacer.keep_read(id(2), read(8));
+        assert_eq!(pacer.last_window(id(1)), 0);
+        assert!(
+            pacer.add_read(id(1), 8, &windows(2, "c", 1), 9).is_none(),
+            "what was read is forgotten: read it whole"
+        );
+        assert_eq!(pacer.last_window(id(2)), 4);
         pacer.take_due(at(40), ALL);
-        assert!(pacer.take_read(id(2)).is_none());
+        assert_eq!(pacer.last_window(id(2)), 0);
         assert_eq!(pacer.remembered(), 0);
+    }
+
+    #[test]
+    fn the_shared_table_drops_the_stacks_of_profiles_gone() {
+        let start = Instant::now();
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        let running = id(u128::MAX);
+        pacer.due_now(&[running], &[], start);
+        let mut after = 0;
+        // Profiles come and go, each with stacks of its own; one runs on.
+        for n in 0..(2 * TABLE_FLOOR as u128 + 10) {
+            pacer.due_now(&[id(n)], &[], start);
+            pacer.add_read(id(n), 0, &windows(0, &format!("f{n}"), 1), 1);
+            pacer.due_now(&[], &[id(n)], start);
+            if n % 1000 == 0 {
+                let leaf = format!("r{n}");
+                pacer.add_read(running, after, &windows(n as u64, &leaf, 1), after + 1);
+                after += 1;
+            }
+        }
+        pacer.take_due(start, ALL);
+        assert_eq!(pacer.table.stacks(), 41, "the running profile's stacks");
+        let sum = pacer.add_read(running, after, &windows(99, "r0", 1), after + 1);
+        let sum = sum.unwrap();
+        assert_eq!((sum.samples, sum.stacks.len()), (42, 41));
     }
 
     #[test]

@@ -43,9 +43,10 @@ impl ProfileFrames {
     /// All samples of `profile` (of its first event), weighted by period,
     /// per distinct stack of whole frames.
     pub fn of(profile: Profile) -> ProfileFrames {
+        let mut table = StackTable::default();
         let mut sums = FrameSums::default();
-        sums.add(&profile);
-        sums.frames()
+        sums.add(&profile, &mut table);
+        sums.frames(&table)
     }
 
     /// The samples of several profiles as one (a run's members): frames
@@ -92,6 +93,85 @@ impl ProfileFrames {
     }
 }
 
+/// Frames and stacks interned once for the sums of many profiles: a
+/// fleet's running profiles share most of their code, so each profile's
+/// [`FrameSums`] keeps only counts by the table's stack indexes.
+#[derive(Debug, Default)]
+pub struct StackTable {
+    frames: Vec<FrameRef>,
+    frame_index: HashMap<u128, u32>,
+    stacks: Vec<TableStack>,
+    stack_index: HashMap<Uuid, u32>,
+}
+
+/// One distinct stack: its content id and its frames, root first.
+#[derive(Debug)]
+struct TableStack {
+    stack_id: Uuid,
+    frames: Box<[u32]>,
+}
+
+impl StackTable {
+    /// The distinct stacks interned.
+    pub fn stacks(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// The frame's index, added at first sight.
+    fn frame(&mut self, hash: u128, frame: &odp_core::Frame) -> u32 {
+        *self.frame_index.entry(hash).or_insert_with(|| {
+            self.frames.push(FrameRef {
+                function: frame.function.clone(),
+                module: frame.module.clone(),
+            });
+            self.frames.len() as u32 - 1
+        })
+    }
+
+    /// The stack's index, added at first sight with `frames` (called only
+    /// then).
+    fn stack(&mut self, stack_id: Uuid, frames: impl FnOnce() -> Box<[u32]>) -> u32 {
+        *self.stack_index.entry(stack_id).or_insert_with(|| {
+            self.stacks.push(TableStack {
+                stack_id,
+                frames: frames(),
+            });
+            self.stacks.len() as u32 - 1
+        })
+    }
+
+    /// Drops the frames and stacks none of `sums` counts, and renumbers
+    /// what `sums` count: the table of a fleet whose code changes would
+    /// otherwise keep every stack it ever ran.
+    pub fn keep_only<'a>(&mut self, sums: impl IntoIterator<Item = &'a mut FrameSums>) {
+        let old = std::mem::take(self);
+        let mut frame_map: HashMap<u32, u32> = HashMap::new();
+        let mut stack_map: HashMap<u32, u32> = HashMap::new();
+        for sums in sums {
+            let counts = std::mem::take(&mut sums.counts);
+            for (stack, count) in counts {
+                let kept = *stack_map.entry(stack).or_insert_with(|| {
+                    let from = &old.stacks[stack as usize];
+                    let frames = from.frames.iter().map(|&f| {
+                        *frame_map.entry(f).or_insert_with(|| {
+                            self.frames.push(old.frames[f as usize].clone());
+                            self.frames.len() as u32 - 1
+                        })
+                    });
+                    let frames = frames.collect();
+                    self.stack(from.stack_id, || frames)
+                });
+                sums.counts.insert(kept, count);
+            }
+        }
+        for (hash, &at) in &old.frame_index {
+            if let Some(&kept) = frame_map.get(&at) {
+                self.frame_index.insert(*hash, kept);
+            }
+        }
+    }
+}
+
 /// A profile's samples per distinct stack before weighting, summed part
 /// by part: a running profile's detection adds the windows stored since
 /// its last evaluation rather than reading the profile whole again. The
@@ -103,21 +183,11 @@ pub struct FrameSums {
     /// The one event summed: the first part's first window's.
     event: Option<EventKind>,
     windows: i64,
-    frames: Vec<FrameRef>,
-    frame_index: HashMap<u128, u32>,
-    stacks: Vec<StackSum>,
-    stack_index: HashMap<Uuid, usize>,
+    /// Raw samples and the event units they stand for, by stack of the
+    /// [`StackTable`] the parts were added with.
+    counts: HashMap<u32, (u64, f64)>,
     min_period: u64,
     max_period: u64,
-}
-
-/// One distinct stack's raw samples and the event units they stand for.
-#[derive(Debug, Clone)]
-struct StackSum {
-    stack_id: Uuid,
-    frames: Vec<u32>,
-    samples: u64,
-    event_total: f64,
 }
 
 impl Default for FrameSums {
@@ -125,10 +195,7 @@ impl Default for FrameSums {
         FrameSums {
             event: None,
             windows: 0,
-            frames: Vec::new(),
-            frame_index: HashMap::new(),
-            stacks: Vec::new(),
-            stack_index: HashMap::new(),
+            counts: HashMap::new(),
             min_period: u64::MAX,
             max_period: 0,
         }
@@ -137,8 +204,8 @@ impl Default for FrameSums {
 
 impl FrameSums {
     /// Adds the samples of `part` of the event summed so far (the first
-    /// part's first window's).
-    pub fn add(&mut self, part: &Profile) {
+    /// part's first window's), its stacks interned in `table`.
+    pub fn add(&mut self, part: &Profile, table: &mut StackTable) {
         let selection = Selection {
             event: self.event,
             ..Selection::default()
@@ -153,7 +220,7 @@ impl FrameSums {
             .frames
             .iter()
             .zip(&frame_hashes)
-            .map(|(frame, &hash)| self.frame(hash, frame))
+            .map(|(frame, &hash)| table.frame(hash, frame))
             .collect();
         let mut hashes = Vec::new();
         for (node, &samples) in sums.samples.iter().enumerate() {
@@ -164,55 +231,52 @@ impl FrameSums {
             hashes.clear();
             hashes.extend(path.iter().map(|&f| frame_hashes[f as usize]));
             let stack_id = Uuid::from_u128(stack_hash(&hashes));
-            let event_total = sums.event_totals[node];
-            match self.stack_index.get(&stack_id) {
-                Some(&at) => {
-                    self.stacks[at].samples += samples;
-                    self.stacks[at].event_total += event_total;
-                }
-                None => {
-                    self.stack_index.insert(stack_id, self.stacks.len());
-                    self.stacks.push(StackSum {
-                        stack_id,
-                        frames: path.iter().map(|&f| local[f as usize]).collect(),
-                        samples,
-                        event_total,
-                    });
-                }
-            }
+            let stack = table.stack(stack_id, || {
+                path.iter().map(|&f| local[f as usize]).collect()
+            });
+            let count = self.counts.entry(stack).or_insert((0, 0.0));
+            count.0 += samples;
+            count.1 += sums.event_totals[node];
         }
     }
 
-    /// The frame's index, added at first sight.
-    fn frame(&mut self, hash: u128, frame: &odp_core::Frame) -> u32 {
-        *self.frame_index.entry(hash).or_insert_with(|| {
-            self.frames.push(FrameRef {
-                function: frame.function.clone(),
-                module: frame.module.clone(),
-            });
-            self.frames.len() as u32 - 1
-        })
-    }
-
-    /// Everything added so far, weighted by period.
-    pub fn frames(&self) -> ProfileFrames {
-        let samples: u64 = self.stacks.iter().map(|s| s.samples).sum();
-        let event_total: f64 = self.stacks.iter().map(|s| s.event_total).sum();
+    /// Everything added so far, weighted by period; its frames are those
+    /// of its stacks, numbered in the table's order.
+    pub fn frames(&self, table: &StackTable) -> ProfileFrames {
+        let samples: u64 = self.counts.values().map(|c| c.0).sum();
+        let event_total: f64 = self.counts.values().map(|c| c.1).sum();
         let scale = period_scale(self.min_period, self.max_period, samples, event_total);
-        let stacks: Vec<StackSamples> = self
-            .stacks
+        let mut order: Vec<(&u32, &(u64, f64))> = self.counts.iter().collect();
+        order.sort_unstable_by_key(|(&stack, _)| stack);
+        let mut frames: Vec<u32> = order
             .iter()
-            .map(|s| StackSamples {
-                stack_id: s.stack_id,
-                frames: s.frames.clone(),
-                count: scale.map_or(s.samples, |scale| weighted(s.samples, s.event_total, scale)),
+            .flat_map(|(&stack, _)| table.stacks[stack as usize].frames.iter().copied())
+            .collect();
+        frames.sort_unstable();
+        frames.dedup();
+        let stacks: Vec<StackSamples> = order
+            .into_iter()
+            .map(|(&stack, &(raw, event_total))| {
+                let stack = &table.stacks[stack as usize];
+                StackSamples {
+                    stack_id: stack.stack_id,
+                    frames: stack
+                        .frames
+                        .iter()
+                        .map(|f| frames.binary_search(f).unwrap_or_default() as u32)
+                        .collect(),
+                    count: scale.map_or(raw, |scale| weighted(raw, event_total, scale)),
+                }
             })
             .collect();
         ProfileFrames {
             event: self.event,
             snapshots: self.windows,
             samples: stacks.iter().map(|s| s.count).sum(),
-            frames: self.frames.clone(),
+            frames: frames
+                .iter()
+                .map(|&f| table.frames[f as usize].clone())
+                .collect(),
             stacks,
         }
     }
@@ -319,13 +383,14 @@ mod tests {
         let mut whole = ProfileBuilder::default();
         windows_of(&mut whole, 0..5);
         let whole = ProfileFrames::of(whole.build());
+        let mut table = StackTable::default();
         let mut sums = FrameSums::default();
         for range in [0..1, 1..3, 3..5] {
             let mut part = ProfileBuilder::default();
             windows_of(&mut part, range);
-            sums.add(&part.build());
+            sums.add(&part.build(), &mut table);
         }
-        let parts = sums.frames();
+        let parts = sums.frames(&table);
         assert_eq!(parts.event, Some(EventKind::CpuClock));
         assert_eq!(
             (parts.snapshots, whole.snapshots),
@@ -339,6 +404,48 @@ mod tests {
         let cold = sorted(&parts).into_iter().find(|s| s.1 == ["main", "cold"]);
         assert_eq!(cold.unwrap().2, 643);
         assert_eq!(parts.frames.len(), 4, "each frame once");
+    }
+
+    #[test]
+    fn profiles_share_a_table_that_keeps_only_what_they_count() {
+        let mut table = StackTable::default();
+        let (mut a, mut b) = (FrameSums::default(), FrameSums::default());
+        let mut part = ProfileBuilder::default();
+        windows_of(&mut part, 0..2);
+        let part = part.build();
+        a.add(&part, &mut table);
+        b.add(&part, &mut table);
+        assert_eq!(table.stacks(), 2, "main;hot and main;cold, once for both");
+        let mut later = ProfileBuilder::default();
+        windows_of(&mut later, 3..4);
+        a.add(&later.build(), &mut table);
+        assert_eq!(table.stacks(), 3, "a's main;rare");
+        let before = (a.frames(&table), b.frames(&table));
+        // b is all that is left: a's rare stack and frame go.
+        table.keep_only([&mut b]);
+        assert_eq!(table.stacks(), 2);
+        assert_eq!(table.frames.len(), 3);
+        assert_eq!(sorted(&b.frames(&table)), sorted(&before.1));
+        // Both kept: each still reads as before.
+        let mut table = StackTable::default();
+        let (mut a2, mut b2) = (FrameSums::default(), FrameSums::default());
+        a2.add(&part, &mut table);
+        b2.add(&part, &mut table);
+        let mut later = ProfileBuilder::default();
+        windows_of(&mut later, 3..4);
+        a2.add(&later.build(), &mut table);
+        table.keep_only([&mut b2, &mut a2]);
+        assert_eq!(sorted(&a2.frames(&table)), sorted(&before.0));
+        assert_eq!(sorted(&b2.frames(&table)), sorted(&before.1));
+        // Parts added after a renumbering land on the same stacks.
+        let mut more = ProfileBuilder::default();
+        windows_of(&mut more, 0..2);
+        b2.add(&more.build(), &mut table);
+        assert_eq!(table.stacks(), 3);
+        let (mut fresh, mut twice) = (StackTable::default(), FrameSums::default());
+        twice.add(&part, &mut fresh);
+        twice.add(&part, &mut fresh);
+        assert_eq!(sorted(&b2.frames(&table)), sorted(&twice.frames(&fresh)));
     }
 
     fn part(event: EventKind, stacks: &[(&[&str], u64)]) -> ProfileFrames {

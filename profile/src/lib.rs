@@ -47,7 +47,7 @@ pub mod view;
 pub mod windows;
 
 pub use codec::{CodecError, Level};
-pub use frames::{FrameRef, FrameSums, ProfileFrames, StackSamples};
+pub use frames::{FrameRef, FrameSums, ProfileFrames, StackSamples, StackTable};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
 pub use select::{scale, weigh, NodeSums, Selection, WindowHits};

@@ -15,7 +15,7 @@ use chrono::{Duration, Utc};
 use odp_core::flamegraph::FlameNode;
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame};
-use odp_profile::{FrameSums, ProfileFrames};
+use odp_profile::{FrameSums, ProfileFrames, StackTable};
 use odp_store::{
     compact_profile, load_profile, load_profiles, load_windows_after, profile_frames,
     profile_stacks, Database,
@@ -389,7 +389,7 @@ async fn a_running_profile_read_in_parts_sums_as_read_whole(db: Database) {
     let start = Utc::now() - Duration::hours(1);
     let (id, other) = (Uuid::new_v4(), Uuid::new_v4());
     insert_profile(&db, id, 0, "running", start).await;
-    let mut sums = FrameSums::default();
+    let (mut table, mut sums) = (StackTable::default(), FrameSums::default());
     let mut last = 0;
     let mut read = Vec::new();
     for (batch, sequences) in [0..2u64, 2..3, 3..6].into_iter().enumerate() {
@@ -403,7 +403,7 @@ async fn a_running_profile_read_in_parts_sums_as_read_whole(db: Database) {
         let new = load_windows_after(&db, id, last).await.unwrap();
         assert!(new.last_window > last);
         read.extend(new.profile.windows.iter().map(|w| w.sequence));
-        sums.add(&new.profile);
+        sums.add(&new.profile, &mut table);
         last = new.last_window;
     }
     assert_eq!(read, [0, 1, 2, 3, 4, 5], "each window read once, in order");
@@ -412,7 +412,7 @@ async fn a_running_profile_read_in_parts_sums_as_read_whole(db: Database) {
     assert!(nothing_new.profile.windows.is_empty());
 
     let whole = profile_frames(&db, id).await.unwrap();
-    let parts = sums.frames();
+    let parts = sums.frames(&table);
     assert_eq!(
         (parts.snapshots, parts.samples),
         (whole.snapshots, whole.samples)

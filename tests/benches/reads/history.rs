@@ -10,7 +10,7 @@
 //! them), since a month of agent windows cannot be replayed on 2 cores;
 //! `ODP_BENCH_HISTORY_HOSTS` and `…_DAYS` size it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, DurationRound, Utc};
 use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
@@ -19,7 +19,7 @@ use odp_store::Database;
 use odp_tests::Rng;
 use uuid::Uuid;
 
-use super::{function, random_stack, ratio, urlencode, Api, FLEET_POOL};
+use super::{best, function, random_stack, ratio, urlencode, Api, FLEET_POOL, RUNS};
 
 const HZ: u64 = 19;
 const SERVICE: &str = "bench-history";
@@ -179,7 +179,7 @@ pub(super) async fn history(api: &Api, db: &Database) {
     let hot = format!("%5E{}%24", urlencode(&function(3)));
     let trend = |r: &str| format!("/api/v1/services/{SERVICE}/trend?function={hot}&{r}");
     let (hour_flame, _) = api.get(&flame(&last_hour)).await;
-    let (month_flame, size) = api.get(&flame(&whole)).await;
+    let (month_flame, size) = each_read(api, "flame graph", &flame(&whole)).await;
     println!(
         "  baseline: the last hour's flame graph, {:.1} ms",
         hour_flame.as_secs_f64() * 1e3
@@ -192,7 +192,7 @@ pub(super) async fn history(api: &Api, db: &Database) {
         &format!(", {:.2} MB", size as f64 / 1e6),
     );
     let (hour_trend, _) = api.get(&trend(&last_hour)).await;
-    let (month_trend, points) = api.get(&trend(&whole)).await;
+    let (month_trend, points) = each_read(api, "trend", &trend(&whole)).await;
     ratio(
         &format!("{days}-day trend of one function"),
         month_trend,
@@ -204,4 +204,89 @@ pub(super) async fn history(api: &Api, db: &Database) {
             hour_trend.as_secs_f64() * 1e3
         ),
     );
+}
+
+/// [`Api::get`], printing each read with the CPU the api-server used
+/// during it and the CPU the rest of the machine used (the database, the
+/// pipeline's maintenance, this client): on 2 cores, whatever else runs
+/// takes the cores a read's two selecting threads need.
+async fn each_read(api: &Api, what: &str, path: &str) -> (Duration, usize) {
+    let mut runs = Vec::new();
+    let mut size = 0;
+    for run in 1..=RUNS {
+        let before = CpuSeconds::now();
+        let (took, bytes) = api.get_once(path).await;
+        let used = CpuSeconds::now().since(&before);
+        println!(
+            "  {what} read {run}: {:.0} ms; the api-server used {:.2} CPU-s, the rest of \
+             the machine {:.2}",
+            took.as_secs_f64() * 1e3,
+            used.server,
+            used.machine - used.server
+        );
+        runs.push(took);
+        size = bytes;
+    }
+    (best(runs), size)
+}
+
+/// CPU seconds used since boot by the whole machine and by the api-server.
+struct CpuSeconds {
+    machine: f64,
+    server: f64,
+}
+
+/// Clock ticks a second in `/proc`'s counts.
+const TICKS: f64 = 100.0;
+
+impl CpuSeconds {
+    fn now() -> CpuSeconds {
+        let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        // user, nice, system, irq and softirq: not idle, iowait or steal.
+        let machine: u64 = [0, 1, 2, 5, 6].iter().filter_map(|&i| cpu.get(i)).sum();
+        CpuSeconds {
+            machine: machine as f64 / TICKS,
+            server: process_ticks("odp-api-server") as f64 / TICKS,
+        }
+    }
+
+    fn since(&self, before: &CpuSeconds) -> CpuSeconds {
+        CpuSeconds {
+            machine: self.machine - before.machine,
+            server: self.server - before.server,
+        }
+    }
+}
+
+/// User and system ticks of the processes named `name`.
+fn process_ticks(name: &str) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut ticks = 0;
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if &stat[open + 1..close] != name {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        ticks += [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    ticks
 }
