@@ -185,3 +185,70 @@ async fn profiles_by_pid_use_their_host_as_service() {
     pool.close().await;
     stack.stop().unwrap();
 }
+
+/// A running profile evaluated batch after batch reads each window once:
+/// its first window's samples are still counted after its row is gone
+/// (read from the sum kept since), and once it finished it is read whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_profile_is_evaluated_on_the_windows_stored_since() {
+    let stack = Stack::start(StackOptions::ephemeral()).await.unwrap();
+    let pool = stack.connect().await.unwrap();
+    let db = odp_store::Database::from(&pool);
+    let detector = Detector::start(&db).await.unwrap();
+    let id = Uuid::new_v4();
+    insert_profile(&pool, id, "checkout").await;
+    let share = || async {
+        let issues = odp_store::profile_issues(&pool, id).await.unwrap();
+        issues
+            .iter()
+            .find(|i| i.rule_id == "jvm-stringbuffer")
+            .map(|i| (i.samples_matched, i.samples_total))
+    };
+
+    let first = snapshot(
+        id,
+        0,
+        &[
+            (&["main", "work", "java.lang.StringBuffer.append"], 300),
+            (&["main", "work"], 700),
+        ],
+    );
+    odp_store::store_snapshots(&pool, &[&first]).await.unwrap();
+    detector.evaluate_batch(&db, &[id], &[]).await;
+    assert_eq!(share().await, Some((300, 1000)));
+
+    // The first window's row goes; a read of the whole profile would no
+    // longer count it, the sum kept since does.
+    sqlx::query("delete from snapshots where profile_id = $1")
+        .bind(id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let second = snapshot(
+        id,
+        1,
+        &[
+            (&["main", "work", "java.lang.StringBuffer.append"], 100),
+            (&["main", "work"], 900),
+        ],
+    );
+    odp_store::store_snapshots(&pool, &[&second]).await.unwrap();
+    detector.evaluate_batch(&db, &[id], &[]).await;
+    assert_eq!(share().await, Some((400, 2000)));
+    // Nothing new: the same sum.
+    detector.evaluate_batch(&db, &[id], &[]).await;
+    assert_eq!(share().await, Some((400, 2000)));
+
+    // Finished: read whole, which now holds the second window only.
+    sqlx::query("update profiles set status = 'finished', finished_at = now() where id = $1")
+        .bind(id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    detector.evaluate_batch(&db, &[], &[id]).await;
+    assert_eq!(share().await, Some((100, 1000)));
+    assert_eq!(detector.failures(), 0);
+
+    pool.close().await;
+    stack.stop().unwrap();
+}

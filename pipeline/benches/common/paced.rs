@@ -2,7 +2,10 @@
 //! 10 s, spread evenly, into one worker process, and the worker's lag
 //! (windows sent but not stored) and resident memory printed every 10 s,
 //! then whether the lag stayed bounded and the memory flat: the last third
-//! of the run against the first.
+//! of the run against the first. Beside them, the share of a core the
+//! worker, the broker and the database each used over those 10 s: on 2
+//! cores, a lag that grows while the worker's CPU stays flat is another
+//! process's doing.
 
 use std::time::{Duration, Instant};
 
@@ -64,9 +67,10 @@ impl Paced<'_> {
     /// to catch up, and prints the summary.
     pub(crate) async fn run(&self, mut message: impl FnMut(usize, u32) -> Message) {
         println!(
-            "{:>6}  {:>8}  {:>8}  {:>6}  {:>9}",
-            "t (s)", "sent", "stored", "lag", "rss (MiB)"
+            "{:>6}  {:>8}  {:>8}  {:>6}  {:>9}  {:>7}  {:>7}  {:>7}",
+            "t (s)", "sent", "stored", "lag", "rss (MiB)", "worker", "broker", "db"
         );
+        let mut cpu = Cpu::now(self.worker);
         let started = Instant::now();
         let gap = WINDOW / self.agents as u32;
         let mut sent = 0u64;
@@ -88,7 +92,7 @@ impl Paced<'_> {
                 sent += 1;
                 if Instant::now() >= next_report {
                     next_report += WINDOW;
-                    samples.push(self.report(started, sent).await);
+                    samples.push(self.report(started, sent, &mut cpu).await);
                 }
             }
         }
@@ -99,7 +103,7 @@ impl Paced<'_> {
         {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let final_sample = self.report(started, sent).await;
+        let final_sample = self.report(started, sent, &mut cpu).await;
         summarize(&samples, final_sample.1, sent, drain_started.elapsed());
     }
 
@@ -108,19 +112,78 @@ impl Paced<'_> {
         stored(self.pool).await - self.stored_before
     }
 
-    /// Prints and returns (sent, stored, rss KiB) now.
-    async fn report(&self, started: Instant, sent: u64) -> Sample {
+    /// Prints and returns (sent, stored, rss KiB) now, with the CPU each
+    /// process used since `cpu` was read.
+    async fn report(&self, started: Instant, sent: u64, cpu: &mut Cpu) -> Sample {
         let stored = self.stored().await;
         let rss = rss_kib(self.worker);
+        let now = Cpu::now(self.worker);
+        let share = |of: fn(&Cpu) -> u64| {
+            let seconds = now.at.duration_since(cpu.at).as_secs_f64();
+            format!(
+                "{:.0}%",
+                (of(&now) - of(cpu)) as f64 / TICKS / seconds * 100.0
+            )
+        };
         println!(
-            "{:>6.0}  {:>8}  {:>8}  {:>6}  {:>9.1}",
+            "{:>6.0}  {:>8}  {:>8}  {:>6}  {:>9.1}  {:>7}  {:>7}  {:>7}",
             started.elapsed().as_secs_f64(),
             sent,
             stored,
             sent as i64 - stored,
-            rss as f64 / 1024.0
+            rss as f64 / 1024.0,
+            share(|c| c.worker),
+            share(|c| c.broker),
+            share(|c| c.database)
         );
+        *cpu = now;
         (sent, stored, rss)
+    }
+}
+
+/// Clock ticks a second in `/proc`'s counts.
+const TICKS: f64 = 100.0;
+
+/// CPU ticks used so far by the worker, the broker and the database.
+struct Cpu {
+    at: Instant,
+    worker: u64,
+    broker: u64,
+    database: u64,
+}
+
+impl Cpu {
+    fn now(worker: &ServiceProcess) -> Cpu {
+        let mut cpu = Cpu {
+            at: Instant::now(),
+            worker: 0,
+            broker: 0,
+            database: 0,
+        };
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return cpu;
+        };
+        for entry in entries.flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+            let ticks: u64 = [11, 12]
+                .iter()
+                .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+                .sum();
+            let pid = stat[..open].trim();
+            match &stat[open + 1..close] {
+                _ if pid == worker.pid().to_string() => cpu.worker += ticks,
+                "tansu" => cpu.broker += ticks,
+                "postgres" | "mariadbd" => cpu.database += ticks,
+                _ => {}
+            }
+        }
+        cpu
     }
 }
 
