@@ -130,7 +130,7 @@ impl Drop for HeavyRead {
             let paused = started.load(Ordering::Relaxed) == reads_then
                 && permits.available_permits() == turns;
             if paused
-                && tokio::task::spawn_blocking(return_free_memory)
+                && tokio::task::spawn_blocking(odp_plumbing::heap::return_free_memory)
                     .await
                     .is_ok()
             {
@@ -139,19 +139,6 @@ impl Drop for HeavyRead {
         });
     }
 }
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn return_free_memory() {
-    // SAFETY: malloc_trim takes an integer and only walks glibc's own
-    // arenas; the workspace denies unsafe code, so it is allowed here alone.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn return_free_memory() {}
 
 impl ReadLimits {
     pub fn new(options: LimitOptions) -> Self {

@@ -7,10 +7,12 @@
 //! - [`shutdown_signal`]: SIGTERM or Ctrl-C;
 //! - [`Backoff`]: the wait between retries;
 //! - [`egress`]: which addresses alerts may be sent to;
+//! - [`heap`]: handing freed heap back to the system;
 //! - [`signed`]: the headers that authenticate an agent's messages.
 
 pub mod backoff;
 pub mod egress;
+pub mod heap;
 pub mod kafka;
 pub mod shutdown;
 pub mod signed;

@@ -185,8 +185,8 @@ pub struct FrameSums {
     windows: i64,
     /// Raw samples and the event units they stand for per stack of the
     /// [`StackTable`] the parts were added with, in the table's order: a
-    /// sorted vector holds a running segment's 2,000 stacks in a third of
-    /// the memory a hash map takes.
+    /// sorted vector holds a running segment's 2,000 stacks in less than
+    /// half the memory a hash map takes.
     counts: Vec<StackCount>,
     min_period: u64,
     max_period: u64,
@@ -250,8 +250,23 @@ impl FrameSums {
                 event_total: sums.event_totals[node],
             });
         }
-        counts.sort_by_key(|count| count.stack);
-        self.counts = merged(&self.counts, &counts);
+        self.merge(counts);
+    }
+
+    /// Adds `counts` (in any order, a stack perhaps more than once) to
+    /// the counts so far, in place: a running segment's adds mostly count
+    /// stacks it has seen, so its vector rarely grows.
+    fn merge(&mut self, counts: Vec<StackCount>) {
+        self.counts.extend(counts);
+        self.counts.sort_unstable_by_key(|count| count.stack);
+        self.counts.dedup_by(|next, kept| {
+            let same = next.stack == kept.stack;
+            if same {
+                kept.samples += next.samples;
+                kept.event_total += next.event_total;
+            }
+            same
+        });
     }
 
     /// Everything added so far, weighted by period; its frames are those
@@ -300,26 +315,6 @@ impl FrameSums {
             stacks,
         }
     }
-}
-
-/// Two runs of counts sorted by stack as one, the counts of a stack in
-/// both added; exactly as long as it needs to be.
-fn merged(a: &[StackCount], b: &[StackCount]) -> Vec<StackCount> {
-    let mut out: Vec<StackCount> = Vec::with_capacity(a.len() + b.len());
-    out.extend_from_slice(a);
-    out.extend_from_slice(b);
-    // Two sorted runs: the stable sort merges them in one pass.
-    out.sort_by_key(|count| count.stack);
-    out.dedup_by(|next, kept| {
-        let same = next.stack == kept.stack;
-        if same {
-            kept.samples += next.samples;
-            kept.event_total += next.event_total;
-        }
-        same
-    });
-    out.shrink_to_fit();
-    out
 }
 
 #[cfg(test)]
