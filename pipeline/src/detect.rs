@@ -67,12 +67,9 @@ const DEFERRED_TICK: Duration = Duration::from_secs(1);
 /// finishes. So past what this budget allows, running profiles are
 /// evaluated less often rather than ingest slowed.
 const RUNNING_BUDGET: Duration = Duration::from_millis(250);
-/// How often the deferred pass hands the heap freed since back to the
-/// system. Each evaluation builds its profile's stacks and frames and
-/// drops them; at 2,000 continuous hosts glibc kept what they had freed,
-/// and the worker's resident memory grew 55 → 274 MiB in 7 minutes while
-/// its CPU stayed flat.
-const RETURN_FREE_MEMORY_EVERY: Duration = Duration::from_secs(10);
+/// How often the deferred pass logs what the pacer holds of running
+/// profiles' sums: a fleet's running segments hold theirs for an hour.
+const REPORT_READS_EVERY: Duration = Duration::from_secs(60);
 /// Queued profiles evaluated per tick of the deferred pass.
 const QUEUED_PER_TICK: i64 = 20;
 
@@ -123,15 +120,22 @@ impl Detector {
         pool: Database,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let mut heap_returned = Instant::now();
+        let mut reported = Instant::now();
         while !*stop.borrow() && stop.has_changed().is_ok() {
             detector.evaluate_running(&pool, RUNNING_BUDGET).await;
             detector.evaluate_queued(&pool).await;
             let rules = detector.rules(&pool).await;
             crate::run_detect::evaluate_ended_runs(&pool, &rules).await;
-            if heap_returned.elapsed() >= RETURN_FREE_MEMORY_EVERY {
-                heap_returned = Instant::now();
-                let _ = tokio::task::spawn_blocking(odp_plumbing::heap::return_free_memory).await;
+            if reported.elapsed() >= REPORT_READS_EVERY {
+                reported = Instant::now();
+                let held = detector.pacer().held();
+                tracing::info!(
+                    profiles = held.profiles,
+                    stack_counts = held.stack_counts,
+                    table_stacks = held.table_stacks,
+                    mib = held.bytes as f64 / (1 << 20) as f64,
+                    "running profiles' sums held for detection"
+                );
             }
             tokio::select! {
                 _ = stop.changed() => {}

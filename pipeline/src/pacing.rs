@@ -53,6 +53,17 @@ struct ReadSoFar {
     last_window: i64,
 }
 
+/// What the sums of running profiles hold: how many profiles, their
+/// counts of stacks, the stacks of the shared table, and about how many
+/// bytes of heap all of it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Held {
+    pub(crate) profiles: usize,
+    pub(crate) stack_counts: usize,
+    pub(crate) table_stacks: usize,
+    pub(crate) bytes: usize,
+}
+
 /// Stacks the shared table may hold before it drops those no running
 /// profile counts any more, and twice as many as it kept the last time.
 const TABLE_FLOOR: usize = 20_000;
@@ -182,6 +193,21 @@ impl Pacer {
         Some(data)
     }
 
+    /// What the sums of running profiles hold now.
+    pub(crate) fn held(&self) -> Held {
+        Held {
+            profiles: self.reads.len(),
+            stack_counts: self.reads.values().map(|r| r.sums.stacks()).sum(),
+            table_stacks: self.table.stacks(),
+            bytes: self.table.heap_bytes()
+                + self
+                    .reads
+                    .values()
+                    .map(|r| r.sums.heap_bytes())
+                    .sum::<usize>(),
+        }
+    }
+
     /// Forgets what a profile's evaluations have read.
     pub(crate) fn forget_read(&mut self, id: Uuid) {
         self.reads.remove(&id);
@@ -309,6 +335,12 @@ mod tests {
         let sum = pacer.add_read(id(1), 3, &windows(1, "b", 7), 8).unwrap();
         assert_eq!((sum.samples, sum.stacks.len()), (12, 2));
         assert_eq!(pacer.last_window(id(1)), 8);
+        let held = pacer.held();
+        assert_eq!(
+            (held.profiles, held.stack_counts, held.table_stacks),
+            (1, 2, 2)
+        );
+        assert!(held.bytes > 0);
         // An evaluation that read from window 3 after another read to 8
         // leaves the sum as it is: it already holds those windows.
         let again = pacer.add_read(id(1), 3, &windows(1, "b", 7), 8).unwrap();

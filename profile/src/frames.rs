@@ -117,6 +117,23 @@ impl StackTable {
         self.stacks.len()
     }
 
+    /// About the heap the table takes: its vectors', maps' and strings'
+    /// capacities.
+    pub fn heap_bytes(&self) -> usize {
+        let names: usize = self
+            .frames
+            .iter()
+            .map(|f| f.function.capacity() + f.module.capacity())
+            .sum();
+        let frames: usize = self.stacks.iter().map(|s| s.frames.len() * 4).sum();
+        names
+            + frames
+            + self.frames.capacity() * size_of::<FrameRef>()
+            + self.stacks.capacity() * size_of::<TableStack>()
+            + self.frame_index.capacity() * (size_of::<(u128, u32)>() + 1)
+            + self.stack_index.capacity() * (size_of::<(Uuid, u32)>() + 1)
+    }
+
     /// The frame's index, added at first sight.
     fn frame(&mut self, hash: u128, frame: &odp_core::Frame) -> u32 {
         *self.frame_index.entry(hash).or_insert_with(|| {
@@ -253,10 +270,22 @@ impl FrameSums {
         self.merge(counts);
     }
 
+    /// The distinct stacks counted.
+    pub fn stacks(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// About the heap the counts take.
+    pub fn heap_bytes(&self) -> usize {
+        self.counts.capacity() * size_of::<StackCount>()
+    }
+
     /// Adds `counts` (in any order, a stack perhaps more than once) to
-    /// the counts so far, in place: a running segment's adds mostly count
-    /// stacks it has seen, so its vector rarely grows.
+    /// the counts so far, in place. The vector grows by what is added, not
+    /// to twice its length: a fleet's running segments hold their sums for
+    /// an hour, and most of what each add brings merges into stacks seen.
     fn merge(&mut self, counts: Vec<StackCount>) {
+        self.counts.reserve_exact(counts.len());
         self.counts.extend(counts);
         self.counts.sort_unstable_by_key(|count| count.stack);
         self.counts.dedup_by(|next, kept| {
