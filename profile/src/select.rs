@@ -206,7 +206,8 @@ pub(crate) fn weighted(raw: u64, event_total: f64, scale: f64) -> u64 {
 }
 
 /// Samples per event unit over all `sums`, or `None` when there is
-/// nothing to weight (see [`period_scale`]).
+/// nothing to weight: the periods agree, or some are unknown (0: weighting
+/// would drop those windows).
 pub fn scale(sums: &[&NodeSums]) -> Option<f64> {
     let min = sums.iter().map(|s| s.min_period).min().unwrap_or(0);
     let max = sums.iter().map(|s| s.max_period).max().unwrap_or(0);
@@ -215,9 +216,8 @@ pub fn scale(sums: &[&NodeSums]) -> Option<f64> {
     period_scale(min, max, samples, event_total)
 }
 
-/// `samples` per event unit, or `None` when there is nothing to weight:
-/// the periods (`min` to `max`) agree, or some are unknown (0: weighting
-/// would drop those windows).
+/// `samples` per event unit, or `None` when there is nothing to weight
+/// (as [`scale`] says), the periods running from `min` to `max`.
 pub(crate) fn period_scale(min: u64, max: u64, samples: u64, event_total: f64) -> Option<f64> {
     (min != max && min > 0 && max > 0 && event_total > 0.0).then(|| samples as f64 / event_total)
 }
