@@ -62,10 +62,10 @@ const DEFERRED_TICK: Duration = Duration::from_secs(1);
 /// ingest needs (evaluations fell from 2,800 to 1,100 a minute while the
 /// windows they read rose from 9,000 to 24,000 a minute, in four minutes).
 /// It now reads only the windows stored since the last (the pacer keeps
-/// what it read), but the rules still run over the whole sum. A running profile's
-/// detections are provisional: it is evaluated whole, at once, when it
-/// finishes. So past what this budget allows, running profiles are
-/// evaluated less often rather than ingest slowed.
+/// what it read), but the rules still run over the whole sum. A running
+/// profile's detections are provisional: it is evaluated whole, at once,
+/// when it finishes. So past what this budget allows, running profiles
+/// are evaluated less often rather than ingest slowed.
 const RUNNING_BUDGET: Duration = Duration::from_millis(250);
 /// How often the deferred pass logs what the pacer holds of running
 /// profiles' sums: a fleet's running segments hold theirs for an hour.
