@@ -133,11 +133,17 @@ async fn a_stratified_run_over_three_real_agents_stops_when_precise() {
         .await;
         members += top["samples"].as_u64().unwrap();
     }
+    // The same samples, each weighed by its window's period: the run on
+    // one scale for all its members, each member's top on its own. When
+    // an agent lowered its rate under load the periods differ, and each
+    // stack's weighed count is rounded on both sides (CI once: 4,104 in
+    // the run against 4,105 in its members). Weighing keeps a total, so
+    // only the rounding parts them.
     let flame = call(&h, Method::GET, &format!("{path}/flamegraph"), None, 200).await;
-    assert_eq!(
-        flame["samples"].as_u64(),
-        Some(members),
-        "{}",
+    let run = flame["samples"].as_u64().unwrap_or(0);
+    assert!(
+        run.abs_diff(members) <= 1 + members / 1000,
+        "{run} in the run against {members} in its members: {}",
         flame["hosts"]
     );
     assert!(members > 0);
