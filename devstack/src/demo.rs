@@ -75,6 +75,24 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks / USER_HZ)
 }
 
+/// The CPU time (seconds) every process named `name` (its `/proc/PID/stat`
+/// command name) has used so far, together: what a bench reads of the
+/// broker's or the database's processes beside its own.
+pub fn cpu_seconds_of_named(name: &str) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            comm.trim_end() == name
+        })
+        .filter_map(cpu_seconds)
+        .sum()
+}
+
 /// The unit of `/proc` CPU times: 100 on every Linux ABI ODP runs on
 /// (x86_64, aarch64).
 const USER_HZ: f64 = 100.0;
@@ -82,6 +100,21 @@ const USER_HZ: f64 = 100.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_are_found_by_name() {
+        let me = std::process::id();
+        let started = std::time::Instant::now();
+        let mut spin = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(100) {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        let own = cpu_seconds(me).unwrap();
+        assert!(own > 0.0, "spun for 100 ms");
+        let name = std::fs::read_to_string(format!("/proc/{me}/comm")).unwrap();
+        assert!(cpu_seconds_of_named(name.trim_end()) >= own);
+        assert_eq!(cpu_seconds_of_named("no-such-process"), 0.0);
+    }
 
     #[test]
     fn builds_the_demo_with_its_three_functions() {

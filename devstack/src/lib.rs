@@ -35,7 +35,7 @@ mod tools;
 
 pub use broker::Broker;
 pub use database::{DatabaseKind, DatabaseServer};
-pub use demo::{build_demo, cpu_seconds, demo_source, DEMO_CFLAGS};
+pub use demo::{build_demo, cpu_seconds, cpu_seconds_of_named, demo_source, DEMO_CFLAGS};
 pub use dev::{default_state_dir, down, running_record, status, up, StackStatus, UpOutcome};
 pub use error::{DevError, Result};
 pub use kafka::{create_topics, fetch_metadata, TANSU_KAFKA_OPTIONS};

@@ -118,12 +118,9 @@ impl Paced<'_> {
         let stored = self.stored().await;
         let rss = rss_kib(self.worker);
         let now = Cpu::now(self.worker);
-        let share = |of: fn(&Cpu) -> u64| {
+        let share = |of: fn(&Cpu) -> f64| {
             let seconds = now.at.duration_since(cpu.at).as_secs_f64();
-            format!(
-                "{:.0}%",
-                (of(&now) - of(cpu)) as f64 / TICKS / seconds * 100.0
-            )
+            format!("{:.0}%", (of(&now) - of(cpu)) / seconds * 100.0)
         };
         println!(
             "{:>6.0}  {:>8}  {:>8}  {:>6}  {:>9.1}  {:>7}  {:>7}  {:>7}",
@@ -141,49 +138,23 @@ impl Paced<'_> {
     }
 }
 
-/// Clock ticks a second in `/proc`'s counts.
-const TICKS: f64 = 100.0;
-
-/// CPU ticks used so far by the worker, the broker and the database.
+/// CPU seconds used so far by the worker, the broker and the database.
 struct Cpu {
     at: Instant,
-    worker: u64,
-    broker: u64,
-    database: u64,
+    worker: f64,
+    broker: f64,
+    database: f64,
 }
 
 impl Cpu {
     fn now(worker: &ServiceProcess) -> Cpu {
-        let mut cpu = Cpu {
+        Cpu {
             at: Instant::now(),
-            worker: 0,
-            broker: 0,
-            database: 0,
-        };
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return cpu;
-        };
-        for entry in entries.flatten() {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-                continue;
-            };
-            let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-            let ticks: u64 = [11, 12]
-                .iter()
-                .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
-                .sum();
-            let pid = stat[..open].trim();
-            match &stat[open + 1..close] {
-                _ if pid == worker.pid().to_string() => cpu.worker += ticks,
-                "tansu" => cpu.broker += ticks,
-                "postgres" | "mariadbd" => cpu.database += ticks,
-                _ => {}
-            }
+            worker: odp_devstack::cpu_seconds(worker.pid()).unwrap_or(0.0),
+            broker: odp_devstack::cpu_seconds_of_named("tansu"),
+            database: odp_devstack::cpu_seconds_of_named("postgres")
+                + odp_devstack::cpu_seconds_of_named("mariadbd"),
         }
-        cpu
     }
 }
 

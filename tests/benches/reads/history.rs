@@ -236,7 +236,7 @@ struct CpuSeconds {
     server: f64,
 }
 
-/// Clock ticks a second in `/proc`'s counts.
+/// Clock ticks a second in `/proc/stat`'s counts.
 const TICKS: f64 = 100.0;
 
 impl CpuSeconds {
@@ -254,7 +254,7 @@ impl CpuSeconds {
         let machine: u64 = [0, 1, 2, 5, 6].iter().filter_map(|&i| cpu.get(i)).sum();
         CpuSeconds {
             machine: machine as f64 / TICKS,
-            server: process_ticks("odp-api-server") as f64 / TICKS,
+            server: odp_devstack::cpu_seconds_of_named("odp-api-server"),
         }
     }
 
@@ -264,29 +264,4 @@ impl CpuSeconds {
             server: self.server - before.server,
         }
     }
-}
-
-/// User and system ticks of the processes named `name`.
-fn process_ticks(name: &str) -> u64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut ticks = 0;
-    for entry in entries.flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        if &stat[open + 1..close] != name {
-            continue;
-        }
-        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        ticks += [11, 12]
-            .iter()
-            .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
-            .sum::<u64>();
-    }
-    ticks
 }
