@@ -13,7 +13,13 @@
 #                                request; and the SQLite engine indexes
 #                                record headers, whose lookups otherwise
 #                                scan every header of the broker (agents
-#                                sign every message in two headers).
+#                                sign every message in two headers); and
+#                                the in-memory engine fetches from a
+#                                batch's offset by key instead of listing
+#                                every batch of the partition (each fetch
+#                                cost as much as the topic held), and from
+#                                inside a batch starts with that batch, as
+#                                Apache Kafka does.
 #   Both also build rustls on its `ring` provider instead of the default
 #   aws-lc, whose C build was one of the longest steps of the broker's
 #   build; the dev broker serves plain TCP.
