@@ -160,8 +160,48 @@ impl Waits {
         seconds * 100.0 / self.total_s.max(f64::MIN_POSITIVE)
     }
 
+    /// Seconds of the waits whose stack trace the dump did not hold: the
+    /// leaf alone, no caller under it.
+    fn stackless_s(&self) -> f64 {
+        self.by_caller
+            .iter()
+            .filter(|((_, caller), _)| caller.is_empty())
+            .map(|(_, seconds)| seconds)
+            .sum()
+    }
+
+    /// The share of the waits with a stack that have `function` on it.
     fn on_stack_pct(&self, function: &str) -> f64 {
-        self.share_pct(self.on_stack.get(function).copied().unwrap_or(0.0))
+        let seconds = self.on_stack.get(function).copied().unwrap_or(0.0);
+        seconds * 100.0 / (self.total_s - self.stackless_s()).max(f64::MIN_POSITIVE)
+    }
+
+    /// Asserts that the waits on `leaf` (`seconds` of them) are under
+    /// `caller`: nearly all of those whose stack the dump held, and most of
+    /// all. A wait whose stack trace the dump did not hold is the leaf
+    /// alone: a few in a thousand on a quiet machine, but 8 % of the wait
+    /// time in a CI run on a loaded machine (1.24 of 14.80 s, 2026-11-29).
+    fn assert_under(&self, leaf: &str, seconds: f64, caller: &str) {
+        let named: f64 = self
+            .by_caller
+            .iter()
+            .filter(|((l, c), _)| l == leaf && !c.is_empty())
+            .map(|(_, seconds)| seconds)
+            .sum();
+        let under = self
+            .by_caller
+            .get(&(leaf.to_owned(), caller.to_owned()))
+            .copied()
+            .unwrap_or(0.0);
+        assert!(
+            under >= 0.99 * named,
+            "{under:.3} of the {named:.3} s with a stack under {caller}: {:?}",
+            self.by_caller
+        );
+        assert!(
+            named >= 0.85 * seconds,
+            "{named:.3} of {seconds:.3} s with a stack"
+        );
     }
 }
 
@@ -179,13 +219,8 @@ fn synchronized_contention_names_the_monitor_class_and_the_blocking_caller() {
     );
     let (leaf, seconds) = waits.heaviest_leaf();
     assert_eq!(leaf, "[monitor] LockWorkloads$Ledger");
-    let caller = waits.by_caller[&(leaf.to_owned(), "LockWorkloads.record".to_owned())];
-    // Every wait on the Ledger is in record(), bar the few whose stack
-    // trace the dump did not hold (they are the leaf alone).
-    assert!(
-        caller >= 0.99 * seconds,
-        "{caller:.3} of {seconds:.3} s in record()"
-    );
+    // Every wait on the Ledger is in record().
+    waits.assert_under(leaf, seconds, "LockWorkloads.record");
     assert!(waits.share_pct(seconds) > 99.0, "{waits:?}");
     // One thread holds the Ledger (asleep) at any time and the other three
     // wait for it: three threads waiting. Waits count when they end, so a
@@ -216,9 +251,7 @@ fn reentrant_lock_waits_are_parks_on_its_sync() {
     assert!(waits.share_pct(seconds) > 99.0, "{waits:?}");
     // JFR's stack of a park starts in Unsafe.park under LockSupport.park;
     // the program's method is a few frames up, under ReentrantLock.lock.
-    let under = "jdk.internal.misc.Unsafe.park".to_owned();
-    let caller = waits.by_caller[&(leaf.to_owned(), under)];
-    assert!(caller >= 0.99 * seconds, "{caller:.3} of {seconds:.3} s");
+    waits.assert_under(leaf, seconds, "jdk.internal.misc.Unsafe.park");
     for function in [
         "java.util.concurrent.locks.LockSupport.park",
         "java.util.concurrent.locks.ReentrantLock.lock",
