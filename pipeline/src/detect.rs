@@ -238,7 +238,7 @@ impl Detector {
             self.pacer().forget_read(profile_id);
             odp_store::profile_frames(pool, profile_id).await?
         } else {
-            self.read_running(pool, profile_id).await?
+            self.read_running(pool, profile_id, &rules).await?
         };
         let profile = Evaluated {
             id: profile_id,
@@ -256,12 +256,13 @@ impl Detector {
         &self,
         pool: &Database,
         profile_id: Uuid,
+        rules: &Arc<RuleSet>,
     ) -> Result<ProfileFrames, StoreError> {
-        let after = self.pacer().last_window(profile_id);
+        let after = self.pacer().last_window(profile_id, rules);
         let new = odp_store::load_windows_after(pool, profile_id, after).await?;
         let summed = self
             .pacer()
-            .add_read(profile_id, after, &new.profile, new.last_window);
+            .add_read(profile_id, after, &new.profile, new.last_window, rules);
         match summed {
             Some(data) => Ok(data),
             None => odp_store::profile_frames(pool, profile_id).await,

@@ -17,7 +17,11 @@
 //! every evaluation, and which does not change while the profile runs) and
 //! what its evaluations have read so far (its samples summed, and the last
 //! window read), so the next evaluation reads only the windows stored
-//! since. Both are forgotten with the profile.
+//! since. Both are forgotten with the profile. The sums keep apart only the
+//! stacks the rules read of a running profile (those a pattern matches),
+//! the others summed as one, so they grow with what the rules match rather
+//! than with every stack a fleet's segments run over their hour; when the
+//! rules change, the sums are dropped and read again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -25,6 +29,7 @@ use std::time::Duration;
 
 use odp_core::runtime::ProfileRuntime;
 use odp_profile::{FrameSums, Profile, ProfileFrames, StackTable};
+use odp_rules::RuleSet;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -41,6 +46,8 @@ pub(crate) struct Pacer {
     reads: HashMap<Uuid, ReadSoFar>,
     /// The frames and stacks of `reads`, which a fleet's profiles share.
     table: StackTable,
+    /// The rules `table` keeps stacks for (none yet).
+    table_rules: Option<Arc<RuleSet>>,
     /// The table's stacks when it last dropped those no read counts.
     table_kept: usize,
 }
@@ -87,6 +94,7 @@ impl Pacer {
             runtimes: HashMap::new(),
             reads: HashMap::new(),
             table: StackTable::default(),
+            table_rules: None,
             table_kept: 0,
         }
     }
@@ -170,24 +178,44 @@ impl Pacer {
         }
     }
 
-    /// The last window a profile's evaluations have read (0: none).
-    pub(crate) fn last_window(&self, id: Uuid) -> i64 {
+    /// The last window a profile's evaluations by `rules` have read (0:
+    /// none).
+    pub(crate) fn last_window(&mut self, id: Uuid, rules: &Arc<RuleSet>) -> i64 {
+        self.read_by(rules);
         self.reads.get(&id).map_or(0, |read| read.last_window)
+    }
+
+    /// Keeps the stacks `rules` read from now on: sums kept for other
+    /// rules are dropped (their stacks may be summed in their rest).
+    fn read_by(&mut self, rules: &Arc<RuleSet>) {
+        match &self.table_rules {
+            Some(kept) if Arc::ptr_eq(kept, rules) => return,
+            Some(kept) if kept.same_rules(rules) => {}
+            _ => {
+                self.reads.clear();
+                self.table = StackTable::reading(rules.running_reads());
+                self.table_kept = 0;
+            }
+        }
+        self.table_rules = Some(rules.clone());
     }
 
     /// Adds `windows`, those stored after window `after` up to window
     /// `last_window`, to what a profile's evaluations have read, and
-    /// returns the sum; kept while the profile is paced (running). An
-    /// evaluation that ran meanwhile and read further leaves its sum, which
-    /// holds these windows; `None` when what was read up to `after` has
-    /// been forgotten meanwhile, and the profile must be read whole.
+    /// returns the sum as `rules` read it; kept while the profile is
+    /// paced (running). An evaluation that ran meanwhile and read further
+    /// leaves its sum, which holds these windows; `None` when what was
+    /// read up to `after` has been forgotten meanwhile (or was kept for
+    /// other rules), and the profile must be read whole.
     pub(crate) fn add_read(
         &mut self,
         id: Uuid,
         after: i64,
         windows: &Profile,
         last_window: i64,
+        rules: &Arc<RuleSet>,
     ) -> Option<ProfileFrames> {
+        self.read_by(rules);
         let mut read = self.reads.remove(&id).unwrap_or_default();
         if read.last_window == after {
             read.sums.add(windows, &mut self.table);
@@ -337,21 +365,45 @@ mod tests {
         b.build()
     }
 
+    /// Rules that read stacks with a frame matching `function`.
+    fn reading(function: &str) -> Arc<RuleSet> {
+        let rule = odp_rules::RuleDef {
+            id: format!("reads-{function}"),
+            title: "t".into(),
+            explanation: "e".into(),
+            fix: "f".into(),
+            link: "https://example.invalid".into(),
+            kind: odp_rules::stack_share::KIND.into(),
+            spec: serde_json::json!({ "function": function }),
+            threshold_pct: 1.0,
+            service_thresholds: Default::default(),
+            enabled: true,
+        };
+        Arc::new(RuleSet::compile([rule]).0)
+    }
+
     #[test]
     fn reads_add_up_and_are_kept_while_their_profile_runs() {
+        let rules = reading("");
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
         let mut pacer = Pacer::new(Duration::from_secs(10));
         // Not a running profile: summed, not kept.
-        let once = pacer.add_read(id(1), 0, &windows(0, "a", 5), 3).unwrap();
+        let once = pacer
+            .add_read(id(1), 0, &windows(0, "a", 5), 3, &rules)
+            .unwrap();
         assert_eq!(once.samples, 5);
-        assert_eq!(pacer.last_window(id(1)), 0);
+        assert_eq!(pacer.last_window(id(1), &rules), 0);
         pacer.due_now(&[id(1), id(2)], &[], at(0));
         assert_eq!(pacer.take_due(at(10), ALL).len(), 2);
-        pacer.add_read(id(1), 0, &windows(0, "a", 5), 3).unwrap();
-        let sum = pacer.add_read(id(1), 3, &windows(1, "b", 7), 8).unwrap();
+        pacer
+            .add_read(id(1), 0, &windows(0, "a", 5), 3, &rules)
+            .unwrap();
+        let sum = pacer
+            .add_read(id(1), 3, &windows(1, "b", 7), 8, &rules)
+            .unwrap();
         assert_eq!((sum.samples, sum.stacks.len()), (12, 2));
-        assert_eq!(pacer.last_window(id(1)), 8);
+        assert_eq!(pacer.last_window(id(1), &rules), 8);
         let held = pacer.held();
         assert_eq!(
             (held.profiles, held.stack_counts, held.table_stacks),
@@ -360,29 +412,63 @@ mod tests {
         assert!(held.bytes > 0);
         // An evaluation that read from window 3 after another read to 8
         // leaves the sum as it is: it already holds those windows.
-        let again = pacer.add_read(id(1), 3, &windows(1, "b", 7), 8).unwrap();
+        let again = pacer
+            .add_read(id(1), 3, &windows(1, "b", 7), 8, &rules)
+            .unwrap();
         assert_eq!(again.samples, 12);
-        pacer.add_read(id(2), 0, &windows(0, "a", 1), 4).unwrap();
+        pacer
+            .add_read(id(2), 0, &windows(0, "a", 1), 4, &rules)
+            .unwrap();
         // Forgotten when the profile finishes, or goes quiet.
         pacer.due_now(&[id(1), id(2)], &[], at(12));
         assert_eq!(pacer.take_due(at(20), ALL).len(), 2);
         pacer.due_now(&[], &[id(1)], at(21));
-        assert_eq!(pacer.last_window(id(1)), 0);
+        assert_eq!(pacer.last_window(id(1), &rules), 0);
         assert!(
-            pacer.add_read(id(1), 8, &windows(2, "c", 1), 9).is_none(),
+            pacer
+                .add_read(id(1), 8, &windows(2, "c", 1), 9, &rules)
+                .is_none(),
             "what was read is forgotten: read it whole"
         );
-        assert_eq!(pacer.last_window(id(2)), 4);
+        assert_eq!(pacer.last_window(id(2), &rules), 4);
         // Kept over a quiet spell between windows, forgotten after a minute.
         pacer.take_due(at(40), ALL);
-        assert_eq!(pacer.last_window(id(2)), 4);
+        assert_eq!(pacer.last_window(id(2), &rules), 4);
         pacer.take_due(at(80), ALL);
-        assert_eq!(pacer.last_window(id(2)), 0);
+        assert_eq!(pacer.last_window(id(2), &rules), 0);
         assert_eq!(pacer.remembered(), 0);
     }
 
     #[test]
+    fn stacks_no_rule_reads_are_summed_as_one_and_new_rules_read_again() {
+        let start = Instant::now();
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        pacer.due_now(&[id(1)], &[], start);
+        let hot = reading("^hot$");
+        pacer.add_read(id(1), 0, &windows(0, "hot", 5), 1, &hot);
+        pacer.add_read(id(1), 1, &windows(1, "cold", 7), 2, &hot);
+        let sum = pacer.add_read(id(1), 2, &windows(2, "warm", 2), 3, &hot);
+        let sum = sum.unwrap();
+        let counts: Vec<(usize, u64)> = sum
+            .stacks
+            .iter()
+            .map(|s| (s.frames.len(), s.count))
+            .collect();
+        assert_eq!(counts, [(2, 5), (0, 9)], "main;hot, and the rest");
+        assert_eq!(pacer.held().stack_counts, 1);
+        // The same rules, re-read: the sums stay.
+        assert_eq!(pacer.last_window(id(1), &reading("^hot$")), 3);
+        // Other rules: the rest may hold what they read, so read again.
+        let cold = reading("^cold$");
+        assert_eq!(pacer.last_window(id(1), &cold), 0);
+        assert!(pacer
+            .add_read(id(1), 3, &windows(3, "cold", 1), 4, &cold)
+            .is_none());
+    }
+
+    #[test]
     fn the_shared_table_drops_the_stacks_of_profiles_gone() {
+        let rules = reading("");
         let start = Instant::now();
         let mut pacer = Pacer::new(Duration::from_secs(10));
         let running = id(u128::MAX);
@@ -391,17 +477,23 @@ mod tests {
         // Profiles come and go, each with stacks of its own; one runs on.
         for n in 0..(2 * TABLE_FLOOR as u128 + 10) {
             pacer.due_now(&[id(n)], &[], start);
-            pacer.add_read(id(n), 0, &windows(0, &format!("f{n}"), 1), 1);
+            pacer.add_read(id(n), 0, &windows(0, &format!("f{n}"), 1), 1, &rules);
             pacer.due_now(&[], &[id(n)], start);
             if n % 1000 == 0 {
                 let leaf = format!("r{n}");
-                pacer.add_read(running, after, &windows(n as u64, &leaf, 1), after + 1);
+                pacer.add_read(
+                    running,
+                    after,
+                    &windows(n as u64, &leaf, 1),
+                    after + 1,
+                    &rules,
+                );
                 after += 1;
             }
         }
         pacer.take_due(start, ALL);
         assert_eq!(pacer.table.stacks(), 41, "the running profile's stacks");
-        let sum = pacer.add_read(running, after, &windows(99, "r0", 1), after + 1);
+        let sum = pacer.add_read(running, after, &windows(99, "r0", 1), after + 1, &rules);
         let sum = sum.unwrap();
         assert_eq!((sum.samples, sum.stacks.len()), (42, 41));
     }

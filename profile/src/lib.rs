@@ -23,6 +23,8 @@
 //! - [`windows`]: dropping and merging windows (retention, downsampling);
 //! - [`frames`]: samples per distinct stack with frames deduplicated, what
 //!   detection rules match;
+//! - [`sums`]: the same summed part by part over a table many profiles
+//!   share, keeping apart only the stacks the rules read;
 //! - [`halves`]: work over many parts on two threads;
 //! - [`jfr`]: Java Flight Recorder recordings as stacks of Java frames,
 //!   what the agent's jvm plugin and imports read.
@@ -41,16 +43,18 @@ pub mod profile;
 pub mod select;
 pub mod sources;
 pub mod stacks;
+pub mod sums;
 pub mod top;
 pub mod tree;
 pub mod view;
 pub mod windows;
 
 pub use codec::{CodecError, Level};
-pub use frames::{FrameRef, FrameSums, ProfileFrames, StackSamples, StackTable};
+pub use frames::{FrameRef, ProfileFrames, StackSamples};
 pub use names::NameTree;
 pub use profile::{Profile, ProfileBuilder, Sample, ThreadName, Window};
 pub use select::{scale, weigh, NodeSums, Selection, WindowHits};
 pub use sources::{SourceLine, Sources};
+pub use sums::{FrameRead, FrameReads, FrameSums, StackTable};
 pub use tree::StackTree;
 pub use view::View;

@@ -21,10 +21,11 @@
 //! flags any use; a profile whose agent reported no runtime never matches.
 
 use std::fmt;
+use std::sync::Arc;
 
 use odp_core::runtime::ProfileRuntime;
 use odp_core::Target;
-use odp_profile::ProfileFrames;
+use odp_profile::{FrameRead, FrameReads, FrameRef, ProfileFrames};
 
 pub mod detection;
 pub mod library_version;
@@ -110,6 +111,15 @@ pub trait RuleKind: Send + Sync + fmt::Debug {
     /// be loaded.
     fn reads_runtime(&self) -> bool {
         false
+    }
+
+    /// How the kind, measuring a running profile, reads the stacks with
+    /// this frame: a worker keeps apart only the stacks of its running
+    /// profiles that some rule reads, and sums the others as one. Such a
+    /// profile has no histories yet. Every stack, unless the kind says
+    /// less.
+    fn reads_running_frame(&self, _frame: &FrameRef) -> FrameRead {
+        FrameRead::Anywhere
     }
 }
 
@@ -295,6 +305,31 @@ impl RuleSet {
     /// does, it need not be loaded.
     pub fn reads_runtime(&self) -> bool {
         self.rules.iter().any(|r| r.kind.reads_runtime())
+    }
+
+    /// How any enabled rule reads the stacks with this frame in a running
+    /// profile ([`RuleKind::reads_running_frame`]).
+    pub fn running_frame_read(&self, frame: &FrameRef) -> FrameRead {
+        let reads = self.rules.iter().map(|r| r.kind.reads_running_frame(frame));
+        reads.max().unwrap_or(FrameRead::Never)
+    }
+
+    /// [`RuleSet::running_frame_read`] as the reads of a table of running
+    /// profiles' stacks.
+    pub fn running_reads(self: &Arc<Self>) -> FrameReads {
+        let rules = self.clone();
+        FrameReads::new(move |frame| rules.running_frame_read(frame))
+    }
+
+    /// Whether `other` holds the same enabled rules, as written: rules
+    /// are re-read every minute, and most often nothing changed.
+    pub fn same_rules(&self, other: &RuleSet) -> bool {
+        self.rules.len() == other.rules.len()
+            && self
+                .rules
+                .iter()
+                .zip(&other.rules)
+                .all(|(a, b)| a.def == b.def)
     }
 
     /// Whether a run's merged samples judge this rule: kinds that read one
@@ -492,6 +527,37 @@ mod tests {
             "rule lib: invalid spec: versions: comparator `1.2` needs an operator: \
              <, <=, >, >=, = or !="
         );
+    }
+
+    #[test]
+    fn running_profiles_keep_the_stacks_some_rule_reads() {
+        let hot = def("hot", serde_json::json!({"function": "^hot$"}), 1.0);
+        let lock = def(
+            "lock",
+            serde_json::json!({"function": "^lock$", "leaf_only": true}),
+            1.0,
+        );
+        let mut library = def("lib", serde_json::json!({"library": "^log4j$"}), 0.0);
+        library.kind = library_version::KIND.into();
+        let mut regression = def("reg", serde_json::json!({}), 1.0);
+        regression.kind = share_regression::KIND.into();
+        let (set, errors) = RuleSet::compile([hot.clone(), lock, library, regression]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let frame = |name: &str| FrameRef {
+            function: name.into(),
+            module: String::new(),
+        };
+        let read = |name| set.running_frame_read(&frame(name));
+        assert_eq!(read("hot"), FrameRead::Anywhere);
+        assert_eq!(read("lock"), FrameRead::AsLeaf);
+        assert_eq!(read("main"), FrameRead::Never, "no kind reads it");
+        // Rules re-read as they were are the same rules; an edit is not.
+        let (again, _) = RuleSet::compile(set.rules.iter().map(|r| r.def.clone()));
+        assert!(set.same_rules(&again));
+        let mut edited = hot;
+        edited.spec = serde_json::json!({"function": "^hotter$"});
+        let (other, _) = RuleSet::compile([edited]);
+        assert!(!set.same_rules(&other));
     }
 
     #[test]

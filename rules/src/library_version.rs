@@ -88,6 +88,11 @@ impl RuleKind for LibraryVersion {
     fn reads_runtime(&self) -> bool {
         true
     }
+
+    /// The runtime, not the stacks.
+    fn reads_running_frame(&self, _frame: &odp_profile::FrameRef) -> odp_profile::FrameRead {
+        odp_profile::FrameRead::Never
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use odp_profile::ProfileFrames;
+use odp_profile::{FrameRead, FrameRef, ProfileFrames};
 
 use crate::StackHit;
 use serde::Deserialize;
@@ -252,6 +252,11 @@ impl RuleKind for ShareRegression {
 
     fn history_runs(&self) -> Option<usize> {
         Some(self.previous_runs)
+    }
+
+    /// A running profile has no history to be compared with.
+    fn reads_running_frame(&self, _frame: &FrameRef) -> FrameRead {
+        FrameRead::Never
     }
 }
 

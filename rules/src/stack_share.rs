@@ -14,6 +14,7 @@ use serde::Deserialize;
 use crate::StackHit;
 use crate::{regex, top_stacks, Evidence, ProfileInput, RuleKind, SpecError};
 use odp_core::EventKind;
+use odp_profile::{FrameRead, FrameRef};
 
 pub const KIND: &str = "stack_share";
 
@@ -51,6 +52,14 @@ impl StackShare {
             events: spec.events,
         })
     }
+
+    fn matches(&self, frame: &FrameRef) -> bool {
+        self.function.is_match(&frame.function)
+            && self
+                .module
+                .as_ref()
+                .is_none_or(|m| m.is_match(&frame.module))
+    }
 }
 
 impl RuleKind for StackShare {
@@ -62,14 +71,7 @@ impl RuleKind for StackShare {
             }
         }
         // Each distinct frame is matched once, not once per stack.
-        let matches: Vec<bool> = data
-            .frames
-            .iter()
-            .map(|f| {
-                self.function.is_match(&f.function)
-                    && self.module.as_ref().is_none_or(|m| m.is_match(&f.module))
-            })
-            .collect();
+        let matches: Vec<bool> = data.frames.iter().map(|f| self.matches(f)).collect();
         let mut matched = 0u64;
         let mut total = 0u64;
         let mut hits = Vec::new();
@@ -90,6 +92,14 @@ impl RuleKind for StackShare {
             total,
             stacks: top_stacks(hits),
             ..Evidence::default()
+        }
+    }
+
+    fn reads_running_frame(&self, frame: &FrameRef) -> FrameRead {
+        match (self.matches(frame), self.leaf_only) {
+            (false, _) => FrameRead::Never,
+            (true, true) => FrameRead::AsLeaf,
+            (true, false) => FrameRead::Anywhere,
         }
     }
 }

@@ -12,7 +12,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use odp_profile::{FrameRef, ProfileFrames, StackSamples};
+use std::sync::Arc;
+
+use odp_core::Frame;
+use odp_profile::{FrameRef, FrameSums, ProfileBuilder, ProfileFrames, StackSamples, StackTable};
 use odp_rules::seed::seed_rules;
 use odp_rules::RuleDef;
 use odp_rules::{stack_share, ProfileInput, RuleSet};
@@ -214,5 +217,63 @@ fn python_captures_report_the_documented_3_11_modules() {
             data.frames.iter().any(|f| f.module == module),
             "{capture}: no frame of module {module}"
         );
+    }
+}
+
+/// `data` as a profile of one window, as the pipeline reads it back.
+fn as_profile(data: &ProfileFrames) -> odp_profile::Profile {
+    let mut b = ProfileBuilder::default();
+    let frames: Vec<u32> = data
+        .frames
+        .iter()
+        .map(|f| {
+            b.frame(&Frame {
+                module: f.module.clone(),
+                ..Frame::function(f.function.clone())
+            })
+        })
+        .collect();
+    let window = b.window(odp_profile::Window {
+        profile_id: uuid::Uuid::nil(),
+        host: "h".into(),
+        agent_id: "a".into(),
+        sequence: 0,
+        start_ms: 0,
+        end_ms: 4_000,
+        event: data.event.unwrap(),
+        period: 5_025_125,
+        frequency_hz: 199,
+    });
+    for stack in &data.stacks {
+        let ids: Vec<u32> = stack.frames.iter().map(|&f| frames[f as usize]).collect();
+        b.samples(window, 1, &ids, stack.count);
+    }
+    b.build()
+}
+
+/// A worker keeps of a running profile only the stacks some rule reads,
+/// the others summed as one: over every capture, the whole seed pack finds
+/// on that what it finds on the profile read whole, to the sample and the
+/// stack, and of a plain burner, which no rule matches, no stack is kept.
+#[test]
+fn the_seed_pack_finds_on_a_running_profile_s_kept_stacks_what_it_finds_on_all() {
+    let (set, errors) = RuleSet::compile(seed_rules().unwrap());
+    assert!(errors.is_empty(), "{errors:?}");
+    let set = Arc::new(set);
+    for (capture, rules) in CAPTURES {
+        let profile = as_profile(&self::capture(capture));
+        let whole = ProfileFrames::of(profile.clone());
+        let mut table = StackTable::reading(set.running_reads());
+        let mut sums = FrameSums::default();
+        sums.add(&profile, &mut table);
+        let running = sums.frames(&table);
+        assert_eq!(running.samples, whole.samples, "{capture}");
+        let found = |data| set.evaluate(&ProfileInput::new("svc", data));
+        assert_eq!(found(&running), found(&whole), "{capture}");
+        let kept = sums.stacks();
+        assert!(kept <= whole.stacks.len(), "{capture}");
+        if rules.is_empty() {
+            assert_eq!(kept, 0, "{capture}: {} stacks", whole.stacks.len());
+        }
     }
 }
