@@ -23,6 +23,12 @@
 //!    stayed bounded and the memory flat (the last third of the run
 //!    against the first).
 //!
+//! Beside the seed pack, which matches none of the pool's stacks, the
+//! service has a rule of its own on the leaves of a tenth of its functions
+//! (below its threshold, so it flags nothing): the worker keeps apart the
+//! stacks of its running segments that some rule reads, and this is what
+//! it keeps.
+//!
 //! Run by hand: `cargo bench -p odp-pipeline --bench continuous` (about 13
 //! minutes; needs Tansu and Postgres like the tests). `ODP_FLEET_AGENTS`
 //! sets the hosts (2,000), `ODP_FLEET_SECS` the streaming run (600),
@@ -49,6 +55,8 @@ use odp_core::snapshot::{SnapshotBuilder, SnapshotHeader};
 use odp_core::{EventKind, Frame, Target};
 use odp_devstack::{Stack, StackOptions};
 use odp_plumbing::Topics;
+use odp_profile::{FrameRead, FrameRef};
+use odp_rules::{RuleDef, RuleSet};
 use odp_store::{ContinuousProfiles, NewContinuous, NewService, Services};
 use paced::{env_or, Message, Paced, WINDOW};
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
@@ -87,6 +95,11 @@ async fn main() {
         identities: (0..hosts).map(|h| issuer.identity(&host(h))).collect(),
         stacks: stack_pool::stacks(&mut Rng(0x9e37_79b9_7f4a_7c15), POOL_STACKS, FUNCTIONS),
     };
+    let read = service_rule(&stack, &fleet.stacks).await;
+    println!(
+        "service rule {:?} (leaf only): {read} of the pool's {POOL_STACKS} stacks",
+        SERVICE_RULE
+    );
     let public_key = issuer.write_public_key(stack.state_dir());
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", stack.kafka_bootstrap())
@@ -211,6 +224,37 @@ async fn configure(stack: &Stack) -> Uuid {
         .await
         .unwrap()
         .id
+}
+
+/// The service's own rule: the leaves of the functions whose number ends
+/// in 7.
+const SERVICE_RULE: &str = r"\.method\d*7$";
+
+/// Saves the service's rule, and returns how many of `pool`'s stacks it
+/// reads.
+async fn service_rule(stack: &Stack, pool: &[Vec<Frame>]) -> usize {
+    let rule = RuleDef {
+        id: "checkout-hot-leaves".into(),
+        title: "Checkout's watched leaves".into(),
+        explanation: "The bench's rule of its own".into(),
+        fix: "None".into(),
+        link: "https://example.invalid".into(),
+        kind: odp_rules::stack_share::KIND.into(),
+        spec: serde_json::json!({"function": SERVICE_RULE, "leaf_only": true}),
+        threshold_pct: 50.0,
+        service_thresholds: Default::default(),
+        enabled: true,
+    };
+    let db = stack.store().await.unwrap();
+    odp_store::save_user_rule(db, &rule).await.unwrap();
+    let (rules, _) = RuleSet::compile([rule]);
+    let leaf = |frames: &[Frame]| FrameRef {
+        function: frames.last().unwrap().function.clone(),
+        module: String::new(),
+    };
+    pool.iter()
+        .filter(|frames| rules.running_frame_read(&leaf(frames)) == FrameRead::AsLeaf)
+        .count()
 }
 
 fn host(h: usize) -> String {
