@@ -6,9 +6,6 @@ use std::collections::HashMap;
 use odp_core::EventKind;
 use uuid::Uuid;
 
-use crate::sums::{FrameSums, StackTable};
-use crate::Profile;
-
 /// One distinct frame of a profile, as detection rules match it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FrameRef {
@@ -39,15 +36,6 @@ pub struct ProfileFrames {
 }
 
 impl ProfileFrames {
-    /// All samples of `profile` (of its first event), weighted by period,
-    /// per distinct stack of whole frames.
-    pub fn of(profile: Profile) -> ProfileFrames {
-        let mut table = StackTable::default();
-        let mut sums = FrameSums::default();
-        sums.add(&profile, &mut table);
-        sums.frames(&table)
-    }
-
     /// The samples of several profiles as one (a run's members): frames
     /// deduplicated by name and module, stacks by their content id, counts
     /// added. `None` when the parts measure different events, whose

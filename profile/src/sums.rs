@@ -14,6 +14,17 @@ use crate::frames::{FrameRef, ProfileFrames, StackSamples};
 use crate::select::{period_scale, weighted};
 use crate::{NameTree, Profile, Selection};
 
+impl ProfileFrames {
+    /// All samples of `profile` (of its first event), weighted by period,
+    /// per distinct stack of whole frames.
+    pub fn of(profile: Profile) -> ProfileFrames {
+        let mut table = StackTable::default();
+        let mut sums = FrameSums::default();
+        sums.add(&profile, &mut table);
+        sums.frames(&table)
+    }
+}
+
 /// Whether the stacks with a frame are read on their own, by what reads
 /// the sums: never, when the frame is their leaf, or wherever it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
