@@ -48,7 +48,7 @@ pub(crate) struct Pacer {
     table: StackTable,
     /// The rules `table` keeps stacks for (none yet).
     table_rules: Option<Arc<RuleSet>>,
-    /// The table's stacks when it last dropped those no read counts.
+    /// The table's entries when it last dropped those no read counts.
     table_kept: usize,
 }
 
@@ -80,8 +80,11 @@ pub(crate) struct Held {
 /// went away.
 const QUIET_FOR: Duration = Duration::from_secs(60);
 
-/// Stacks the shared table may hold before it drops those no running
-/// profile counts any more, and twice as many as it kept the last time.
+/// Entries (frames and stacks) the shared table may hold before it drops
+/// those no running profile counts any more, and twice as many as it kept
+/// the last time. Frames count too: the table interns every frame it sees
+/// to know whether its stacks are read, and a fleet whose code changes
+/// brings new frames whose stacks no rule reads.
 const TABLE_FLOOR: usize = 20_000;
 
 impl Pacer {
@@ -157,10 +160,10 @@ impl Pacer {
         let last = &self.last;
         self.runtimes.retain(|id, _| last.contains_key(id));
         self.reads.retain(|id, _| last.contains_key(id));
-        if self.table.stacks() > 2 * self.table_kept.max(TABLE_FLOOR) {
+        if self.table.entries() > 2 * self.table_kept.max(TABLE_FLOOR) {
             let sums = self.reads.values_mut().map(|read| &mut read.sums);
             self.table.keep_only(sums);
-            self.table_kept = self.table.stacks();
+            self.table_kept = self.table.entries();
         }
         due
     }
@@ -496,6 +499,37 @@ mod tests {
         let sum = pacer.add_read(running, after, &windows(99, "r0", 1), after + 1, &rules);
         let sum = sum.unwrap();
         assert_eq!((sum.samples, sum.stacks.len()), (42, 41));
+    }
+
+    #[test]
+    fn the_shared_table_drops_the_frames_of_stacks_no_rule_reads() {
+        let rules = reading("^hot$");
+        let start = Instant::now();
+        let mut pacer = Pacer::new(Duration::from_secs(10));
+        let running = id(u128::MAX);
+        pacer.due_now(&[running], &[], start);
+        pacer.add_read(running, 0, &windows(0, "hot", 1), 1, &rules);
+        // The fleet's code changes: frames come whose stacks no rule reads.
+        for n in 0..(2 * TABLE_FLOOR as u64 + 10) {
+            let part = windows(n + 1, &format!("f{n}"), 1);
+            pacer.add_read(running, n as i64 + 1, &part, n as i64 + 2, &rules);
+        }
+        assert_eq!(pacer.table.stacks(), 1, "main;hot alone is read");
+        pacer.take_due(start, ALL);
+        assert_eq!(pacer.table.entries(), 3, "main, hot and main;hot");
+        let sum = pacer.add_read(
+            running,
+            2 * TABLE_FLOOR as i64 + 11,
+            &windows(0, "hot", 1),
+            0,
+            &rules,
+        );
+        let counts: Vec<u64> = sum.unwrap().stacks.iter().map(|s| s.count).collect();
+        assert_eq!(
+            counts,
+            [2, 2 * TABLE_FLOOR as u64 + 10],
+            "main;hot, and the rest"
+        );
     }
 
     #[test]

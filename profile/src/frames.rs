@@ -81,13 +81,14 @@ impl ProfileFrames {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::profile::{ProfileBuilder, Window};
     use odp_core::hash::{frame_hash, stack_hash};
     use odp_core::Frame;
 
-    fn window(sequence: u64, start_ms: i64, period: u64) -> Window {
+    /// A one-second cpu-clock window of `period` (the sums tests use it too).
+    pub(crate) fn window(sequence: u64, start_ms: i64, period: u64) -> Window {
         Window {
             profile_id: Uuid::nil(),
             host: "h".into(),

@@ -103,6 +103,11 @@ impl StackTable {
         }
     }
 
+    /// The distinct frames and stacks interned.
+    pub fn entries(&self) -> usize {
+        self.frames.len() + self.stacks.len()
+    }
+
     /// The distinct stacks interned.
     pub fn stacks(&self) -> usize {
         self.stacks.len()
@@ -375,22 +380,9 @@ impl FrameSums {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frames::tests::window;
     use crate::profile::{ProfileBuilder, Window};
     use odp_core::Frame;
-
-    fn window(sequence: u64, start_ms: i64, period: u64) -> Window {
-        Window {
-            profile_id: Uuid::nil(),
-            host: "h".into(),
-            agent_id: "a".into(),
-            sequence,
-            start_ms,
-            end_ms: start_ms + 1_000,
-            event: EventKind::CpuClock,
-            period,
-            frequency_hz: 0,
-        }
-    }
 
     /// Windows 0..3 of one host, each of its own period; the samples of
     /// `hot` and `cold` differ per window, and window 2 is of another event.
