@@ -15,8 +15,11 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # Doc links that point at moved or removed modules fail here.
 scripts/doc-links.sh
-# The end-to-end tests start the service binaries, so build them first.
-cargo build --workspace --bins
+# The end-to-end tests start the service binaries, so build them first,
+# with the tests: built alone, the binaries would leave out the features
+# only the tests' dependencies turn on (tokio's `test-util`, rand's
+# `std`), and `cargo test` would build tokio and all above it again.
+cargo build --workspace --bins --tests
 if ! wait "$broker_build"; then
   tail -n 40 target/broker-build.log >&2
   echo "the broker failed to build (whole log: target/broker-build.log)" >&2

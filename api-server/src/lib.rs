@@ -225,6 +225,7 @@ pub async fn build_state(config: &ServeConfig) -> Result<AppState, ServeError> {
     )
     .map_err(ConfigError::from)?
     .with_heartbeats(heartbeats.clone());
+    odp_store::block_cache().set_capacity((config.limits.block_cache_mb as usize) << 20);
     let mut registry = odp_metrics::Registry::default();
     let metrics = ApiMetrics::register(&mut registry);
     let publisher = Arc::new(KafkaPublisher::new(&kafka, &config.topics.commands)?);

@@ -8,9 +8,11 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use odp_metrics::Registry;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -63,6 +65,7 @@ impl ApiMetrics {
             "Signed commands published to Kafka, by action and outcome",
             metrics.commands.clone(),
         );
+        registry.register_collector(Box::new(BlockCacheCollector));
         Arc::new(metrics)
     }
 
@@ -71,6 +74,63 @@ impl ApiMetrics {
         self.commands
             .get_or_create(&CommandLabels { action, outcome })
             .inc();
+    }
+}
+
+/// The store's cache of service blocks (`--block-cache-mb`), read at
+/// each scrape.
+#[derive(Debug)]
+struct BlockCacheCollector;
+
+impl Collector for BlockCacheCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let stats = odp_store::block_cache().stats();
+        for (name, help, value) in [
+            (
+                "odp_block_cache_hits",
+                "Service blocks a read found in memory",
+                stats.hits,
+            ),
+            (
+                "odp_block_cache_misses",
+                "Service blocks a read fetched from the database",
+                stats.misses,
+            ),
+            (
+                "odp_block_cache_evictions",
+                "Service blocks dropped to stay within the cache's bytes",
+                stats.evictions,
+            ),
+        ] {
+            let counter = ConstCounter::new(value);
+            counter.encode(encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                counter.metric_type(),
+            )?)?;
+        }
+        for (name, help, value) in [
+            (
+                "odp_block_cache_bytes",
+                "Bytes of service blocks kept in memory",
+                stats.bytes,
+            ),
+            (
+                "odp_block_cache_blocks",
+                "Service blocks kept in memory",
+                stats.blocks,
+            ),
+            (
+                "odp_block_cache_capacity_bytes",
+                "Most bytes of service blocks kept",
+                stats.capacity_bytes,
+            ),
+        ] {
+            let gauge = ConstGauge::new(value as i64);
+            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+        }
+        Ok(())
     }
 }
 

@@ -67,6 +67,20 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (days_decode, _) = best(RUNS, || {
+        map_in_halves(&blocks[..DAYS], 2, |block| Profile::decode(block).unwrap())
+    });
+    let (hours_decode, _) = best(RUNS, || {
+        map_in_halves(&blocks[DAYS..], 2, |block| Profile::decode(block).unwrap())
+    });
+    let mb = |blocks: &[Vec<u8>]| blocks.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
+    println!(
+        "  decoding apart: the days {:.1} ms ({:.1} MB), the hours {:.1} ms ({:.1} MB)",
+        ms(days_decode),
+        mb(&blocks[..DAYS]),
+        ms(hours_decode),
+        mb(&blocks[DAYS..])
+    );
     let (decode, profiles) = best(RUNS, || {
         map_in_halves(&blocks, 2, |block| Profile::decode(block).unwrap())
     });

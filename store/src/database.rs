@@ -127,6 +127,36 @@ impl Database {
         Ok(())
     }
 
+    /// Which server and database this is: what tells apart the rows of
+    /// two databases one process reads.
+    pub(crate) fn identity(&self) -> String {
+        let (backend, host, port, socket, name) = match self {
+            Database::Postgres(pool) => {
+                let o = pool.connect_options();
+                let name = o.get_database().unwrap_or_default().to_owned();
+                (
+                    "postgres",
+                    o.get_host().to_owned(),
+                    o.get_port(),
+                    o.get_socket().cloned(),
+                    name,
+                )
+            }
+            Database::MySql(pool) => {
+                let o = pool.connect_options();
+                let name = o.get_database().unwrap_or_default().to_owned();
+                (
+                    "mysql",
+                    o.get_host().to_owned(),
+                    o.get_port(),
+                    o.get_socket().cloned(),
+                    name,
+                )
+            }
+        };
+        format!("{backend} {host}:{port} {socket:?} /{name}")
+    }
+
     /// Whether the database answers a trivial query.
     pub async fn ping(&self) -> Result<()> {
         match self {

@@ -140,7 +140,8 @@ pub use requests::{
     RequestStatus, Requests,
 };
 pub use rollups::{
-    build_day, days_to_build, profiles_to_roll_up, roll_up, DayBuilt, RolledUp, DAY_SETTLE,
+    block_cache, build_day, days_to_build, profiles_to_roll_up, roll_up, BlockCache,
+    BlockCacheStats, DayBuilt, RolledUp, DAY_SETTLE,
 };
 pub use rules::{
     create_user_rule, get_rule, install_seed_rules, list_rules, save_user_rule, update_user_rule,

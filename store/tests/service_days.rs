@@ -156,8 +156,11 @@ async fn a_day_reads_as_its_hours(db: Database) {
 
 /// A late window makes the day stale: reads take the hours (with the
 /// window) until the day is rebuilt; once retention took every hour, the
-/// day goes too.
+/// day goes too. Cached blocks of the hours and day never answer for
+/// their rewritten rows.
 async fn a_changed_hour_makes_its_day_stale(db: Database) {
+    // With the block cache on: hours and days written again are read anew.
+    odp_store::block_cache().set_capacity(64 << 20);
     let day = (Utc::now() - Duration::days(3))
         .duration_trunc(Duration::days(1))
         .unwrap();
@@ -188,6 +191,57 @@ async fn a_changed_hour_makes_its_day_stale(db: Database) {
     assert!(stale(&db).await.is_empty());
 }
 
+/// Runs `sql` on either backend.
+async fn execute(db: &Database, sql: &str) {
+    match db {
+        Database::Postgres(pool) => sqlx::query(sql).execute(pool).await.map(drop),
+        Database::MySql(pool) => sqlx::query(sql).execute(pool).await.map(drop),
+    }
+    .unwrap();
+}
+
+/// With the block cache on, a read again takes its hours and days from
+/// memory: blocks overwritten in the database behind the same `built_at`
+/// are not read. A block written again (a later `built_at`) is fetched.
+async fn a_read_again_takes_its_blocks_from_memory(db: Database) {
+    odp_store::block_cache().set_capacity(64 << 20);
+    let day = (Utc::now() - Duration::days(3))
+        .duration_trunc(Duration::days(1))
+        .unwrap();
+    a_day_of_a_fleet(&db, day).await;
+    odp_store::build_day(&db, "fleet", day).await.unwrap();
+    let before = answers(&db, day).await;
+    let hits = odp_store::block_cache().stats().hits;
+
+    let garbage = match &db {
+        Database::Postgres(_) => r"'\x00'::bytea",
+        Database::MySql(_) => "X'00'",
+    };
+    for table in ["service_days", "service_rollups"] {
+        execute(&db, &format!("update {table} set block = {garbage}")).await;
+    }
+    assert_eq!(answers(&db, day).await, before, "from memory");
+    let hits = odp_store::block_cache().stats().hits - hits;
+    assert!(
+        hits >= 4 + 3,
+        "each read of the whole day and the hours: {hits} hits"
+    );
+
+    let rebuilt = match &db {
+        Database::Postgres(_) => {
+            "update service_days set built_at = built_at + interval '1 second'"
+        }
+        Database::MySql(_) => "update service_days set built_at = built_at + interval 1 second",
+    };
+    execute(&db, rebuilt).await;
+    let whole = &day_reads(day)[0];
+    let err = odp_store::read(&db, whole).await.unwrap_err();
+    assert!(
+        err.to_string().contains("rollup"),
+        "the day's new write is read: {err}"
+    );
+}
+
 /// Every settled day is listed, oldest first.
 async fn every_settled_day_is_listed(db: Database) {
     let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
@@ -212,6 +266,7 @@ async fn a_day_is_built_once_settled(db: Database) {
 
 on_both_backends!(
     a_day_reads_as_its_hours,
+    a_read_again_takes_its_blocks_from_memory,
     a_changed_hour_makes_its_day_stale,
     a_day_is_built_once_settled,
     every_settled_day_is_listed,

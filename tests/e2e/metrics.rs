@@ -72,6 +72,13 @@ async fn every_service_exposes_metrics_of_its_work() {
         Some(1.0)
     );
     assert!(sample(&api, "process_resident_memory_bytes", &[]).unwrap() > 0.0);
+    // The service block cache: on at its default 256 MiB, nothing read yet.
+    assert_eq!(
+        sample(&api, "odp_block_cache_capacity_bytes", &[]),
+        Some(f64::from(256u32 << 20)),
+        "{api}"
+    );
+    assert_eq!(sample(&api, "odp_block_cache_hits_total", &[]), Some(0.0));
 
     let agent_url = h.platform.agent_metrics_url.clone().expect("agent runs");
     let agent = scrape(&agent_url).await;

@@ -24,16 +24,18 @@
 //! later time than the day.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use odp_profile::windows::WindowKey;
 use odp_profile::{Level, Profile};
 
 use crate::cpu::blocking;
-use crate::database::{on_backend, Database};
+use crate::database::Database;
 use crate::sql::{Sql, Tx};
 use crate::{Result, StoreError};
 
+use super::block_cache::{block_cache, BlockKey, Tier};
 use super::{decoded, mysql, postgres, to_time};
 
 const DAY_MS: i64 = 86_400_000;
@@ -177,14 +179,47 @@ pub(crate) fn merged_day(hours: &[Profile]) -> Profile {
     all.merge_windows(&groups)
 }
 
+/// An hour rollup's row, without its block.
+struct HourRow {
+    hour: DateTime<Utc>,
+    samples: i64,
+    built_at: DateTime<Utc>,
+}
+
+/// `service`'s hour rollups in the days `hours` fall in.
+async fn hour_rows(db: &Database, service: &str, hours: &[DateTime<Utc>]) -> Result<Vec<HourRow>> {
+    let (Some(first), Some(last)) = (hours.iter().min(), hours.iter().max()) else {
+        return Ok(Vec::new());
+    };
+    let from = to_time(day_of(first.timestamp_millis()))?;
+    let to = to_time(day_of(last.timestamp_millis()) + DAY_MS)?;
+    let rows: Vec<(DateTime<Utc>, i64, DateTime<Utc>)> = Sql::new(
+        r#"select "hour", samples, built_at from service_rollups
+           where service = $1 and "hour" >= $2 and "hour" < $3"#,
+    )
+    .bind(service)
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(hour, samples, built_at)| HourRow {
+            hour,
+            samples,
+            built_at,
+        })
+        .collect())
+}
+
 /// The days among those of `hours` that lie wholly in `[from, to)` and
-/// whose blocks still match their hours.
+/// whose blocks still match their hours (`stored`): (day, built_at).
 async fn matching_days(
     db: &Database,
     service: &str,
-    hours: &[DateTime<Utc>],
+    (hours, stored): (&[DateTime<Utc>], &[HourRow]),
     (from, to): (DateTime<Utc>, DateTime<Utc>),
-) -> Result<Vec<DateTime<Utc>>> {
+) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>)>> {
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
     let wanted: BTreeSet<i64> = hours
         .iter()
@@ -194,36 +229,23 @@ async fn matching_days(
     let (Some(&first), Some(&last)) = (wanted.first(), wanted.last()) else {
         return Ok(Vec::new());
     };
-    let (first, end) = (to_time(first)?, to_time(last + DAY_MS)?);
     let days: Vec<(DateTime<Utc>, i32, i64, DateTime<Utc>)> = Sql::new(
         r#"select "day", hours, samples, built_at from service_days
            where service = $1 and "day" >= $2 and "day" < $3"#,
     )
     .bind(service)
-    .bind(first)
-    .bind(end)
-    .fetch_all(db)
-    .await?;
-    if days.is_empty() {
-        return Ok(Vec::new());
-    }
-    let stored: Vec<(DateTime<Utc>, i64, DateTime<Utc>)> = Sql::new(
-        "select hour, samples, built_at from service_rollups
-         where service = $1 and hour >= $2 and hour < $3",
-    )
-    .bind(service)
-    .bind(first)
-    .bind(end)
+    .bind(to_time(first)?)
+    .bind(to_time(last + DAY_MS)?)
     .fetch_all(db)
     .await?;
     let mut per_day: BTreeMap<i64, (i32, i64, DateTime<Utc>)> = BTreeMap::new();
-    for (hour, samples, built_at) in stored {
+    for row in stored {
         let day = per_day
-            .entry(day_of(hour.timestamp_millis()))
-            .or_insert((0, 0, built_at));
+            .entry(day_of(row.hour.timestamp_millis()))
+            .or_insert((0, 0, row.built_at));
         day.0 += 1;
-        day.1 += samples;
-        day.2 = day.2.max(built_at);
+        day.1 += row.samples;
+        day.2 = day.2.max(row.built_at);
     }
     Ok(days
         .into_iter()
@@ -234,45 +256,111 @@ async fn matching_days(
                     .get(&ms)
                     .is_some_and(|h| (h.0, h.1) == (*hours, *samples) && h.2 <= *built_at)
         })
-        .map(|(day, ..)| day)
+        .map(|(day, _, _, built_at)| (day, built_at))
         .collect())
 }
 
 /// `service`'s rollups of `hours`, decoded: the days that lie wholly in
 /// `whole_days_of` (when given) and match their hours as one block each,
-/// the other hours as theirs.
+/// the other hours as theirs. Blocks come from the process's
+/// [`block_cache`] where it has them.
 pub(crate) async fn load_hours(
     db: &Database,
     service: &str,
     hours: &[DateTime<Utc>],
     whole_days_of: Option<(DateTime<Utc>, DateTime<Utc>)>,
 ) -> Result<Vec<Profile>> {
+    let stored = hour_rows(db, service, hours).await?;
     let days = match whole_days_of {
-        Some(range) => matching_days(db, service, hours, range).await?,
+        Some(range) => matching_days(db, service, (hours, &stored), range).await?,
         None => Vec::new(),
     };
-    let in_days: BTreeSet<i64> = days.iter().map(DateTime::timestamp_millis).collect();
-    let left: Vec<DateTime<Utc>> = hours
+    let in_days: BTreeSet<i64> = days.iter().map(|(d, _)| d.timestamp_millis()).collect();
+    let wanted: BTreeSet<DateTime<Utc>> = hours
         .iter()
         .filter(|h| !in_days.contains(&day_of(h.timestamp_millis())))
         .copied()
         .collect();
-    let mut blocks = if left.is_empty() {
-        Vec::new()
-    } else {
-        on_backend!(db, load(service, &left))?
-    };
-    if !days.is_empty() {
-        let day_blocks: Vec<Vec<u8>> = Sql::new(
-            r#"select block from service_days where service = $1 and "day" in $2 order by "day""#,
-        )
-        .bind(service)
-        .bind_list(days)
-        .fetch_column(db)
-        .await?;
-        blocks.extend(day_blocks);
-    }
+    let left: Vec<(DateTime<Utc>, DateTime<Utc>)> = stored
+        .iter()
+        .filter(|row| wanted.contains(&row.hour))
+        .map(|row| (row.hour, row.built_at))
+        .collect();
+    let cached = Cached::new(db, service);
+    let mut blocks = cached.blocks(Tier::Hour, &left).await?;
+    blocks.extend(cached.blocks(Tier::Day, &days).await?);
     decoded(blocks).await
+}
+
+/// Reads blocks of one service through the [`block_cache`].
+struct Cached<'a> {
+    db: &'a Database,
+    database: Arc<str>,
+    service: &'a str,
+}
+
+impl<'a> Cached<'a> {
+    fn new(db: &'a Database, service: &'a str) -> Self {
+        Cached {
+            db,
+            database: db.identity().into(),
+            service,
+        }
+    }
+
+    fn key(&self, tier: Tier, start: DateTime<Utc>, built_at: DateTime<Utc>) -> BlockKey {
+        BlockKey {
+            database: self.database.clone(),
+            tier,
+            service: self.service.to_owned(),
+            start,
+            built_at,
+        }
+    }
+
+    /// The blocks of `tier` starting at the times of `wanted` (each with
+    /// the `built_at` its row had), in that order: the cached ones from
+    /// memory, the others fetched (as they are stored now) and cached.
+    async fn blocks(
+        &self,
+        tier: Tier,
+        wanted: &[(DateTime<Utc>, DateTime<Utc>)],
+    ) -> Result<Vec<Arc<[u8]>>> {
+        let cache = block_cache();
+        let mut found: BTreeMap<DateTime<Utc>, Arc<[u8]>> = BTreeMap::new();
+        let mut missing = Vec::new();
+        for &(start, built_at) in wanted {
+            match cache.get(&self.key(tier, start, built_at)) {
+                Some(block) => {
+                    found.insert(start, block);
+                }
+                None => missing.push(start),
+            }
+        }
+        if !missing.is_empty() {
+            let select = match tier {
+                Tier::Hour => {
+                    r#"select "hour", built_at, block from service_rollups
+                       where service = $1 and "hour" in $2"#
+                }
+                Tier::Day => {
+                    r#"select "day", built_at, block from service_days
+                       where service = $1 and "day" in $2"#
+                }
+            };
+            let rows: Vec<(DateTime<Utc>, DateTime<Utc>, Vec<u8>)> = Sql::new(select)
+                .bind(self.service)
+                .bind_list(missing)
+                .fetch_all(self.db)
+                .await?;
+            for (start, built_at, block) in rows {
+                let block: Arc<[u8]> = block.into();
+                cache.insert(self.key(tier, start, built_at), block.clone());
+                found.insert(start, block);
+            }
+        }
+        Ok(found.into_values().collect())
+    }
 }
 
 #[cfg(test)]

@@ -21,10 +21,12 @@
 //! upsert, the age of a block, the locking read of whole hours, and
 //! MySQL's `read committed` transactions.
 
+mod block_cache;
 mod days;
 mod mysql;
 mod postgres;
 
+pub use block_cache::{block_cache, BlockCache, BlockCacheStats};
 pub(crate) use days::load_hours;
 pub use days::{build_day, days_to_build, DayBuilt, DAY_SETTLE};
 
@@ -273,8 +275,8 @@ async fn rebuilt(
     blocking(move || {
         let mut builder = ProfileBuilder::default();
         if let Some(bytes) = old {
-            let old =
-                Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+            let old = Profile::decode(bytes.as_ref())
+                .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
             builder.add_profile(&old);
         }
         for part in &profiles {
@@ -405,17 +407,17 @@ async fn changed(
     change: impl FnOnce(&Profile) -> Profile + Send + 'static,
 ) -> Result<Profile> {
     blocking(move || {
-        let old =
-            Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+        let old = Profile::decode(bytes.as_ref())
+            .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
         Ok(change(&old))
     })
     .await
 }
 
 /// Stored rollups decoded, on two blocking threads.
-async fn decoded(blocks: Vec<Vec<u8>>) -> Result<Vec<Profile>> {
+async fn decoded<B: AsRef<[u8]> + Send + 'static>(blocks: Vec<B>) -> Result<Vec<Profile>> {
     in_halves(blocks, |bytes| {
-        Profile::decode(&bytes).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
+        Profile::decode(bytes.as_ref()).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
     })
     .await
 }

@@ -2,10 +2,8 @@
 //! `on conflict`, the age of a block in microseconds (no `extract(epoch
 //! …)`), and `read committed` transactions for rewrites.
 
-use chrono::{DateTime, Utc};
 use sqlx::MySqlPool;
 
-use crate::sql::mysql_lists::IN_LIST_CHUNK;
 use crate::sql::Tx;
 use crate::Result;
 
@@ -74,23 +72,4 @@ pub(super) async fn begin_read_committed(pool: &MySqlPool) -> Result<Tx> {
     // The pool's `begin` would take another connection: this one, whose
     // next transaction is set to `read committed`, begins it.
     Ok(Tx::MySql(sqlx::Transaction::begin(conn, None).await?))
-}
-
-pub(super) async fn load(
-    pool: &MySqlPool,
-    service: &str,
-    hours: &[DateTime<Utc>],
-) -> Result<Vec<Vec<u8>>> {
-    let mut conn = pool.acquire().await?;
-    let mut rows: Vec<(DateTime<Utc>, Vec<u8>)> = Vec::new();
-    for chunk in hours.chunks(IN_LIST_CHUNK) {
-        let mut query = sqlx::QueryBuilder::<sqlx::MySql>::new(
-            "select `hour`, block from service_rollups where service = ",
-        );
-        query.push_bind(service).push(" and `hour` in ");
-        crate::database::push_in_list(&mut query, chunk.iter());
-        rows.extend(query.build_query_as().fetch_all(&mut *conn).await?);
-    }
-    rows.sort_by_key(|(hour, _)| *hour);
-    Ok(rows.into_iter().map(|(_, block)| block).collect())
 }

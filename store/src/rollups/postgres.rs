@@ -1,10 +1,5 @@
 //! Service rollups in Postgres.
 
-use chrono::{DateTime, Utc};
-use sqlx::PgPool;
-
-use crate::Result;
-
 /// Locks the pending blocks among `$1` that no other worker has locked:
 /// (id, block, seconds since built).
 pub(super) const LOCK_PENDING: &str =
@@ -56,17 +51,3 @@ pub(super) const SAVE_DAY: &str =
      on conflict (service, day) do update set hours = excluded.hours,
          windows = excluded.windows, samples = excluded.samples, block = excluded.block,
          built_at = excluded.built_at";
-
-pub(super) async fn load(
-    pool: &PgPool,
-    service: &str,
-    hours: &[DateTime<Utc>],
-) -> Result<Vec<Vec<u8>>> {
-    Ok(sqlx::query_scalar(
-        "select block from service_rollups where service = $1 and hour = any($2) order by hour",
-    )
-    .bind(service)
-    .bind(hours)
-    .fetch_all(pool)
-    .await?)
-}
