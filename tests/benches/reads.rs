@@ -371,14 +371,14 @@ async fn main() {
         .api
         .log()
         .lines()
-        .filter(|l| l.contains("load_ms"))
+        .filter(|l| l.contains(" load=") || l.contains("service blocks"))
         .map(str::to_owned)
         .collect();
     println!(
         "read phases (api-server log, last {}):",
-        phases.len().min(12)
+        phases.len().min(24)
     );
-    for line in phases.iter().rev().take(12).rev() {
+    for line in phases.iter().rev().take(24).rev() {
         println!("  {line}");
     }
     pool.close().await;

@@ -215,7 +215,7 @@ async fn load(
     }
     let mut parts: Vec<(Uuid, Parts)> = parts.into_iter().collect();
     parts.sort_by_key(|(id, _)| *id);
-    in_halves(parts, |(id, parts)| Ok((id, build(id, parts)?))).await
+    in_halves(parts, |_| 1, |(id, parts)| Ok((id, build(id, parts)?))).await
 }
 
 /// [`read_parts`] on one connection of the pool, unlocked.

@@ -182,7 +182,30 @@ struct Loaded {
     rollups: Vec<Profile>,
     /// How many of the profiles were read from rollups.
     rolled_up: usize,
-    loaded: std::time::Duration,
+    loaded: LoadTimes,
+}
+
+/// Where a read's loading went: finding its windows' groups, which of
+/// their profiles are rolled up, and fetching and decoding the blocks.
+#[derive(Debug, Clone, Copy, Default)]
+struct LoadTimes {
+    groups: std::time::Duration,
+    rolled: std::time::Duration,
+    blocks: std::time::Duration,
+}
+
+impl std::fmt::Display for LoadTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: std::time::Duration| d.as_millis();
+        write!(
+            f,
+            "{} ms (groups {}, rolled {}, blocks {})",
+            ms(self.groups + self.rolled + self.blocks),
+            ms(self.groups),
+            ms(self.rolled),
+            ms(self.blocks)
+        )
+    }
 }
 
 impl Loaded {
@@ -232,7 +255,12 @@ impl Spans {
 
 /// Finds and decodes what `read` covers; `None` when nothing matched.
 async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>> {
+    let started = std::time::Instant::now();
     let groups = window_groups(db, read).await?;
+    let mut times = LoadTimes {
+        groups: started.elapsed(),
+        ..LoadTimes::default()
+    };
     let mut events: Vec<EventKind> = groups.iter().map(|g| g.event).collect();
     events.sort_unstable_by_key(|e| e.as_str());
     events.dedup();
@@ -263,6 +291,8 @@ async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>
     ids.sort_unstable();
     let started = std::time::Instant::now();
     let rolled = rolled_up(db, read, &ids).await?;
+    times.rolled = started.elapsed();
+    let started = std::time::Instant::now();
     let own: Vec<Uuid> = ids
         .iter()
         .filter(|id| !rolled.members.contains(id))
@@ -285,7 +315,10 @@ async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>
         profiles,
         rollups,
         rolled_up: members.len(),
-        loaded: started.elapsed(),
+        loaded: LoadTimes {
+            blocks: started.elapsed(),
+            ..times
+        },
     }))
 }
 
@@ -328,7 +361,7 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
         profiles = ids.len(),
         rolled_up,
         rollups = selected.rollups.len(),
-        load_ms = load_time.as_millis() as u64,
+        load = %load_time,
         select_ms = started.elapsed().as_millis() as u64,
         "read"
     );
@@ -359,7 +392,8 @@ pub async fn read_window_counts(
     };
     let read = read.clone();
     let matched = matched.clone();
-    tokio::task::spawn_blocking(move || {
+    let started = std::time::Instant::now();
+    let counted = tokio::task::spawn_blocking(move || {
         let host_filter = loaded.host_filter();
         let all = loaded.selection(&read, &host_filter, &read.stacks);
         let parts: Vec<&Profile> = loaded
@@ -385,10 +419,21 @@ pub async fn read_window_counts(
                 })
                 .collect::<Vec<_>>()
         });
-        Some((loaded.event, counts.into_iter().flatten().collect()))
+        let times = loaded.loaded;
+        (
+            times,
+            Some((loaded.event, counts.into_iter().flatten().collect())),
+        )
     })
     .await
-    .map_err(|e| StoreError::Corrupt(format!("counting windows failed: {e}")))
+    .map_err(|e| StoreError::Corrupt(format!("counting windows failed: {e}")))?;
+    let (times, counts) = counted;
+    tracing::debug!(
+        load = %times,
+        count_ms = started.elapsed().as_millis() as u64,
+        "window counts"
+    );
+    Ok(counts)
 }
 
 /// Which of a service read's profiles are rolled up, and the hours of

@@ -24,7 +24,6 @@
 //! later time than the day.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use odp_profile::windows::WindowKey;
@@ -35,7 +34,8 @@ use crate::database::Database;
 use crate::sql::{Sql, Tx};
 use crate::{Result, StoreError};
 
-use super::block_cache::{block_cache, BlockKey, Tier};
+use super::block_cache::Tier;
+use super::cached::{decoded_and_cached, Cached};
 use super::{decoded, mysql, postgres, to_time};
 
 const DAY_MS: i64 = 86_400_000;
@@ -262,8 +262,8 @@ async fn matching_days(
 
 /// `service`'s rollups of `hours`, decoded: the days that lie wholly in
 /// `whole_days_of` (when given) and match their hours as one block each,
-/// the other hours as theirs. Blocks come from the process's
-/// [`block_cache`] where it has them.
+/// the other hours as theirs. Blocks come from the process's block cache
+/// where it has them.
 pub(crate) async fn load_hours(
     db: &Database,
     service: &str,
@@ -286,81 +286,24 @@ pub(crate) async fn load_hours(
         .filter(|row| wanted.contains(&row.hour))
         .map(|row| (row.hour, row.built_at))
         .collect();
+    let started = std::time::Instant::now();
     let cached = Cached::new(db, service);
     let mut blocks = cached.blocks(Tier::Hour, &left).await?;
     blocks.extend(cached.blocks(Tier::Day, &days).await?);
-    decoded(blocks).await
-}
-
-/// Reads blocks of one service through the [`block_cache`].
-struct Cached<'a> {
-    db: &'a Database,
-    database: Arc<str>,
-    service: &'a str,
-}
-
-impl<'a> Cached<'a> {
-    fn new(db: &'a Database, service: &'a str) -> Self {
-        Cached {
-            db,
-            database: db.identity().into(),
-            service,
-        }
-    }
-
-    fn key(&self, tier: Tier, start: DateTime<Utc>, built_at: DateTime<Utc>) -> BlockKey {
-        BlockKey {
-            database: self.database.clone(),
-            tier,
-            service: self.service.to_owned(),
-            start,
-            built_at,
-        }
-    }
-
-    /// The blocks of `tier` starting at the times of `wanted` (each with
-    /// the `built_at` its row had), in that order: the cached ones from
-    /// memory, the others fetched (as they are stored now) and cached.
-    async fn blocks(
-        &self,
-        tier: Tier,
-        wanted: &[(DateTime<Utc>, DateTime<Utc>)],
-    ) -> Result<Vec<Arc<[u8]>>> {
-        let cache = block_cache();
-        let mut found: BTreeMap<DateTime<Utc>, Arc<[u8]>> = BTreeMap::new();
-        let mut missing = Vec::new();
-        for &(start, built_at) in wanted {
-            match cache.get(&self.key(tier, start, built_at)) {
-                Some(block) => {
-                    found.insert(start, block);
-                }
-                None => missing.push(start),
-            }
-        }
-        if !missing.is_empty() {
-            let select = match tier {
-                Tier::Hour => {
-                    r#"select "hour", built_at, block from service_rollups
-                       where service = $1 and "hour" in $2"#
-                }
-                Tier::Day => {
-                    r#"select "day", built_at, block from service_days
-                       where service = $1 and "day" in $2"#
-                }
-            };
-            let rows: Vec<(DateTime<Utc>, DateTime<Utc>, Vec<u8>)> = Sql::new(select)
-                .bind(self.service)
-                .bind_list(missing)
-                .fetch_all(self.db)
-                .await?;
-            for (start, built_at, block) in rows {
-                let block: Arc<[u8]> = block.into();
-                cache.insert(self.key(tier, start, built_at), block.clone());
-                found.insert(start, block);
-            }
-        }
-        Ok(found.into_values().collect())
-    }
+    let fetched_in = started.elapsed();
+    let fetched = blocks.iter().filter(|b| b.fetched).count();
+    let bytes: usize = blocks.iter().map(|b| b.block.len()).sum();
+    let profiles = decoded_and_cached(blocks).await?;
+    tracing::debug!(
+        hours = left.len(),
+        days = days.len(),
+        fetched,
+        mb = bytes as f64 / 1e6,
+        fetch_ms = fetched_in.as_millis() as u64,
+        decode_ms = (started.elapsed() - fetched_in).as_millis() as u64,
+        "service blocks"
+    );
+    Ok(profiles)
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 //! MySQL's `read committed` transactions.
 
 mod block_cache;
+mod cached;
 mod days;
 mod mysql;
 mod postgres;
@@ -33,6 +34,7 @@ pub use days::{build_day, days_to_build, DayBuilt, DAY_SETTLE};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use odp_profile::codec::decode_weight;
 use odp_profile::{Level, Profile, ProfileBuilder};
 use uuid::Uuid;
 
@@ -416,9 +418,13 @@ async fn changed(
 
 /// Stored rollups decoded, on two blocking threads.
 async fn decoded<B: AsRef<[u8]> + Send + 'static>(blocks: Vec<B>) -> Result<Vec<Profile>> {
-    in_halves(blocks, |bytes| {
-        Profile::decode(bytes.as_ref()).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
-    })
+    in_halves(
+        blocks,
+        |bytes| decode_weight(bytes.as_ref()),
+        |bytes| {
+            Profile::decode(bytes.as_ref()).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))
+        },
+    )
     .await
 }
 
