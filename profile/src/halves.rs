@@ -2,9 +2,13 @@
 //! merge many blocks (a month of days, a fleet's hour), and a machine has
 //! a core or two to spare for one read.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// `work` on each of `items`, the results in the items' order: on two
-/// threads (a half each) from `from` items on, else on the calling thread
-/// (a second thread costs more than a few small parts).
+/// threads from `from` items on, else on the calling thread (a second
+/// thread costs more than a few small parts). Each thread takes the next
+/// item not taken yet, so parts of unequal cost (a day and an hour) keep
+/// both busy to the end.
 pub fn map_in_halves<T: Sync, R: Send>(
     items: &[T],
     from: usize,
@@ -13,13 +17,25 @@ pub fn map_in_halves<T: Sync, R: Send>(
     if items.len() < from.max(2) {
         return items.iter().map(&work).collect();
     }
-    let (first, second) = items.split_at(items.len() / 2);
-    std::thread::scope(|scope| {
-        let later = scope.spawn(|| second.iter().map(&work).collect::<Vec<R>>());
-        let mut out: Vec<R> = first.iter().map(&work).collect();
-        out.extend(later.join().expect("work on a half panicked"));
-        out
-    })
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, work(item)));
+        }
+    };
+    let mut done = std::thread::scope(|scope| {
+        let other = scope.spawn(take);
+        let mut done = take();
+        done.extend(other.join().expect("work on a part panicked"));
+        done
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 #[cfg(test)]

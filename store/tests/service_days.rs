@@ -211,6 +211,10 @@ async fn a_read_again_takes_its_blocks_from_memory(db: Database) {
     a_day_of_a_fleet(&db, day).await;
     odp_store::build_day(&db, "fleet", day).await.unwrap();
     let before = answers(&db, day).await;
+    let trends = (
+        trend_windows(&db, day, Spans::Range).await,
+        trend_windows(&db, day, Spans::Stored).await,
+    );
     let hits = odp_store::block_cache().stats().hits;
 
     let garbage = match &db {
@@ -221,6 +225,11 @@ async fn a_read_again_takes_its_blocks_from_memory(db: Database) {
         execute(&db, &format!("update {table} set block = {garbage}")).await;
     }
     assert_eq!(answers(&db, day).await, before, "from memory");
+    let trends_again = (
+        trend_windows(&db, day, Spans::Range).await,
+        trend_windows(&db, day, Spans::Stored).await,
+    );
+    assert_eq!(trends_again, trends, "trends from memory");
     let hits = odp_store::block_cache().stats().hits - hits;
     assert!(
         hits >= 4 + 3,

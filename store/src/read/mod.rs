@@ -17,8 +17,10 @@ mod coverage;
 mod mysql;
 mod postgres;
 mod select;
+mod window_counts;
 
 pub use coverage::{read_coverage, CoverageByEvent};
+pub use window_counts::read_window_counts;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -26,9 +28,7 @@ use chrono::{DateTime, Utc};
 use odp_core::filter::{StackFilter, ThreadFilter};
 use odp_core::flamegraph::FlameNode;
 use odp_core::stats::FunctionShare;
-use odp_core::trend::WindowCount;
 use odp_core::{EventKind, WeightedStack};
-use odp_profile::halves::map_in_halves;
 use odp_profile::{many, stacks, Profile, Selection, View};
 use sqlx::{Encode, QueryBuilder, Type};
 use uuid::Uuid;
@@ -168,7 +168,8 @@ impl ReadResult {
     }
 }
 
-/// What a read loaded: its event, hosts and profiles, decoded.
+/// What a read loaded: its event, hosts and profiles, decoded, and the
+/// blocks of its service rollups, to decode.
 struct Loaded {
     event: EventKind,
     ids: Vec<Uuid>,
@@ -178,7 +179,10 @@ struct Loaded {
     /// Profiles read from their own blocks (and rolled-up profiles'
     /// windows not compacted yet).
     profiles: Vec<(Uuid, Profile)>,
-    /// Service rollups: many profiles' windows each.
+    /// Service rollups: many profiles' windows each. A read decodes them
+    /// all ([`Loaded::decode_rollups`]); a trend counts each as it decodes
+    /// it, so that a month's are never all in memory at once.
+    rollup_blocks: Vec<rollups::ReadBlock>,
     rollups: Vec<Profile>,
     /// How many of the profiles were read from rollups.
     rolled_up: usize,
@@ -225,6 +229,14 @@ impl Loaded {
             hosts: Some(host_filter),
             event: Some(self.event),
         }
+    }
+
+    async fn decode_rollups(&mut self) -> Result<()> {
+        let started = std::time::Instant::now();
+        let blocks = std::mem::take(&mut self.rollup_blocks);
+        self.rollups = rollups::decoded_and_cached(blocks).await?;
+        self.loaded.blocks += started.elapsed();
+        Ok(())
     }
 
     fn host_filter(&self) -> Vec<String> {
@@ -301,9 +313,9 @@ async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>
     let members: Vec<Uuid> = rolled.members.iter().copied().collect();
     let mut profiles = load_profiles(db, &own).await?;
     profiles.extend(load_uncompacted(db, &members).await?);
-    let rollups = match &read.scope {
+    let rollup_blocks = match &read.scope {
         ReadScope::Service { service, .. } if !rolled.hours.is_empty() => {
-            rollups::load_hours(db, service, &rolled.hours, spans.whole_days(read)).await?
+            rollups::hour_blocks(db, service, &rolled.hours, spans.whole_days(read)).await?
         }
         _ => Vec::new(),
     };
@@ -313,7 +325,8 @@ async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>
         snapshots,
         hosts,
         profiles,
-        rollups,
+        rollup_blocks,
+        rollups: Vec::new(),
         rolled_up: members.len(),
         loaded: LoadTimes {
             blocks: started.elapsed(),
@@ -325,9 +338,10 @@ async fn load(db: &Database, read: &Read, spans: Spans) -> Result<Option<Loaded>
 /// Reads `read`: see the module documentation.
 pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
     let db = db.into();
-    let Some(loaded) = load(&db, read, Spans::Range).await? else {
+    let Some(mut loaded) = load(&db, read, Spans::Range).await? else {
         return Ok(ReadResult::default());
     };
+    loaded.decode_rollups().await?;
     let started = std::time::Instant::now();
     let read_owned = read.clone();
     let (loaded, selected) = tokio::task::spawn_blocking(move || {
@@ -373,67 +387,6 @@ pub async fn read(db: impl Into<Database>, read: &Read) -> Result<ReadResult> {
         rollups: selected.rollups,
         period: selected.period,
     })
-}
-
-/// Per window that `read` covers (its threads, range and hosts), its
-/// samples and those of `matched` stacks: what a function's trend is
-/// made of ([`odp_core::trend`]). With [`Spans::Range`], a whole UTC day
-/// of a service may come as one window per host: for steps of whole days
-/// that start at midnight. `None` when nothing matched.
-pub async fn read_window_counts(
-    db: impl Into<Database>,
-    read: &Read,
-    matched: &StackFilter,
-    spans: Spans,
-) -> Result<Option<(EventKind, Vec<WindowCount>)>> {
-    let db = db.into();
-    let Some(loaded) = load(&db, read, spans).await? else {
-        return Ok(None);
-    };
-    let read = read.clone();
-    let matched = matched.clone();
-    let started = std::time::Instant::now();
-    let counted = tokio::task::spawn_blocking(move || {
-        let host_filter = loaded.host_filter();
-        let all = loaded.selection(&read, &host_filter, &read.stacks);
-        let parts: Vec<&Profile> = loaded
-            .profiles
-            .iter()
-            .map(|(_, profile)| profile)
-            .chain(&loaded.rollups)
-            .collect();
-        let counts = map_in_halves(&parts, 2, |profile| {
-            let hits = profile.window_hits(&all, &matched);
-            profile
-                .windows
-                .iter()
-                .zip(hits)
-                .filter(|(_, hits)| hits.samples > 0)
-                .map(|(window, hits)| WindowCount {
-                    host: window.host.clone(),
-                    start_ms: window.start_ms,
-                    end_ms: window.end_ms,
-                    period: window.period,
-                    samples: hits.samples,
-                    matched: hits.matched,
-                })
-                .collect::<Vec<_>>()
-        });
-        let times = loaded.loaded;
-        (
-            times,
-            Some((loaded.event, counts.into_iter().flatten().collect())),
-        )
-    })
-    .await
-    .map_err(|e| StoreError::Corrupt(format!("counting windows failed: {e}")))?;
-    let (times, counts) = counted;
-    tracing::debug!(
-        load = %times,
-        count_ms = started.elapsed().as_millis() as u64,
-        "window counts"
-    );
-    Ok(counts)
 }
 
 /// Which of a service read's profiles are rolled up, and the hours of

@@ -20,7 +20,7 @@ use crate::{Result, StoreError};
 use super::block_cache::{block_cache, BlockKey, Tier};
 
 /// A block as a read found it.
-pub(super) struct ReadBlock {
+pub(crate) struct ReadBlock {
     key: BlockKey,
     pub(super) block: Arc<[u8]>,
     /// Fetched from the database by this read (not in memory).
@@ -111,20 +111,26 @@ impl<'a> Cached<'a> {
 
 /// `blocks` decoded on two threads, in order; each fetched one is cached
 /// as LZ4.
-pub(super) async fn decoded_and_cached(blocks: Vec<ReadBlock>) -> Result<Vec<Profile>> {
-    in_halves(blocks, |b| decode_weight(&b.block), decode_and_cache).await
+pub(crate) async fn decoded_and_cached(blocks: Vec<ReadBlock>) -> Result<Vec<Profile>> {
+    in_halves(
+        blocks,
+        |b| decode_weight(&b.block),
+        |b| decode_and_cache(&b),
+    )
+    .await
 }
 
-fn decode_and_cache(read: ReadBlock) -> Result<Profile> {
+/// `read` decoded; cached as LZ4 if this read fetched it.
+pub(crate) fn decode_and_cache(read: &ReadBlock) -> Result<Profile> {
     let profile =
         Profile::decode(&read.block).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
     if read.fetched {
         let quick = if is_quick(&read.block) {
-            read.block
+            read.block.clone()
         } else {
             profile.encode(Level::Quick).into()
         };
-        block_cache().insert(read.key, quick);
+        block_cache().insert(read.key.clone(), quick);
     }
     Ok(profile)
 }

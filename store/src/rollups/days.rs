@@ -35,7 +35,7 @@ use crate::sql::{Sql, Tx};
 use crate::{Result, StoreError};
 
 use super::block_cache::Tier;
-use super::cached::{decoded_and_cached, Cached};
+use super::cached::{decoded_and_cached, Cached, ReadBlock};
 use super::{decoded, mysql, postgres, to_time};
 
 const DAY_MS: i64 = 86_400_000;
@@ -260,16 +260,26 @@ async fn matching_days(
         .collect())
 }
 
-/// `service`'s rollups of `hours`, decoded: the days that lie wholly in
-/// `whole_days_of` (when given) and match their hours as one block each,
-/// the other hours as theirs. Blocks come from the process's block cache
-/// where it has them.
+/// `service`'s rollups of `hours`, decoded (see [`hour_blocks`]).
 pub(crate) async fn load_hours(
     db: &Database,
     service: &str,
     hours: &[DateTime<Utc>],
     whole_days_of: Option<(DateTime<Utc>, DateTime<Utc>)>,
 ) -> Result<Vec<Profile>> {
+    decoded_and_cached(hour_blocks(db, service, hours, whole_days_of).await?).await
+}
+
+/// The blocks of `service`'s rollups of `hours`: the days that lie wholly
+/// in `whole_days_of` (when given) and match their hours as one block
+/// each, the other hours as theirs. Blocks come from the process's block
+/// cache where it has them.
+pub(crate) async fn hour_blocks(
+    db: &Database,
+    service: &str,
+    hours: &[DateTime<Utc>],
+    whole_days_of: Option<(DateTime<Utc>, DateTime<Utc>)>,
+) -> Result<Vec<ReadBlock>> {
     let stored = hour_rows(db, service, hours).await?;
     let days = match whole_days_of {
         Some(range) => matching_days(db, service, (hours, &stored), range).await?,
@@ -290,20 +300,17 @@ pub(crate) async fn load_hours(
     let cached = Cached::new(db, service);
     let mut blocks = cached.blocks(Tier::Hour, &left).await?;
     blocks.extend(cached.blocks(Tier::Day, &days).await?);
-    let fetched_in = started.elapsed();
     let fetched = blocks.iter().filter(|b| b.fetched).count();
     let bytes: usize = blocks.iter().map(|b| b.block.len()).sum();
-    let profiles = decoded_and_cached(blocks).await?;
     tracing::debug!(
         hours = left.len(),
         days = days.len(),
         fetched,
         mb = bytes as f64 / 1e6,
-        fetch_ms = fetched_in.as_millis() as u64,
-        decode_ms = (started.elapsed() - fetched_in).as_millis() as u64,
+        fetch_ms = started.elapsed().as_millis() as u64,
         "service blocks"
     );
-    Ok(profiles)
+    Ok(blocks)
 }
 
 #[cfg(test)]

@@ -28,8 +28,9 @@ mod mysql;
 mod postgres;
 
 pub use block_cache::{block_cache, BlockCache, BlockCacheStats};
-pub(crate) use days::load_hours;
+pub(crate) use cached::{decode_and_cache, decoded_and_cached, ReadBlock};
 pub use days::{build_day, days_to_build, DayBuilt, DAY_SETTLE};
+pub(crate) use days::{hour_blocks, load_hours};
 
 use std::collections::BTreeMap;
 
