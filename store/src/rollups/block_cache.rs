@@ -131,6 +131,11 @@ impl BlockCache {
         self.evictions.fetch_add(dropped, Ordering::Relaxed);
     }
 
+    /// Whether it keeps anything at all.
+    pub(crate) fn is_on(&self) -> bool {
+        self.locked().capacity > 0
+    }
+
     pub(crate) fn get(&self, key: &BlockKey) -> Option<Arc<[u8]>> {
         let found = self.locked().touch(key);
         let counter = if found.is_some() {
@@ -247,6 +252,7 @@ mod tests {
     #[test]
     fn an_unset_cache_keeps_nothing() {
         let cache = BlockCache::default();
+        assert!(!cache.is_on());
         cache.insert(key(0, 1), block(1, 0));
         assert!(cache.get(&key(0, 1)).is_none());
         assert_eq!(cache.stats().bytes, 0);

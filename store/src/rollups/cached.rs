@@ -120,11 +120,12 @@ pub(crate) async fn decoded_and_cached(blocks: Vec<ReadBlock>) -> Result<Vec<Pro
     .await
 }
 
-/// `read` decoded; cached as LZ4 if this read fetched it.
+/// `read` decoded; cached as LZ4 if this read fetched it and the cache is
+/// on (the pipeline's is not: it re-encodes nothing).
 pub(crate) fn decode_and_cache(read: &ReadBlock) -> Result<Profile> {
     let profile =
         Profile::decode(&read.block).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
-    if read.fetched {
+    if read.fetched && block_cache().is_on() {
         let quick = if is_quick(&read.block) {
             read.block.clone()
         } else {
