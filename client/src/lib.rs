@@ -100,8 +100,20 @@ async fn reply(path: &str, request: reqwest::RequestBuilder) -> Result<Reply> {
         .text()
         .await
         .map_err(|e| transport(format!("reading body: {e}")))?;
-    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let body = json_body(&text);
     Ok(Reply { status, body, text })
+}
+
+/// `text` as JSON, `null` when it is none. Without serde_json's default
+/// nesting limit (128): a flame graph nests two levels a frame, and a
+/// deep stack (CPython's, through perf) passes 64 frames.
+fn json_body(text: &str) -> Value {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    reader.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut reader)
+        .ok()
+        .filter(|_| reader.end().is_ok())
+        .unwrap_or(Value::Null)
 }
 
 impl ApiClient {
@@ -485,4 +497,27 @@ fn decode<T: DeserializeOwned>(path: &str, reply: Reply) -> Result<T> {
     serde_json::from_value(reply.body).map_err(|e| {
         ClientError::Unexpected(format!("{path}: unexpected reply ({e}): {}", reply.text))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_flame_graphs_parse() {
+        let depth = 400;
+        let text = format!(
+            "{}{}",
+            r#"{"name":"f","children":["#.repeat(depth),
+            "]}".repeat(depth)
+        );
+        let body = json_body(&text);
+        assert_eq!(body["name"], "f", "{depth} frames deep");
+        assert!(
+            serde_json::from_str::<Value>(&text).is_err(),
+            "serde_json's default limit refuses it"
+        );
+        assert_eq!(json_body("not json"), Value::Null);
+        assert_eq!(json_body("{} trailing"), Value::Null);
+    }
 }
