@@ -130,31 +130,25 @@ impl Database {
     /// Which server and database this is: what tells apart the rows of
     /// two databases one process reads.
     pub(crate) fn identity(&self) -> String {
-        let (backend, host, port, socket, name) = match self {
-            Database::Postgres(pool) => {
-                let o = pool.connect_options();
-                let name = o.get_database().unwrap_or_default().to_owned();
-                (
-                    "postgres",
-                    o.get_host().to_owned(),
+        // The two backends' options are different types with the same
+        // getters.
+        macro_rules! identity {
+            ($backend:literal, $pool:expr) => {{
+                let o = $pool.connect_options();
+                format!(
+                    "{} {}:{} {:?} /{}",
+                    $backend,
+                    o.get_host(),
                     o.get_port(),
-                    o.get_socket().cloned(),
-                    name,
+                    o.get_socket(),
+                    o.get_database().unwrap_or_default()
                 )
-            }
-            Database::MySql(pool) => {
-                let o = pool.connect_options();
-                let name = o.get_database().unwrap_or_default().to_owned();
-                (
-                    "mysql",
-                    o.get_host().to_owned(),
-                    o.get_port(),
-                    o.get_socket().cloned(),
-                    name,
-                )
-            }
-        };
-        format!("{backend} {host}:{port} {socket:?} /{name}")
+            }};
+        }
+        match self {
+            Database::Postgres(pool) => identity!("postgres", pool),
+            Database::MySql(pool) => identity!("mysql", pool),
+        }
     }
 
     /// Whether the database answers a trivial query.
